@@ -1,0 +1,24 @@
+"""Taught errors as executed assertions: the cell must raise this, with this text (chapters 01-07)."""
+from contextlib import contextmanager
+
+
+@contextmanager
+def expect_error(types, *fragments: str):
+    """Run the block; it MUST raise one of `types` whose message contains every fragment.
+
+    The error is printed for the learner to read and then swallowed, so the notebook goes
+    on. If nothing is raised, or the text changed, the cell fails loudly (and so does CI).
+    """
+    try:
+        yield
+    except types as err:
+        message = str(err)
+        missing = [f for f in fragments if f.lower() not in message.lower()]
+        if missing:
+            raise AssertionError(f"PyTorch raised {type(err).__name__}, but its message no longer "
+                                 f"mentions {missing}: {message}") from err
+        first_lines = "\n".join(message.splitlines()[:4])
+        print(f"PyTorch raised, as expected:\n{type(err).__name__}: {first_lines}")
+    else:
+        names = types.__name__ if isinstance(types, type) else " or ".join(t.__name__ for t in types)
+        raise AssertionError(f"expected this cell to raise {names}, but it ran without an error")

@@ -1,0 +1,10 @@
+"""The exercise engine: specs, checks, hints, solutions, quizzes and progress.
+
+It knows no chapter by name; chapters register their exercises through `Chapter`.
+"""
+from .registry import all_exercises, get
+from .results import CORRECT, INCORRECT, NOT_ATTEMPTED, CheckResult
+from .spec import AnswerKey, Chapter, Fail, FunctionExercise, Quiz, Test, WrongAnswer, answer_digest
+
+__all__ = ["all_exercises", "get", "CORRECT", "INCORRECT", "NOT_ATTEMPTED", "CheckResult", "AnswerKey",
+           "Chapter", "Fail", "FunctionExercise", "Quiz", "Test", "WrongAnswer", "answer_digest"]

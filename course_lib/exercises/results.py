@@ -1,0 +1,93 @@
+"""What a check returns: per-test outcomes, a status, points, and learner-facing text/HTML."""
+from dataclasses import dataclass, field
+from html import escape
+
+CORRECT = "correct"
+INCORRECT = "incorrect"
+NOT_ATTEMPTED = "not attempted"
+STATUS_RANK = {NOT_ATTEMPTED: 0, INCORRECT: 1, CORRECT: 2}
+_COLORS = {CORRECT: "#1a7f37", INCORRECT: "#cf222e", NOT_ATTEMPTED: "#6e7781"}
+_ICONS = {CORRECT: "✔", INCORRECT: "✘", NOT_ATTEMPTED: "…"}
+
+
+@dataclass
+class TestOutcome:
+    """One test's verdict; for hidden tests `message` is withheld from the learner."""
+    name: str
+    passed: bool
+    weight: float = 1.0
+    hidden: bool = False
+    message: str = ""
+    expected: str = ""
+    got: str = ""
+    hint: str = ""
+
+    def public_lines(self):
+        if self.hidden:
+            return [] if self.passed else ["(a hidden test: its inputs and values are not shown)"]
+        lines = [self.message] if self.message else []
+        if self.expected:
+            lines.append(f"Expected: {self.expected}")
+        if self.got:
+            lines.append(f"Got: {self.got}")
+        if self.hint:
+            lines.append(f"Hint: {self.hint}")
+        return lines
+
+
+@dataclass
+class CheckResult:
+    """The verdict on one exercise: status, points and the tests behind them."""
+    exercise_id: str
+    title: str
+    status: str
+    points: float
+    max_points: float
+    summary: str = ""
+    tests: list = field(default_factory=list)
+    hidden_not_run: int = 0
+
+    @property
+    def correct(self) -> bool:
+        return self.status == CORRECT
+
+    def as_dict(self) -> dict:
+        return {"exercise": self.exercise_id, "status": self.status, "points": round(self.points, 3),
+                "max_points": self.max_points, "summary": self.summary,
+                "tests": [{"name": t.name, "passed": t.passed, "hidden": t.hidden,
+                           "feedback": " ".join(t.public_lines())} for t in self.tests]}
+
+    def headline(self) -> str:
+        return f"{self.status.capitalize()}: {self.title} ({self.points:g}/{self.max_points:g} points)"
+
+    def text(self) -> str:
+        lines = [f"{_ICONS[self.status]} {self.headline()}"]
+        if self.summary:
+            lines.append(f"  {self.summary}")
+        for t in self.tests:
+            mark = "passed" if t.passed else "FAILED"
+            lines.append(f"  - {t.name}: {mark}")
+            lines.extend(f"      {line}" for line in t.public_lines())
+        if self.hidden_not_run:
+            lines.append(f"  ({self.hidden_not_run} hidden test(s) more are run by the grader.)")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_html_(self) -> str:
+        color = _COLORS[self.status]
+        rows = []
+        for t in self.tests:
+            mark = "✔" if t.passed else "✘"
+            detail = "<br>".join(escape(line) for line in t.public_lines())
+            detail = f"<br><span style='margin-left:1.4em;display:inline-block'>{detail}</span>" if detail else ""
+            color = "#1a7f37" if t.passed else "#cf222e"
+            rows.append(f"<li><b style='color:{color}'>{mark}</b> {escape(t.name)}{detail}</li>")
+        hidden = (f"<div style='color:#6e7781'>{self.hidden_not_run} hidden test(s) more are run by the grader.</div>"
+                  if self.hidden_not_run else "")
+        summary = f"<div>{escape(self.summary)}</div>" if self.summary else ""
+        return (f"<div class='course-check course-{self.status.replace(' ', '-')}' "
+                f"style='border-left:6px solid {color};padding:6px 10px;margin:4px 0;background:#f6f8fa;color:#1f2328'>"
+                f"<div style='font-weight:bold;color:{color}'>{_ICONS[self.status]} {escape(self.headline())}</div>"
+                f"{summary}<ul style='margin:4px 0;padding-left:1.2em'>{''.join(rows)}</ul>{hidden}</div>")

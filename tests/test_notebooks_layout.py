@@ -1,0 +1,38 @@
+"""Notebooks are numbered, paired with a chapter module, and committed clean."""
+import importlib
+import json
+
+import pytest
+
+from conftest import NOTEBOOKS, ROOT
+from course_lib.exercises.registry import chapter_modules
+
+names = [p.name for p in NOTEBOOKS]
+
+
+def test_notebooks_exist_and_are_numbered_in_order():
+    numbers = [int(n[:2]) for n in names]
+    assert numbers and numbers == list(range(1, len(numbers) + 1)), names
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=names)
+def test_notebook_is_committed_clean(path):
+    nb = json.loads(path.read_text())
+    dirty = [i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"
+             and (c.get("outputs") or c.get("execution_count") is not None)]
+    assert not dirty, f"{path.name}: cells {dirty} have outputs or execution counts; clear them before committing"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=names)
+def test_notebook_pairs_with_its_chapter_module(path):
+    module = "ch" + path.stem
+    assert module in chapter_modules(), f"{path.name} needs course_lib/{module}.py"
+    assert f"course_lib import {module}" in path.read_text(), f"{path.name} should import its module {module}"
+    importlib.import_module(f"course_lib.{module}")
+
+
+def test_every_chapter_module_has_a_notebook():
+    stems = {p.stem for p in NOTEBOOKS}
+    for module in chapter_modules():
+        assert module[2:] in stems, f"course_lib/{module}.py has no notebook notebooks/{module[2:]}.ipynb"
+
