@@ -37,7 +37,9 @@ cmd="${1:-start}"
 case "$cmd" in
   start)
     install
-    exec "$VENV/bin/jupyter" lab --ip=127.0.0.1 --notebook-dir=notebooks "${@:2}"
+    root_flag=()
+    [ "$(id -u)" = 0 ] && root_flag=(--allow-root)  # Jupyter refuses root without it (containers)
+    exec "$VENV/bin/jupyter" lab --ip=127.0.0.1 --notebook-dir=notebooks "${root_flag[@]}" "${@:2}"
     ;;
   test)
     install
