@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .device import second_device
+from .device import device_report, devices_of, second_device  # noqa: F401 (used by the notebook)
 from .exercises import Chapter, Fail, Test
 
 chapter = Chapter(__name__, title="The same-device rule")
@@ -45,27 +45,6 @@ class WeightedCrossEntropy(nn.Module):
 
     def forward(self, logits, labels):
         return F.cross_entropy(logits, labels, weight=self.class_weights)
-
-
-# ---------------------------------------------------------------- where is everything?
-def devices_of(thing) -> list:
-    """Distinct devices (strings) of a module's parameters and buffers, or of one tensor (chapter 02)."""
-    if isinstance(thing, torch.Tensor):
-        return [str(thing.device)]
-    tensors = itertools.chain(thing.parameters(), thing.buffers())
-    return sorted({str(t.device) for t in tensors})
-
-
-def device_report(**things) -> str:
-    """One line per named model/loss/tensor with its device(s), then a verdict (chapter 02)."""
-    width = max(map(len, things), default=0)
-    lines = [f"{name:<{width}} : {', '.join(devices_of(thing)) or '(no tensors)'}" for name, thing in things.items()]
-    found = sorted({d for thing in things.values() for d in devices_of(thing)})
-    if len(found) <= 1:
-        lines.append(f"OK: everything is on {found[0] if found else 'no device'}")
-    else:
-        lines.append(f"MISMATCH: {' and '.join(found)} are both in use; move everything to one device")
-    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- one training step, for real

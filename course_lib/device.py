@@ -4,6 +4,7 @@
 COURSE_DEVICE (e.g. ``COURSE_DEVICE=cpu``) to force a choice, for instance the CPU on a
 GPU machine.
 """
+import itertools
 import os
 
 import torch
@@ -69,3 +70,23 @@ def gpu_only(what: str) -> bool:
         return True
     print(f"[GPU only] skipped on this machine (no CUDA GPU): {what}")
     return False
+
+
+def devices_of(thing) -> list:
+    """Distinct devices (strings) of a module's parameters and buffers, or of one tensor (chapters 02, 04)."""
+    if isinstance(thing, torch.Tensor):
+        return [str(thing.device)]
+    tensors = itertools.chain(thing.parameters(), thing.buffers())
+    return sorted({str(t.device) for t in tensors})
+
+
+def device_report(**things) -> str:
+    """One line per named model/loss/tensor with its device(s), then a verdict (chapters 02, 04)."""
+    width = max(map(len, things), default=0)
+    lines = [f"{name:<{width}} : {', '.join(devices_of(thing)) or '(no tensors)'}" for name, thing in things.items()]
+    found = sorted({d for thing in things.values() for d in devices_of(thing)})
+    if len(found) <= 1:
+        lines.append(f"OK: everything is on {found[0] if found else 'no device'}")
+    else:
+        lines.append(f"MISMATCH: {' and '.join(found)} are both in use; move everything to one device")
+    return "\n".join(lines)

@@ -40,6 +40,26 @@ def test_correct_incorrect_not_attempted():
     assert double.check(None).status == NOT_ATTEMPTED
 
 
+def test_not_implemented_from_a_library_is_an_error_not_a_stub():
+    def calls_unfinished_library(x):
+        raise_from_elsewhere()
+
+    def raise_from_elsewhere():
+        raise NotImplementedError("Cannot copy out of meta tensor")
+    result = double.check(calls_unfinished_library)
+    assert result.status == INCORRECT and "Cannot copy out of meta tensor" in result.text()
+
+
+def test_stub_seen_through_a_test_that_catches_runtime_error():
+    def careless_test(candidate):
+        try:
+            candidate(1)
+        except RuntimeError as err:  # NotImplementedError is a RuntimeError
+            raise Fail(f"failed: {err}")
+    ex = chapter.function_exercise("careless", title="t", prompt="p", points=1, tests=[Test("t", careless_test)])
+    assert ex.check(stub).status == NOT_ATTEMPTED
+
+
 def test_not_a_function_is_incorrect_with_reason():
     result = double.check(42)
     assert result.status == INCORRECT and "got int" in result.text()

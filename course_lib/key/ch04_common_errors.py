@@ -1,0 +1,95 @@
+"""Answer key for chapter 04 (teacher's copy only)."""
+import torch
+
+from course_lib.ch04_common_errors import _check_loading, _check_positions, _check_strip
+from course_lib.exercises import AnswerKey, Test, WrongAnswer
+
+
+def add_positions(x):
+    return x + torch.arange(x.shape[-1], device=x.device, dtype=x.dtype)
+
+
+def strip_module_prefix(state_dict):
+    return {(k[len("module."):] if k.startswith("module.") else k): v for k, v in state_dict.items()}
+
+
+def load_for_inference(path, model, device):
+    state = torch.load(path, map_location=device)
+    state = {(k[len("module."):] if k.startswith("module.") else k): v for k, v in state.items()}
+    model.load_state_dict(state)
+    return model.to(device).eval()
+
+
+def _positions_on_cpu(x):
+    return x + torch.arange(x.shape[-1])
+
+
+def _positions_wrong_dim(x):
+    return x + torch.arange(x.shape[0], device=x.device).unsqueeze(-1)
+
+
+def _replace_everywhere(state_dict):
+    return {k.replace("module.", ""): v for k, v in state_dict.items()}
+
+
+def _cut_every_key(state_dict):
+    return {k[7:]: v for k, v in state_dict.items()}
+
+
+def _strip_in_place(state_dict):
+    for k in list(state_dict):
+        if k.startswith("module."):
+            state_dict[k[7:]] = state_dict.pop(k)
+    return state_dict
+
+
+def _load_without_map_location(path, model, device):
+    state = torch.load(path)
+    state = {(k[7:] if k.startswith("module.") else k): v for k, v in state.items()}
+    model.load_state_dict(state)
+    return model.to(device).eval()
+
+
+def _load_without_stripping(path, model, device):
+    model.load_state_dict(torch.load(path, map_location=device))
+    return model.to(device).eval()
+
+
+def _load_but_stay_in_train_mode(path, model, device):
+    state = torch.load(path, map_location=device)
+    model.load_state_dict({(k[7:] if k.startswith("module.") else k): v for k, v in state.items()})
+    return model.to(device)
+
+
+KEY = {
+    "add_positions": AnswerKey(
+        solution=add_positions,
+        hidden_tests=[Test("broadcasts over a 3-D batch", _check_positions((2, 3, 4), "cpu")),
+                      Test("3-D input on another device", _check_positions((2, 3, 4), "meta"))],
+        wrong_answers=[WrongAnswer("arange on the CPU", _positions_on_cpu, "device=x.device"),
+                       WrongAnswer("positions along the wrong dimension", _positions_wrong_dim, "LAST dimension")],
+    ),
+    "strip_module_prefix": AnswerKey(
+        solution=strip_module_prefix,
+        hidden_tests=[Test("a doubly wrapped model loses one prefix",
+                           _check_strip(["module.module.w"], ["module.w"])),
+                      Test("DDP keys of a nested model",
+                           _check_strip(["module.encoder.0.weight", "module.head.bias"],
+                                        ["encoder.0.weight", "head.bias"]))],
+        wrong_answers=[WrongAnswer("str.replace everywhere", _replace_everywhere, "submodule"),
+                       WrongAnswer("cuts 7 characters from every key", _cut_every_key, "Wrong keys"),
+                       WrongAnswer("edits the caller's dict", _strip_in_place, "changed the state_dict")],
+    ),
+    "load_for_inference": AnswerKey(
+        solution=load_for_inference,
+        hidden_tests=[Test("loads a DataParallel checkpoint", _check_loading(wrapped=True, on_missing_gpu=False)),
+                      Test("DataParallel checkpoint from a missing GPU",
+                           _check_loading(wrapped=True, on_missing_gpu=True))],
+        wrong_answers=[WrongAnswer("no map_location", _load_without_map_location, "map_location"),
+                       WrongAnswer("keeps the 'module.' prefix", _load_without_stripping, "module."),
+                       WrongAnswer("forgets model.eval()", _load_but_stay_in_train_mode, "eval")],
+    ),
+    "what_is_wrong": AnswerKey(answer=["a", "b", "d"]),
+    "dp_checkpoint": AnswerKey(answer="a"),
+    "state_dict_device": AnswerKey(answer="b"),
+}
