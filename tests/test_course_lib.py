@@ -109,3 +109,14 @@ def test_cli_exercises_json_lists_every_exercise():
 def test_cli_rejects_unknown_commands():
     out = run_cli("fly")
     assert out.returncode == 2 and "invalid choice" in out.stderr
+
+
+def test_expect_warning_needs_the_warning(capsys):
+    import warnings
+    from course_lib.errors import expect_warning
+    with expect_warning(FutureWarning, "deprecated"):
+        warnings.warn("this is deprecated", FutureWarning)
+    assert "FutureWarning: this is deprecated" in capsys.readouterr().out
+    with pytest.raises(AssertionError, match="no warning at all"):
+        with expect_warning(FutureWarning):
+            pass
