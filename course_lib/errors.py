@@ -25,3 +25,22 @@ def expect_error(types, *fragments: str):
     else:
         names = types.__name__ if isinstance(types, type) else " or ".join(t.__name__ for t in types)
         raise AssertionError(f"expected this cell to raise {names}, but it ran without an error")
+
+
+@contextmanager
+def expect_warning(category, *fragments: str):
+    """Run the block; it MUST warn with `category` mentioning every fragment (chapters 05+).
+
+    Used to show a deprecated spelling once, with the warning PyTorch really gives.
+    """
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        text = ANSI_CODES.sub("", str(w.message))
+        if issubclass(w.category, category) and all(f.lower() in text.lower() for f in fragments):
+            print(f"PyTorch warned, as expected:\n{w.category.__name__}: {text.splitlines()[0]}")
+            return
+    seen = "; ".join(f"{w.category.__name__}: {w.message}" for w in caught) or "no warning at all"
+    raise AssertionError(f"expected a {category.__name__} mentioning {list(fragments)}, got {seen}")
