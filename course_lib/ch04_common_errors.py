@@ -195,6 +195,7 @@ load_for_inference = chapter.function_exercise(
         Test("loads a plain CPU checkpoint, in eval mode", _check_loading(wrapped=False, on_missing_gpu=False)),
         Test("loads a checkpoint saved on a GPU this machine does not have",
              _check_loading(wrapped=False, on_missing_gpu=True)),
+        Test("loads a DataParallel checkpoint", _check_loading(wrapped=True, on_missing_gpu=False)),
     ],
     hints=["torch.load(path, map_location=device) puts every tensor on `device` while loading.",
            "Keys from a wrapped model start with 'module.': reuse your strip_module_prefix idea.",

@@ -3,10 +3,11 @@
 Parametrized over the registry, so a new exercise is covered (and must ship wrong answers).
 """
 import itertools
+import json
 
 import pytest
 
-from course_lib.exercises import CORRECT, INCORRECT, NOT_ATTEMPTED, all_exercises, answer_digest
+from course_lib.exercises import CORRECT, INCORRECT, NOT_ATTEMPTED, CheckResult, all_exercises, answer_digest
 from notebook_cells import stub_answer, stub_function
 
 EXERCISES = all_exercises()
@@ -64,10 +65,15 @@ def test_wrong_answer_is_incorrect_with_feedback(exercise, wrong):
 def test_hidden_tests_do_not_leak_values(exercise):
     wrong = exercise.key().wrong_answers[0]
     result = exercise.check(wrong.function, include_hidden=True)
-    for outcome in result.tests:
-        if outcome.hidden and not outcome.passed:
-            assert outcome.public_lines() == ["(a hidden test: its inputs and values are not shown)"]
-            assert outcome.message and outcome.message not in result.text()
+    hidden = [o for o in result.tests if o.hidden]
+    assert len(hidden) == len(exercise.key().hidden_tests)
+    failed = [o for o in hidden if not o.passed]
+    only_hidden = CheckResult(result.exercise_id, result.title, result.status, 0, 1, "", failed)
+    shown = only_hidden.text() + only_hidden._repr_html_() + json.dumps(only_hidden.as_dict())
+    for outcome in failed:
+        assert outcome.public_lines() == ["(a hidden test: its inputs and values are not shown)"]
+        for secret in (outcome.message, outcome.expected, outcome.got, outcome.hint):
+            assert not secret or secret not in shown
 
 
 @pytest.mark.parametrize("exercise", QUIZZES, ids=ids)

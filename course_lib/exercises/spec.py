@@ -5,6 +5,7 @@ A chapter module declares its exercises with a `Chapter`; the matching answer-ke
 wrong answers. The student bundle ships without the key, so checks still run but hidden
 tests and solutions are withheld.
 """
+import dataclasses
 import hashlib
 import importlib
 import inspect
@@ -145,7 +146,8 @@ class FunctionExercise(Exercise):
 
     def all_tests(self, include_hidden: bool) -> list:
         key = self.key() if include_hidden else None
-        return self.tests + (list(key.hidden_tests) if key else [])
+        hidden = [dataclasses.replace(t, hidden=True) for t in key.hidden_tests] if key else []
+        return self.tests + hidden
 
     def check(self, candidate, *, include_hidden=False, record=True) -> CheckResult:
         """Run the visible tests (and hidden ones for the grader) on `candidate`."""

@@ -82,8 +82,7 @@ KEY = {
     ),
     "load_for_inference": AnswerKey(
         solution=load_for_inference,
-        hidden_tests=[Test("loads a DataParallel checkpoint", _check_loading(wrapped=True, on_missing_gpu=False)),
-                      Test("DataParallel checkpoint from a missing GPU",
+        hidden_tests=[Test("DataParallel checkpoint from a missing GPU",
                            _check_loading(wrapped=True, on_missing_gpu=True))],
         wrong_answers=[WrongAnswer("no map_location", _load_without_map_location, "map_location"),
                        WrongAnswer("keeps the 'module.' prefix", _load_without_stripping, "module."),

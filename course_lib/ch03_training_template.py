@@ -1,0 +1,671 @@
+"""Chapter 03, the training template: exercises, the probes behind their checks, and the demos.
+
+The checks run the learner's loop on a tiny "rig": a model, loss and optimizer wrapped in
+probes that record, per batch, where the data arrived, whether the model was in train or
+eval mode, whether autograd was recording, and the state of the gradients at backward()
+and step(). Each mistake then shows as one precise message.
+"""
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from . import data, training
+from .ch01_device_check import DeviceLog
+from .device import second_device
+from .exercises import Chapter, Fail, Test
+from .seed import seed_everything
+
+chapter = Chapter(__name__, title="The training template")
+
+N_IN, N_HIDDEN, N_OUT = 12, 16, 4  # the checker's tiny classification problem
+
+
+# ---------------------------------------------------------------- probes
+@dataclass
+class Forward:
+    device: torch.device
+    shape: tuple
+    training: bool
+    grad_enabled: bool
+
+
+@dataclass
+class LossCall:
+    logits_device: torch.device
+    labels_device: torch.device
+    labels_shape: tuple
+    n: int
+    value: float = None    # the batch's mean loss (None on meta, which holds no values)
+    correct: int = None    # how many argmax predictions were right
+
+
+@dataclass
+class Trace:
+    """What the probes saw during one call of the learner's function."""
+    forwards: list = field(default_factory=list)
+    losses: list = field(default_factory=list)
+    backwards: list = field(default_factory=list)  # per backward(): were the old grads clean?
+    steps: list = field(default_factory=list)      # per step(): (backwards so far, grad state)
+
+
+class ModelProbe(nn.Module):
+    """Wraps a model; records the input's device, train/eval mode and grad mode of each forward."""
+
+    def __init__(self, inner: nn.Module, trace: Trace):
+        super().__init__()
+        self.inner, self.trace = inner, trace
+
+    def forward(self, x):
+        self.trace.forwards.append(Forward(x.device, tuple(x.shape), self.training, torch.is_grad_enabled()))
+        return self.inner(x)
+
+
+class LossProbe(nn.Module):
+    """Cross-entropy that records the devices it was given and each batch's loss and hits."""
+
+    def __init__(self, trace: Trace):
+        super().__init__()
+        self.inner, self.trace = nn.CrossEntropyLoss(), trace
+
+    def forward(self, logits, y):
+        call = LossCall(logits.device, y.device, tuple(y.shape), len(y))
+        self.trace.losses.append(call)  # recorded first: the real loss may raise on mixed devices
+        loss = self.inner(logits, y)
+        if loss.device.type != "meta":
+            call.value = loss.detach().item()
+            call.correct = (logits.detach().argmax(dim=1) == y).sum().item()
+        return loss
+
+
+def watch_gradients(param: torch.Tensor, optimizer, trace: Trace) -> None:
+    """Record the gradient's state at each backward() (before accumulation) and each step()."""
+    def at_backward(fresh):
+        old = param.grad
+        trace.backwards.append(dict(clean=old is None or not old.any(), fresh=fresh.detach().clone()))
+
+    def at_step(opt, args, kwargs):
+        grad = param.grad
+        state = "none" if grad is None else "zero" if not grad.any() else "set"
+        trace.steps.append(dict(backwards=len(trace.backwards), grad=state))
+
+    param.register_hook(at_backward)
+    optimizer.register_step_pre_hook(at_step)
+
+
+@contextmanager
+def checker_threads(n: int = 1):
+    """Run a check's tiny tensors on one CPU thread, then restore the learner's setting.
+
+    Intra-op threads buy nothing on a 16-unit layer, and on a busy machine (a class graded in
+    parallel) waiting for a second thread made a check tens of times slower.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@dataclass
+class Rig:
+    """A tiny model, loader, optimizer and loss on `device`, all wrapped in probes."""
+    model: nn.Module
+    loader: DataLoader
+    device: torch.device
+    optimizer: torch.optim.Optimizer
+    criterion: nn.Module
+    trace: Trace
+
+    def train(self, candidate):
+        with torch.random.fork_rng(), checker_threads():  # the learner's random state is left alone
+            torch.manual_seed(1)
+            return candidate(self.model, self.loader, self.device, self.optimizer, self.criterion)
+
+    def evaluate(self, candidate):
+        with torch.random.fork_rng(), checker_threads():
+            torch.manual_seed(1)
+            return candidate(self.model, self.loader, self.device, self.criterion)
+
+    def parameters(self) -> list:
+        return [p.detach().clone() for p in self.model.parameters()]
+
+
+def checker_data(n: int, batch_size: int, seed: int = 0) -> DataLoader:
+    """Random inputs whose short last batch is scaled up, so its loss differs from the others."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, N_IN, generator=g)
+    last = n - (n % batch_size or batch_size)
+    x[last:] *= 8
+    y = torch.randint(0, N_OUT, (n,), generator=g)
+    return DataLoader(TensorDataset(x, y), batch_size=batch_size)
+
+
+def make_rig(device="cpu", n: int = 70, batch_size: int = 32, mode: str = "train", seed: int = 0) -> Rig:
+    """A fresh rig; on the CPU its gradients are watched too (meta tensors hold no values)."""
+    trace = Trace()
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        net = nn.Sequential(nn.Linear(N_IN, N_HIDDEN), nn.ReLU(), nn.Dropout(0.25), nn.Linear(N_HIDDEN, N_OUT))
+    model = ModelProbe(net, trace).to(device)
+    model.train(mode == "train")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    if torch.device(device).type == "cpu":
+        watch_gradients(net[0].weight, optimizer, trace)
+    return Rig(model, checker_data(n, batch_size, seed), device, optimizer, LossProbe(trace), trace)
+
+
+# ---------------------------------------------------------------- shared checks
+def _where(device) -> str:
+    device = torch.device(device)
+    return f"{device} (this machine's stand-in for a GPU)" if device.type == "meta" else str(device)
+
+
+def _copied_to(log: DeviceLog, device, shape) -> bool:
+    """Did some .to(device) produce a tensor of this shape (that was then not used)?"""
+    kind = torch.device(device).type
+    return any(op == "_to_copy" and torch.device(dev).type == kind and s == shape for op, dev, s in log.ops)
+
+
+def _moved_fail(name: str, what: str, got, device, discarded: bool) -> Fail:
+    if discarded:
+        return Fail(f"You called {name}.to(device) but kept using the old {name}: Tensor.to returns a new "
+                    f"tensor and leaves {name} where it was.", expected=f"{name} = {name}.to(device)",
+                    got=f"{name}.to(device) whose result was thrown away; {name} stayed on {got}",
+                    hint="model.to(device) moves a module in place; tensor.to(device) does not. Assign the result.")
+    return Fail(f"The {what} reached the {'model' if name == 'x' else 'loss'} on {got}, not on {_where(device)}: "
+                f"a DataLoader always yields CPU tensors, and moving the model does not move the data.",
+                expected=f"{name} on {device}", got=f"{name} on {got}",
+                hint="Inside the loop, move every batch: x, y = x.to(device), y.to(device).")
+
+
+def _check_moves_data(call, device_fn=second_device, as_string=False, where=""):
+    """On a second device (the GPU, or meta): did the inputs and the labels get there?"""
+    def run(candidate):
+        device = device_fn()
+        rig = make_rig(device)
+        if as_string:
+            rig.device = str(device)
+        error = None
+        with DeviceLog() as log:
+            try:
+                call(rig, candidate)
+            except Exception as err:  # judged below: what matters is where the tensors arrived
+                error = err
+        if not rig.trace.forwards:
+            if error is not None:
+                raise error
+            raise Fail(f"Your function never called the model{where}.")
+        first = rig.trace.forwards[0]
+        if first.device.type != device.type:
+            raise _moved_fail("x", f"inputs x{where}", first.device, device, _copied_to(log, device, first.shape))
+        if not rig.trace.losses:
+            if error is not None:
+                raise error
+            raise Fail(f"Your function never called criterion(logits, y){where}.")
+        loss = rig.trace.losses[0]
+        if loss.labels_device.type != device.type:
+            raise _moved_fail("y", f"labels y{where}", loss.labels_device, device,
+                              _copied_to(log, device, loss.labels_shape))
+        if error is not None and device.type != "meta":  # meta refuses .item(): expected there
+            raise error
+    return run
+
+
+def _check_every_batch(call):
+    def run(candidate):
+        rig = make_rig()
+        call(rig, candidate)
+        seen, total = len(rig.trace.forwards), len(rig.loader)
+        if seen < total:
+            raise Fail(f"The loop stopped after {seen} of {total} batches.", expected=f"{total} batches",
+                       got=f"{seen}", hint="No break or return inside the loop: an epoch is one full pass "
+                                          "over the loader.")
+        if seen > total:
+            raise Fail(f"The model ran {seen} times for {total} batches.", expected="one forward per batch",
+                       got=f"{seen} forwards")
+    return run
+
+
+def as_number(value):
+    """A returned value as a float for comparing, or None if it is not a number at all."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return value.detach().item()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _tensor_fail(value, what: str) -> Fail:
+    why = ("A tensor that still requires grad keeps the graph of every batch behind it alive (chapter 06 "
+           "measures the memory)." if value.requires_grad else
+           "A tensor is not a plain number: on a GPU it stays there, and every print or comparison of it "
+           "is another tensor operation.")
+    return Fail(f"You returned {what} as a tensor, not a Python float.",
+                expected="a float, e.g. built from loss.item()",
+                got=f"a tensor (requires_grad={value.requires_grad})", hint=f"{why} .item() gives a plain number.")
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-6)
+
+
+def _averaging_fail(what: str, got: float, values: list, sizes: list, where: str) -> Fail:
+    """Name the averaging mistake behind a wrong mean, when it is a known one."""
+    want = sum(v * n for v, n in zip(values, sizes)) / sum(sizes)
+    known = [
+        (sum(v * n for v, n in zip(values, sizes)), "a sum over the samples, not the mean",
+         "Divide the total by the number of samples."),
+        (sum(values), "a sum of the batch means, not the mean", "Weight each batch's mean by its size, "
+                                                                "then divide by the number of samples."),
+        (values[-1], "the last batch's value only", "Accumulate over all batches, not just the last one."),
+        (sum(values) / len(values), "a mean over batches, not over samples",
+         "The last batch is smaller: weight each batch by its batch size (x.size(0)), then divide by the "
+         "number of samples."),
+    ]
+    for value, problem, hint in known:
+        if _close(got, value):
+            return Fail(f"The {what} you returned is {problem}{where}.", expected=f"{want:.6f}",
+                        got=f"{got:.6f}", hint=hint)
+    return Fail(f"The {what} is not the mean over all samples{where}.", expected=f"{want:.6f}", got=f"{got:.6f}",
+                hint="total += loss.item() * x.size(0); count += x.size(0); return total / count")
+
+
+def _loss_values(rig: Rig, where: str):
+    calls = [c for c in rig.trace.losses if c.value is not None]
+    if not calls:
+        raise Fail(f"Your function never called criterion(logits, y){where}.")
+    return [c.value for c in calls], [c.n for c in calls]
+
+
+# ---------------------------------------------------------------- exercise: train_one_epoch
+def _train(rig, candidate):
+    return rig.train(candidate)
+
+
+def _check_train_mode(candidate):
+    rig = make_rig(mode="eval")  # as if evaluate() had just run
+    rig.train(candidate)
+    modes = [f.training for f in rig.trace.forwards]
+    if not modes:
+        raise Fail("Your function never called the model.")
+    if not all(modes):
+        raise Fail("The model ran in eval mode during training: call model.train() at the start of the epoch.",
+                   expected="model.training == True in every forward pass",
+                   got=f"{modes.count(False)} of {len(modes)} forward passes in eval mode",
+                   hint="evaluate() switches dropout and batch norm to eval mode; without model.train() "
+                        "the next epoch trains with dropout silently off.")
+
+
+def _check_gradient_order(candidate):
+    rig = make_rig()
+    rig.train(candidate)
+    trace = rig.trace
+    if not trace.steps:
+        raise Fail("optimizer.step() was never called: the weights never change.")
+    if not trace.backwards:
+        raise Fail("loss.backward() was never called: there are no gradients to step with.")
+    early = [i for i, s in enumerate(trace.steps) if s["backwards"] < i + 1]
+    if early:
+        raise Fail("optimizer.step() came before loss.backward(): it updated the weights with gradients "
+                   "that were not computed yet.", expected="zero_grad, forward, backward, step",
+                   got=f"step() {len(early)} time(s) before that batch's backward()",
+                   hint="loss.backward() computes the gradients; optimizer.step() uses them. In that order.")
+    dirty = [i for i, b in enumerate(trace.backwards) if not b["clean"]]
+    if dirty:
+        raise Fail(f"Gradients accumulate: at batch {dirty[0] + 1}, backward() added this batch's gradients "
+                   "to the previous batch's.", expected="clean gradients before every backward()",
+                   got=f"stale gradients at {len(dirty)} of {len(trace.backwards)} backward() calls",
+                   hint="Call optimizer.zero_grad() once per batch, before loss.backward().")
+    wiped = [i for i, s in enumerate(trace.steps) if s["grad"] != "set"]
+    if wiped:
+        raise Fail("step() found no gradients: zero_grad() ran between backward() and step() and wiped "
+                   "this batch's gradients.", expected="zero_grad, forward, backward, step",
+                   got=f"empty gradients at {len(wiped)} of {len(trace.steps)} steps",
+                   hint="Move zero_grad() to the start of the loop body (or right after step()).")
+
+
+def _check_returns_float(candidate):
+    result = make_rig().train(candidate)
+    if isinstance(result, torch.Tensor):
+        raise _tensor_fail(result, "the loss")
+    if not isinstance(result, float):
+        raise Fail("Return the epoch's mean loss as a Python float.", expected="float",
+                   got=type(result).__name__)
+
+
+def _check_mean_loss(n, batch_size, where):
+    def run(candidate):
+        rig = make_rig(n=n, batch_size=batch_size)
+        got = as_number(rig.train(candidate))
+        values, sizes = _loss_values(rig, where)
+        if got is None:
+            raise Fail(f"Return the mean loss as a number{where}.", expected="a float")
+        if not _close(got, sum(v * s for v, s in zip(values, sizes)) / sum(sizes)):
+            raise _averaging_fail("loss", got, values, sizes, where)
+    return run
+
+
+def _check_matches_reference(candidate):
+    ours, theirs = make_rig(), make_rig()
+    ours.train(lambda *args: training.train_epoch(*args))
+    theirs.train(candidate)
+    same = all(torch.allclose(a, b, atol=1e-6) for a, b in zip(ours.parameters(), theirs.parameters()))
+    if not same:
+        raise Fail("After one epoch from the same start, your weights differ from the reference run's.",
+                   hint="One zero_grad, forward, backward and step per batch, nothing more.")
+
+
+train_one_epoch = chapter.function_exercise(
+    "train_one_epoch",
+    title="The seed's exercise: train one epoch on any device",
+    prompt="Write train_one_epoch(model, loader, device, optimizer, criterion) -> float. `model` is already "
+           "on `device`; the loader yields CPU batches (x, y). Put the model in training mode, and for every "
+           "batch: move x and y to `device`, clear the old gradients, forward, loss, backward, step. Return "
+           "the epoch's mean loss over all samples (each batch weighted by its size) as a Python float.",
+    points=6,
+    tests=[
+        Test("moves the inputs and the labels to `device`", _check_moves_data(_train)),
+        Test("puts the model in training mode", _check_train_mode),
+        Test("clears gradients each batch, in the right order", _check_gradient_order),
+        Test("returns a Python float", _check_returns_float),
+        Test("returns the mean over samples (the last batch is smaller)",
+             _check_mean_loss(70, 32, " (70 samples in batches of 32, 32, 6)")),
+        Test("goes through every batch", _check_every_batch(_train)),
+    ],
+    hints=["Start from the template in section 5: model.train() once, then the for loop over the loader.",
+           "Inside the loop: x, y = x.to(device), y.to(device); optimizer.zero_grad(); "
+           "loss = criterion(model(x), y); loss.backward(); optimizer.step().",
+           "For the mean: total += loss.item() * x.size(0); count += x.size(0); after the loop "
+           "return total / count."],
+)
+
+
+# ---------------------------------------------------------------- exercise: evaluate
+def _evaluate(rig, candidate):
+    return rig.evaluate(candidate)
+
+
+def _check_eval_mode(candidate):
+    rig = make_rig(mode="train")  # as if train_one_epoch had just run
+    rig.evaluate(candidate)
+    modes = [f.training for f in rig.trace.forwards]
+    if not modes:
+        raise Fail("Your function never called the model.")
+    if any(modes):
+        raise Fail("The model ran in training mode during evaluation (dropout still dropping): "
+                   "call model.eval() first.", expected="model.training == False in every forward pass",
+                   got=f"{sum(modes)} of {len(modes)} forward passes in training mode",
+                   hint="model.eval() switches dropout off and makes batch norm use its running statistics.")
+
+
+def _check_no_graph(candidate):
+    rig = make_rig(mode="eval")
+    rig.evaluate(candidate)
+    recording = [f.grad_enabled for f in rig.trace.forwards]
+    if any(recording):
+        raise Fail("Autograd recorded a graph during evaluation: wrap the loop in torch.no_grad() "
+                   "(or torch.inference_mode()).", expected="torch.is_grad_enabled() == False in the forward",
+                   got=f"a graph built in {sum(recording)} of {len(recording)} forward passes",
+                   hint="model.eval() does NOT turn off gradients; it only changes dropout and batch norm. "
+                        "Without no_grad every activation is kept for a backward that never comes.")
+
+
+def _check_eval_returns(candidate):
+    result = make_rig(mode="eval").evaluate(candidate)
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise Fail("Return two numbers: (mean_loss, accuracy).", expected="a tuple of 2 floats",
+                   got=repr(result)[:80])
+    for name, value in zip(("the loss", "the accuracy"), result):
+        if isinstance(value, torch.Tensor):
+            raise _tensor_fail(value, name)
+        if not isinstance(value, float):
+            raise Fail(f"Return {name} as a Python float.", expected="float", got=type(value).__name__)
+
+
+def _check_eval_values(n, batch_size, where):
+    def run(candidate):
+        rig = make_rig(n=n, batch_size=batch_size, mode="eval")
+        result = rig.evaluate(candidate)
+        values, sizes = _loss_values(rig, where)
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise Fail(f"Return (mean_loss, accuracy){where}.", got=repr(result)[:80])
+        loss, accuracy = (as_number(v) for v in result)
+        if loss is None or accuracy is None:
+            raise Fail(f"Both values must be numbers{where}.", got=repr(result)[:80])
+        if not _close(loss, sum(v * s for v, s in zip(values, sizes)) / sum(sizes)):
+            raise _averaging_fail("loss", loss, values, sizes, where)
+        correct = [c.correct for c in rig.trace.losses if c.value is not None]
+        want = sum(correct) / sum(sizes)
+        if _close(accuracy, 100 * want) and not _close(want, 0):
+            raise Fail(f"The accuracy is a percentage; return a fraction between 0 and 1{where}.",
+                       expected=f"{want:.4f}", got=f"{accuracy:.4f}", hint="Do not multiply by 100.")
+        if not _close(accuracy, want):
+            raise _averaging_fail("accuracy", accuracy, [c / s for c, s in zip(correct, sizes)], sizes, where)
+    return run
+
+
+def _check_leaves_weights_alone(candidate):
+    rig = make_rig(mode="eval")
+    before = rig.parameters()
+    rig.evaluate(candidate)
+    changed = not all(torch.equal(a, b) for a, b in zip(before, rig.parameters()))
+    has_grads = any(p.grad is not None for p in rig.model.parameters())
+    if changed or has_grads:
+        raise Fail("Evaluation changed the model or computed gradients; it must only measure.",
+                   hint="No backward(), no step() in evaluate.")
+
+
+evaluate = chapter.function_exercise(
+    "evaluate",
+    title="The evaluation loop: eval mode, no graph, data moved too",
+    prompt="Write evaluate(model, loader, device, criterion) -> (mean_loss, accuracy), both Python floats. "
+           "`model` is on `device`; the loader yields CPU batches (x, y). Switch the model to evaluation mode, "
+           "build no autograd graph, move every batch to `device`. mean_loss: the mean of the loss over all "
+           "samples (each batch weighted by its size); accuracy: the fraction (0 to 1) of samples whose "
+           "highest logit (argmax over dim 1) is the label.",
+    points=5,
+    tests=[
+        Test("moves the inputs and the labels to `device`", _check_moves_data(_evaluate)),
+        Test("puts the model in evaluation mode", _check_eval_mode),
+        Test("builds no autograd graph", _check_no_graph),
+        Test("returns two Python floats", _check_eval_returns),
+        Test("returns the loss and accuracy over samples (the last batch is smaller)",
+             _check_eval_values(70, 32, " (70 samples in batches of 32, 32, 6)")),
+        Test("goes through every batch", _check_every_batch(_evaluate)),
+    ],
+    hints=["The mirror image of training: model.eval(), then `with torch.no_grad():` around the loop.",
+           "Move the data exactly as in training: x, y = x.to(device), y.to(device). Forgetting it here is "
+           "the seed's error 2.",
+           "Per batch: logits = model(x); total_loss += criterion(logits, y).item() * x.size(0); "
+           "correct += (logits.argmax(dim=1) == y).sum().item(); n += x.size(0). "
+           "Return total_loss / n, correct / n."],
+)
+
+
+# ---------------------------------------------------------------- quizzes
+seed_dynamicnet = chapter.quiz(
+    "seed_dynamicnet",
+    title="Does the seed's DynamicNet run?",
+    kind="error",
+    question="This is seed 000's DynamicNet (only the hard-coded cuda device removed). What happens when a "
+             "batch of 4 samples with 10 features goes through it?",
+    code="class DynamicNet(nn.Module):\n"
+         "    def __init__(self, D_in, H, D_out):\n"
+         "        super().__init__()\n"
+         "        self.linear1 = nn.Linear(D_in, H)\n"
+         "        self.linear2 = nn.Linear(H, D_out)\n"
+         "        self.relu, self.sigmoid = nn.ReLU(), nn.Sigmoid()\n\n"
+         "    def forward(self, x):\n"
+         "        if x.shape[1] % 2 == 0:\n"
+         "            h = self.relu(self.linear1(x))\n"
+         "        else:\n"
+         "            h = self.sigmoid(self.linear1(x))\n"
+         "        for i in range(2):\n"
+         "            h = self.relu(self.linear2(h))\n"
+         "        return h\n\n"
+         "model = DynamicNet(10, 20, 5)\n"
+         "model(torch.randn(4, 10))",
+    options={"a": "RuntimeError: a shape mismatch inside the loop",
+             "b": "No error: the output has shape (4, 5)",
+             "c": "TypeError: forward() cannot contain a Python for loop",
+             "d": "ValueError: the branch needs a tensor condition, not a Python bool"},
+    explanation="linear2 maps 20 features to 5. The first pass gives 5 features; the second pass feeds those 5 "
+                "into a layer that expects 20, and the matrix product fails.",
+)
+
+seed_branch = chapter.quiz(
+    "seed_branch",
+    title="When does the seed's sigmoid branch run?",
+    question="In the seed's DynamicNet(10, 20, 5), forward picks sigmoid when x.shape[1] is odd. "
+             "For which inputs does the model produce an output through the sigmoid branch?",
+    options={"a": "For inputs with an odd number of features, e.g. torch.randn(4, 11)",
+             "b": "Never: linear1 accepts only 10 features (even), so every input that gets through takes relu",
+             "c": "For batches with an odd number of samples",
+             "d": "At random, about half of the batches"},
+    digest="5676d4e3e25f2b59",
+    explanation="x.shape[1] is fixed by linear1's in_features: an 11-feature input enters the else branch "
+                "and fails in linear1. The 'dynamic' choice is made once, by the constructor.",
+)
+
+eval_vs_no_grad = chapter.quiz(
+    "eval_vs_no_grad",
+    title="model.eval() or torch.no_grad()?",
+    kind="multiple",
+    question="Which statements are true? Choose all that apply.",
+    options={"a": "model.eval() switches dropout off and makes batch norm use its running statistics",
+             "b": "model.eval() stops autograd from recording a graph",
+             "c": "torch.no_grad() stops autograd from recording a graph, which saves memory",
+             "d": "torch.no_grad() switches dropout off"},
+    digest="13e49cc2c3e50402",
+    explanation="They are independent switches: eval() changes how layers behave, no_grad() whether autograd "
+                "records. An evaluation loop needs both.",
+)
+
+
+# ---------------------------------------------------------------- demos
+def yours_or_reference(candidate, exercise, reference):
+    """The learner's function if it passes the exercise's checks, else the course's reference."""
+    result = exercise.check(candidate, record=False)
+    if result.correct:
+        print(f"Using YOUR {exercise.name} (it passes the checks).")
+        return candidate
+    print(f"Using the course's {reference.__module__}.{reference.__name__} "
+          f"(your {exercise.name} is {result.status}).")
+    return reference
+
+
+@dataclass
+class StepLog:
+    """Per-step loss and gradient norm of one run (the zero_grad experiment)."""
+    loss: list = field(default_factory=list)
+    grad_norm: list = field(default_factory=list)
+    test_loss: float = math.nan
+    test_accuracy: float = math.nan
+
+    def record(self, loss: float, model: nn.Module) -> None:
+        self.loss.append(loss)
+        self.grad_norm.append(training.grad_norm(model))
+
+
+def zero_grad_experiment(train_set, test_set, device, epochs=6, lr=0.5, batch_size=64, seed=0) -> dict:
+    """Train the same model from the same start twice, with and without zero_grad (chapter 03)."""
+    runs = {}
+    for label, zero_grad in (("with zero_grad", True), ("without zero_grad", False)):
+        seed_everything(seed)
+        model = training.digits_mlp(dropout=0.0).to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+        loader = data.make_loader(train_set, device, batch_size, shuffle=True, seed=seed)
+        log, criterion = StepLog(), nn.CrossEntropyLoss()
+        for _ in range(epochs):
+            training.train_epoch(model, loader, device, optimizer, criterion, zero_grad=zero_grad,
+                                 on_batch=log.record)
+        log.test_loss, log.test_accuracy = training.evaluate(model, data.make_loader(test_set, device, 256),
+                                                             device, criterion)
+        runs[label] = log
+    return runs
+
+
+def describe_run(label: str, log: StepLog) -> str:
+    """One measured line about a run of the zero_grad experiment."""
+    bad = next((i for i, v in enumerate(log.loss) if not math.isfinite(v)), None)
+    blown = f"; loss not finite from step {bad + 1}" if bad is not None else ""
+    return (f"{label:>18}: last-step loss {log.loss[-1]:.3f}, gradient norm {log.grad_norm[0]:.2f} at step 1 "
+            f"-> max {max(log.grad_norm):.2f}; test accuracy {log.test_accuracy:.1%}{blown}")
+
+
+def plot_zero_grad(runs: dict):
+    """Side by side: loss per step with and without zero_grad, and the gradient norms (log scale)."""
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
+    top = max(max(v for v in log.loss if math.isfinite(v)) for log in runs.values())
+    for ax, (label, log) in zip(axes, runs.items()):
+        ax.plot(range(1, len(log.loss) + 1), log.loss, lw=0.9)
+        ax.set(title=f"loss per step, {label}", xlabel="step", ylabel="batch loss", ylim=(0, 1.05 * top))
+    for label, log in runs.items():
+        axes[2].semilogy(range(1, len(log.grad_norm) + 1), log.grad_norm, lw=0.9, label=label)
+    axes[2].set(title="gradient norm at step()", xlabel="step")
+    axes[2].legend()
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    plt.close(fig)  # returned, so it is shown once (as the cell's value), not twice
+    return fig
+
+
+class SeedDynamicNet(nn.Module):
+    """Seed 000's DynamicNet as printed (chapter 03 errata): linear2 (H -> D_out) is applied twice."""
+
+    def __init__(self, D_in, H, D_out):
+        super().__init__()
+        self.linear1 = nn.Linear(D_in, H)
+        self.linear2 = nn.Linear(H, D_out)
+        self.relu = nn.ReLU()
+        self.sigmoid = nn.Sigmoid()
+
+    def forward(self, x):
+        if x.shape[1] % 2 == 0:  # fixed by linear1's in_features: can never change
+            h = self.relu(self.linear1(x))
+        else:
+            h = self.sigmoid(self.linear1(x))
+        for i in range(2):
+            h = self.relu(self.linear2(h))  # the second pass gets D_out features, expects H
+        return h
+
+
+class DynamicNet(nn.Module):
+    """The corrected DynamicNet (chapter 03): a shared H -> H layer repeated `depth` times.
+
+    ``depth`` is an ordinary Python int chosen per call, and ``show`` prints shapes from
+    inside forward: the graph autograd records is whatever this Python code ran.
+    """
+
+    def __init__(self, D_in, H, D_out):
+        super().__init__()
+        self.linear1 = nn.Linear(D_in, H)
+        self.middle = nn.Linear(H, H)
+        self.linear2 = nn.Linear(H, D_out)
+        self.relu = nn.ReLU()
+
+    def forward(self, x, depth: int = 2, show: bool = False):
+        h = self.relu(self.linear1(x))
+        for i in range(depth):
+            h = self.relu(self.middle(h))  # H -> H: may be applied any number of times
+            if show:
+                print(f"  after middle pass {i + 1}: h has shape {tuple(h.shape)}")
+        return self.linear2(h)  # H -> D_out, once, at the end
+
+
+def graph_follows_python(net: DynamicNet, x: torch.Tensor, depths=(0, 1, 3)) -> None:
+    """For each depth: run forward and backward, print the output shape and the middle layer's gradient."""
+    for depth in depths:
+        net.zero_grad()
+        out = net(x, depth=depth)
+        out.sum().backward()
+        grad = net.middle.weight.grad
+        got = "None (the layer never ran)" if grad is None else f"norm {grad.norm().item():.3f}"
+        print(f"depth={depth}: output {tuple(out.shape)}, middle.weight.grad: {got}")

@@ -1,0 +1,156 @@
+"""A small model, the reference training and evaluation loops, a progress bar and loss curves.
+
+Chapter 03 builds the device-agnostic training template step by step; these are its finished
+versions, reused by chapters 05 (speedups), 06 (memory) and 07 (DP/DDP).
+"""
+import math
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from .data import N_CLASSES, N_FEATURES
+
+
+def digits_mlp(hidden: int = 64, dropout: float = 0.1, n_in: int = N_FEATURES, n_out: int = N_CLASSES) -> nn.Module:
+    """A small MLP for the 8x8 digits: Linear-ReLU-Dropout-Linear (chapters 03+).
+
+    The dropout layer is what makes ``model.train()`` / ``model.eval()`` matter.
+    """
+    return nn.Sequential(nn.Linear(n_in, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, n_out))
+
+
+@dataclass
+class Mean:
+    """A running mean weighted by counts: ``add(batch_mean, batch_size)`` (chapters 03+)."""
+    total: float = 0.0
+    count: int = 0
+
+    def add(self, value: float, n: int = 1) -> None:
+        self.total += value * n
+        self.count += n
+
+    @property
+    def value(self) -> float:
+        return self.total / self.count if self.count else math.nan
+
+
+def grad_norm(model: nn.Module) -> float:
+    """The L2 norm of all parameter gradients together, as a float (chapters 03, 06)."""
+    norms = [p.grad.detach().norm() for p in model.parameters() if p.grad is not None]
+    return torch.stack(norms).norm().item() if norms else 0.0
+
+
+def train_epoch(model, loader, device, optimizer, criterion, *, zero_grad: bool = True, on_batch=None) -> float:
+    """One epoch of the course's training template; returns the mean loss over samples (chapters 03+).
+
+    ``on_batch(loss, model)`` is called after backward and before step (for logs).
+    ``zero_grad=False`` exists only to reproduce chapter 03's accumulated-gradient bug.
+    """
+    model.train()
+    mean = Mean()
+    for x, y in loader:
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        if zero_grad:
+            optimizer.zero_grad(set_to_none=True)
+        loss = criterion(model(x), y)
+        loss.backward()
+        value = loss.item()
+        if on_batch is not None:
+            on_batch(value, model)
+        optimizer.step()
+        mean.add(value, len(y))
+    return mean.value
+
+
+@torch.no_grad()
+def evaluate(model, loader, device, criterion):
+    """Mean loss and accuracy (a fraction) over all samples, with no graph kept (chapters 03+)."""
+    model.eval()
+    loss, accuracy = Mean(), Mean()
+    for x, y in loader:
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        logits = model(x)
+        loss.add(criterion(logits, y).item(), len(y))
+        accuracy.add((logits.argmax(dim=1) == y).float().mean().item(), len(y))
+    return loss.value, accuracy.value
+
+
+@dataclass
+class History:
+    """Per-epoch numbers of a training run (chapters 03+)."""
+    train_loss: list = field(default_factory=list)
+    test_loss: list = field(default_factory=list)
+    test_accuracy: list = field(default_factory=list)
+
+    def add(self, train_loss: float, test_loss: float, test_accuracy: float) -> None:
+        self.train_loss.append(train_loss)
+        self.test_loss.append(test_loss)
+        self.test_accuracy.append(test_accuracy)
+
+    @property
+    def epochs(self) -> int:
+        return len(self.train_loss)
+
+    def summary(self) -> str:
+        if not self.epochs:
+            return "no epochs yet"
+        return (f"{self.epochs} epochs: train loss {self.train_loss[0]:.3f} -> {self.train_loss[-1]:.3f}, "
+                f"test loss {self.test_loss[-1]:.3f}, test accuracy {self.test_accuracy[-1]:.1%}")
+
+
+class TickingLoader:
+    """Wraps a DataLoader and advances a progress bar per batch; other attributes pass through."""
+
+    def __init__(self, loader, bar):
+        self.loader, self.bar = loader, bar
+
+    def __iter__(self):
+        for batch in self.loader:
+            yield batch
+            self.bar.update(1)
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __getattr__(self, name):
+        return getattr(self.loader, name)
+
+
+def fit(model, train_loader, test_loader, device, optimizer, criterion, epochs: int, *,
+        train_fn=train_epoch, eval_fn=evaluate, progress: bool = True) -> History:
+    """Train for `epochs`, evaluating after each, with a tqdm progress bar (chapters 03+).
+
+    `train_fn` and `eval_fn` have the signatures of `train_epoch` and `evaluate`, so a
+    learner's own functions can be plugged in.
+    """
+    from tqdm.auto import tqdm
+    history = History()
+    with tqdm(total=epochs * len(train_loader), desc="training", unit="batch", disable=not progress) as bar:
+        ticking = TickingLoader(train_loader, bar)
+        for _ in range(epochs):
+            train_loss = train_fn(model, ticking, device, optimizer, criterion)
+            test_loss, test_accuracy = eval_fn(model, test_loader, device, criterion)
+            history.add(train_loss, test_loss, test_accuracy)
+            bar.set_postfix(train_loss=f"{train_loss:.3f}", test_acc=f"{test_accuracy:.1%}")
+    return history
+
+
+def plot_history(history: History, title: str = ""):
+    """Loss curves (train and test) and test accuracy per epoch, as a Figure (chapters 03+)."""
+    import matplotlib.pyplot as plt
+    epochs = range(1, history.epochs + 1)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
+    left.plot(epochs, history.train_loss, "o-", label="train (mean over the epoch)")
+    left.plot(epochs, history.test_loss, "s-", label="test (after the epoch)")
+    left.set(xlabel="epoch", ylabel="cross-entropy loss", title="loss")
+    left.legend()
+    right.plot(epochs, [100 * a for a in history.test_accuracy], "s-", color="tab:green")
+    right.set(xlabel="epoch", ylabel="accuracy (%)", title="test accuracy", ylim=(0, 100))
+    for ax in (left, right):
+        ax.grid(alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    plt.close(fig)  # returned, so it is shown once (as the cell's value), not twice
+    return fig
