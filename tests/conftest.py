@@ -4,7 +4,6 @@ import tempfile
 from pathlib import Path
 
 os.environ.setdefault("COURSE_PROGRESS_FILE", str(Path(tempfile.mkdtemp()) / "progress.json"))
-os.environ.setdefault("MPLBACKEND", "Agg")
 # One compute thread: small models run as fast, and notebooks stay quick on a busy 2-core machine
 # (nbval's kernels inherit this).
 os.environ.setdefault("OMP_NUM_THREADS", "1")

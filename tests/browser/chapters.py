@@ -1,0 +1,109 @@
+"""Per chapter: which widgets a learner uses, what they do with them, what they must read; one exercise.
+
+Every notebooks/NN_*.ipynb is found, opened, run and checked for cell errors, broken widgets and
+missing plots without help from this file. Its entry here adds the learner's interactions and one
+exercise; a chapter without an entry fails with a request for one. Adding a chapter is one entry
+in CHAPTERS, keyed by the notebook's name without .ipynb:
+
+- `cell`: a piece of text from the code cell that displays the widget;
+- steps (steps.py): Select, Choose, Toggle, Click, RunCell do; Expect, ExpectNot, ExpectImages read
+  the text (regular expressions) or the images of that cell's output;
+- the exercise: a wrong answer typed into its stub cell and the feedback it must get; the right
+  answer defaults to the reference solution in course_lib/key.
+"""
+from dataclasses import dataclass
+
+from .steps import Choose, Click, Expect, ExpectImages, ExpectNot, RunCell, Select, Toggle
+
+
+@dataclass(frozen=True)
+class Interaction:
+    widget: str      # what the learner sees, for failure messages
+    cell: str        # text of the code cell that displays the widget
+    steps: tuple     # actions and the text that must then be on the screen
+
+
+@dataclass(frozen=True)
+class Exercise:
+    name: str                    # the exercise = the learner's function name
+    wrong: str                   # a wrong answer a learner might type into the stub cell
+    wrong_feedback: tuple = ()   # patterns the check must show, besides "Incorrect" and a "Hint:"
+    right: str = None            # default: the reference solution from the answer key
+
+
+@dataclass(frozen=True)
+class BrowserSpec:
+    interactions: tuple = ()
+    exercise: Exercise = None
+    run_timeout: float = 240     # seconds for Run All Cells on a busy 2-core machine
+    why_no_interaction: str = ""  # set only when a chapter really has no widget to use
+
+
+CHAPTERS = {
+    "01_device_check": BrowserSpec(
+        interactions=(
+            Interaction("machine explorer", "ch.machine_explorer()", (
+                Select("Machine:", "4-GPU server"), Expect(r"cuda:0 -> ok"), ExpectNot("CRASHES"),
+                Select("Machine:", "CPU-only laptop"), Expect(r"cuda:0 -> CRASHES"))),
+            Interaction("quiz: what does torch.device('cuda') do?", "ch.device_label.ask()", (
+                Choose("a) PyTorch raises"), Click("Check"), Expect(r"Incorrect"),
+                Choose("b) Nothing is allocated"), Click("Check"), Expect(r"Correct: What does"))),
+            Interaction("quiz: which lines create the tensor on the device?", "ch.created_on_device.ask()", (
+                Choose("a) torch.randn(32, 10, device=device)"), Choose("c) torch.zeros_like(x)"),
+                Click("Check"), Expect(r"Correct: Which lines"))),
+        ),
+        exercise=Exercise("choose_device", wrong='def choose_device():\n    return "cpu"\n',
+                          wrong_feedback=(r"not a torch\.device", r"Hint: Wrap the name")),
+    ),
+    "02_same_device_rule": BrowserSpec(
+        interactions=(
+            # "workshop" is meta on a CPU-only machine and the GPU elsewhere: the captions say which.
+            Interaction("warehouse and workshop", "ch.warehouse_and_workshop()", (
+                Toggle("model:", "workshop"), Toggle("You predict:", "it will raise an error"),
+                Click("Run the step for real"), Expect(r"really did:\s*raised"), Expect(r"RuntimeError"),
+                Expect(r"✔ right"),
+                Toggle("inputs:", "workshop"), Toggle("labels:", "workshop"), Toggle("loss:", "workshop"),
+                Toggle("You predict:", "it will run"), Click("Run the step for real"),
+                Expect(r"really did:\s*ran"), ExpectNot(r"RuntimeError"), Expect(r"✔ right"))),
+        ),
+        exercise=Exercise("move_to", wrong="def move_to(batch, device):\n    batch.to(device)\n    return batch\n",
+                          wrong_feedback=(r"still on cpu", r"Hint: x\.to\(device\) returns a NEW tensor")),
+    ),
+    "03_training_template": BrowserSpec(
+        interactions=(
+            # Re-running the training cell redraws tqdm's widget bar from 0 to the last batch.
+            Interaction("training progress bar", "history = training.fit(", (
+                RunCell(), Expect(r"training: 100%"), Expect(r"\b(\d+)/\1 \["), Expect(r"\d+ epochs: train loss"))),
+            Interaction("loss and accuracy curves", "training.plot_history(history", (
+                RunCell(), ExpectImages(1))),
+        ),
+        exercise=Exercise(
+            "train_one_epoch",
+            wrong=("def train_one_epoch(model, loader, device, optimizer, criterion):\n"
+                   "    model.train()\n"
+                   "    total, count = 0.0, 0\n"
+                   "    for x, y in loader:          # the batch is never moved to the device\n"
+                   "        optimizer.zero_grad()\n"
+                   "        loss = criterion(model(x), y)\n"
+                   "        loss.backward()\n"
+                   "        optimizer.step()\n"
+                   "        total += loss.item() * x.size(0)\n"
+                   "        count += x.size(0)\n"
+                   "    return total / count\n"),
+            wrong_feedback=(r"The inputs x reached the model on cpu", r"Hint: Inside the loop, move every batch")),
+    ),
+    "04_common_errors": BrowserSpec(
+        interactions=(
+            # An "error" quiz: the check runs the code for real and says what it raised.
+            Interaction("quiz: which error will this raise? (DataParallel checkpoint)", "ch.dp_checkpoint.ask()", (
+                Choose("c) No error"), Click("Check"), Expect(r"Incorrect"), Expect(r"the code raised: RuntimeError"),
+                Choose("a) RuntimeError: missing keys"), Click("Check"), Expect(r"Correct: Which error"))),
+            Interaction("quiz: what is wrong with this code?", "ch.what_is_wrong.ask()", (
+                Choose("a) 'cuda' is hard-coded"), Choose("b) x and y stay on the CPU"),
+                Choose("d) there is no zero_grad"), Click("Check"), Expect(r"Correct: The seed's question"))),
+        ),
+        exercise=Exercise("add_positions", wrong="def add_positions(x):\n    return x + torch.arange(x.shape[-1])\n",
+                          wrong_feedback=(r"On a meta input your function failed",
+                                          r"Hint: torch\.arange makes its tensor on the CPU")),
+    ),
+}

@@ -1,0 +1,120 @@
+"""What a learner does to a widget, and what they then read on the screen: the steps of chapters.py.
+
+Each step acts inside one cell's output (the widget's cell) and returns None when it went as
+expected, or a sentence saying what did not.
+"""
+import re
+import time
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Select:
+    """Pick `option` in the dropdown labelled `label`."""
+    label: str
+    option: str
+
+    def __call__(self, page, index):
+        box = page.cell_locator(index).locator(".widget-dropdown", has_text=self.label).first
+        box.locator("select").select_option(label=self.option)
+
+    def __str__(self):
+        return f"select {self.option!r} in the {self.label!r} dropdown"
+
+
+@dataclass(frozen=True)
+class Choose:
+    """Click the radio button or checkbox whose text starts with `text`."""
+    text: str
+
+    def __call__(self, page, index):
+        page.cell_locator(index).locator("label", has_text=self.text).first.click()
+
+    def __str__(self):
+        return f"choose {self.text!r}"
+
+
+@dataclass(frozen=True)
+class Toggle:
+    """In the toggle-button group labelled `label`, press the button whose caption contains `option`."""
+    label: str
+    option: str
+
+    def __call__(self, page, index):
+        group = page.cell_locator(index).locator(".widget-toggle-buttons", has_text=self.label).first
+        group.get_by_role("button", name=self.option).first.click()
+
+    def __str__(self):
+        return f"press {self.option!r} in {self.label!r}"
+
+
+@dataclass(frozen=True)
+class Click:
+    """Press the button whose caption is `caption`."""
+    caption: str
+
+    def __call__(self, page, index):
+        page.cell_locator(index).get_by_role("button", name=self.caption, exact=True).first.click()
+
+    def __str__(self):
+        return f"press {self.caption!r}"
+
+
+@dataclass(frozen=True)
+class RunCell:
+    """Run the widget's cell again (click into it, Shift+Enter), as a learner re-running a training cell."""
+    timeout: float = 180
+
+    def __call__(self, page, index):
+        page.run_cell(index, self.timeout)
+
+    def __str__(self):
+        return "run the cell again (Shift+Enter)"
+
+
+@dataclass(frozen=True)
+class Expect:
+    """The widget's output must come to show text matching `pattern` (a regex)."""
+    pattern: str
+    timeout: float = 30
+
+    def __call__(self, page, index):
+        if page.wait_for_text(index, self.pattern, self.timeout) is None:
+            return f"/{self.pattern}/ did not appear within {self.timeout:g} s"
+
+    def __str__(self):
+        return f"read /{self.pattern}/"
+
+
+@dataclass(frozen=True)
+class ExpectNot:
+    """The widget's output must NOT show text matching `pattern` (checked once, after the step before)."""
+    pattern: str
+
+    def __call__(self, page, index):
+        found = re.search(self.pattern, page.output_text(index))
+        if found:
+            return f"/{self.pattern}/ is still on the page ({found.group(0)!r})"
+
+    def __str__(self):
+        return f"no longer read /{self.pattern}/"
+
+
+@dataclass(frozen=True)
+class ExpectImages:
+    """At least `count` images (plots) must be loaded in the widget's output."""
+    count: int = 1
+    timeout: float = 30
+
+    def __call__(self, page, index):
+        deadline, found = time.monotonic() + self.timeout, 0
+        while time.monotonic() < deadline:
+            found = page.cell_locator(index).locator(".jp-Cell-outputWrapper img").evaluate_all(
+                "imgs => imgs.filter(i => i.complete && i.naturalWidth > 0).length")
+            if found >= self.count:
+                return None
+            time.sleep(0.3)
+        return f"{found} loaded image(s), expected at least {self.count}, after {self.timeout:g} s"
+
+    def __str__(self):
+        return f"see at least {self.count} plot image(s)"
