@@ -30,6 +30,47 @@ def cmd_digest(args) -> int:
     return 0
 
 
+def cmd_release(args) -> int:
+    try:
+        from .grading.release import release
+    except ImportError:
+        print("release is part of the teacher's copy of the course, not of the student bundle")
+        return 2
+    report = release(args.out_dir, force=args.force)
+    print(f"student bundle written to {report['out']}: {report['notebooks']} notebooks, "
+          f"{report['files']} files (answer key and grader left out)")
+    return 0
+
+
+def cmd_grade(args) -> int:
+    try:
+        from .grading.grader import Grader
+        from .grading.sandbox import Limits
+        from .grading.gradebook import NotAGradebook
+    except ImportError:
+        print("grading is part of the teacher's copy of the course, not of the student bundle")
+        return 2
+    import os
+    # Grading runs on the CPU: verdicts must not depend on the grading machine, and processes
+    # forked from a grader that touched CUDA could not use it anyway.
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    os.environ["COURSE_DEVICE"] = "cpu"
+    limits = Limits(cell_timeout=args.cell_timeout, timeout=args.timeout, test_timeout=args.test_timeout,
+                    memory_mb=args.memory_mb)
+    chapters = [c.zfill(2) for c in args.chapter or []]
+    grader = Grader(args.submissions, args.out, workers=args.workers, chapters=chapters, limits=limits,
+                    progress=not args.no_progress, fresh=args.fresh, keep_scratch=args.keep_scratch)
+    try:
+        report = grader.run()
+    except NotAGradebook as err:
+        print(err, file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=1) if args.json else
+          f"graded {report['graded']} submission(s) in {report['seconds']:g} s"
+          f" ({report['skipped']} already graded); gradebook: {report['gradebook']}")
+    return 1 if report["key_problems"] else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m course_lib", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -43,6 +84,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("quiz_id")
     p.add_argument("answer")
     p.set_defaults(run=cmd_digest)
+    p = sub.add_parser("release", help="(teachers) write the student bundle: notebooks and course_lib, no answer key")
+    p.add_argument("out_dir")
+    p.add_argument("--force", action="store_true", help="replace OUT_DIR if it exists")
+    p.set_defaults(run=cmd_release)
+    p = sub.add_parser("grade", help="(teachers) grade a folder of submitted notebooks into a gradebook CSV")
+    p.add_argument("submissions", help="folder with one .ipynb per student (searched recursively)")
+    p.add_argument("--out", required=True, help="gradebook CSV; feedback and summaries are written beside it")
+    p.add_argument("--workers", type=int, default=None, help="processes at once (default: all cores)")
+    p.add_argument("--chapter", action="append", help="grade these chapters' exercises (default: from each notebook)")
+    p.add_argument("--cell-timeout", type=float, default=60.0, help="seconds per cell (default 60)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per notebook (default 600)")
+    p.add_argument("--test-timeout", type=float, default=0.0, help="cap on each exercise's per-test limit")
+    p.add_argument("--memory-mb", type=int, default=4096, help="memory per graded process (default 4096)")
+    p.add_argument("--fresh", action="store_true", help="start a new gradebook instead of resuming")
+    p.add_argument("--keep-scratch", action="store_true", help="keep the graded processes' scratch folders")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the run's report as JSON")
+    p.set_defaults(run=cmd_grade)
     return parser
 
 

@@ -79,7 +79,7 @@ class LabServer:
 
     def _env(self) -> dict:
         env = dict(os.environ)
-        env.pop("MPLBACKEND", None)  # tests/conftest.py sets Agg; the kernel must use the inline backend
+        env.pop("MPLBACKEND", None)  # a caller's MPLBACKEND=Agg would stop inline plots in the kernel
         env.pop("JUPYTER_TOKEN", None)
         env["COURSE_PROGRESS_FILE"] = str(self.workdir / "progress.json")
         for var, folder in [("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
