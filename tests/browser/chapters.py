@@ -106,4 +106,67 @@ CHAPTERS = {
                           wrong_feedback=(r"On a meta input your function failed",
                                           r"Hint: torch\.arange makes its tensor on the CPU")),
     ),
+    "05_speedups": BrowserSpec(
+        interactions=(
+            Interaction("data-wait vs compute bars", "measure.plot_breakdowns(breakdowns", (
+                RunCell(), ExpectImages(1))),
+            Interaction("quiz: the GPU sits at 30% utilization", "ch.low_utilization.ask()", (
+                Choose("d) Call torch.cuda.empty_cache()"), Click("Check"), Expect(r"Incorrect"),
+                Choose("d) Call torch.cuda.empty_cache()"),
+                Choose("a) More DataLoader workers"), Choose("b) pin_memory=True"),
+                Choose("c) Make the per-item preprocessing cheaper"),
+                Click("Check"), Expect(r"Correct: The GPU sits at 30% utilization"))),
+        ),
+        exercise=Exercise(
+            "time_it",
+            wrong=("def time_it(fn, device, repeats=5):\n"
+                   "    import statistics, time\n"
+                   "    fn()\n"
+                   "    times = []\n"
+                   "    for _ in range(repeats):          # never synchronizes\n"
+                   "        start = time.perf_counter()\n"
+                   "        fn()\n"
+                   "        times.append((time.perf_counter() - start) * 1000)\n"
+                   "    return statistics.median(times)\n"),
+            wrong_feedback=(r"You never synchronized", r"Hint: CUDA runs asynchronously")),
+    ),
+    "06_out_of_memory": BrowserSpec(
+        interactions=(
+            Interaction("memory per component vs batch size", "ch.plot_curve(curve)", (
+                RunCell(), ExpectImages(1), Expect(r"activations alone outweigh"))),
+            Interaction("quiz: the seed's question, asked of the measurement", "ch.seed_question.ask()", (
+                Choose("d) torch.cuda.empty_cache()"), Click("Check"), Expect(r"Incorrect"),
+                Choose("d) torch.cuda.empty_cache()"),  # a checkbox: untick it again
+                Choose("a) a smaller batch"), Choose("b) gradient accumulation"),
+                Choose("c) activation checkpointing"), Choose("e) mixed precision"),
+                Click("Check"), Expect(r"Correct: The seed's question"))),
+            Interaction("quiz: what does empty_cache give you?", "ch.empty_cache.ask()", (
+                Choose("a) It frees the tensors"), Click("Check"), Expect(r"Incorrect"),
+                Choose("b) It returns cached blocks"), Click("Check"), Expect(r"Correct: What does"))),
+        ),
+        exercise=Exercise(
+            "model_state_bytes",
+            wrong=("def model_state_bytes(model, optimizer):\n"
+                   "    n = sum(p.numel() for p in model.parameters())\n"
+                   "    return {'weights': n, 'grads': n, 'optimizer_state': 2 * n}\n"),
+            wrong_feedback=(r"you counted elements, not bytes", r"Hint: Multiply each tensor's numel\(\)")),
+    ),
+    "07_dp_vs_ddp": BrowserSpec(
+        interactions=(
+            Interaction("DP vs DDP, one training step phase by phase", "ch.step_through()", (
+                Expect(r"DataParallel, phase 1 of 8: scatter"), ExpectImages(1),
+                Click("next ▶"), Expect(r"phase 2 of 8: replicate"), Expect(r"cuda:0 \(main\)"),
+                Toggle("strategy:", "DistributedDataParallel"), Expect(r"phase 1 of 4: load"),
+                Click("next ▶"), Click("next ▶"), Expect(r"phase 3 of 4: backward \+ all-reduce"),
+                Expect(r"cuda:3 → cuda:0"),
+                Select("model:", "digits MLP (this chapter's, hidden 64)"), Expect(r"4,810 float32 parameters"))),
+            Interaction("quiz: which rank writes the checkpoint?", "ch.who_saves.ask()", (
+                Choose("a) Every rank"), Click("Check"), Expect(r"Incorrect"),
+                Choose("b) Rank 0 only"), Click("Check"), Expect(r"Correct: Which rank"))),
+        ),
+        exercise=Exercise("shard_indices",
+                          wrong="def shard_indices(n_samples, rank, world_size):\n"
+                                "    return list(range(rank, n_samples, world_size))\n",
+                          wrong_feedback=(r"too few indices", r"Hint: Every rank must get the same number")),
+    ),
 }

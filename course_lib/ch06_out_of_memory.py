@@ -1,0 +1,749 @@
+"""Chapter 06, out of memory: where a training step's memory goes, a real OOM, and what each fix buys.
+
+Every number is measured on the learner's machine with course_lib.memory: tensors the model and
+optimizer hold, activations counted by saved-tensor hooks (any device), the CUDA allocator's
+counters on a GPU, and a memory budget that stands in for a small GPU on the CPU.
+"""
+import math
+import time
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from . import memory
+from .ch03_training_template import Trace, _check_moves_data, checker_threads, watch_gradients
+from .data import N_CLASSES, N_FEATURES
+from .exercises import Chapter, Fail, Test
+from .memory import OUT_OF_MEMORY, MemoryBudgetExceeded, OutOfMemoryError, format_bytes
+from .seed import seed_everything
+
+chapter = Chapter(__name__, title="Out of memory")
+
+BUDGET = 7 * 2**20  # the CPU stand-in's "small card": 7 MiB, sized for wide_mlp() below
+HIDDEN = 512
+
+
+# ---------------------------------------------------------------- models and batches
+def wide_mlp(hidden: int = HIDDEN, layers: int = 2) -> nn.Sequential:
+    """Digits in, `layers` hidden Linear+ReLU layers of width `hidden`, 10 scores out (chapter 06)."""
+    mods = [nn.Linear(N_FEATURES, hidden), nn.ReLU()]
+    for _ in range(layers - 1):
+        mods += [nn.Linear(hidden, hidden), nn.ReLU()]
+    return nn.Sequential(*mods, nn.Linear(hidden, N_CLASSES))
+
+
+def digit_batch(dataset, n: int, device, seed: int = 0):
+    """n digits drawn (with replacement) from `dataset`, as (x, y) on `device` (chapter 06)."""
+    g = torch.Generator().manual_seed(seed)
+    index = torch.randint(0, len(dataset), (n,), generator=g)
+    x, y = dataset[index]
+    return x.to(device), y.to(device)
+
+
+def fresh_setup(device, seed: int = 0, **model_args):
+    """A new wide_mlp on `device`, Adam, cross-entropy (chapter 06)."""
+    seed_everything(seed)
+    model = wide_mlp(**model_args).to(device)
+    return model, torch.optim.Adam(model.parameters(), lr=1e-3), nn.CrossEntropyLoss()
+
+
+def mid_training(device, x, y):
+    """A fresh setup after one small step on x[:8], y[:8]: Adam's state exists, as in the middle of training."""
+    model, optimizer, criterion = fresh_setup(device)
+    warm_step(model, optimizer, criterion, x[:8], y[:8])
+    return model, optimizer, criterion
+
+
+def warm_step(model, optimizer, criterion, x, y) -> float:
+    """One plain training step (creates Adam's state, which is made lazily at the first step)."""
+    optimizer.zero_grad(set_to_none=True)
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+# ---------------------------------------------------------------- section 1: estimate vs measure
+def estimate(model: nn.Sequential, batch_size: int, optimizer_copies: int = 2) -> dict:
+    """Bytes from shapes alone, float32 (chapter 06).
+
+    Weights: every parameter. Grads: one per weight. Adam: optimizer_copies (2) more.
+    Activations: the batch of inputs (kept by the first Linear), each ReLU's output (kept by
+    the ReLU and the next Linear), the logits' log-softmax (kept by the loss).
+    """
+    n_weights = sum(p.numel() for p in model.parameters())
+    widths = [N_FEATURES] + [m.out_features for m, nxt in zip(model, list(model)[1:])
+                             if isinstance(m, nn.Linear) and isinstance(nxt, nn.ReLU)] + [N_CLASSES]
+    return {"weights": 4 * n_weights, "grads": 4 * n_weights, "optimizer_state": 4 * optimizer_copies * n_weights,
+            "activations": 4 * batch_size * sum(widths)}
+
+
+def measure(device, batch_size: int, dataset, **model_args) -> dict:
+    """A second training step of a fresh model (Adam state exists), bytes per component (chapter 06)."""
+    model, optimizer, criterion = fresh_setup(device, **model_args)
+    x, y = digit_batch(dataset, batch_size, device)
+    warm_step(model, optimizer, criterion, x, y)
+    return memory.training_step_memory(model, optimizer, criterion, x, y)
+
+
+def html_table(header, rows):
+    """A small HTML table for the notebook (chapter 06)."""
+    from html import escape
+
+    from IPython.display import HTML
+    head = "".join(f"<th>{escape(str(h))}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{escape(str(c))}</td>" for c in row) + "</tr>"
+                   for row in rows)
+    return HTML(f"<table class='course-memory'><tr>{head}</tr>{body}</table>")
+
+
+def compare(estimated: dict, measured: dict):
+    """Estimate and measurement side by side, per component, with the share of the total."""
+    total = sum(measured.values())
+    rows = [(k.replace("_", " "), format_bytes(estimated[k]), format_bytes(measured[k]),
+             f"{measured[k] / total:.0%}") for k in memory.COMPONENTS]
+    rows.append(("total", format_bytes(sum(estimated.values())), format_bytes(total), "100%"))
+    return html_table(["component", "estimated from shapes", "measured", "share"], rows)
+
+
+def activation_curve(device, dataset, batch_sizes=(32, 128, 512, 1024, 2048)) -> dict:
+    """Measured bytes per component for each batch size (chapter 06)."""
+    return {b: measure(device, b, dataset) for b in batch_sizes}
+
+
+def plot_curve(curve: dict):
+    """Activations grow with the batch; weights, grads and Adam state do not."""
+    import matplotlib.pyplot as plt
+    sizes = list(curve)
+    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    for component in memory.COMPONENTS:
+        ax.plot(sizes, [curve[b][component] / 2**20 for b in sizes], "o-", label=component.replace("_", " "))
+    ax.set(xscale="log", xlabel="batch size", ylabel="MiB", title="measured memory of one training step")
+    ax.set_xticks(sizes, [str(b) for b in sizes])
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def crossover(curve: dict) -> str:
+    """One sentence: from which measured batch size on activations outweigh weights+grads+optimizer state."""
+    state = lambda r: r["weights"] + r["grads"] + r["optimizer_state"]
+    bigger = [b for b, r in curve.items() if r["activations"] > state(r)]
+    if not bigger:
+        return "At every measured batch size the model's state outweighs the activations."
+    return (f"From batch {bigger[0]} on, the activations alone outweigh weights + grads + optimizer state "
+            f"({format_bytes(curve[bigger[0]]['activations'])} vs {format_bytes(state(curve[bigger[0]]))}).")
+
+
+def cuda_vs_accounting(device, dataset, batch_size: int = 1024):
+    """On a CUDA GPU: our per-tensor accounting of a step next to the allocator's measured peak (chapter 06)."""
+    model, optimizer, criterion = fresh_setup(device)
+    x, y = digit_batch(dataset, batch_size, device)
+    warm_step(model, optimizer, criterion, x, y)
+    counted = memory.training_step_memory(model, optimizer, criterion, x, y)
+    batch = memory.tensor_bytes(x) + memory.tensor_bytes(y)
+    optimizer.zero_grad(set_to_none=True)
+    measured = memory.cuda_peak(lambda: warm_step(model, optimizer, criterion, x, y), device)
+    rows = [("in use before the step (weights, Adam state, the batch)", format_bytes(measured["before"])),
+            ("peak during the step, measured by the CUDA allocator", format_bytes(measured["peak"])),
+            ("weights + grads + Adam state + activations + batch, counted",
+             format_bytes(sum(counted.values()) + batch))]
+    return html_table(["", "bytes"], rows)
+
+
+# ---------------------------------------------------------------- section 2: a real OOM, and the stand-in
+def gpu_oom_demo(device, limit_bytes: int = 2**30):
+    """On a CUDA GPU: cap this process at `limit_bytes`, then ask for a batch that needs more (chapter 06)."""
+    model = wide_mlp(hidden=4096).to(device)
+    x = torch.randn(2**17, N_FEATURES, device=device)  # 2**17 x 4096 floats per hidden layer: 2 GiB
+    with memory.small_gpu(limit_bytes, device):
+        print(f"this process may now use {format_bytes(limit_bytes)} of the GPU")
+        try:
+            model(x).sum().backward()
+        finally:
+            del model, x
+
+
+def step_in_budget(model, optimizer, criterion, x, y, budget: int = BUDGET) -> dict:
+    """One training step inside the memory budget; its peak, per component; raises if over (chapter 06)."""
+    with memory.MemoryBudget(budget, model, optimizer) as b:
+        warm_step(model, optimizer, criterion, x, y)
+    return b.peak
+
+
+def accumulation_step(model, optimizer, criterion, x, y, micro: int):
+    """One optimizer step on (x, y) split in micro-batches of `micro` samples (chapter 06 demo)."""
+    optimizer.zero_grad(set_to_none=True)
+    chunks = math.ceil(len(x) / micro)
+    for xs, ys in zip(x.split(micro), y.split(micro)):
+        (criterion(model(xs), ys) / chunks).backward()
+    optimizer.step()
+
+
+def _autocast(device):
+    """torch.autocast for this device: bfloat16 where supported, else float16 (chapter 06)."""
+    device = torch.device(device)
+    dtype = torch.bfloat16 if device.type != "cuda" or torch.cuda.is_bf16_supported() else torch.float16
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def amp_step(model, optimizer, criterion, x, y):
+    """A training step with the forward under autocast (bf16 needs no GradScaler) (chapter 06)."""
+    optimizer.zero_grad(set_to_none=True)
+    with _autocast(x.device):
+        loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+
+
+@torch.no_grad()
+def eval_step(model, optimizer, criterion, x, y):
+    """An evaluation step: forward only, no graph (chapter 06)."""
+    model.eval()
+    criterion(model(x), y).item()
+
+
+FIXES = {
+    "batch 1024 (too big)": lambda m, o, c, x, y: warm_step(m, o, c, x, y),
+    "smaller batch: 512": lambda m, o, c, x, y: warm_step(m, o, c, x[:512], y[:512]),
+    "accumulation: 2 x 512": lambda m, o, c, x, y: accumulation_step(m, o, c, x, y, micro=512),
+    "AMP (autocast), batch 1024": amp_step,
+    "evaluation under no_grad, batch 1024": eval_step,
+}
+
+
+def try_fixes(device, dataset, batch_size: int = 1024, budget: int = BUDGET) -> list:
+    """Each fix on the same batch inside the budget: (fix, peak bytes or the error, fits?) (chapter 06)."""
+    x, y = digit_batch(dataset, batch_size, device)
+    rows = []
+    for name, step in FIXES.items():
+        model, optimizer, criterion = mid_training(device, x, y)
+        b = memory.MemoryBudget(budget, model, optimizer)
+        try:
+            with b:
+                step(model, optimizer, criterion, x, y)
+            rows.append((name, format_bytes(b.peak), "fits"))
+        except OUT_OF_MEMORY:
+            rows.append((name, f"> {format_bytes(b.peak)}", "OUT OF MEMORY"))
+    return rows
+
+
+def fixes_table(rows):
+    return html_table(["what we run", f"peak (budget {format_bytes(BUDGET)})", "verdict"], rows)
+
+
+# ---------------------------------------------------------------- section 3: graphs kept alive
+def eval_memory_over_batches(model, batches, criterion, keep: str, no_grad: bool) -> list:
+    """Live saved-activation bytes after each batch of an evaluation loop (chapter 06).
+
+    keep="tensor": total += loss (the tensor); keep="float": total += loss.item().
+    """
+    live, total = [], 0.0
+    with memory.ActivationMeter(model) as meter, torch.set_grad_enabled(not no_grad):
+        for x, y in batches:
+            loss = criterion(model(x), y)
+            total = total + (loss if keep == "tensor" else loss.item())
+            del loss
+            live.append(meter.live)
+    return live
+
+
+LEAK_RUNS = {"total += loss (tensor), grad on": ("tensor", False),
+             "total += loss.item(), grad on": ("float", False),
+             "total += loss (tensor), under no_grad": ("tensor", True)}
+
+
+def leak_experiment(device, dataset, n_batches: int = 8, batch_size: int = 256) -> dict:
+    """The three evaluation loops of LEAK_RUNS on the same batches (chapter 06)."""
+    model, _, criterion = fresh_setup(device)
+    model.eval()
+    batches = [digit_batch(dataset, batch_size, device, seed=i) for i in range(n_batches)]
+    return {label: eval_memory_over_batches(model, batches, criterion, keep, no_grad)
+            for label, (keep, no_grad) in LEAK_RUNS.items()}
+
+
+def plot_leak(runs: dict):
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.5, 3.2))
+    for label, live in runs.items():
+        ax.plot(range(1, len(live) + 1), [v / 2**20 for v in live], "o-", label=label)
+    ax.set(xlabel="batches evaluated", ylabel="MiB kept for a backward that never comes",
+           title="activations still alive after each batch")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+# ---------------------------------------------------------------- empty_cache (GPU only)
+def empty_cache_demo(device):
+    """allocated vs reserved around del and empty_cache, on a CUDA GPU (chapter 06)."""
+    rows = [("start", memory.cuda_memory(device))]
+    big = torch.empty(256 * 2**20, dtype=torch.uint8, device=device)
+    rows.append(("after a 256 MiB tensor", memory.cuda_memory(device)))
+    del big
+    rows.append(("after del", memory.cuda_memory(device)))
+    torch.cuda.empty_cache()
+    rows.append(("after empty_cache()", memory.cuda_memory(device)))
+    return html_table(["moment", "allocated (tensors)", "reserved (cached by PyTorch)"],
+                      [(m, format_bytes(r["allocated"]), format_bytes(r["reserved"])) for m, r in rows])
+
+
+# ---------------------------------------------------------------- AMP
+def amp_compare(device, dataset, batch_size: int = 1024) -> dict:
+    """Bytes per component of a float32 step and an autocast step, same model and batch (chapter 06)."""
+    x, y = digit_batch(dataset, batch_size, device)
+    result = {}
+    for label, autocast in (("float32", False), ("autocast", True)):
+        model, optimizer, criterion = fresh_setup(device)
+        warm_step(model, optimizer, criterion, x, y)
+        with memory.ActivationMeter(model) as meter:
+            if autocast:
+                with _autocast(device):
+                    loss = criterion(model(x), y)
+            else:
+                loss = criterion(model(x), y)
+        loss.backward()
+        result[label] = {**memory.state_bytes(model, optimizer), "activations": meter.peak}
+    return result
+
+
+def amp_table(result: dict):
+    fp32, amp = result["float32"], result["autocast"]
+    rows = [(k.replace("_", " "), format_bytes(fp32[k]), format_bytes(amp[k]), f"{amp[k] / fp32[k]:.2f}")
+            for k in memory.COMPONENTS]
+    rows.append(("total", format_bytes(sum(fp32.values())), format_bytes(sum(amp.values())),
+                 f"{sum(amp.values()) / sum(fp32.values()):.2f}"))
+    return html_table(["component", "float32", "autocast", "ratio"], rows)
+
+
+# ---------------------------------------------------------------- activation checkpointing
+def deep_mlp(depth: int = 8, width: int = 256) -> nn.Sequential:
+    """A deeper stack of Linear+ReLU blocks, where checkpointing has something to save (chapter 06)."""
+    blocks = [nn.Sequential(nn.Linear(N_FEATURES if i == 0 else width, width), nn.ReLU()) for i in range(depth)]
+    return nn.Sequential(*blocks, nn.Linear(width, N_CLASSES))
+
+
+def checkpoint_compare(device, dataset, batch_size: int = 512, segments: int = 3, repeats: int = 3) -> dict:
+    """Saved bytes, block forward calls and time of a step, plain vs checkpoint_sequential (chapter 06)."""
+    from torch.utils.checkpoint import checkpoint_sequential
+    x, y = digit_batch(dataset, batch_size, device)
+    criterion, result = nn.CrossEntropyLoss(), {}
+    for label, segs in (("plain", 0), (f"checkpointed, {segments} segments", segments)):
+        seed_everything(0)
+        model = deep_mlp().to(device)
+        calls = []
+        for block in model:
+            block.register_forward_pre_hook(lambda *_: calls.append(1))
+        forward = (lambda: checkpoint_sequential(model, segs, x, use_reentrant=False)) if segs else (lambda: model(x))
+        with memory.ActivationMeter(model) as meter:
+            loss = criterion(forward(), y)
+        loss.backward()
+        grads = [p.grad.clone() for p in model.parameters()]
+        start = time.perf_counter()
+        for _ in range(repeats):
+            model.zero_grad()
+            criterion(forward(), y).backward()
+        if torch.device(device).type == "cuda":
+            torch.cuda.synchronize(device)
+        seconds = (time.perf_counter() - start) / repeats
+        result[label] = dict(saved=meter.peak, calls=len(calls) // (repeats + 1), seconds=seconds, grads=grads)
+    return result
+
+
+def checkpoint_table(result: dict):
+    (a, plain), (b, ckpt) = result.items()
+    same = all(torch.allclose(g, h, atol=1e-6) for g, h in zip(plain["grads"], ckpt["grads"]))
+    rows = [(label, format_bytes(r["saved"]), r["calls"], f"{1000 * r['seconds']:.1f} ms") for label, r in result.items()]
+    rows.append(("checkpointed / plain", f"{ckpt['saved'] / plain['saved']:.2f}", f"{ckpt['calls'] / plain['calls']:.2f}",
+                 f"{ckpt['seconds'] / plain['seconds']:.2f}"))
+    print("same gradients with and without checkpointing:", same)
+    return html_table(["training step", "saved for backward", "block forward calls", "time per step"], rows)
+
+
+# ---------------------------------------------------------------- exercise 1: model_state_bytes
+def _state_case(kind: str):
+    """A model and optimizer in a known state; returns (model, optimizer, what the case is)."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 3))
+        if kind == "bf16":
+            model[0].to(torch.bfloat16)
+        opt = (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9) if kind == "sgd_momentum"
+               else torch.optim.SGD(model.parameters(), lr=0.1) if kind == "sgd"
+               else torch.optim.Adam(model.parameters(), lr=1e-3))
+        if kind == "fresh":
+            return model, opt, "a new model and Adam before any backward() or step()"
+        for _ in range(2):
+            opt.zero_grad()
+            x = torch.randn(4, 6, dtype=model[0].weight.dtype)
+            out = model[2](model[1](model[0](x)).float())
+            out.sum().backward()
+            opt.step()
+        return model, opt, {"adam": "a model after two Adam steps", "sgd": "plain SGD (keeps no state)",
+                            "sgd_momentum": "SGD with momentum (one buffer per weight)",
+                            "bf16": "a model whose first layer is bfloat16 (2 bytes per element), after Adam steps"}[kind]
+
+
+def _check_state(kind: str):
+    def run(candidate):
+        model, opt, what = _state_case(kind)
+        want = memory.state_bytes(model, opt)
+        got = candidate(model, opt)
+        if not isinstance(got, dict) or set(got) != set(want):
+            raise Fail("Return a dict with exactly the keys 'weights', 'grads', 'optimizer_state'.",
+                       expected=sorted(want), got=repr(got)[:100])
+        n_elements = {"weights": sum(p.numel() for p in model.parameters()),
+                      "grads": sum(p.grad.numel() for p in model.parameters() if p.grad is not None)}
+        for k in ("weights", "grads", "optimizer_state"):
+            if got[k] == want[k]:
+                continue
+            if k in n_elements and got[k] == n_elements[k] and want[k]:
+                raise Fail(f"{k}: you counted elements, not bytes ({what}).", expected=want[k], got=got[k],
+                           hint="Multiply each tensor's numel() by its element_size() (4 for float32).")
+            if k != "optimizer_state" and got[k] == 4 * n_elements[k] and want[k] != got[k]:
+                raise Fail(f"{k}: you assumed 4 bytes per element, but not every tensor is float32 ({what}).",
+                           expected=want[k], got=got[k], hint="t.element_size() gives the real size of t's dtype.")
+            if k == "grads" and want[k] == 0:
+                raise Fail(f"grads: there are no gradients yet ({what}).", expected=0, got=got[k],
+                           hint="p.grad is None until a backward() (and again after zero_grad(set_to_none=True)).")
+            if k == "optimizer_state" and got[k] == 2 * want["weights"] and want[k] != got[k]:
+                raise Fail(f"optimizer_state: you estimated 2 x weights instead of measuring ({what}).",
+                           expected=want[k], got=got[k],
+                           hint="Add up the tensors the optimizer really holds: every tensor value in "
+                                "optimizer.state[p] (Adam makes them at its first step; SGD without momentum keeps none).")
+            raise Fail(f"{k} is not right ({what}).", expected=want[k], got=got[k],
+                       hint={"weights": "sum(p.numel() * p.element_size() for p in model.parameters())",
+                             "grads": "Only parameters whose .grad is not None have gradient memory.",
+                             "optimizer_state": "for state in optimizer.state.values(): for v in state.values(): "
+                                                "if isinstance(v, torch.Tensor): add v.numel() * v.element_size()"}[k])
+    return run
+
+
+model_state_bytes = chapter.function_exercise(
+    "model_state_bytes",
+    title="Count the bytes a model and its optimizer hold",
+    prompt="Write model_state_bytes(model, optimizer) -> {'weights': int, 'grads': int, 'optimizer_state': int}: "
+           "the bytes of the model's parameters, of the gradients that exist right now, and of every tensor the "
+           "optimizer keeps in optimizer.state. Bytes of a tensor: t.numel() * t.element_size().",
+    points=4,
+    tests=[
+        Test("after two Adam steps", _check_state("adam")),
+        Test("before the first backward and step", _check_state("fresh")),
+        Test("a model with a bfloat16 layer", _check_state("bf16")),
+    ],
+    hints=["Weights: model.parameters(). Grads: p.grad of each parameter, when it is not None. "
+           "Optimizer state: optimizer.state is a dict {parameter: {name: value}}.",
+           "Bytes, not elements: t.numel() * t.element_size() respects the dtype (2 for bfloat16, 4 for float32).",
+           "Adam makes its state lazily at the first step(); before that optimizer.state is empty. Some values "
+           "in a state may not be tensors: check isinstance(v, torch.Tensor)."],
+)
+
+
+# ---------------------------------------------------------------- exercise 2: train_with_accumulation
+ACC_IN, ACC_OUT = 12, 4
+
+
+def _acc_model(seed: int = 0) -> nn.Module:
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return nn.Sequential(nn.Linear(ACC_IN, 16), nn.ReLU(), nn.Linear(16, ACC_OUT))
+
+
+def _acc_loader(n_micro: int, micro: int, seed: int = 0) -> DataLoader:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n_micro * micro, ACC_IN, generator=g)
+    y = torch.randint(0, ACC_OUT, (n_micro * micro,), generator=g)
+    return DataLoader(TensorDataset(x, y), batch_size=micro)
+
+
+def _run_acc(candidate, loader, accum_steps, model=None, device="cpu", seed=0):
+    """Run the candidate on a fresh model with plain SGD; return (model, trace of steps and backwards)."""
+    model = model or _acc_model(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    trace = Trace()
+    watch_gradients(model[0].weight, optimizer, trace)
+    with torch.random.fork_rng(), checker_threads():
+        candidate(model, loader, optimizer, nn.CrossEntropyLoss(), device, accum_steps)
+    return model, trace
+
+
+def reference_big_batch(loader, accum_steps, seed=0, factor=1.0) -> nn.Module:
+    """The same data in big batches of accum_steps micro-batches, one ordinary SGD step per big batch.
+
+    `factor` multiplies the loss: factor=accum_steps is what a forgotten 1/accum_steps gives.
+    """
+    model = _acc_model(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    for x, y in DataLoader(loader.dataset, batch_size=loader.batch_size * accum_steps):
+        optimizer.zero_grad()
+        (factor * nn.functional.cross_entropy(model(x), y)).backward()
+        optimizer.step()
+    return model
+
+
+def _weights_equal(a, b) -> bool:
+    return all(torch.allclose(p, q, rtol=1e-4, atol=1e-6) for p, q in zip(a.parameters(), b.parameters()))
+
+
+def _check_step_pattern(n_micro, accum_steps):
+    def run(candidate):
+        _, trace = _run_acc(candidate, _acc_loader(n_micro, 8), accum_steps)
+        want = list(range(accum_steps, n_micro + 1, accum_steps))
+        if n_micro % accum_steps:
+            want.append(n_micro)
+        got = [s["backwards"] for s in trace.steps]
+        where = f" ({n_micro} micro-batches, accum_steps={accum_steps})"
+        if len(trace.backwards) != n_micro:
+            raise Fail(f"backward() ran {len(trace.backwards)} times for {n_micro} micro-batches{where}.",
+                       expected=f"{n_micro} backward() calls", got=len(trace.backwards),
+                       hint="One forward and one backward per micro-batch; only the step waits.")
+        if got == list(range(1, n_micro + 1)):
+            raise Fail(f"optimizer.step() ran after every micro-batch{where}: that is ordinary small-batch training.",
+                       expected=f"steps after micro-batches {want}", got=f"steps after {got}",
+                       hint="Step only when (i + 1) % accum_steps == 0, i counting micro-batches from 0.")
+        if got == want[:-1] and n_micro % accum_steps:
+            raise Fail(f"The last, shorter group never got its step: its gradients were computed and then "
+                       f"thrown away{where}.", expected=f"steps after micro-batches {want}", got=f"steps after {got}",
+                       hint="After the loop, if some micro-batches were accumulated since the last step, step once more.")
+        if got != want:
+            raise Fail(f"The optimizer stepped at the wrong moments{where}.", expected=f"after micro-batches {want}",
+                       got=f"after {got}", hint="Count micro-batches with enumerate(loader).")
+        starts = {0} | set(want[:-1])
+        for i, b in enumerate(trace.backwards):
+            if i in starts and not b["clean"]:
+                raise Fail(f"Gradients from the previous group leaked into the next one (micro-batch {i + 1}){where}.",
+                           hint="optimizer.zero_grad() after each step (and once before the loop).")
+            if i not in starts and b["clean"]:
+                raise Fail(f"The gradients were cleared inside a group (before micro-batch {i + 1}): only the last "
+                           f"micro-batch of each group reached the step{where}.",
+                           expected="gradients that add up over accum_steps micro-batches",
+                           got="zero_grad() before every micro-batch",
+                           hint="Accumulating IS not clearing: zero_grad only right after optimizer.step().")
+    return run
+
+
+def _check_equals_big_batch(n_micro, accum_steps):
+    def run(candidate):
+        loader = _acc_loader(n_micro, 8, seed=accum_steps)
+        got, _ = _run_acc(candidate, loader, accum_steps, seed=accum_steps)
+        want = reference_big_batch(loader, accum_steps, seed=accum_steps)
+        if _weights_equal(got, want):
+            return
+        unscaled = reference_big_batch(loader, accum_steps, seed=accum_steps, factor=accum_steps)
+        where = f" ({n_micro} micro-batches of 8, accum_steps={accum_steps})"
+        if _weights_equal(got, unscaled):
+            raise Fail(f"Your steps are accum_steps times too big: the gradient is the SUM of the micro-batch "
+                       f"gradients, not their mean{where}.", expected="the weights of one big-batch step",
+                       got=f"the weights of a step with a {accum_steps}x larger learning rate",
+                       hint="Divide each micro-batch's loss by accum_steps before backward().")
+        raise Fail(f"After training, your weights differ from ordinary big-batch training on the same data{where}.",
+                   hint="Each micro-batch: loss = criterion(model(x), y) / accum_steps; loss.backward(). Every "
+                        "accum_steps micro-batches: optimizer.step(); optimizer.zero_grad().")
+    return run
+
+
+def _accumulate_on_rig(rig, candidate):
+    with torch.random.fork_rng(), checker_threads():
+        torch.manual_seed(1)
+        return candidate(rig.model, rig.loader, rig.optimizer, rig.criterion, rig.device, 2)
+
+
+train_with_accumulation = chapter.function_exercise(
+    "train_with_accumulation",
+    title="Gradient accumulation: a big batch in small pieces",
+    prompt="Write train_with_accumulation(model, loader, optimizer, criterion, device, accum_steps): one epoch "
+           "where every batch from `loader` is a micro-batch. For each: move x and y to `device`, forward, "
+           "divide the loss by accum_steps, backward. Call optimizer.step() (then zero_grad) once every "
+           "accum_steps micro-batches, and once more at the end if a last, shorter group is left over. "
+           "Put the model in training mode first. Nothing to return.",
+    points=6,
+    tests=[
+        Test("moves the inputs and the labels to `device`", _check_moves_data(_accumulate_on_rig)),
+        Test("steps once every accum_steps micro-batches, clears gradients only after a step",
+             _check_step_pattern(6, 3)),
+        Test("same weights as big-batch training on the same data", _check_equals_big_batch(6, 2)),
+        Test("the last, shorter group still gets its step", _check_step_pattern(7, 3)),
+    ],
+    hints=["Count micro-batches: for i, (x, y) in enumerate(loader). Step when (i + 1) % accum_steps == 0.",
+           "The mean loss of a big batch of k equal micro-batches is the mean of their k losses: so each "
+           "micro-batch contributes loss / accum_steps, and backward() adds the gradients up in .grad.",
+           "After the loop: if (i + 1) % accum_steps != 0, there are accumulated gradients left: step and zero_grad."],
+)
+
+
+# ---------------------------------------------------------------- exercise 3: largest_batch
+class FakeCard:
+    """try_batch for the checks: fits up to `fits_up_to` samples; may raise another error at `broken`."""
+
+    def __init__(self, fits_up_to: int, error=MemoryBudgetExceeded, broken: int = None):
+        self.fits_up_to, self.error, self.broken = fits_up_to, error, broken
+        self.tried = []
+
+    def __call__(self, n: int):
+        self.tried.append(n)
+        if n == self.broken:
+            raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (a bug, not a memory problem)")
+        if n > self.fits_up_to:
+            raise self.error(f"out of memory at batch {n} (a test card that fits {self.fits_up_to})")
+
+
+def _check_largest(fits_up_to, limit, error=MemoryBudgetExceeded, what=""):
+    def run(candidate):
+        card = FakeCard(fits_up_to, error)
+        got = candidate(card, limit)
+        over = [n for n in card.tried if n > limit]
+        if over:
+            raise Fail(f"You tried batch {over[0]}, above the limit {limit}{what}.", expected=f"sizes <= {limit}",
+                       got=card.tried, hint="Stop doubling before the size passes the limit.")
+        want = 0
+        while want * 2 <= limit and max(1, want * 2) <= fits_up_to:
+            want = max(1, want * 2)
+        if got == want:
+            return
+        if want == 0 and got is None:
+            raise Fail(f"Even batch 1 does not fit here{what}: return 0, a number.", expected=0, got=None)
+        if got == max(1, want * 2) and got in card.tried:
+            raise Fail(f"You returned the first size that did NOT fit{what}.", expected=want, got=got,
+                       hint="Remember the last size that ran; return that one.")
+        raise Fail(f"Not the largest power-of-two batch that fits{what}.", expected=want, got=got,
+                   hint="n = 1; while n <= limit: try n; on out-of-memory stop; else best = n; n *= 2.")
+    return run
+
+
+def _check_other_errors(candidate):
+    card = FakeCard(fits_up_to=64, broken=8)
+    try:
+        got = candidate(card, 1024)
+    except RuntimeError as err:
+        if "shapes cannot be multiplied" in str(err) and not isinstance(err, OUT_OF_MEMORY):
+            return
+        raise
+    raise Fail("A shape error at batch 8 was swallowed as if it were out of memory.",
+               expected="the RuntimeError about shapes raised to the caller", got=f"returned {got!r}",
+               hint="Catch only out-of-memory errors: except memory.OUT_OF_MEMORY (a tuple of torch.OutOfMemoryError "
+                    "and the course's MemoryBudgetExceeded). `except RuntimeError` catches far more: shape errors, "
+                    "device mismatches...")
+
+
+def budget_card(n_max: int = 2048, budget: int = BUDGET):
+    """try_batch on the CPU stand-in: one Adam step of a fresh wide_mlp on n samples inside `budget`."""
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(n_max, N_FEATURES, generator=g), torch.randint(0, N_CLASSES, (n_max,), generator=g)
+
+    def try_batch(n: int):
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            model = wide_mlp()
+        optimizer, criterion = torch.optim.Adam(model.parameters(), lr=1e-3), nn.CrossEntropyLoss()
+        warm_step(model, optimizer, criterion, x[:8], y[:8])
+        step_in_budget(model, optimizer, criterion, x[:n], y[:n], budget)
+    return try_batch
+
+
+def _check_real_budget(candidate):
+    """On the course's memory budget with a real model: compare with trying every power of two."""
+    try_batch = budget_card()
+    with checker_threads():
+        got = candidate(try_batch, 2048)
+        want = 0
+        for n in (2 ** k for k in range(12)):
+            if not memory.fits_call(try_batch, n):
+                break
+            want = n
+    if got != want:
+        raise Fail(f"On the course's {format_bytes(BUDGET)} budget with a real model, the answer is not right.",
+                   expected=want, got=got)
+
+
+largest_batch = chapter.function_exercise(
+    "largest_batch",
+    title="Find the largest batch that fits",
+    prompt="Write largest_batch(try_batch, limit) -> int. try_batch(n) runs one training step on n samples and "
+           "raises an out-of-memory error if it does not fit. Try n = 1, 2, 4, 8, ... while n <= limit; return "
+           "the largest n that ran (0 if even 1 does not fit). Catch ONLY out-of-memory errors: "
+           "`except memory.OUT_OF_MEMORY:` (torch.OutOfMemoryError on a GPU, the course's MemoryBudgetExceeded "
+           "on the stand-in); any other error must reach the caller.",
+    points=4,
+    time_limit=30,
+    tests=[
+        Test("finds the largest power of two that fits", _check_largest(100, 1024)),
+        Test("stops at the limit when everything fits", _check_largest(10**6, 100, what=" (everything fits)")),
+        Test("catches the real CUDA error too", _check_largest(16, 512, OutOfMemoryError,
+                                                                what=" (torch.OutOfMemoryError)")),
+        Test("lets other errors through", _check_other_errors),
+        Test("returns 0 when even batch 1 does not fit", _check_largest(0, 64, what=" (nothing fits)")),
+    ],
+    hints=["best = 0; n = 1; then a while loop over n <= limit that doubles n.",
+           "try: try_batch(n) / except memory.OUT_OF_MEMORY: break / else: best = n.",
+           "Why not `except Exception`? A shape error is a bug: hiding it as 'too big' makes you shrink the batch "
+           "forever. Why not `except RuntimeError`? torch's shape and device errors are RuntimeErrors too."],
+)
+
+
+# ---------------------------------------------------------------- quizzes
+seed_question = chapter.quiz(
+    "seed_question",
+    title="The seed's question, asked of the measurement",
+    kind="multiple",
+    question="Seed 003 asks: 'list at least three fixes for CUDA out of memory, and say which is most fundamental'. "
+             "In section 1 you measured that at batch 1024 the ACTIVATIONS are the largest part. Which of these "
+             "reduce the activation memory of one training step? Choose all that apply.",
+    options={"a": "a smaller batch",
+             "b": "gradient accumulation (the same effective batch in micro-batches)",
+             "c": "activation checkpointing",
+             "d": "torch.cuda.empty_cache()",
+             "e": "mixed precision (autocast)",
+             "f": "replacing Adam with plain SGD"},
+    digest="e5ea4e321992cc72",
+    explanation="Batch size, accumulation, checkpointing and autocast all shrink what is saved for backward; "
+                "empty_cache frees nothing that is in use, and the optimizer's state is not activations. Which fix "
+                "is 'most fundamental' depends on what your measurement shows dominates: accumulation keeps the "
+                "training the same while cutting what dominates here.",
+)
+
+state_dominates = chapter.quiz(
+    "state_dominates",
+    title="When the model's state dominates",
+    question="Another run: a large model at batch 8. The measurement shows weights + grads + Adam state are 90% "
+             "of the peak and activations 10%. Which change buys the most memory?",
+    options={"a": "halve the batch to 4",
+             "b": "gradient accumulation in micro-batches of 2",
+             "c": "torch.cuda.empty_cache() before each step",
+             "d": "a smaller model, or an optimizer that keeps less state (SGD keeps 0 or 1 copy of the weights, "
+                  "Adam 2)"},
+    digest="ceb6fdeac698b1b1",
+    explanation="Batch fixes only touch the 10%: at best they save a tenth. Weights, gradients and optimizer state "
+                "do not depend on the batch at all; the seed's 'reduce the batch first' is the right reflex only when "
+                "activations dominate. Measure before you fix.",
+)
+
+empty_cache = chapter.quiz(
+    "empty_cache",
+    title="What does torch.cuda.empty_cache() give you?",
+    question="After an out-of-memory error you call torch.cuda.empty_cache(). What does it do?",
+    options={"a": "It frees the tensors your program still references, so the next batch fits",
+             "b": "It returns cached blocks that no tensor uses to the driver: memory_reserved drops, "
+                  "memory_allocated does not, and PyTorch gets no more memory to work with",
+             "c": "It halves the memory of the activations",
+             "d": "It clears the gradients, like zero_grad()"},
+    digest="bd04cde954dd5e90",
+    explanation="PyTorch's caching allocator would have reused those blocks anyway. empty_cache helps other "
+                "processes on the same GPU (and makes nvidia-smi's number drop); it treats a symptom, not the cause.",
+)
+
+adam_bytes = chapter.quiz(
+    "adam_bytes",
+    title="How big is Adam's state?",
+    kind="numeric",
+    question="nn.Linear(1000, 1000) in float32 (weight and bias) is trained with Adam. After the first step, how "
+             "many bytes do Adam's two running averages (exp_avg and exp_avg_sq, for both parameters) hold "
+             "together? Check yourself with your model_state_bytes (the small step counters add a few bytes).",
+    digest="439e8f5ed26f8df8",
+    explanation="1000 x 1000 + 1000 = 1,001,000 parameters; two float32 copies of each: 2 x 4 x 1,001,000 bytes. "
+                "Weights + grads + Adam = 4 copies of the model before a single activation.",
+)

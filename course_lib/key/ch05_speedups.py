@@ -1,0 +1,149 @@
+"""Answer key for chapter 05 (teacher's copy only).
+
+Each known-wrong answer is built by a small builder with one flag switched on, so it differs
+from the reference in exactly one place.
+"""
+import torch
+
+from course_lib.ch05_speedups import _check_matches_reference, _check_time_it, _diagnose_cpu_sync
+from course_lib.exercises import AnswerKey, Test, WrongAnswer
+
+
+def amp_train_step(model, x, y, optimizer, criterion, scaler, device_type, dtype):
+    optimizer.zero_grad()
+    with torch.autocast(device_type=device_type, dtype=dtype):
+        logits = model(x)
+        loss = criterion(logits, y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    return loss.item()
+
+
+def time_it(fn, device, repeats=5):
+    import statistics
+    import time
+
+    def sync():
+        if torch.device(device).type == "cuda":
+            torch.cuda.synchronize(device)
+
+    fn()  # warm-up: the first call pays one-off costs
+    times = []
+    for _ in range(repeats):
+        sync()
+        start = time.perf_counter()
+        fn()
+        sync()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def buggy_amp(*, autocast="today", dtype_fixed=None, scaled=True, step="scaler", update=True, result="float",
+              zero_grad=True):
+    """amp_train_step with one mistake switched on (each flag's default is the right thing)."""
+    def candidate(model, x, y, optimizer, criterion, scaler, device_type, dtype):
+        if zero_grad:
+            optimizer.zero_grad()
+        if autocast == "today":
+            context = torch.autocast(device_type=device_type, dtype=dtype_fixed or dtype)
+        elif autocast == "cuda_hardcoded":
+            context = torch.autocast(device_type="cuda", dtype=dtype)
+        elif autocast == "deprecated":
+            context = torch.cuda.amp.autocast()
+        else:
+            context = torch.autocast(device_type=device_type, enabled=False)
+        with context:
+            loss = criterion(model(x), y)
+        (scaler.scale(loss) if scaled else loss).backward()
+        if step in ("scaler", "both"):
+            scaler.step(optimizer)
+        if step in ("optimizer", "both"):
+            optimizer.step()
+        if update:
+            scaler.update()
+        return {"float": lambda: loss.item(), "tensor": lambda: loss,
+                "scaled": lambda: scaler.scale(loss).item()}[result]()
+    return candidate
+
+
+def buggy_time_it(*, warmup=True, sync="both", stat="median", unit="ms"):
+    """time_it with one mistake switched on (each flag's default is the right thing)."""
+    def candidate(fn, device, repeats=5):
+        import statistics
+        import time
+        cuda = torch.device(device).type == "cuda"
+        if warmup:
+            fn()
+        times = []
+        for _ in range(repeats):
+            if sync == "always" or (sync == "both" and cuda):
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            fn()
+            if sync == "always" or (sync in ("both", "after") and cuda):
+                torch.cuda.synchronize()
+            times.append(time.perf_counter() - start)
+        value = {"median": statistics.median, "mean": statistics.mean, "min": min}[stat](times)
+        return value * 1000 if unit == "ms" else value
+    return candidate
+
+
+def wrong_amp(label, feedback, **flags):
+    return WrongAnswer(label, buggy_amp(**flags), feedback)
+
+
+def wrong_timer(label, feedback, **flags):
+    return WrongAnswer(label, buggy_time_it(**flags), feedback)
+
+
+KEY = {
+    "amp_train_step": AnswerKey(
+        solution=amp_train_step,
+        hidden_tests=[
+            Test("float16 with a scale of 1024: same weights as the reference step",
+                 _check_matches_reference(amp_train_step, torch.float16, 1024.0, True, " (float16, scale 1024)"),
+                 hidden=True),
+            Test("bfloat16 with a disabled scaler (the bf16 recipe): same weights as the reference step",
+                 _check_matches_reference(amp_train_step, torch.bfloat16, 2.0**16, False,
+                                          " (bfloat16, scaler disabled)"),
+                 hidden=True),
+        ],
+        wrong_answers=[
+            wrong_amp("no autocast", "autocast was not on", autocast="off"),
+            wrong_amp("the deprecated torch.cuda.amp.autocast (a no-op on the CPU)", "deprecated spelling",
+                      autocast="deprecated"),
+            wrong_amp("autocast hard-coded to cuda", "Autocast was asked for CUDA", autocast="cuda_hardcoded"),
+            wrong_amp("float16 hard-coded", "not with the dtype you were given", dtype_fixed=torch.float16),
+            wrong_amp("backward without scaler.scale", "backward() ran on the unscaled loss", scaled=False),
+            wrong_amp("optimizer.step instead of scaler.step", "65536 times too big", step="optimizer"),
+            wrong_amp("stepping twice", "stepped twice", step="both"),
+            wrong_amp("no scaler.update", "scaler.update() was never called", update=False),
+            wrong_amp("no zero_grad", "Gradients accumulate", zero_grad=False),
+            wrong_amp("returns a tensor", "not a Python float", result="tensor"),
+            wrong_amp("returns the scaled loss", "the scaled loss", result="scaled"),
+        ],
+    ),
+    "time_it": AnswerKey(
+        solution=time_it,
+        hidden_tests=[
+            Test("seven repeats, another run pattern",
+                 _check_time_it([5.0, 6.0, 40.0, 5.5, 7.0, 6.5, 30.0], 7, torch.device("cuda:0"), " (repeats=7)"),
+                 hidden=True),
+            Test("no synchronize for a CPU device", _diagnose_cpu_sync, hidden=True),
+        ],
+        wrong_answers=[
+            wrong_timer("no warm-up", "No warm-up", warmup=False),
+            wrong_timer("no synchronize", "never synchronized", sync="none"),
+            wrong_timer("synchronize only after the call, not after the warm-up", "waited for the warm-up",
+                        sync="after"),
+            wrong_timer("mean instead of median", "the mean", stat="mean"),
+            wrong_timer("the fastest run", "the fastest run", stat="min"),
+            wrong_timer("returns seconds", "in seconds", unit="s"),
+            wrong_timer("synchronizes CUDA even for a CPU device", "a hidden test", sync="always"),
+        ],
+    ),
+    "bf16_scaler": AnswerKey(answer="b"),
+    "low_utilization": AnswerKey(answer=["a", "b", "c"]),
+    "scale_after_overflow": AnswerKey(answer=32768),
+}

@@ -1,0 +1,179 @@
+"""Answer key for chapter 06 (teacher's copy only)."""
+import torch
+
+from course_lib.ch06_out_of_memory import (_accumulate_on_rig, _check_equals_big_batch, _check_largest,
+                                           _check_moves_data, _check_real_budget, _check_state,
+                                           _check_step_pattern)
+from course_lib.exercises import AnswerKey, Test, WrongAnswer
+
+
+def model_state_bytes(model, optimizer):
+    size = lambda t: t.numel() * t.element_size()
+    return {
+        "weights": sum(size(p) for p in model.parameters()),
+        "grads": sum(size(p.grad) for p in model.parameters() if p.grad is not None),
+        "optimizer_state": sum(size(v) for state in optimizer.state.values() for v in state.values()
+                               if isinstance(v, torch.Tensor)),
+    }
+
+
+def train_with_accumulation(model, loader, optimizer, criterion, device, accum_steps):
+    model.train()
+    optimizer.zero_grad()
+    pending = 0
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        loss = criterion(model(x), y) / accum_steps
+        loss.backward()
+        pending += 1
+        if pending == accum_steps:
+            optimizer.step()
+            optimizer.zero_grad()
+            pending = 0
+    if pending:
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+def largest_batch(try_batch, limit):
+    from course_lib.memory import OUT_OF_MEMORY
+    best, n = 0, 1
+    while n <= limit:
+        try:
+            try_batch(n)
+        except OUT_OF_MEMORY:
+            break
+        best = n
+        n *= 2
+    return best
+
+
+# ---------------------------------------------------------------- wrong answers
+def state_bytes_variant(*, unit="bytes", optimizer="measured", grads="measured"):
+    """model_state_bytes with one mistake switched on (defaults are right)."""
+    def candidate(model, opt):
+        size = (lambda t: t.numel()) if unit == "elements" else (lambda t: 4 * t.numel()) if unit == "float32" \
+            else (lambda t: t.numel() * t.element_size())
+        weights = sum(size(p) for p in model.parameters())
+        if grads == "assume":
+            grad = weights
+        else:
+            grad = sum(size(p.grad) for p in model.parameters() if p.grad is not None)
+        if optimizer == "forgotten":
+            state = 0
+        elif optimizer == "two_copies":
+            state = 2 * weights
+        else:
+            state = sum(size(v) for s in opt.state.values() for v in s.values() if isinstance(v, torch.Tensor))
+        return {"weights": weights, "grads": grad, "optimizer_state": state}
+    return candidate
+
+
+def accumulation_variant(*, scale=True, zero_every_micro=False, step_every_micro=False, last_group=True,
+                         zero_grad=True):
+    """train_with_accumulation with one mistake switched on (defaults are right)."""
+    def candidate(model, loader, optimizer, criterion, device, accum_steps):
+        model.train()
+        optimizer.zero_grad()
+        pending = 0
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            if zero_every_micro:
+                optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            (loss / accum_steps if scale else loss).backward()
+            pending += 1
+            if step_every_micro or pending == accum_steps:
+                optimizer.step()
+                if zero_grad:
+                    optimizer.zero_grad()
+                pending = 0 if pending == accum_steps else pending
+        if pending and last_group and not step_every_micro:
+            optimizer.step()
+            optimizer.zero_grad()
+    return candidate
+
+
+def largest_variant(*, catch="oom", result="last_fit", limit=True, none_if_nothing=False):
+    """largest_batch with one mistake switched on (defaults are right)."""
+    def candidate(try_batch, limit_):
+        from course_lib.memory import OUT_OF_MEMORY, MemoryBudgetExceeded
+        errors = {"oom": OUT_OF_MEMORY, "all": Exception, "runtime": RuntimeError,
+                  "budget_only": MemoryBudgetExceeded}[catch]
+        best, n = (None if none_if_nothing else 0), 1
+        while not limit or n <= limit_:
+            try:
+                try_batch(n)
+            except errors:
+                return n if result == "first_fail" else best
+            best = n
+            n *= 2
+        return best
+    return candidate
+
+
+KEY = {
+    "model_state_bytes": AnswerKey(
+        solution=model_state_bytes,
+        hidden_tests=[
+            Test("SGD with momentum", _check_state("sgd_momentum"), hidden=True),
+            Test("plain SGD keeps no state", _check_state("sgd"), hidden=True),
+        ],
+        wrong_answers=[
+            WrongAnswer("counts elements, not bytes", state_bytes_variant(unit="elements"), "elements, not bytes"),
+            WrongAnswer("forgets the optimizer state", state_bytes_variant(optimizer="forgotten"),
+                        "optimizer_state is not right"),
+            WrongAnswer("estimates Adam as 2 x weights instead of measuring", state_bytes_variant(optimizer="two_copies"),
+                        "estimated 2 x weights"),
+            WrongAnswer("assumes a gradient for every weight", state_bytes_variant(grads="assume"),
+                        "no gradients yet"),
+            WrongAnswer("assumes 4 bytes per element (ignores the dtype)", state_bytes_variant(unit="float32"),
+                        "4 bytes per element"),
+        ],
+    ),
+    "train_with_accumulation": AnswerKey(
+        solution=train_with_accumulation,
+        hidden_tests=[
+            Test("same weights as big-batch training, accum_steps=3", _check_equals_big_batch(9, 3), hidden=True),
+            Test("accum_steps=1 is ordinary training", _check_equals_big_batch(4, 1), hidden=True),
+            Test("a shorter last group, accum_steps=2", _check_step_pattern(5, 2), hidden=True),
+            Test("works when `device` is given as a string",
+                 _check_moves_data(_accumulate_on_rig, as_string=True, where=" (device given as a string)"),
+                 hidden=True),
+        ],
+        wrong_answers=[
+            WrongAnswer("forgets to divide the loss by accum_steps", accumulation_variant(scale=False),
+                        "accum_steps times too big"),
+            WrongAnswer("zero_grad before every micro-batch", accumulation_variant(zero_every_micro=True),
+                        "cleared inside a group"),
+            WrongAnswer("steps after every micro-batch", accumulation_variant(step_every_micro=True),
+                        "after every micro-batch"),
+            WrongAnswer("drops the last, shorter group", accumulation_variant(last_group=False),
+                        "never got its step"),
+            WrongAnswer("never clears the gradients after a step", accumulation_variant(zero_grad=False),
+                        "leaked into the next one"),
+        ],
+    ),
+    "largest_batch": AnswerKey(
+        solution=largest_batch,
+        hidden_tests=[
+            Test("on the course's memory budget with a real model", _check_real_budget, hidden=True),
+            Test("another card: fits 300 of at most 4096", _check_largest(300, 4096), hidden=True),
+            Test("a limit that is a power of two", _check_largest(10**6, 64, what=" (limit 64)"), hidden=True),
+        ],
+        wrong_answers=[
+            WrongAnswer("except Exception: hides a shape bug", largest_variant(catch="all"), "was swallowed"),
+            WrongAnswer("except RuntimeError: hides a shape bug", largest_variant(catch="runtime"), "was swallowed"),
+            WrongAnswer("catches only the course's budget error", largest_variant(catch="budget_only"),
+                        "OutOfMemoryError"),
+            WrongAnswer("returns the first size that failed", largest_variant(result="first_fail"),
+                        "first size that did NOT fit"),
+            WrongAnswer("ignores the limit", largest_variant(limit=False), "above the limit"),
+            WrongAnswer("returns None when nothing fits", largest_variant(none_if_nothing=True), "return 0"),
+        ],
+    ),
+    "seed_question": AnswerKey(answer=["a", "b", "c", "e"]),
+    "state_dominates": AnswerKey(answer="d"),
+    "empty_cache": AnswerKey(answer="b"),
+    "adam_bytes": AnswerKey(answer=8008000),
+}

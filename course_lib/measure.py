@@ -1,0 +1,148 @@
+"""Timing that tells the truth on a GPU: synchronize, warm up, repeat, take the median (chapters 05+).
+
+CUDA runs kernels asynchronously: a Python line that "launches" a matrix product returns long
+before the GPU has finished it. A clock read right after it measures the launch, not the work.
+Every timer here therefore synchronizes the device before it reads the clock. The first call of
+anything (CUDA context, kernel selection, torch.compile) is slow, so repeated timings start
+with warm-up calls that are not counted, and report the median, which one hiccup cannot move.
+"""
+import statistics
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+
+def synchronize(device) -> None:
+    """Wait until every kernel queued on `device` has finished; no-op on the CPU (chapters 05+)."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+class Timer:
+    """``with Timer(device) as t: ...`` then ``t.ms``: wall time of the block, device work included (chapters 05+)."""
+
+    def __init__(self, device="cpu"):
+        self.device = torch.device(device)
+        self.ms = float("nan")
+
+    def __enter__(self):
+        synchronize(self.device)  # work queued before the block is not the block's
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        synchronize(self.device)  # the block's kernels must have finished
+        self.ms = (time.perf_counter() - self._start) * 1000
+        return False
+
+
+@dataclass
+class Timing:
+    """Repeated timings of one thing, in milliseconds, warm-up excluded (chapters 05+)."""
+    label: str
+    ms: list
+    warmup_ms: list = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.ms)
+
+    def __str__(self) -> str:
+        first = f"; first call {self.warmup_ms[0]:.1f} ms" if self.warmup_ms else ""
+        return (f"{self.label}: median {self.median:.2f} ms over {len(self.ms)} runs "
+                f"(min {min(self.ms):.2f}, max {max(self.ms):.2f}){first}")
+
+
+def time_fn(fn, device="cpu", repeats: int = 5, warmup: int = 1, label: str = "") -> Timing:
+    """Call `fn()` `warmup` times untimed, then `repeats` times, each timed with a Timer (chapters 05+)."""
+    warm = []
+    for _ in range(warmup):
+        with Timer(device) as t:
+            fn()
+        warm.append(t.ms)
+    times = []
+    for _ in range(repeats):
+        with Timer(device) as t:
+            fn()
+        times.append(t.ms)
+    return Timing(label or getattr(fn, "__name__", "fn"), times, warm)
+
+
+def speed_ratio(baseline: Timing, other: Timing) -> str:
+    """'2.10x faster' / '1.30x slower': how `other` compares with `baseline`, by median (chapters 05+)."""
+    ratio = baseline.median / other.median
+    return f"{ratio:.2f}x faster" if ratio >= 1 else f"{1 / ratio:.2f}x slower"
+
+
+@dataclass
+class LoopTimes:
+    """Per training step: ms spent waiting for the batch, and ms computing on it (chapters 05+)."""
+    label: str
+    wait_ms: list = field(default_factory=list)
+    compute_ms: list = field(default_factory=list)
+
+    @property
+    def total_ms(self) -> float:
+        return sum(self.wait_ms) + sum(self.compute_ms)
+
+    @property
+    def wait_share(self) -> float:
+        return sum(self.wait_ms) / self.total_ms if self.total_ms else float("nan")
+
+    def __str__(self) -> str:
+        return (f"{self.label}: {len(self.wait_ms)} steps, {self.total_ms:.0f} ms in all; waiting for data "
+                f"{sum(self.wait_ms):.0f} ms ({self.wait_share:.0%}), computing {sum(self.compute_ms):.0f} ms")
+
+
+def loop_breakdown(step, loader, device, label: str = "", max_steps: int = None) -> LoopTimes:
+    """Run ``step(x, y)`` over `loader`, timing the wait for each batch and the step itself (chapters 05+).
+
+    "Wait" is the time ``next(iterator)`` takes to hand over a batch (the loader's work, or
+    waiting for its workers). "Compute" is the step: moving the batch to `device`, forward,
+    backward, update, with the device synchronized before the clock is read.
+    """
+    times = LoopTimes(label)
+    batches = iter(loader)
+    synchronize(device)
+    while max_steps is None or len(times.wait_ms) < max_steps:
+        start = time.perf_counter()
+        try:
+            x, y = next(batches)
+        except StopIteration:
+            break
+        got = time.perf_counter()
+        step(x, y)
+        synchronize(device)
+        done = time.perf_counter()
+        times.wait_ms.append((got - start) * 1000)
+        times.compute_ms.append((done - got) * 1000)
+    return times
+
+
+def plot_stacked(rows: dict, parts=("wait", "compute"), title: str = "", ylabel: str = "ms"):
+    """Stacked bars: one bar per row label, one colour per part; `rows` maps label -> values (chapters 05+)."""
+    import matplotlib.pyplot as plt
+    labels = list(rows)
+    fig, ax = plt.subplots(figsize=(1.8 + 1.9 * len(labels), 3.4))
+    bottom = [0.0] * len(labels)
+    for i, part in enumerate(parts):
+        values = [rows[label][i] for label in labels]
+        ax.bar(labels, values, bottom=bottom, label=part)
+        bottom = [b + v for b, v in zip(bottom, values)]
+    ax.set(ylabel=ylabel, title=title)
+    ax.legend()
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    plt.close(fig)  # returned, so it is shown once (as the cell's value), not twice
+    return fig
+
+
+def plot_breakdowns(results, title: str = "where one epoch's time goes"):
+    """Stacked bars of total data-wait and compute time per LoopTimes (chapters 05+)."""
+    rows = {r.label: (sum(r.wait_ms), sum(r.compute_ms)) for r in results}
+    return plot_stacked(rows, parts=("waiting for the next batch", "computing (copy, forward, backward, step)"),
+                        title=title, ylabel="ms per epoch")
