@@ -3,11 +3,10 @@ from contextlib import contextmanager
 from unittest import mock
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
 
 from .doctor import doctor_widget
 from .exercises import Chapter, Fail, Test
+from .probes import DeviceLog, trace_devices  # noqa: F401 (trace_devices: used by the notebook)
 
 chapter = Chapter(__name__, title="Device check")
 
@@ -153,32 +152,6 @@ gpu_names = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise 3: make_batch
-class DeviceLog(TorchDispatchMode):
-    """Records every tensor operation and the device of what it produced (chapter 01 demo)."""
-
-    def __init__(self):
-        super().__init__()
-        self.ops = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for t in tree_flatten(out)[0]:
-            if isinstance(t, torch.Tensor):
-                self.ops.append((str(func).replace("aten.", "").replace(".default", ""), str(t.device), tuple(t.shape)))
-        return out
-
-    def report(self) -> str:
-        return "\n".join(f"  {op:<12} -> made a {list(shape)} tensor on {dev}" for op, dev, shape in self.ops)
-
-
-def trace_devices(fn):
-    """Run fn() and print which operations made tensors on which device (chapter 01)."""
-    with DeviceLog() as log:
-        fn()
-    print(log.report() or "  (no tensor operations)")
-    return log
-
-
 def _check_batch(batch_size, n_features, device, detour_check=True):
     def run(candidate):
         with DeviceLog() as log:

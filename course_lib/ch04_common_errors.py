@@ -11,7 +11,6 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .device import second_device
 from .exercises import Chapter, Fail, Test
 
 chapter = Chapter(__name__, title="Common errors")

@@ -22,9 +22,9 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from . import data, measure, training
-from .ch03_training_template import _tensor_fail, as_number, checker_threads, make_rig
 from .device import gpu_only, mps_available
 from .exercises import Chapter, Fail, Test
+from .probes import as_number, checker_threads, make_rig, tensor_fail
 
 chapter = Chapter(__name__, title="Speedups, measured")
 
@@ -536,7 +536,7 @@ def _check_returns_loss(candidate):
     result = rig.run(candidate)
     rig.raise_error()
     if isinstance(result, torch.Tensor):
-        raise _tensor_fail(result, "the loss")
+        raise tensor_fail(result, "the loss")
     if not isinstance(result, float):
         raise Fail("Return the loss as a Python float.", expected="float", got=type(result).__name__)
     want = rig.criterion.trace.losses[-1].value if rig.criterion.trace.losses else None
@@ -688,7 +688,7 @@ def _check_time_it(gpu_ms, repeats: int, device, where: str = ""):
         with simulated(gpu, getattr(candidate, "__globals__", {})), checker_threads():
             result = candidate(gpu.work, device, repeats)
         if isinstance(result, torch.Tensor):
-            raise _tensor_fail(result, "the time")
+            raise tensor_fail(result, "the time")
         got = as_number(result)
         if got is None:
             raise Fail(f"Return one number, the median in milliseconds{where}.", expected="a float",

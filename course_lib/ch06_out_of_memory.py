@@ -12,10 +12,10 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from . import memory
-from .ch03_training_template import Trace, _check_moves_data, checker_threads, watch_gradients
 from .data import N_CLASSES, N_FEATURES
 from .exercises import Chapter, Fail, Test
 from .memory import OUT_OF_MEMORY, MemoryBudgetExceeded, OutOfMemoryError, format_bytes
+from .probes import Trace, check_moves_data, checker_threads, watch_gradients
 from .seed import seed_everything
 
 chapter = Chapter(__name__, title="Out of memory")
@@ -563,7 +563,7 @@ train_with_accumulation = chapter.function_exercise(
            "Put the model in training mode first. Nothing to return.",
     points=6,
     tests=[
-        Test("moves the inputs and the labels to `device`", _check_moves_data(_accumulate_on_rig)),
+        Test("moves the inputs and the labels to `device`", check_moves_data(_accumulate_on_rig)),
         Test("steps once every accum_steps micro-batches, clears gradients only after a step",
              _check_step_pattern(6, 3)),
         Test("same weights as big-batch training on the same data", _check_equals_big_batch(6, 2)),

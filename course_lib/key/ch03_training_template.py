@@ -6,8 +6,8 @@ each known-wrong variant differs from the reference in exactly one place.
 import torch
 
 from course_lib.ch03_training_template import (_check_eval_values, _check_leaves_weights_alone,
-                                               _check_matches_reference, _check_mean_loss, _check_moves_data,
-                                               _evaluate, _train)
+                                               _check_matches_reference, _check_mean_loss, _evaluate, _train)
+from course_lib.probes import check_moves_data
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 
@@ -117,7 +117,7 @@ KEY = {
             Test("mean over samples on another loader", _check_mean_loss(50, 7, " (50 samples in batches of 7)"),
                  hidden=True),
             Test("works when `device` is given as a string",
-                 _check_moves_data(_train, as_string=True, where=" (device given as a string)"), hidden=True),
+                 check_moves_data(_train, as_string=True, where=" (device given as a string)"), hidden=True),
         ],
         wrong_answers=[
             wrong("forgets model.train()", "call model.train()", train=False),
@@ -141,7 +141,7 @@ KEY = {
             Test("loss and accuracy on another loader", _check_eval_values(50, 7, " (50 samples in batches of 7)"),
                  hidden=True),
             Test("works when `device` is given as a string",
-                 _check_moves_data(_evaluate, as_string=True, where=" (device given as a string)"), hidden=True),
+                 check_moves_data(_evaluate, as_string=True, where=" (device given as a string)"), hidden=True),
         ],
         wrong_answers=[
             wrong_eval("forgets model.eval()", "call model.eval()", eval_mode=False),

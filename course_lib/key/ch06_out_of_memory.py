@@ -2,8 +2,8 @@
 import torch
 
 from course_lib.ch06_out_of_memory import (_accumulate_on_rig, _check_equals_big_batch, _check_largest,
-                                           _check_moves_data, _check_real_budget, _check_state,
-                                           _check_step_pattern)
+                                           _check_real_budget, _check_state, _check_step_pattern)
+from course_lib.probes import check_moves_data
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 
@@ -138,7 +138,7 @@ KEY = {
             Test("accum_steps=1 is ordinary training", _check_equals_big_batch(4, 1), hidden=True),
             Test("a shorter last group, accum_steps=2", _check_step_pattern(5, 2), hidden=True),
             Test("works when `device` is given as a string",
-                 _check_moves_data(_accumulate_on_rig, as_string=True, where=" (device given as a string)"),
+                 check_moves_data(_accumulate_on_rig, as_string=True, where=" (device given as a string)"),
                  hidden=True),
         ],
         wrong_answers=[
