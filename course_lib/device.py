@@ -64,9 +64,11 @@ def second_device() -> torch.device:
     return torch.device("meta")
 
 
-def gpu_only(what: str) -> bool:
-    """For a GPU-only cell: True on a GPU, else print a visible SKIPPED line (all chapters)."""
-    if torch.cuda.is_available():
+def gpu_only(what: str, figure: str = None) -> bool:
+    """For a GPU-only cell: True when the course device is a CUDA GPU, else a visible
+    SKIPPED line (all chapters). `figure` names the reference figures recorded on a real
+    GPU for this cell (see `benchmarks/gpu_check.sh`), shown beside the skip line."""
+    if pick_device().type == "cuda":
         return True
     print(f"[GPU only] skipped on this machine (no CUDA GPU): {what}")
     return False
