@@ -5,11 +5,35 @@ COURSE_DEVICE (e.g. ``COURSE_DEVICE=cpu``) to force a choice, for instance the C
 GPU machine.
 """
 import itertools
+import json
 import os
+import textwrap
+from pathlib import Path
 
 import torch
 
 ENV_VAR = "COURSE_DEVICE"
+FIGURES_ENV_VAR = "COURSE_GPU_FIGURES"  # another figures.json than docs/gpu/figures.json (tests)
+FIGURES_FILE = Path(__file__).resolve().parent.parent / "docs" / "gpu" / "figures.json"
+SKIP_WIDTH = 78  # skip lines are wrapped here, between words (JupyterLab would break inside them)
+
+# The figures a real GPU run records (benchmarks/gpu_figures.py writes exactly these keys into
+# figures.json); a GPU-only cell names one with gpu_only(..., figure=KEY). docs/gpu/README.md.
+FIGURE_KEYS = {
+    "ch01.device_memory": "memory_allocated after a torch.device label and after a 4 MiB tensor",
+    "ch01.create_on_device": "a 4096 x 4096 tensor made on the CPU then copied vs made on the GPU",
+    "ch05.sync_timing": "a matrix product timed without and with torch.cuda.synchronize()",
+    "ch05.data_wait": "one epoch's data-wait vs compute time, plain vs augmented-on-the-fly digits",
+    "ch05.pinned_copy": "host-to-GPU copy bandwidth from pageable vs pinned memory",
+    "ch05.amp": "training step time in float32 vs under autocast (bf16/fp16)",
+    "ch05.compile": "training step time eager vs torch.compile, and the first (compiling) call",
+    "ch05.nvidia_smi": "nvidia-smi's utilization and memory columns during training",
+    "ch06.estimate_vs_peak": "the course's memory estimate vs torch.cuda.max_memory_allocated",
+    "ch06.real_oom": "how fast a real torch.OutOfMemoryError comes under a 1 GiB memory cap",
+    "ch06.empty_cache": "memory_allocated / memory_reserved after del and after empty_cache()",
+    "ch06.amp_memory": "peak memory of a training step in float32 vs under autocast",
+    "ch07.data_parallel": "DataParallel's scatter / replicate / gather across 2+ GPUs",
+}
 
 
 def mps_available() -> bool:
@@ -67,11 +91,61 @@ def second_device() -> torch.device:
 def gpu_only(what: str, figure: str = None) -> bool:
     """For a GPU-only cell: True when the course device is a CUDA GPU, else a visible
     SKIPPED line (all chapters). `figure` names the reference figures recorded on a real
-    GPU for this cell (see `benchmarks/gpu_check.sh`), shown beside the skip line."""
-    if pick_device().type == "cuda":
+    GPU for this cell (a key of FIGURE_KEYS, see docs/gpu/README.md), shown beside the skip line."""
+    if figure is not None and figure not in FIGURE_KEYS:
+        raise ValueError(f"gpu_only: unknown figure key {figure!r}; the keys are in course_lib.device.FIGURE_KEYS")
+    device = pick_device()
+    if device.type == "cuda":
         return True
-    print(f"[GPU only] skipped on this machine (no CUDA GPU): {what}")
+    lines = [f"[GPU only] skipped ({why_not_cuda(device)}): {what}"]
+    if figure is not None:
+        lines += reference_figures(figure)
+    print("\n".join(_wrap(line) for line in lines))
     return False
+
+
+def why_not_cuda(device: torch.device) -> str:
+    """Why the course device is not a CUDA GPU, in a few words, for skip lines (all chapters)."""
+    if device.type == "cuda":
+        return "the course device is a CUDA GPU"
+    if forced_device() is not None:
+        return f"{ENV_VAR}={os.environ[ENV_VAR].strip()} chose " + ("the CPU" if device.type == "cpu" else str(device))
+    if device.type == "mps":
+        return "this needs a CUDA GPU; the GPU here is Apple's MPS"
+    return "no CUDA GPU here"
+
+
+def _wrap(line: str) -> str:
+    """One output line wrapped between words, continuation lines indented (skip lines)."""
+    indent = " " * (len(line) - len(line.lstrip()))
+    return textwrap.fill(line, SKIP_WIDTH, initial_indent="", subsequent_indent=indent + "    ",
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def recorded_run(path=None):
+    """The reference GPU run recorded in docs/gpu/figures.json (or COURSE_GPU_FIGURES), or None."""
+    path = Path(path or os.environ.get(FIGURES_ENV_VAR) or FIGURES_FILE)
+    try:
+        run = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(run, dict) or not run.get("run", {}).get("gpu"):
+        return None  # a report from a machine without a GPU records no figures
+    return run
+
+
+def reference_figures(key: str, path=None) -> list:
+    """Lines that show what a real GPU measured for `key`, or say that nothing is recorded (all chapters)."""
+    run = recorded_run(path)
+    if run is None:
+        return ["  No reference GPU run is recorded yet, so there is no GPU figure to show here."]
+    info = run["run"]
+    where = f"{info['gpu']}, torch {info.get('torch', '?')}, {info.get('date', '?')}"
+    entry = run.get("figures", {}).get(key) or {}
+    if entry.get("lines"):
+        return [f"  On a real GPU (measured on {where}):"] + [f"    {line}" for line in entry["lines"]]
+    reason = entry.get("missing") or entry.get("error") or "this figure was not measured"
+    return [f"  The reference GPU run ({where}) has no figure for this cell: {reason}."]
 
 
 def devices_of(thing) -> list:

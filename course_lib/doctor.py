@@ -1,6 +1,14 @@
-"""The environment report: `python -m course_lib doctor`, and a widget in chapter 01."""
+"""The environment report: `python -m course_lib doctor`, and a widget in chapter 01.
+
+It also notices an NVIDIA GPU that PyTorch cannot use. On Linux the PyPI wheel of torch 2.13
+is itself a CUDA 13 build: it needs an NVIDIA driver of the 580 series or newer, and with an
+older driver ``torch.cuda.is_available()`` is simply False and the course runs on the CPU.
+"""
 import importlib.metadata as metadata
+import os
 import platform
+import shutil
+import subprocess
 
 import torch
 
@@ -24,6 +32,81 @@ def cuda_devices() -> list:
     return devices
 
 
+# Oldest NVIDIA driver (major version, Linux) that runs a torch built for each CUDA major version.
+MIN_DRIVER = {13: 580, 12: 525, 11: 450}
+SEE_WHY = 'python -c "import torch; torch.cuda.init()"'
+
+
+def nvidia_smi_gpus() -> list:
+    """(name, driver version) of each GPU nvidia-smi lists; [] when it is absent or fails (doctor)."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return []
+    try:
+        out = subprocess.run([exe, "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    rows = [line.rsplit(",", 1) for line in out.stdout.splitlines() if "," in line]
+    return [(name.strip(), driver.strip()) for name, driver in rows] if out.returncode == 0 else []
+
+
+def _major(version: str) -> int:
+    try:
+        return int(str(version).split(".")[0])
+    except ValueError:
+        return 0
+
+
+def _cpu_only_build(gpus, driver):
+    if torch.version.cuda is None:
+        return (f"this PyTorch ({torch.__version__}) is a CPU-only build: it cannot use the {gpus} that "
+                "nvidia-smi shows, and the course runs on the CPU. On Linux, PyPI's torch is the CUDA "
+                f"build (CUDA 13, for driver 580 or newer; yours is {driver}): in the course's .venv run "
+                "`python -m pip install --force-reinstall torch==2.13.0`. Elsewhere, or for an older "
+                "driver, pick a CUDA build on pytorch.org (Get started).")
+
+
+def _driver_too_old(gpus, driver):
+    cuda_major = _major(torch.version.cuda or 0)
+    need = MIN_DRIVER.get(cuda_major)
+    if need and _major(driver) < need:
+        return (f"NVIDIA driver {driver} is too old for this PyTorch, a CUDA {torch.version.cuda} build "
+                f"that needs driver {need} or newer: torch.cuda.is_available() is False and the course "
+                f"runs on the CPU. Update the NVIDIA driver (to the {need} series or newer), or install a "
+                "PyTorch built for an older CUDA that your driver supports (pytorch.org, Get started).")
+
+
+def _gpus_hidden(gpus, driver):
+    hidden = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if hidden is not None and hidden.strip() in ("", "-1", "none", "NoDevFiles"):
+        return (f"CUDA_VISIBLE_DEVICES={hidden!r} hides the {gpus} from PyTorch; unset it to use the GPU.")
+
+
+def _cuda_unavailable(gpus, driver):
+    return (f"nvidia-smi shows {gpus} (driver {driver}) but torch.cuda.is_available() is False, so the "
+            f"course runs on the CPU. `{SEE_WHY}` prints PyTorch's reason (often: a container started "
+            "without GPU access, or a driver updated without a reboot).")
+
+
+# The first row whose check says something explains why torch cannot use the GPU (doctor).
+GPU_PROBLEMS = (_cpu_only_build, _gpus_hidden, _driver_too_old, _cuda_unavailable)
+
+
+def gpu_problem(gpus=None) -> str:
+    """Why PyTorch cannot use an NVIDIA GPU that nvidia-smi sees, and what to do; "" when none (doctor)."""
+    gpus = nvidia_smi_gpus() if gpus is None else gpus
+    if not gpus or torch.cuda.is_available():
+        return ""
+    names = ", ".join(sorted({name for name, _ in gpus}))
+    driver = gpus[0][1]
+    for check in GPU_PROBLEMS:
+        said = check(names, driver)
+        if said:
+            return said
+    return ""
+
+
 def widgets_status() -> str:
     """Whether ipywidgets can render in JupyterLab: kernel and front-end packages present and matching."""
     kernel_side, lab_side = _version("ipywidgets"), _version("jupyterlab_widgets")
@@ -40,6 +123,7 @@ def environment_report() -> dict:
         chosen, forced = str(pick_device()), forced_device()
     except ValueError as err:
         chosen, forced = f"error: {err}", None
+    gpus = nvidia_smi_gpus()
     return {
         "python": platform.python_version(),
         "platform": platform.platform(terse=True),
@@ -49,6 +133,8 @@ def environment_report() -> dict:
         "cuda devices": cuda_devices(),
         "cudnn": str(torch.backends.cudnn.version()) if torch.cuda.is_available() else "n/a",
         "mps available": mps_available(),
+        "nvidia-smi": "; ".join(f"{name}, driver {driver}" for name, driver in gpus) or "not found",
+        "gpu problem": gpu_problem(gpus) or "none",
         "course device": chosen + (f" (forced by {ENV_VAR})" if forced is not None else ""),
         "cpu threads": torch.get_num_threads(),
         "jupyterlab": _version("jupyterlab"),

@@ -24,12 +24,37 @@ def test_environment_yml_matches_pip_dependencies():
     assert conda_requirements() == pip_requirements()
 
 
-def test_course_script_pins_the_torch_that_satisfies_the_range():
+def as_tuple(version: str) -> tuple:
+    return tuple(int(x) for x in version.split("."))
+
+
+def torch_floor() -> str:
+    return re.match(r">=([\d.]+)", pip_requirements()["torch"]).group(1)
+
+
+def test_launcher_pins_the_torch_that_satisfies_the_range():
+    pinned = re.search(r'^TORCH_VERSION = "([\d.]+)"', (ROOT / "course.py").read_text(), re.M).group(1)
+    assert as_tuple(pinned) >= as_tuple(torch_floor())
+
+
+def test_torch_floor_is_what_the_course_needs():
+    """torch.accelerator and torch.load's weights_only=True default came in 2.6."""
+    assert as_tuple(torch_floor()) >= (2, 6)
+
+
+def test_course_sh_wraps_the_python_launcher():
     script = (ROOT / "course.sh").read_text()
-    pinned = re.search(r'TORCH_VERSION="([\d.]+)"', script).group(1)
-    low = re.match(r">=([\d.]+)", pip_requirements()["torch"]).group(1)
-    as_tuple = lambda v: tuple(int(x) for x in v.split("."))
-    assert as_tuple(pinned) >= as_tuple(low)
+    assert re.search(r'^exec "\$PYTHON" course\.py "\$@"$', script, re.M)
+    assert "pip install" not in script  # one install procedure, in course.py
+
+
+def test_readme_tells_the_truth_about_torch_on_linux_gpus():
+    readme = (ROOT / "README.md").read_text()
+    for said in ("CUDA 13", "580", "python course.py start", "python course.py test", "COURSE_DEVICE=cpu"):
+        assert said in readme
+    assert "takes the CUDA\n  build there" not in readme and "takes the CUDA build there" not in readme
+    for path in ("course.sh", "course.py", "course_lib/doctor.py"):
+        assert "580" in (ROOT / path).read_text(), path
 
 
 def test_ci_runs_the_readme_test_command():
