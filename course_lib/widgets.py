@@ -5,38 +5,124 @@ import ipywidgets as W
 from IPython.display import HTML
 
 from .exercises.results import CORRECT
+from .exercises.text import html as text_html
 
 
 def result_html(result) -> W.HTML:
     return W.HTML(result._repr_html_())
 
 
+# Options are rows of their own: a long option wraps inside its row (never over the next one) and
+# keeps its button; single-choice rows look like radio buttons. Scoped to .course-quiz/.course-hints.
+QUIZ_CSS = """<style>
+.course-quiz .course-option { width: 100%; height: auto; min-height: var(--jp-widgets-inline-height);
+  line-height: 1.45; align-items: flex-start; margin: 3px 0; }
+.course-quiz .course-option label.widget-label-basic { display: flex; align-items: flex-start;
+  white-space: normal; overflow: visible; height: auto; line-height: 1.45; }
+.course-quiz .course-option label.widget-label-basic > span { white-space: normal; overflow-wrap: anywhere; }
+.course-quiz .course-option input[type=checkbox] { flex: 0 0 auto; align-self: flex-start; margin: 3px 8px 0 0;
+  line-height: normal; font-size: inherit; width: 14px; height: 14px; }
+.course-quiz .course-single input[type=checkbox] { appearance: none; -webkit-appearance: none;
+  border: 1.5px solid #6e7781; border-radius: 50%; background: #ffffff; cursor: pointer; }
+.course-quiz .course-single input[type=checkbox]:checked { border-color: #0969da;
+  background: radial-gradient(circle, #0969da 0 38%, #ffffff 44%); }
+.course-quiz code, .course-hints code { background: #eaeef2; color: #1f2328; padding: 0 3px; border-radius: 3px; }
+.course-hints .widget-html-content, .course-quiz .widget-html-content { line-height: 1.45; }
+</style>"""
+
+EMPTY_ANSWER = {  # what the Check button says when nothing is chosen yet: it speaks of the widget
+    "numeric": "Type a number in the box above, then press Check.",
+    "multiple": "Tick the options you choose above, then press Check.",
+}
+CHOOSE_ONE = "Choose an option above, then press Check."
+
+
+def hint_widget(exercise) -> W.VBox:
+    """A 'Show a hint (k of n)' button and every hint revealed so far (all chapters' `.hint()`).
+
+    Showing it reveals nothing (Run All spends no hint); the state lives on the exercise, so
+    re-running the cell shows the hints already revealed, and every view of it stays in step."""
+    if not exercise.hints:
+        return W.VBox([W.HTML("No hints for this one.")])
+    shown = W.HTML()
+    button = W.Button(layout=W.Layout(width="auto"))
+
+    def refresh():
+        n, total = len(exercise.hints_shown()), len(exercise.hints)
+        shown.value = "".join(f"<div style='margin:2px 0'>{text_html(line)}</div>" for line in exercise.hints_shown())
+        button.disabled = n >= total
+        button.description = f"Show a hint ({n + 1} of {total})" if n < total else f"All {total} hints shown"
+
+    button.on_click(lambda _: exercise.reveal_hint())
+    exercise._hint_views[:] = exercise._hint_views[-9:] + [refresh]
+    refresh()
+    box = W.VBox([button, shown])
+    box.add_class("course-hints")
+    return box
+
+
+def _option_rows(quiz):
+    """One checkbox per option, its text as HTML (code as code); single choice keeps one ticked."""
+    rows = [W.Checkbox(description=f"{k}) {text_html(v)}", description_allow_html=True, indent=False,
+                       layout=W.Layout(width="auto")) for k, v in quiz.options.items()]
+    single = quiz.kind in ("single", "error")
+    for row in rows:
+        row.add_class("course-option")
+        row.add_class("course-single" if single else "course-multiple")
+
+    def keep_one(change):
+        if single and change["new"]:
+            for other in rows:
+                if other is not change["owner"]:
+                    other.value = False
+
+    for row in rows:
+        row.observe(keep_one, names="value")
+    return rows
+
+
 def quiz_widget(quiz) -> W.VBox:
-    """Radio buttons / checkboxes / a number box, a Check button, and the engine's verdict."""
+    """The question, one row per option (or a number box), Check and Hint buttons, the verdict."""
     if quiz.kind == "numeric":
-        chooser = W.FloatText(description="Answer:")
+        chooser = W.Text(description="Answer:", placeholder="a number")
         read = lambda: chooser.value
-    elif quiz.kind == "multiple":
-        boxes = [W.Checkbox(description=f"{k}) {v}", indent=False, layout=W.Layout(width="auto"))
-                 for k, v in quiz.options.items()]
-        chooser = W.VBox(boxes)
-        read = lambda: [k for k, b in zip(quiz.options, boxes) if b.value]
+        watched = [chooser]
     else:
-        chooser = W.RadioButtons(options=[(f"{k}) {v}", k) for k, v in quiz.options.items()], value=None,
-                                 layout=W.Layout(width="auto"))
-        read = lambda: chooser.value
+        watched = _option_rows(quiz)
+        chooser = W.VBox(watched, layout=W.Layout(width="100%"))
+        chosen = lambda: [k for k, row in zip(quiz.options, watched) if row.value]
+        read = (lambda: (chosen() or [None])[0]) if quiz.kind in ("single", "error") else chosen
     button = W.Button(description="Check", button_style="primary")
     verdict = W.HTML()
 
     def on_click(_):
-        result = quiz.check(read())
+        result = quiz.check(read(), empty=EMPTY_ANSWER.get(quiz.kind, CHOOSE_ONE))
         verdict.value = result._repr_html_()
 
+    def clear_verdict(_):  # a verdict belongs to the answer it judged
+        verdict.value = ""
+
     button.on_click(on_click)
-    parts = [W.HTML(f"<b>{escape(quiz.title)}</b><div>{escape(quiz.prompt)}</div>")]
+    for widget in watched:
+        widget.observe(clear_verdict, names="value")
+    parts = [W.HTML(QUIZ_CSS + f"<b>{text_html(quiz.title)}</b><div>{text_html(quiz.prompt)}</div>")]
     if quiz.code:
         parts.append(W.HTML(f"<pre style='background:#f6f8fa;color:#1f2328;padding:6px'>{escape(quiz.code)}</pre>"))
-    return W.VBox(parts + [chooser, button, verdict], layout=W.Layout(border="1px solid #d0d7de", padding="6px"))
+    box = W.VBox(parts + [chooser, W.HBox([button]), verdict, hint_widget(quiz)],
+                 layout=W.Layout(border="1px solid #d0d7de", padding="6px"))
+    box.add_class("course-quiz")
+
+    def answer(value):
+        """Set the widget as a learner would (tests, demos): letters, a list of letters, or a number."""
+        if quiz.kind == "numeric":
+            chooser.value = "" if value is None else str(value)
+            return
+        letters = set(quiz.normalize(value)) if value not in (None, "", []) else set()
+        for letter, row in zip(quiz.options, watched):
+            row.value = letter in letters
+
+    box.answer, box.check_button, box.verdict = answer, button, verdict
+    return box
 
 
 def report_table(report: dict, format_value=str) -> HTML:
@@ -58,4 +144,4 @@ def progress_table(rows) -> str:
             f"<th>points</th><th>status</th></tr>{''.join(body)}</table>")
 
 
-__all__ = ["quiz_widget", "report_table", "progress_table", "result_html", "CORRECT"]
+__all__ = ["quiz_widget", "hint_widget", "report_table", "progress_table", "result_html", "CORRECT"]

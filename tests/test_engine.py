@@ -126,8 +126,10 @@ def test_error_quiz_runs_the_code_for_real():
     quiz = chapter.quiz("err", title="e", question="?", kind="error", code="1 / 0",
                         options={"a": "ZeroDivisionError", "b": "No error"})
     assert quiz.right_answer() == "a"
-    result = quiz.check("b")
-    assert result.status == INCORRECT and "ZeroDivisionError" in result.summary
+    wrong = quiz.check("b")
+    assert wrong.status == INCORRECT and "ZeroDivisionError" not in wrong.text()  # a wrong answer learns no error
+    right = quiz.check("a")
+    assert right.status == CORRECT and "the code raised: ZeroDivisionError" in right.summary
 
 
 def test_progress_keeps_the_best_result_and_survives_a_corrupt_file(tmp_path, monkeypatch):

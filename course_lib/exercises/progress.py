@@ -29,8 +29,27 @@ def record(result) -> None:
     old = data.get(result.exercise_id)
     if old and STATUS_RANK.get(old.get("status"), 0) > STATUS_RANK[result.status]:
         return
-    data[result.exercise_id] = {"status": result.status, "points": round(result.points, 3),
-                                "max_points": result.max_points, "when": time.strftime("%Y-%m-%d %H:%M")}
+    entry = {"status": result.status, "points": round(result.points, 3),
+             "max_points": result.max_points, "when": time.strftime("%Y-%m-%d %H:%M")}
+    if old and old.get("hints"):
+        entry["hints"] = old["hints"]
+    data[result.exercise_id] = entry
+    _write(data)
+
+
+def record_hints(exercise_id: str, revealed: int) -> None:
+    """Note how many hints the learner has revealed for an exercise (the most so far)."""
+    if os.environ.get("COURSE_PROGRESS_FILE") == "off":
+        return
+    data = load()
+    entry = data.setdefault(exercise_id, {"status": "not attempted", "points": 0})
+    if not isinstance(entry, dict) or entry.get("hints", 0) >= revealed:
+        return
+    entry["hints"] = revealed
+    _write(data)
+
+
+def _write(data: dict) -> None:
     path = progress_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

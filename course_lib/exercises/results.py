@@ -2,12 +2,15 @@
 from dataclasses import dataclass, field
 from html import escape
 
+from .text import html as code_html
+
 CORRECT = "correct"
 INCORRECT = "incorrect"
 NOT_ATTEMPTED = "not attempted"
 STATUS_RANK = {NOT_ATTEMPTED: 0, INCORRECT: 1, CORRECT: 2}
 _COLORS = {CORRECT: "#1a7f37", INCORRECT: "#cf222e", NOT_ATTEMPTED: "#6e7781"}
 _ICONS = {CORRECT: "✔", INCORRECT: "✘", NOT_ATTEMPTED: "…"}
+HIDDEN_NOTE = "(a hidden test: its inputs and values are not shown)"
 
 
 @dataclass
@@ -22,16 +25,19 @@ class TestOutcome:
     got: str = ""
     hint: str = ""
 
-    def public_lines(self):
+    def public_lines(self, hints_shown=None):
+        """What the learner may read of this test; a hint already in `hints_shown` is not repeated."""
         if self.hidden:
-            return [] if self.passed else ["(a hidden test: its inputs and values are not shown)"]
+            return [] if self.passed else [HIDDEN_NOTE]
         lines = [self.message] if self.message else []
         if self.expected:
             lines.append(f"Expected: {self.expected}")
         if self.got:
             lines.append(f"Got: {self.got}")
-        if self.hint:
+        if self.hint and (hints_shown is None or self.hint not in hints_shown):
             lines.append(f"Hint: {self.hint}")
+            if hints_shown is not None:
+                hints_shown.add(self.hint)
         return lines
 
 
@@ -64,10 +70,11 @@ class CheckResult:
         lines = [f"{_ICONS[self.status]} {self.headline()}"]
         if self.summary:
             lines.append(f"  {self.summary}")
+        hints_shown = set()
         for t in self.tests:
             mark = "passed" if t.passed else "FAILED"
             lines.append(f"  - {t.name}: {mark}")
-            lines.extend(f"      {line}" for line in t.public_lines())
+            lines.extend(f"      {line}" for line in t.public_lines(hints_shown))
         if self.hidden_not_run:
             lines.append(f"  ({self.hidden_not_run} hidden test(s) more are run by the grader.)")
         return "\n".join(lines)
@@ -76,18 +83,19 @@ class CheckResult:
         return self.text()
 
     def _repr_html_(self) -> str:
-        color = _COLORS[self.status]
-        rows = []
+        color = _COLORS[self.status]  # the box and headline follow the verdict, never one test
+        rows, hints_shown = [], set()
         for t in self.tests:
             mark = "✔" if t.passed else "✘"
-            detail = "<br>".join(escape(line) for line in t.public_lines())
+            detail = "<br>".join(code_html(line) for line in t.public_lines(hints_shown))
             detail = f"<br><span style='margin-left:1.4em;display:inline-block'>{detail}</span>" if detail else ""
-            color = "#1a7f37" if t.passed else "#cf222e"
-            rows.append(f"<li><b style='color:{color}'>{mark}</b> {escape(t.name)}{detail}</li>")
+            mark_color = _COLORS[CORRECT] if t.passed else _COLORS[INCORRECT]
+            rows.append(f"<li><b style='color:{mark_color}'>{mark}</b> {code_html(t.name)}{detail}</li>")
         hidden = (f"<div style='color:#6e7781'>{self.hidden_not_run} hidden test(s) more are run by the grader.</div>"
                   if self.hidden_not_run else "")
-        summary = f"<div>{escape(self.summary)}</div>" if self.summary else ""
+        summary = f"<div>{code_html(self.summary)}</div>" if self.summary else ""
+        listing = f"<ul style='margin:4px 0;padding-left:1.2em'>{''.join(rows)}</ul>" if rows else ""
         return (f"<div class='course-check course-{self.status.replace(' ', '-')}' "
                 f"style='border-left:6px solid {color};padding:6px 10px;margin:4px 0;background:#f6f8fa;color:#1f2328'>"
                 f"<div style='font-weight:bold;color:{color}'>{_ICONS[self.status]} {escape(self.headline())}</div>"
-                f"{summary}<ul style='margin:4px 0;padding-left:1.2em'>{''.join(rows)}</ul>{hidden}</div>")
+                f"{summary}{listing}{hidden}</div>")

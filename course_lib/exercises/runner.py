@@ -5,31 +5,42 @@ import traceback
 from contextlib import contextmanager
 
 
-class CheckTimeout(Exception):
-    """Raised inside learner code that ran past the check's time limit."""
+class CheckTimeout(BaseException):
+    """Raised inside learner code that ran past the check's time limit.
+
+    A BaseException (like KeyboardInterrupt), so a learner's `except Exception:` cannot swallow it.
+    """
+
+
+REPEAT_S = 0.5  # after the limit, the alarm repeats: even a bare `except:` in a loop is interrupted again
 
 
 @contextmanager
 def time_limit(seconds: float):
-    """Interrupt the block after `seconds` (SIGALRM on the main thread of POSIX systems).
+    """Interrupt the block after `seconds` (SIGALRM on the main thread of POSIX systems), and again
+    every REPEAT_S seconds while it keeps running.
 
-    Elsewhere (Windows, non-main threads) no limit is enforced; the grader still has its
-    own per-cell and per-submission limits in separate processes.
+    Elsewhere (Windows, non-main threads) no limit is enforced; callers also compare the elapsed
+    time with the limit, and the grader has its own per-cell and per-submission limits in
+    separate processes.
     """
     usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if not usable or seconds is None:
         yield
         return
+    active = [True]
 
     def on_alarm(signum, frame):
-        raise CheckTimeout(f"stopped after {seconds:g} s")
+        if active[0]:
+            raise CheckTimeout(f"stopped after {seconds:g} s")
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds, REPEAT_S)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        active[0] = False
         signal.signal(signal.SIGALRM, previous)
 
 

@@ -9,6 +9,7 @@ import dataclasses
 import hashlib
 import importlib
 import inspect
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -69,21 +70,32 @@ def _is_stub(err: BaseException, candidate) -> bool:
     return False
 
 
+def _too_slow(seconds: float) -> str:
+    return f"Your function did not finish within {seconds:g} s (an endless loop?)."
+
+
 def _run_test(test: Test, candidate, seconds: float) -> TestOutcome:
+    """One test under the time limit; a test that took longer than the limit never passes, even
+    when the learner's code swallowed the interruption (a bare `except:`)."""
     outcome = TestOutcome(test.name, passed=False, weight=test.weight, hidden=test.hidden)
+    start = time.perf_counter()
     try:
         with time_limit(seconds):
             test.run(candidate)
         outcome.passed = True
+    except CheckTimeout:
+        outcome.message = _too_slow(seconds)
     except Exception as err:
         if _is_stub(err, candidate):
             raise NotImplementedError from err
         if isinstance(err, Fail):
             outcome.message, outcome.expected, outcome.got, outcome.hint = err.message, err.expected, err.got, err.hint
-        elif isinstance(err, CheckTimeout):
-            outcome.message = f"Your function did not finish within {seconds:g} s (an endless loop?)."
         else:  # an exception inside the learner's code is feedback, not a crash
             outcome.message = f"Your code raised {describe_exception(err)}"
+    if seconds is not None and time.perf_counter() - start > seconds and not outcome.message.startswith(
+            "Your function did not finish"):
+        outcome.passed = False
+        outcome.message, outcome.expected, outcome.got, outcome.hint = _too_slow(seconds), "", "", ""
     return outcome
 
 
@@ -99,7 +111,8 @@ class Exercise:
         self.prompt = prompt
         self.points = points
         self.hints = list(hints)
-        self._hints_shown = 0
+        self._hints_shown = 0  # hints the learner has revealed so far (kept while the kernel lives)
+        self._hint_views = []  # refresh callbacks of hint widgets on screen (widgets.hint_widget)
 
     def key(self) -> Optional[AnswerKey]:
         """This exercise's answer key, or None in the student bundle."""
@@ -109,18 +122,40 @@ class Exercise:
             return None
         return getattr(module, "KEY", {}).get(self.name)
 
+    def hints_shown(self) -> list:
+        """The hints revealed so far, as 'Hint k of n: text' lines."""
+        return [self._hint_line(k) for k in range(1, self._hints_shown + 1)]
+
+    def _hint_line(self, k: int) -> str:
+        return f"Hint {k} of {len(self.hints)}: {self.hints[k - 1]}"
+
+    def reveal_hint(self) -> int:
+        """Reveal one more hint (the last stays last); returns how many are revealed now."""
+        if self.hints and self._hints_shown < len(self.hints):
+            self._hints_shown += 1
+            progress.record_hints(self.id, self._hints_shown)
+            for refresh in list(self._hint_views):
+                refresh()
+        return self._hints_shown
+
     def next_hint(self) -> str:
-        """The next hint's text, one level at a time."""
+        """Reveal the next hint and return its text, one level at a time (scripts, tests, terminals)."""
         if not self.hints:
             return "No hints for this one."
-        self._hints_shown = min(self._hints_shown + 1, len(self.hints))
-        n = self._hints_shown
+        n = self.reveal_hint()
         more = "" if n == len(self.hints) else " Run .hint() again for more."
-        return f"Hint {n} of {len(self.hints)}: {self.hints[n - 1]}{more}"
+        return f"{self._hint_line(n)}{more}"
 
     def hint(self) -> None:
-        """Print the next hint (one more level each call)."""
-        print(self.next_hint())
+        """In a notebook: a small widget with a 'Show a hint' button and the hints revealed so far
+        (displaying it reveals nothing, so Run All spends no hint). Elsewhere: print the next hint."""
+        if _in_notebook():
+            from IPython.display import display
+
+            from ..widgets import hint_widget
+            display(hint_widget(self))
+        else:
+            print(self.next_hint())
 
     def info(self) -> dict:
         return {"id": self.id, "chapter": self.chapter.number, "kind": self.kind,
@@ -133,6 +168,16 @@ class Exercise:
 
     def _not_attempted(self, summary: str, record: bool) -> CheckResult:
         return self._finish(CheckResult(self.id, self.title, NOT_ATTEMPTED, 0, self.points, summary), record)
+
+
+def _in_notebook() -> bool:
+    """True inside a Jupyter kernel (widgets can be shown), False in a terminal or a plain script."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 class FunctionExercise(Exercise):
@@ -149,8 +194,13 @@ class FunctionExercise(Exercise):
         hidden = [dataclasses.replace(t, hidden=True) for t in key.hidden_tests] if key else []
         return self.tests + hidden
 
-    def check(self, candidate, *, include_hidden=False, record=True) -> CheckResult:
-        """Run the visible tests (and hidden ones for the grader) on `candidate`."""
+    def check(self, candidate, *, include_hidden=None, record=True) -> CheckResult:
+        """Run the tests on `candidate`: the visible ones, and the answer key's hidden ones wherever
+        the key is installed (the full course, the grader), their values kept hidden. In the student
+        bundle (no key) only the visible tests run. include_hidden=False: visible tests only."""
+        key = self.key()
+        if include_hidden is None:
+            include_hidden = key is not None
         if candidate is None:
             return self._not_attempted(f"Define `{self.name}` and pass it to check().", record)
         if not callable(candidate):
@@ -166,10 +216,12 @@ class FunctionExercise(Exercise):
                 return self._not_attempted(
                     f"`{self.name}` still raises NotImplementedError: replace that line with your code.", record)
         total = sum(t.weight for t in tests) or 1.0
-        earned = self.points * sum(o.weight for o in outcomes if o.passed) / total
+        earned = self.points * sum(o.weight for o in outcomes if o.passed) / total  # points formula
         status = CORRECT if all(o.passed for o in outcomes) else INCORRECT
         summary = "All tests passed." if status == CORRECT else "Some tests failed: read the feedback below."
-        hidden_left = 0 if include_hidden else len(self.key().hidden_tests) if self.key() else 0
+        if status == CORRECT and not include_hidden:
+            summary = "All visible tests passed; the grader also runs hidden tests on what you hand in."
+        hidden_left = 0 if include_hidden else len(key.hidden_tests) if key else 0
         result = CheckResult(self.id, self.title, status, earned, self.points, summary, outcomes, hidden_left)
         return self._finish(result, record)
 
@@ -191,10 +243,16 @@ def answer_digest(quiz_id: str, answer) -> str:
 
 
 class Quiz(Exercise):
-    """A question with a right answer: single, multiple, numeric, or 'which error'."""
+    """A question with a right answer: single, multiple, numeric, or 'which error'.
+
+    `hints` are revealed one at a time (`.hint()`, the widget's Hint button, or after a wrong
+    answer that no `why` explains); `why[letter]` is shown when a wrong answer picks that option
+    and says why it is off, without naming the right one (never give one for a right option).
+    Texts may use Markdown backticks for code.
+    """
 
     def __init__(self, chapter, name, title, question, points=1, kind="single", options=None,
-                 digest="", code="", decimals=0, explanation="", hints=()):
+                 digest="", code="", decimals=0, explanation="", hints=(), why=None):
         super().__init__(chapter, name, title, question, points, hints)
         self.kind = kind
         self.options = dict(options or {})
@@ -202,6 +260,10 @@ class Quiz(Exercise):
         self.code = code
         self.decimals = decimals
         self.explanation = explanation
+        self.why = dict(why or {})
+        unknown = sorted(set(self.why) - set(self.options))
+        if unknown:
+            raise ValueError(f"{self.id}: why= names options that do not exist: {unknown}")
 
     def normalize(self, answer):
         """Canonical form of an answer, or raise ValueError with a learner-facing reason."""
@@ -246,27 +308,49 @@ class Quiz(Exercise):
             return normalized == self.right_answer()
         return answer_digest(self.id, normalized) == self.digest
 
-    def check(self, answer, *, include_hidden=False, record=True) -> CheckResult:
-        if answer is None or answer == "" or answer == []:
-            return self._not_attempted("Write your answer in the cell, then run it.", record)
+    def check(self, answer, *, include_hidden=False, record=True, empty="") -> CheckResult:
+        """Right or not; a wrong answer is told why its options are off (or gets the next hint),
+        never which option is right. `empty`: the message for no answer (the widget's own words)."""
+        if is_empty_answer(answer):
+            return self._not_attempted(empty or "Write your answer in the cell, then run it.", record)
         try:
             normalized = self.normalize(answer)
         except ValueError as err:
             return self._finish(CheckResult(self.id, self.title, INCORRECT, 0, self.points, str(err)), record)
         right = self.is_right(normalized)
-        summary = "Right." if right else "Not quite."
-        if self.kind == "error":
-            summary += f" Run for real on this machine, the code raised: {self.observed_error()}."
-        if right and self.explanation:
-            summary += " " + self.explanation
+        if right:
+            summary = "Right."
+            if self.kind == "error":  # only a right answer may see what the code really raised
+                summary += f" Run for real on this machine, the code raised: {self.observed_error()}."
+            if self.explanation:
+                summary += " " + self.explanation
+        else:
+            summary = self.wrong_feedback(normalized)
         status = CORRECT if right else INCORRECT
         result = CheckResult(self.id, self.title, status, self.points if right else 0, self.points, summary)
         return self._finish(result, record)
+
+    def wrong_feedback(self, normalized: str) -> str:
+        """'Not quite.' plus why each chosen option is off, or else the next hint."""
+        chosen = list(normalized) if self.kind in ("single", "multiple", "error") else []
+        reasons = [f"{letter}) {self.why[letter]}" for letter in chosen if letter in self.why]
+        if reasons:
+            return "Not quite. " + " ".join(reasons)
+        if self.hints:
+            self.reveal_hint()
+            return f"Not quite. {self.hints_shown()[-1]}"
+        return "Not quite: read the question again, then try once more."
 
     def ask(self):
         """Show the question as a widget with instant feedback (JupyterLab)."""
         from ..widgets import quiz_widget
         return quiz_widget(self)
+
+
+def is_empty_answer(answer) -> bool:
+    """None, an empty or blank string, or an empty list: the learner has not answered yet."""
+    return answer is None or (isinstance(answer, str) and not answer.strip()) or (
+        isinstance(answer, (list, tuple)) and not answer)
 
 
 class Chapter:
