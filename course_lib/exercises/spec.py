@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from . import progress
+from . import progress, scoring
 from .results import CORRECT, INCORRECT, NOT_ATTEMPTED, CheckResult, TestOutcome
 from .runner import CheckTimeout, describe_exception, time_limit
 
@@ -215,8 +215,7 @@ class FunctionExercise(Exercise):
             except NotImplementedError:
                 return self._not_attempted(
                     f"`{self.name}` still raises NotImplementedError: replace that line with your code.", record)
-        total = sum(t.weight for t in tests) or 1.0
-        earned = self.points * sum(o.weight for o in outcomes if o.passed) / total  # points formula
+        earned = scoring.points_for(self.points, [(o.weight, o.passed) for o in outcomes])
         status = CORRECT if all(o.passed for o in outcomes) else INCORRECT
         summary = "All tests passed." if status == CORRECT else "Some tests failed: read the feedback below."
         if status == CORRECT and not include_hidden:
