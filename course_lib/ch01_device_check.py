@@ -65,28 +65,42 @@ def _device_on(candidate, machine_name):
         return candidate()
 
 
-def _check_choice(machine_name, hint):
+# (device the machine wants, device the code chose) -> what to tell the learner
+CHOICE_HINTS = {
+    ("cuda", "cpu"): "`torch.cuda.is_available()` is True here: a CUDA GPU is waiting and the cpu leaves it idle.",
+    ("cuda", "mps"): "Ask for CUDA first: this machine has an NVIDIA GPU and no Apple GPU.",
+    ("mps", "cpu"): "There is no CUDA GPU on a Mac, but `torch.backends.mps.is_available()` is True: "
+                    "the cpu leaves Apple's GPU idle.",
+    ("mps", "cuda"): "A Mac has no CUDA GPU: ask `torch.cuda.is_available()` before choosing cuda, then try mps.",
+    ("cpu", "cuda"): "This machine has no CUDA GPU: never hard-code `cuda`; ask `torch.cuda.is_available()` first.",
+    ("cpu", "mps"): "This machine has no Apple GPU either: ask `torch.backends.mps.is_available()` before mps.",
+}
+DEFAULT_CHOICE_HINT = "Ask `torch.cuda.is_available()` first, then `torch.backends.mps.is_available()`, else cpu."
+
+
+def _judge_choice(got, want: str, where: str):
+    if not isinstance(got, torch.device):
+        raise Fail(f"{where}, choose_device() returned a {type(got).__name__}, not a torch.device.",
+                   expected="a torch.device", got=repr(got),
+                   hint="Wrap the name in `torch.device(...)`. A plain string works in some places but not all.")
+    if got.type != want:
+        raise Fail(f"{where}, your choose_device() returned {got}.", expected=f"a device of type {want}",
+                   got=repr(got), hint=CHOICE_HINTS.get((want, got.type), DEFAULT_CHOICE_HINT))
+
+
+def check_choice(machine_name):
+    """A test: on the simulated machine, `candidate()` returns a torch.device of the right type (chapter 01)."""
     def run(candidate):
         got = _device_on(candidate, machine_name)
-        if not isinstance(got, torch.device):
-            raise Fail(f"On a {machine_name}, choose_device() returned a {type(got).__name__}, not a torch.device.",
-                       expected="torch.device(...)", got=repr(got),
-                       hint="Wrap the name: torch.device('cuda'). A plain string works in some places but not all.")
-        want = expected_device_type(MACHINES[machine_name])
-        if got.type != want:
-            raise Fail(f"On a {machine_name}, your code picked the wrong device.", expected=f"a {want} device",
-                       got=repr(got), hint=hint)
+        _judge_choice(got, expected_device_type(MACHINES[machine_name]), f"On a {machine_name}")
     return run
 
 
-def _check_this_machine(candidate):
-    got = candidate()
+def check_choice_here(candidate):
+    """A test: the choice on the real machine matches what torch can use here (chapter 01)."""
     from .device import gpu_available
     want = "cuda" if torch.cuda.is_available() else "mps" if gpu_available() else "cpu"
-    if not isinstance(got, torch.device) or got.type != want:
-        raise Fail("On this machine your choice differs from what is really available.",
-                   expected=f"torch.device('{want}')", got=repr(got),
-                   hint="Ask torch.cuda.is_available() first, then torch.backends.mps.is_available().")
+    _judge_choice(candidate(), want, "On this machine")
 
 
 choose_device = chapter.function_exercise(
@@ -96,42 +110,64 @@ choose_device = chapter.function_exercise(
            "Apple's GPU is, else cpu.",
     points=3,
     tests=[
-        Test("returns a torch.device that exists on this machine", _check_this_machine),
-        Test("picks cuda on a 1-GPU workstation", _check_choice(
-            "1-GPU workstation", "torch.cuda.is_available() is True here, so the answer is cuda.")),
-        Test("falls back to cpu on a CPU-only laptop", _check_choice(
-            "CPU-only laptop", "Never hard-code 'cuda': ask torch.cuda.is_available() first.")),
+        Test("returns a torch.device that exists on this machine", check_choice_here),
+        Test("picks cuda on a 1-GPU workstation", check_choice("1-GPU workstation")),
+        Test("uses the Apple GPU on a Mac", check_choice("Mac with Apple GPU")),
+        Test("falls back to cpu on a CPU-only laptop", check_choice("CPU-only laptop")),
     ],
-    hints=["Start from the seed's one-liner: torch.device('cuda' if torch.cuda.is_available() else 'cpu').",
-           "Add the middle case: torch.backends.mps.is_available() tells whether a Mac's GPU can be used.",
-           "if cuda: return torch.device('cuda'); elif mps: return torch.device('mps'); else: torch.device('cpu')."],
+    hints=["Start from article A's one-liner: `torch.device('cuda' if torch.cuda.is_available() else 'cpu')`.",
+           "Add the middle case: `torch.backends.mps.is_available()` tells whether a Mac's GPU can be used.",
+           "Shape: if (cuda available): return the cuda device; elif (mps available): return the mps "
+           "device; else: return the cpu device."],
 )
 
 
 # ---------------------------------------------------------------- exercise 2: gpu_names
-def _check_names(machine_name):
+def _names_on(candidate, machine_name):
+    """Call candidate() on a simulated machine; a crash becomes feedback that says what it did."""
+    try:
+        with simulated_machine(**MACHINES[machine_name]):
+            return candidate()
+    except NotImplementedError:
+        raise
+    except Exception as err:
+        raise Fail(f"On a {machine_name}, gpu_names() crashed: {type(err).__name__}: {err}",
+                   hint="With no GPU the list is empty; `get_device_name(0)` raises there, so ask "
+                        "`torch.cuda.device_count()` (or `is_available()`) before naming any GPU.") from None
+
+
+def _compare_names(got, want, where):
+    if not isinstance(got, list):
+        raise Fail(f"{where}, gpu_names() returned a {type(got).__name__}; it must return a list.",
+                   expected="a list of str", got=repr(got))
+    if len(got) != len(want):
+        raise Fail(f"{where}, gpu_names() returned {len(got)} name(s); the machine has {len(want)} GPU(s).",
+                   expected=want, got=got,
+                   hint="One name per GPU: loop over `range(torch.cuda.device_count())` (indices start at 0).")
+    if got != want:
+        raise Fail(f"{where}, the names are not the GPUs' names in index order.", expected=want, got=got,
+                   hint="`torch.cuda.get_device_name(i)` names GPU i; keep the order of the indices.")
+
+
+def check_names(machine_name):
+    """A test: gpu_names() on a simulated machine lists its CUDA GPUs in order (chapter 01)."""
     def run(candidate):
-        machine = MACHINES[machine_name]
-        with simulated_machine(**machine):
-            got = candidate()
-        if not isinstance(got, list):
-            raise Fail(f"On a {machine_name}, gpu_names() must return a list.", expected="a list of str",
-                       got=repr(got))
-        if got != machine["gpus"]:
-            hint = ("With no GPU the list is empty; get_device_name(0) raises there, so ask "
-                    "is_available() or device_count() first." if not machine["gpus"] else
-                    "Loop over range(torch.cuda.device_count()): indices start at 0 and stop before the count.")
-            raise Fail(f"On a {machine_name}, the names are not right.", expected=machine["gpus"], got=got, hint=hint)
+        _compare_names(_names_on(candidate, machine_name), MACHINES[machine_name]["gpus"], f"On a {machine_name}")
     return run
 
 
-def _check_names_here(candidate):
-    got = candidate()
+def check_names_here(candidate):
+    """A test: gpu_names() on the real machine (chapter 01)."""
     want = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] \
         if torch.cuda.is_available() else []
-    if got != want:
-        raise Fail("On this machine the list is not right.", expected=want, got=repr(got),
-                   hint="An empty list is the right answer on a machine without a CUDA GPU.")
+    try:
+        got = candidate()
+    except NotImplementedError:
+        raise
+    except Exception as err:
+        raise Fail(f"On this machine gpu_names() crashed: {type(err).__name__}: {err}",
+                   hint="An empty list is the right answer on a machine without a CUDA GPU.") from None
+    _compare_names(got, want, "On this machine")
 
 
 gpu_names = chapter.function_exercise(
@@ -141,37 +177,42 @@ gpu_names = chapter.function_exercise(
            "an empty list on a machine without one.",
     points=3,
     tests=[
-        Test("works on this machine", _check_names_here),
-        Test("lists all four GPUs of a 4-GPU server", _check_names("4-GPU server")),
+        Test("works on this machine", check_names_here),
+        Test("returns [] on a CPU-only laptop without crashing", check_names("CPU-only laptop")),
+        Test("lists all four GPUs of a 4-GPU server", check_names("4-GPU server")),
     ],
-    hints=["torch.cuda.device_count() says how many; torch.cuda.get_device_name(i) names GPU i.",
-           "On a CPU-only machine get_device_name(0) raises, so only call it for i in range(device_count()).",
-           "return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] "
-           "(guarded by torch.cuda.is_available())."],
+    hints=["`torch.cuda.device_count()` says how many; `torch.cuda.get_device_name(i)` names GPU i.",
+           "On a CPU-only machine `get_device_name(0)` raises, so only call it for the indices "
+           "`range(device_count())` gives.",
+           "Shape: if there is no CUDA GPU, return an empty list; else build a list with one name per "
+           "index, in order."],
 )
 
 
 # ---------------------------------------------------------------- exercise 3: make_batch
-def _check_batch(batch_size, n_features, device, detour_check=True):
+def check_batch(batch_size, n_features, device, detour_check=True):
+    """A test: make_batch returns the right tensor, made on `device` without a CPU detour (chapter 01)."""
     def run(candidate):
         with DeviceLog() as log:
             got = candidate(batch_size, n_features, device)
         if not isinstance(got, torch.Tensor):
-            raise Fail("make_batch must return a tensor.", expected="torch.Tensor", got=type(got).__name__)
+            raise Fail(f"make_batch returned a {type(got).__name__}, not a tensor.", expected="torch.Tensor",
+                       got=type(got).__name__)
         if tuple(got.shape) != (batch_size, n_features):
-            raise Fail("The shape is not (batch_size, n_features).", expected=(batch_size, n_features),
-                       got=tuple(got.shape), hint="The batch dimension comes first.")
+            raise Fail(f"make_batch({batch_size}, {n_features}, ...) returned shape {tuple(got.shape)}.",
+                       expected=(batch_size, n_features), got=tuple(got.shape), hint="The batch dimension comes first.")
         if got.device.type != torch.device(device).type:
-            raise Fail(f"The batch is not on {device}.", expected=str(device), got=str(got.device),
-                       hint="Pass device=device to the factory function.")
+            raise Fail(f"The batch is not on {device}: it came back on {got.device}.", expected=str(device),
+                       got=str(got.device), hint="Pass `device=device` to the factory function.")
         if got.dtype != torch.float32:
-            raise Fail("Use the default float32 dtype.", expected="torch.float32", got=got.dtype)
+            raise Fail(f"The batch came back as {got.dtype}; use the default float32.", expected="torch.float32",
+                       got=got.dtype)
         detour = [op for op, dev, shape in log.ops if dev != str(torch.device(device)) and shape == got.shape]
         if detour_check and detour:
             raise Fail("The batch was first made on another device and then copied.",
                        expected=f"one operation that creates it on {device}",
                        got=f"{detour[0]} made it on the CPU first",
-                       hint="torch.randn(..., device=device) creates it in place: no CPU copy, no transfer.")
+                       hint="A factory function given `device=` creates the tensor there: no CPU copy, no transfer.")
     return run
 
 
@@ -182,13 +223,13 @@ make_batch = chapter.function_exercise(
            "noise, shape (batch_size, n_features), created directly on `device` (no CPU detour).",
     points=3,
     tests=[
-        Test("shape, dtype and device on the CPU", _check_batch(4, 3, "cpu")),
-        Test("lands on a second device (meta)", _check_batch(8, 5, "meta", detour_check=False)),
-        Test("is created there, not copied from the CPU", _check_batch(8, 5, "meta")),
+        Test("shape, dtype and device on the CPU", check_batch(4, 3, "cpu")),
+        Test("lands on a second device (meta)", check_batch(8, 5, "meta", detour_check=False)),
+        Test("is created there, not copied from the CPU", check_batch(8, 5, "meta")),
     ],
-    hints=["Factory functions such as torch.randn, torch.zeros and torch.ones take a device= argument.",
-           "torch.randn(32, 10).to(device) makes the tensor on the CPU and then copies it: twice the work.",
-           "return torch.randn(batch_size, n_features, device=device)"],
+    hints=["Factory functions such as `torch.randn`, `torch.zeros` and `torch.ones` take a `device=` argument.",
+           "`torch.randn(32, 10).to(device)` makes the tensor on the CPU and then copies it: twice the work.",
+           "Shape: one call to the standard-normal factory, with the two sizes and the device keyword."],
 )
 
 
@@ -196,37 +237,52 @@ make_batch = chapter.function_exercise(
 device_label = chapter.quiz(
     "device_label",
     title="What does torch.device('cuda') do?",
-    question="On a laptop WITHOUT a GPU you run d = torch.device('cuda'). What happens?",
-    options={"a": "PyTorch raises an error at once: there is no GPU",
-             "b": "Nothing is allocated: d is only a label; an error comes when a tensor is put there",
-             "c": "A small block of GPU memory is reserved for later",
-             "d": "d silently becomes the CPU device"},
-    digest="e5f26f813b3eb2d1",
-    explanation="torch.device is an address label; memory is used only when a tensor or model is moved there.",
+    question="On a laptop WITHOUT a GPU you run `d = torch.device('cuda')`. What happens?",
+    options={"a": "PyTorch raises a RuntimeError at once: this laptop has no CUDA GPU",
+             "b": "A small block of GPU memory is reserved for the first tensor",
+             "c": "Nothing is allocated: `d` is a label; using it for a tensor fails",
+             "d": "`d` quietly becomes the CPU device, so later code runs there"},
+    digest="50d4fd0c137e169d",
+    hints=["Section 3 runs this very line on your machine: look at what it printed.",
+           "Ask yourself when memory is needed: when a name is written down, or when a tensor is put there?"],
+    why={"a": "Making a `torch.device` checks only the spelling (`cuda`, `cuda:1`); it never asks the "
+              "driver whether a GPU exists.",
+         "b": "A `torch.device` owns no memory at all, on any machine.",
+         "d": "PyTorch never swaps the device for you: `d.type` stays `'cuda'`, as printing it shows."},
+    explanation="`torch.device` is an address label; memory is used only when a tensor or model is put there.",
 )
 
 model_vs_input = chapter.quiz(
     "model_vs_input",
     title="Which error will this raise?",
     kind="error",
-    question="The model stays on the CPU; the input lives on another device. What happens at model(x)?",
+    question="The model stays on the CPU; the input lives on another device. What happens at `model(x)`?",
     code='model = nn.Linear(4, 2)                  # on the CPU\n'
          'x = torch.randn(8, 4, device="meta")     # on another device\n'
          'model(x)',
-    options={"a": "RuntimeError: the tensors are on different devices",
-             "b": "TypeError: the input has the wrong type",
-             "c": "No error: PyTorch moves the model to the input (just slowly)",
-             "d": "ValueError: the shapes do not match"},
-    explanation="PyTorch never moves a tensor behind your back: mixing devices is an error, not a slowdown.",
+    options={"a": "TypeError: `nn.Linear` accepts only input tensors that live on the CPU",
+             "b": "No error: PyTorch copies the weights over to the input, just slowly",
+             "c": "ValueError: the input's shape does not fit a layer on another device",
+             "d": "RuntimeError: the input and the layer's weight are on two devices"},
+    hints=["Which claim of article B does this code test?",
+           "Chapter 02 breaks this rule on purpose; think of what an operation needs from all its tensors."],
+    why={"a": "`x` is a tensor like any other: nothing about its type is wrong, only where it lives.",
+         "b": "That is article B's \"silently slow\" claim: PyTorch does not move the model to make an "
+              "operation work.",
+         "c": "The shapes fit: `nn.Linear(4, 2)` takes 4 features, and `x` has 4."},
+    explanation="Mixing devices is an error, not a slowdown: PyTorch does not move the model or the data for "
+                "you (one narrow exception, a 0-dim CPU tensor, comes right after this quiz).",
 )
 
 tensor_bytes = chapter.quiz(
     "tensor_bytes",
     title="How big is a tensor?",
     kind="numeric",
-    question="How many BYTES does torch.zeros(256, 1024) hold (default dtype float32)? "
-             "Answer with a number; check yourself with t.element_size() * t.nelement().",
+    question="How many BYTES does `torch.zeros(256, 1024)` hold (default dtype float32)? "
+             "Answer with a number; check yourself with `t.element_size() * t.nelement()`.",
     digest="40a78a0a5a0e7273",
+    hints=["Count the elements first: rows times columns.",
+           "Every float32 element takes 4 bytes: multiply the element count by that."],
     explanation="256 * 1024 elements * 4 bytes each: one mebibyte.",
 )
 
@@ -241,19 +297,23 @@ created_on_device = chapter.quiz(
              "c": "torch.zeros_like(x)",
              "d": "torch.tensor([1.0, 2.0]).cuda()"},
     digest="389eb561566447d9",
-    explanation="Factory functions with device=, and *_like functions, create in place; .to/.cuda copy.",
+    hints=["For each line, ask: does the device appear at the moment the tensor is made, or afterwards?",
+           "`*_like` functions copy the shape, dtype and device of the tensor they are given."],
+    why={"b": "`torch.randn(32, 10)` is born on the CPU; `.to(device)` then copies it over (section 4 traced it).",
+         "d": "`torch.tensor([...])` is made on the CPU first; `.cuda()` is a copy, and it hard-codes CUDA too."},
+    explanation="Factory functions with `device=`, and `*_like` functions, create in place; `.to`/`.cuda` copy.",
 )
 
 
 # ---------------------------------------------------------------- widgets
 def environment_panel():
-    """The seed's first interactive component: is the workshop open? (doctor report)."""
+    """Article A's first interactive component: is the workshop open? (doctor report)."""
     return doctor_widget()
 
 
-SEED_CHOICES = {
+DEVICE_CHOICES = {
     "hard-coded torch.device('cuda:0')": lambda: torch.device("cuda:0"),
-    "seed's cuda-or-cpu one-liner": lambda: torch.device("cuda" if torch.cuda.is_available() else "cpu"),
+    "article A's cuda-or-cpu one-liner": lambda: torch.device("cuda" if torch.cuda.is_available() else "cpu"),
     "cuda, then mps, then cpu": lambda: torch.device("cuda") if torch.cuda.is_available()
     else torch.device("mps") if torch.backends.mps.is_available() else torch.device("cpu"),
 }
@@ -282,7 +342,7 @@ def machine_explorer():
     def redraw(_=None):
         rows = "".join(f"<tr><td style='text-align:left'><code>{escape(name)}</code></td>"
                        f"<td style='text-align:left'>{escape(verdict_on(picker.value, fn))}</td></tr>"
-                       for name, fn in SEED_CHOICES.items())
+                       for name, fn in DEVICE_CHOICES.items())
         table.value = f"<table class='course-explorer'><tr><th>code</th><th>on this machine</th></tr>{rows}</table>"
 
     picker.observe(redraw, names="value")

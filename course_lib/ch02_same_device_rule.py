@@ -5,6 +5,7 @@ machine, else `meta`, which PyTorch treats as a genuine second device. The devic
 errors shown here are therefore PyTorch's real errors on any machine.
 """
 import itertools
+import re
 from dataclasses import dataclass
 from html import escape
 
@@ -45,6 +46,23 @@ class WeightedCrossEntropy(nn.Module):
 
     def forward(self, logits, labels):
         return F.cross_entropy(logits, labels, weight=self.class_weights)
+
+
+# ---------------------------------------------------------------- the optimizer and the move
+def adam_checkpoint() -> dict:
+    """An Adam state_dict after one step on a CPU `nn.Linear(4, 3)`, as a checkpoint holds it (chapter 02)."""
+    torch.manual_seed(0)
+    model = nn.Linear(4, 3)
+    optimizer = torch.optim.Adam(model.parameters())
+    model(torch.randn(8, 4)).sum().backward()
+    optimizer.step()
+    return optimizer.state_dict()
+
+
+def adam_state_devices(optimizer) -> dict:
+    """{'exp_avg': 'cpu', ...}: where an optimizer's per-parameter state of its first parameter lives (chapter 02)."""
+    state = next(iter(optimizer.state.values()), {})
+    return {name: str(value.device) for name, value in state.items()}
 
 
 # ---------------------------------------------------------------- one training step, for real
@@ -142,7 +160,7 @@ def placements_table(other=None) -> str:
 
 
 class WarehouseAndWorkshop:
-    """The seed's second interactive component: place, predict, then run the step for real."""
+    """Article A's second interactive component: place, predict, then run the step for real."""
 
     def __init__(self, other=None):
         import ipywidgets as W
@@ -155,6 +173,8 @@ class WarehouseAndWorkshop:
                                layout=W.Layout(width="auto"))
         self.result = W.HTML()
         self.button.on_click(self._on_click)
+        for toggle in [*self.pickers.values(), self.prediction]:
+            toggle.observe(self._on_change, names="value")
         intro = W.HTML("<b>The warehouse and the workshop.</b> Put each part in the warehouse (the CPU) or the "
                        "workshop (the other device), predict, then run forward, loss and backward for real.")
         self.box = W.VBox([intro, *self.pickers.values(), self.prediction, self.button, self.result],
@@ -163,6 +183,11 @@ class WarehouseAndWorkshop:
     def placement(self) -> dict:
         """The devices chosen in the widget, part -> device string."""
         return {p: w.value for p, w in self.pickers.items()}
+
+    def _on_change(self, _=None):
+        """A new placement or prediction: the old verdict no longer applies, so it goes."""
+        if self.result.value:
+            self.result.value = "<i>Changed: press the button to run this placement.</i>"
 
     def _on_click(self, _=None):
         if self.prediction.value is None:
@@ -179,73 +204,123 @@ def warehouse_and_workshop(other=None) -> WarehouseAndWorkshop:
     return WarehouseAndWorkshop(other)
 
 
+def placements_reveal(other=None):
+    """A button that runs all 16 placements and shows the table, once the learner asks (chapter 02)."""
+    import ipywidgets as W
+    button = W.Button(description="Run all 16 placements", button_style="primary", layout=W.Layout(width="auto"))
+    table = W.HTML()
+
+    def reveal(_=None):
+        table.value = placements_table(other)
+        button.disabled = True
+
+    button.on_click(reveal)
+    return W.VBox([button, table])
+
+
 # ---------------------------------------------------------------- exercise 1: move_to
 META = torch.device("meta")
+CONTAINERS = (list, tuple, dict)
+
+# the type whose missing .to() crashed move_to -> what to tell the learner
+CRASH_HINTS = {
+    "tuple": "A tuple is a container, not a tensor: call move_to on each of its items and build a new tuple.",
+    "list": "A list is a container, not a tensor: call move_to on each item and build a new list.",
+    "dict": "A dict is a container, not a tensor: build a new dict with move_to applied to each value.",
+    "int": "Numbers have no `.to()`: give ints and floats back unchanged.",
+    "float": "Numbers have no `.to()`: give ints and floats back unchanged.",
+    "bool": "`True` and `False` have no `.to()`: give them back unchanged.",
+    "str": "Strings have no `.to()`: give them back unchanged.",
+    "NoneType": "`None` has no `.to()`: give it back unchanged.",
+}
+DEFAULT_CRASH_HINT = "Only tensors have `.to()`: give every other value back unchanged."
 
 
-def _moved_tensor(orig, got, device, path):
+def _holds_tensor(thing) -> bool:
+    return any(True for _ in _tensors_in(thing))
+
+
+def _moved_tensor(orig, got, device, path, given):
     if not isinstance(got, torch.Tensor):
         raise Fail(f"{path} was a tensor; your move_to returned a {type(got).__name__} there.",
                    expected="a tensor", got=repr(got))
     if got.device.type != device.type:
-        if path == "batch":
-            raise Fail(f"The tensor is still on {got.device}.", expected=str(device), got=str(got.device),
-                       hint="x.to(device) returns a NEW tensor and leaves x where it was: return that result.")
-        raise Fail(f"{path} is still on {got.device}.", expected=str(device), got=str(got.device),
-                   hint="Two usual causes: a container inside the batch was never visited (call move_to on every "
-                        "item: recursion handles any depth), or x.to(device) was called and its result dropped.")
+        same = " (the very tensor it was given)" if got is given else ""
+        hint = ("`x.to(device)` returns a NEW tensor and leaves `x` where it was: return that result."
+                if got is given else "Move every tensor: `x.to(device)`, and return the moved one.")
+        raise Fail(f"{path} came back on {got.device}{same}.", expected=str(device), got=str(got.device), hint=hint)
     if got.shape != orig.shape or got.dtype != orig.dtype:
         raise Fail(f"{path} changed its shape or dtype.", expected=f"{tuple(orig.shape)} {orig.dtype}",
-                   got=f"{tuple(got.shape)} {got.dtype}", hint="Only the device should change: use .to(device).")
+                   got=f"{tuple(got.shape)} {got.dtype}", hint="Only the device should change: use `.to(device)`.")
 
 
-def _moved_sequence(orig, got, device, path):
+def _not_looked_inside(got, given, device, path):
+    """Fail when a container holding tensors came back as the same object, its tensors not moved."""
+    if got is given and any(t.device.type != device.type for _, t in _tensors_in(got)):
+        raise Fail(f"{path} came back as the very {type(got).__name__} it was given, its tensors still on "
+                   f"{next(t.device for _, t in _tensors_in(got))}: move_to never looked inside it.",
+                   hint="Containers can hold containers: call move_to on every item, and the same code then "
+                        "handles any depth.")
+
+
+def _moved_sequence(orig, got, device, path, given):
+    _not_looked_inside(got, given, device, path)
     if type(got) is not type(orig):
         raise Fail(f"{path} was a {type(orig).__name__}; your move_to returned a {type(got).__name__}.",
                    expected=type(orig).__name__, got=type(got).__name__,
-                   hint="Keep the container's type: a tuple stays a tuple (tuple(...)), a list stays a list.")
+                   hint="Keep the container's type: a tuple stays a tuple, a list stays a list.")
     if len(got) != len(orig):
         raise Fail(f"{path} had {len(orig)} items; yours has {len(got)}: something was dropped.",
                    expected=len(orig), got=len(got),
                    hint="Keep every item: non-tensors go back unchanged, they are not left out.")
-    for i, (a, b) in enumerate(zip(orig, got)):
-        _compare_moved(a, b, device, f"{path}[{i}]")
+    givens = given if isinstance(given, (list, tuple)) and len(given) == len(orig) else [None] * len(orig)
+    for i, (a, b, g) in enumerate(zip(orig, got, givens)):
+        _compare_moved(a, b, device, f"{path}[{i}]", g)
 
 
-def _moved_dict(orig, got, device, path):
+def _moved_dict(orig, got, device, path, given):
+    _not_looked_inside(got, given, device, path)
     if not isinstance(got, dict):
         raise Fail(f"{path} was a dict; your move_to returned a {type(got).__name__}.", expected="dict",
-                   got=type(got).__name__, hint="Build a dict again: {k: move_to(v, device) for k, v in ...}.")
+                   got=type(got).__name__, hint="Build a new dict, with the same keys, from the moved values.")
     if list(got) != list(orig):
         dropped = [k for k in orig if k not in got]
         what = f"keys were dropped: {dropped}" if dropped else "the keys changed"
         raise Fail(f"In {path}, {what}.", expected=list(orig), got=list(got),
                    hint="Keep every key, in order; non-tensor values go back unchanged.")
     for k in orig:
-        _compare_moved(orig[k], got[k], device, f"{path}[{k!r}]")
+        _compare_moved(orig[k], got[k], device, f"{path}[{k!r}]", given.get(k) if isinstance(given, dict) else None)
 
 
-def _compare_moved(orig, got, device, path="batch"):
-    """Fail unless `got` is `orig` with every tensor on `device`, all else unchanged (chapter 02 checks)."""
+def _compare_moved(orig, got, device, path="batch", given=None):
+    """Fail unless `got` is `orig` with every tensor on `device`, all else unchanged (chapter 02 checks).
+    `given` is what the learner's function received, to tell 'result dropped' from 'never visited'."""
     if isinstance(orig, torch.Tensor):
-        _moved_tensor(orig, got, device, path)
+        _moved_tensor(orig, got, device, path, given)
     elif isinstance(orig, (list, tuple)):
-        _moved_sequence(orig, got, device, path)
+        _moved_sequence(orig, got, device, path, given)
     elif isinstance(orig, dict):
-        _moved_dict(orig, got, device, path)
+        _moved_dict(orig, got, device, path, given)
     elif type(got) is not type(orig) or got != orig:
         raise Fail(f"{path} is not a tensor, so it must come back unchanged.", expected=repr(orig), got=repr(got),
                    hint="Return ints, strings, None and other non-tensors as they are.")
 
 
-def _call_move_to(candidate, batch, device):
+def _call_move_to(candidate, batch, device, container_hint=""):
+    """Call the learner's move_to; a `.to()` on a non-tensor becomes feedback that fits what crashed."""
     try:
         return candidate(batch, device)
     except AttributeError as err:
-        if "'to'" not in str(err):
+        found = re.match(r"'(\w+)' object has no attribute 'to'", str(err))
+        if not found:
             raise
-        raise Fail(f"move_to crashed on a non-tensor: AttributeError: {err}.",
-                   hint="Only tensors have .to(): return ints, strings, None unchanged.") from None
+        kind = found.group(1)
+        hint = CRASH_HINTS.get(kind, DEFAULT_CRASH_HINT)
+        if container_hint and kind in {c.__name__ for c in CONTAINERS}:
+            hint = container_hint
+        article = "an" if kind[0].lower() in "aeiou" else "a"
+        raise Fail(f"move_to called `.to()` on {article} {kind}, which is not a tensor: AttributeError: {err}.",
+                   hint=hint) from None
 
 
 def _tensors_in(batch, path="batch"):
@@ -260,21 +335,26 @@ def _tensors_in(batch, path="batch"):
             yield from _tensors_in(item, f"{path}[{k!r}]")
 
 
-def _check_move(make_batch, device=META):
+def check_move(make_batch, device=META, container_hint=""):
+    """A test: move_to(make_batch(), device) moves every tensor and keeps everything else (chapter 02)."""
     def run(candidate):
-        got = _call_move_to(candidate, make_batch(), device)
-        _compare_moved(make_batch(), got, torch.device(device))
+        given = make_batch()
+        got = _call_move_to(candidate, given, device, container_hint)
+        _compare_moved(make_batch(), got, torch.device(device), "batch", given)
     return run
 
 
-def _check_batch_untouched(make_batch):
+def check_batch_untouched(make_batch):
+    """A test: move_to leaves the caller's batch as it was (chapter 02)."""
     def run(candidate):
         batch = make_batch()
-        _call_move_to(candidate, batch, META)
-        moved = [(path, t.device) for path, t in _tensors_in(batch) if t.device.type != "cpu"]
-        if moved or len(list(_tensors_in(batch))) != len(list(_tensors_in(make_batch()))):
-            raise Fail("Your move_to changed the batch it was given (the caller's own containers).",
-                       expected="the caller's batch still on cpu", got=", ".join(f"{p} on {d}" for p, d in moved),
+        got = _call_move_to(candidate, batch, META)
+        moved = [f"{p} is now on {t.device}" for p, t in _tensors_in(batch) if t.device.type != "cpu"]
+        lost = len(list(_tensors_in(batch))) != len(list(_tensors_in(make_batch())))
+        if moved or lost:
+            same = " and returned that same object" if got is batch else ""
+            raise Fail(f"Your move_to changed the batch it was given{same}: the caller's own data moved.",
+                       expected="the caller's batch still on cpu", got=", ".join(moved) or "tensors went missing",
                        hint="Build and return new containers; leave the caller's batch as it was.")
     return run
 
@@ -295,6 +375,11 @@ def nested_batch():
             "extra": {"lengths": torch.tensor([3, 1]), "source": "train.csv", "epoch": 0}}
 
 
+def list_batch():
+    """A list batch, as a caller builds it and then keeps using it (chapter 02 tests)."""
+    return {"images": [torch.randn(3, 2), torch.randn(3, 4)], "labels": torch.tensor([1, 0])}
+
+
 move_to = chapter.function_exercise(
     "move_to",
     title="Move a whole batch to the device",
@@ -305,16 +390,19 @@ move_to = chapter.function_exercise(
            "build new containers: the batch you were given is left as it was.",
     points=4,
     tests=[
-        Test("a single tensor lands on the device", _check_move(lambda: torch.randn(3, 2))),
-        Test("an (inputs, labels) tuple stays a tuple", _check_move(tuple_batch)),
-        Test("a dict keeps its keys; non-tensors are left alone", _check_move(dict_batch)),
-        Test("containers inside containers are moved too", _check_move(nested_batch)),
+        Test("a single tensor lands on the device", check_move(lambda: torch.randn(3, 2))),
+        Test("an (inputs, labels) tuple stays a tuple", check_move(tuple_batch)),
+        Test("a dict keeps its keys; non-tensors are left alone", check_move(dict_batch)),
+        Test("containers inside containers are moved too", check_move(
+            nested_batch, container_hint="Containers hold containers here: call move_to on every item of a "
+                                         "container, and the same code then handles any depth.")),
+        Test("the batch you were given is left as it was", check_batch_untouched(list_batch)),
     ],
-    hints=["Three cases: a tensor (return x.to(device)), a container (handle each item), anything else "
+    hints=["Three cases: a tensor (return its moved copy), a container (handle each item), anything else "
            "(return it unchanged).",
-           "For a container, call move_to on each item: that one line makes any depth of nesting work.",
-           "dict: {k: move_to(v, device) for k, v in batch.items()}; tuple: tuple(move_to(v, device) for v in "
-           "batch); list: [move_to(v, device) for v in batch]."],
+           "For a container, call move_to on each item: that one idea makes any depth of nesting work.",
+           "Shape: if tensor -> its `.to(device)`; if dict -> a new dict of move_to(value); if list or tuple -> "
+           "a new one of the same type, move_to on each item; else -> the value itself."],
 )
 
 
@@ -332,26 +420,51 @@ def _where_type_checks(got):
         raise Fail("'model' and 'tensors' must both be lists.", got=repr(got))
     if any(not isinstance(d, str) for d in listed):
         raise Fail("Report devices as strings such as 'cpu', 'cuda:0' or 'meta', not torch.device objects.",
-                   got=repr(got), hint="str(t.device) turns a device into its string.")
+                   got=repr(got), hint="`str(t.device)` turns a device into its string.")
     if not isinstance(got["same_device"], bool):
         raise Fail("'same_device' must be True or False.", got=repr(got["same_device"]))
 
 
-def _check_where(build, expected, hint=""):
+def _missed_holder(model, devices) -> tuple:
+    """('buffer', 'bn.running_var', 'cpu') for the first parameter or buffer on a device in `devices`."""
+    named = [("parameter", n, t) for n, t in model.named_parameters()] + \
+            [("buffer", n, t) for n, t in model.named_buffers()]
+    return next((kind, name, str(t.device)) for kind, name, t in named if str(t.device) in devices)
+
+
+MISSED_HINTS = {
+    "parameter": "`next(model.parameters())` looks at the first parameter only: look at all of them.",
+    "buffer": "`model.parameters()` has no buffers (BatchNorm's running statistics): add `model.buffers()`.",
+}
+
+
+def _check_model_devices(model, got, want):
+    missing = [d for d in want if d not in got]
+    if missing:
+        kind, name, device = _missed_holder(model, missing)
+        raise Fail(f"Your 'model' list is {got}, but the model's {kind} `{name}` is on {device}.",
+                   expected=want, got=got, hint=MISSED_HINTS[kind])
+    if got != want:
+        raise Fail(f"Your 'model' list is {got}: list each device once, sorted.", expected=want, got=got,
+                   hint="A set keeps each device once; `sorted(...)` turns it into a sorted list.")
+
+
+def check_where(build, expected):
+    """A test: where_is on the (model, tensors) from `build()` returns `expected` (chapter 02)."""
     def run(candidate):
         model, tensors = build()
         got = candidate(model, *tensors)
         _where_type_checks(got)
-        if got["model"] != expected["model"]:
-            raise Fail("The model's devices are not right (a sorted list of the distinct devices of ALL its "
-                       "parameters and buffers).", expected=expected["model"], got=got["model"], hint=hint)
+        _check_model_devices(model, got["model"], expected["model"])
         if got["tensors"] != expected["tensors"]:
-            raise Fail("The tensors' devices are not right (one entry per tensor, in the order given).",
+            raise Fail(f"Your 'tensors' list is {got['tensors']}: one entry per tensor, in the order given.",
                        expected=expected["tensors"], got=got["tensors"])
         if got["same_device"] != expected["same_device"]:
-            raise Fail("'same_device' is wrong: it must be True only when the model AND every tensor share "
-                       "one device.", expected=expected["same_device"], got=got["same_device"],
-                       hint="Put the model's devices and the tensors' devices in one set; same means one element.")
+            seen = sorted(set(expected["model"]) | set(expected["tensors"]))
+            raise Fail(f"'same_device' came back {got['same_device']}, with the model and tensors on {seen}.",
+                       expected=expected["same_device"], got=got["same_device"],
+                       hint="Put the model's devices and the tensors' devices in one set: the same device "
+                            "means one element.")
     return run
 
 
@@ -369,13 +482,15 @@ def _split_model():
     return model, (torch.randn(8, 4, device="meta"),)
 
 
-def _buffer_left_behind():
+def buffer_left_behind():
+    """A model on meta whose BatchNorm buffer was put back on the CPU (chapter 02 tests)."""
     model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)).to("meta")
     model[1].running_var = torch.ones(3)  # a buffer put back on the CPU
     return model, (torch.randn(8, 4, device="meta"),)
 
 
-def _all_on_meta():
+def all_on_meta():
+    """Model and tensors all on meta (chapter 02 tests)."""
     return nn.Linear(4, 2).to("meta"), (torch.randn(8, 4, device="meta"), torch.arange(8, device="meta"))
 
 
@@ -388,18 +503,19 @@ where_is = chapter.function_exercise(
            "one device, else False. Devices are strings: str(t.device), e.g. 'cpu', 'cuda:0', 'meta'.",
     points=3,
     tests=[
-        Test("everything on the CPU", _check_where(
+        Test("everything on the CPU", check_where(
             _on_cpu, {"model": ["cpu"], "tensors": ["cpu", "cpu"], "same_device": True})),
-        Test("inputs on another device", _check_where(
+        Test("inputs on another device", check_where(
             _inputs_elsewhere, {"model": ["cpu"], "tensors": ["meta", "cpu"], "same_device": False})),
-        Test("a model split across two devices", _check_where(
-            _split_model, {"model": ["cpu", "meta"], "tensors": ["meta"], "same_device": False},
-            hint="The model is split across two devices: next(model.parameters()) only looks at the first "
-                 "parameter. Look at all of them.")),
+        Test("a model split across two devices", check_where(
+            _split_model, {"model": ["cpu", "meta"], "tensors": ["meta"], "same_device": False})),
+        Test("a buffer left on the CPU", check_where(
+            buffer_left_behind, {"model": ["cpu", "meta"], "tensors": ["meta"], "same_device": False})),
     ],
-    hints=["next(model.parameters()).device is the seed's quick look, but it sees only the first parameter.",
-           "Collect {str(p.device) for p in model.parameters()} and the same for model.buffers(); sort the set.",
-           "same_device: len(set(model_devices) | set(tensor_devices)) == 1 (an empty model adds nothing)."],
+    hints=["`next(model.parameters()).device` is article A's quick look, but it sees only the first parameter.",
+           "Collect the device string of every tensor in `model.parameters()` and in `model.buffers()`, in a set.",
+           "Shape: model = the sorted set of those strings; tensors = one string per tensor; same_device = "
+           "whether both together hold exactly one device (an empty model adds nothing)."],
 )
 
 
@@ -409,8 +525,8 @@ failing_placements = chapter.quiz(
     title="Which training steps fail?",
     kind="multiple",
     points=2,
-    question="`device` is your GPU. For each setup, one training step runs: logits = model(x); "
-             "loss = loss_fn(logits, y); loss.backward(). Which setups RAISE an error? Choose all that apply.",
+    question="`device` is your GPU. For each setup, one training step runs: `logits = model(x)`; "
+             "`loss = loss_fn(logits, y)`; `loss.backward()`. Which setups RAISE an error? Choose all that apply.",
     options={"a": "model, x and y all moved to device",
              "b": "model and x moved to device; y left on the CPU",
              "c": "model, x and y moved; loss_fn = nn.CrossEntropyLoss() created on the CPU and never moved",
@@ -418,6 +534,13 @@ failing_placements = chapter.quiz(
              "e": "x and y moved to device; the model left on the CPU",
              "f": "nothing moved: model, x, y and the loss all on the CPU"},
     digest="21970b071b9b1f3f",
+    hints=["For each setup, list every tensor the step touches: the parameters of the model and of the loss, "
+           "`x` and `y`. Are they all in one place?",
+           "A loss with no parameters holds nothing that could be left behind; a loss with an `nn.Parameter` "
+           "is like a model."],
+    why={"a": "Model, inputs and labels share one device, and the standard loss has nothing of its own to move.",
+         "c": "`nn.CrossEntropyLoss()` holds no parameters or buffers: it computes wherever its inputs are.",
+         "f": "Everything in the warehouse is still one device: the CPU alone runs the whole step."},
     explanation="Every tensor an operation touches must share one device: parameters (model and loss), inputs "
                 "and labels. A loss without parameters has nothing to move.",
 )
@@ -426,16 +549,22 @@ forgot_assignment = chapter.quiz(
     "forgot_assignment",
     title="Which error will this raise?",
     kind="error",
-    question="`meta` stands in for the GPU. The model is moved, and so (it seems) is x. What happens at model(x)?",
+    question="`meta` stands in for the GPU. The model is moved, and so (it seems) is x. What happens at "
+             "`model(x)`?",
     code='model = nn.Linear(4, 2)\n'
          'model.to("meta")                  # a module moves in place\n'
          'x = torch.randn(8, 4)\n'
          'x.to("meta")                      # the moved copy is thrown away\n'
          'model(x)',
-    options={"a": "No error: both lines moved their object",
-             "b": "RuntimeError: x is still on the CPU, the model is on meta",
-             "c": "AttributeError: a tensor has no .to method",
-             "d": "TypeError: model.to returns None, so model is None"},
-    explanation="Module.to moves the module in place (and returns it); Tensor.to returns a NEW tensor. "
-                "Write x = x.to(device).",
+    options={"a": "RuntimeError: x never left the CPU, and the model's weight is on meta",
+             "b": "No error: `model.to` and `x.to` both moved their objects in place",
+             "c": "TypeError: `model.to` returned None, so `model` can no longer be called",
+             "d": "AttributeError: a plain tensor has no `.to` method; only modules do"},
+    hints=["Look at the two `.to` lines: which result is kept, and which is thrown away?",
+           "Section 3 printed where `x` was after a lone `x.to(other)`."],
+    why={"b": "Only a module moves in place; the comment on the fourth line says what happened to the copy.",
+         "c": "`Module.to` returns the module itself: section 3 printed `returned is model: True`.",
+         "d": "Tensors do have `.to` (section 3 used `x.to(other)`): the line runs, it just does not move `x`."},
+    explanation="`Module.to` moves the module in place (and returns it); `Tensor.to` returns a NEW tensor. "
+                "Write `x = x.to(device)`.",
 )

@@ -3,6 +3,7 @@
 The second device is `second_device()`: meta here, the GPU on a GPU machine, so the same
 tests check the taught error texts on both.
 """
+import inspect
 import json
 
 import nbformat
@@ -15,6 +16,7 @@ from conftest import ROOT
 from course_lib import ch02_same_device_rule as ch
 from course_lib.device import second_device
 from course_lib.errors import expect_error
+from course_lib.exercises import INCORRECT
 
 OTHER = str(second_device())
 PLACEMENTS = ch.all_placements(OTHER)
@@ -164,6 +166,32 @@ def test_widget_needs_a_prediction_then_runs_the_real_step():
     assert "right" in w.result.value and "backward reached the model" in w.result.value
 
 
+def test_widget_clears_the_old_verdict_when_a_part_or_the_prediction_changes():
+    w = ch.warehouse_and_workshop()
+    w.pickers["inputs"].value = OTHER
+    w.prediction.value = False
+    w.button.click()
+    assert "✔ right" in w.result.value and "RuntimeError" in w.result.value
+    for part in ch.PARTS:  # now everything in the workshop: the old error must not stay beside it
+        w.pickers[part].value = OTHER
+    assert "RuntimeError" not in w.result.value and "right" not in w.result.value
+    assert "press the button" in w.result.value
+    w.button.click()
+    assert "✘ wrong" in w.result.value and "backward reached the model" in w.result.value
+    w.prediction.value = True
+    assert "wrong" not in w.result.value and "backward" not in w.result.value
+    w.button.click()
+    assert "✔ right" in w.result.value
+
+
+def test_placements_are_revealed_only_when_asked():
+    box = ch.placements_reveal(OTHER)
+    button, table = box.children
+    assert table.value == ""
+    button.click()
+    assert table.value.count("<b>ran</b>") == 2 and table.value.count("<b>error</b>") == 14 and button.disabled
+
+
 def test_widget_renders_as_a_widget():
     bundle = ch.warehouse_and_workshop()._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
@@ -172,7 +200,7 @@ def test_widget_renders_as_a_widget():
 # --- the exercises' checker helpers
 def test_compare_moved_names_the_path():
     orig = {"a": (torch.zeros(1), [torch.zeros(1)])}
-    with pytest.raises(ch.Fail, match=r"batch\['a'\]\[1\]\[0\] is still on cpu"):
+    with pytest.raises(ch.Fail, match=r"batch\['a'\]\[1\]\[0\] came back on cpu"):
         ch._compare_moved(orig, {"a": (torch.zeros(1, device="meta"), [torch.zeros(1)])}, ch.META)
 
 
@@ -180,6 +208,103 @@ def test_tensors_in_walks_nested_batches():
     paths = [p for p, _ in ch._tensors_in(ch.nested_batch())]
     assert paths == ["batch['inputs'][0]", "batch['inputs'][1][0]", "batch['inputs'][1][1]",
                      "batch['extra']['lengths']"]
+
+
+# --- what the VISIBLE tests catch (the student bundle has no key), and what the feedback says
+def _visible(exercise, candidate):
+    return exercise.check(candidate, include_hidden=False, record=False)
+
+
+def _moves_in_place(batch, device):
+    if isinstance(batch, dict):
+        for k in batch:
+            batch[k] = _moves_in_place(batch[k], device)
+        return batch
+    if isinstance(batch, list):
+        batch[:] = [_moves_in_place(v, device) for v in batch]
+        return batch
+    return batch.to(device) if isinstance(batch, torch.Tensor) else batch
+
+
+def test_a_move_to_that_moves_in_place_is_caught_without_the_key():
+    result = _visible(ch.move_to, _moves_in_place)
+    assert result.status == INCORRECT
+    assert "changed the batch it was given and returned that same object" in result.text()
+    assert "batch['labels'] is now on meta" in result.text()
+
+
+def test_batch_to_device_gets_one_fitting_hint_per_failure():
+    result = _visible(ch.move_to, lambda batch, device: batch.to(device))
+    failed = [t for t in result.tests if not t.passed]
+    assert [t.name for t in failed] == [t.name for t in ch.move_to.tests[1:]]
+    hints = [t.hint for t in failed[:3]]
+    assert len(set(hints)) == 3, hints  # tuple, dict, nested: each its own
+    assert "A tuple is a container" in hints[0] and "A dict is a container" in hints[1]
+    assert "any depth" in hints[2]
+    assert not any("unchanged" in h for h in hints)  # the non-tensor hint would point the wrong way
+    assert result.text().count("Hint:") == len(set(t.hint for t in failed))  # none repeated down the list
+
+
+def test_a_where_is_that_ignores_buffers_is_caught_without_the_key():
+    def ignores_buffers(model, *tensors):
+        devices = sorted({str(p.device) for p in model.parameters()})
+        found = [str(t.device) for t in tensors]
+        return {"model": devices, "tensors": found, "same_device": len(set(devices) | set(found)) == 1}
+
+    result = _visible(ch.where_is, ignores_buffers)
+    assert result.status == INCORRECT
+    assert "but the model's buffer `1.running_var` is on cpu" in result.text()
+    assert "model.buffers()" in result.text()
+
+
+@pytest.mark.parametrize("exercise", [ch.move_to, ch.where_is], ids=lambda e: e.name)
+def test_hints_show_the_shape_of_the_code_not_the_code(exercise):
+    source = inspect.getsource(exercise.key().solution).splitlines()[1:]
+    lines = [line.strip() for line in source if len(line.strip()) > 12]
+    for hint in exercise.hints:
+        assert not any(line in hint for line in lines), (hint, lines)
+
+
+# --- the optimizer and the move: the facts the notebook states
+def test_module_to_keeps_parameter_objects_on_dense_devices_and_replaces_them_on_meta():
+    model = nn.Linear(2, 2)
+    weight = model.weight
+    model.to(torch.float64)  # CPU, CUDA and MPS tensors convert in place: the same path as a move to a GPU
+    assert model.weight is weight and weight.dtype == torch.float64
+    assert torch._has_compatible_shallow_copy_type(torch.zeros(1), torch.zeros(1, dtype=torch.float64))
+    assert not torch._has_compatible_shallow_copy_type(torch.zeros(1), torch.zeros(1, device="meta"))
+    model.to("meta")
+    assert model.weight is not weight and model.weight.device.type == "meta"
+
+
+@pytest.mark.parametrize("flag,same", [("overwrite", False), ("swap", True)])
+def test_the_future_flags_change_what_module_to_does(flag, same):
+    setter = getattr(torch.__future__, f"set_{flag}_module_params_on_conversion")
+    getter = getattr(torch.__future__, f"get_{flag}_module_params_on_conversion")
+    assert getter() is False
+    setter(True)
+    try:
+        model = nn.Linear(2, 2)
+        weight = model.weight
+        model.to(torch.float64)
+        assert (model.weight is weight) is same
+    finally:
+        setter(False)
+
+
+def test_adam_state_follows_the_parameters_when_built_or_loaded():
+    model = nn.Linear(4, 3).to(OTHER)
+    optimizer = torch.optim.Adam(model.parameters())
+    assert ch.adam_state_devices(optimizer) == {}
+    model(torch.randn(8, 4, device=OTHER)).sum().backward()
+    optimizer.step()
+    assert ch.adam_state_devices(optimizer) == {"step": "cpu", "exp_avg": str(model.weight.device),
+                                                "exp_avg_sq": str(model.weight.device)}
+    early_model = nn.Linear(4, 3)
+    early = torch.optim.Adam(early_model.parameters())
+    early.load_state_dict(ch.adam_checkpoint())
+    early_model.to(OTHER)
+    assert ch.adam_state_devices(early)["exp_avg"] == "cpu"  # left in the warehouse
 
 
 # --- the notebook is written for any machine
@@ -190,3 +315,20 @@ def test_notebook_teaching_code_names_no_device():
         assert not any(needle in s for s in cells), f"a code cell hard-codes {needle}: use second_device()"
     assert sum("expect_error(RuntimeError" in s for s in cells) >= 6
     assert json.dumps(cells).count("second_device()") >= 1
+
+
+def test_notebook_reveals_the_sixteen_placements_after_the_quiz_they_answer():
+    cells = [c.source for c in nbformat.read(ROOT / "notebooks" / "02_same_device_rule.ipynb", as_version=4).cells
+             if c.cell_type == "code"]
+    reveal = next(i for i, s in enumerate(cells) if "ch.placements_reveal(" in s)
+    quiz_check = next(i for i, s in enumerate(cells) if "ch.failing_placements.check(" in s)
+    assert quiz_check < reveal
+    assert not any("placements_table(" in s for s in cells)  # never printed by Run All
+
+
+def test_every_exercise_has_a_hint_cell():
+    cells = [c.source for c in nbformat.read(ROOT / "notebooks" / "02_same_device_rule.ipynb", as_version=4).cells
+             if c.cell_type == "code"]
+    for name, exercise in ch.chapter.exercises.items():
+        if exercise.kind == "function":
+            assert any(f"ch.{name}.hint()" in s for s in cells), f"{name} has no hint cell"

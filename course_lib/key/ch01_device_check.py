@@ -1,7 +1,7 @@
 """Answer key for chapter 01 (teacher's copy only)."""
 import torch
 
-from course_lib.ch01_device_check import _check_batch, _check_choice, _check_names
+from course_lib.ch01_device_check import check_batch, check_choice, check_names
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 
@@ -27,49 +27,51 @@ KEY = {
     "choose_device": AnswerKey(
         solution=choose_device,
         hidden_tests=[
-            Test("uses the Apple GPU on a Mac", _check_choice(
-                "Mac with Apple GPU", "Check torch.backends.mps.is_available() when there is no CUDA GPU.")),
-            Test("picks cuda on a 4-GPU server", _check_choice(
-                "4-GPU server", "With several GPUs, 'cuda' (the current one, usually cuda:0) is right.")),
+            Test("picks cuda on a 4-GPU server", check_choice("4-GPU server")),
         ],
         wrong_answers=[
             WrongAnswer("returns a string", lambda: "cuda" if torch.cuda.is_available() else "cpu",
                         "not a torch.device"),
-            WrongAnswer("hard-codes cuda:0 (the seed's production bug)", lambda: torch.device("cuda:0"),
-                        "CPU-only laptop"),
-            WrongAnswer("forgets the Mac GPU (the seed's one-liner)",
-                        lambda: torch.device("cuda" if torch.cuda.is_available() else "cpu"), ""),
+            WrongAnswer("hard-codes cuda:0 (article B's production bug)", lambda: torch.device("cuda:0"),
+                        "On a CPU-only laptop, your choose_device() returned cuda:0"),
+            WrongAnswer("forgets the Mac GPU (article A's one-liner)",
+                        lambda: torch.device("cuda" if torch.cuda.is_available() else "cpu"),
+                        "On a Mac with Apple GPU, your choose_device() returned cpu"),
         ],
     ),
     "gpu_names": AnswerKey(
         solution=gpu_names,
         hidden_tests=[
-            Test("returns [] on a CPU-only laptop without crashing", _check_names("CPU-only laptop")),
-            Test("lists the single GPU of a workstation", _check_names("1-GPU workstation")),
+            Test("lists the single GPU of a workstation", check_names("1-GPU workstation")),
+            Test("lists no CUDA GPU on a Mac", check_names("Mac with Apple GPU")),
         ],
         wrong_answers=[
-            WrongAnswer("only ever asks for GPU 0", lambda: [torch.cuda.get_device_name(0)], ""),
+            WrongAnswer("only ever asks for GPU 0", lambda: [torch.cuda.get_device_name(0)],
+                        "On a CPU-only laptop, gpu_names() crashed"),
             WrongAnswer("off by one", lambda: [torch.cuda.get_device_name(i)
-                                               for i in range(1, torch.cuda.device_count())], "names are not right"),
+                                               for i in range(1, torch.cuda.device_count())],
+                        "returned 3 name(s); the machine has 4 GPU(s)"),
             WrongAnswer("returns one string", lambda: ", ".join(
-                torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())), "must return a list"),
+                torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())), "it must return a list"),
+            WrongAnswer("counts accelerators, not CUDA GPUs", lambda: [
+                torch.cuda.get_device_name(i) for i in range(torch.accelerator.device_count())], "lists no CUDA GPU on a Mac: FAILED"),
         ],
     ),
     "make_batch": AnswerKey(
         solution=make_batch,
         hidden_tests=[
-            Test("a batch of one", _check_batch(1, 7, "meta")),
-            Test("device given as a torch.device", _check_batch(3, 2, torch.device("meta"))),
+            Test("a batch of one", check_batch(1, 7, "meta")),
+            Test("device given as a torch.device", check_batch(3, 2, torch.device("meta"))),
         ],
         wrong_answers=[
             WrongAnswer("creates on the CPU, then copies", lambda b, n, d: torch.randn(b, n).to(d),
-                        "copied"),
-            WrongAnswer("ignores the device", lambda b, n, d: torch.randn(b, n), "not on meta"),
-            WrongAnswer("swaps the dimensions", lambda b, n, d: torch.randn(n, b, device=d), "shape"),
+                        "made it on the CPU first"),
+            WrongAnswer("ignores the device", lambda b, n, d: torch.randn(b, n), "it came back on cpu"),
+            WrongAnswer("swaps the dimensions", lambda b, n, d: torch.randn(n, b, device=d), "returned shape (3, 4)"),
         ],
     ),
-    "device_label": AnswerKey(answer="b"),
-    "model_vs_input": AnswerKey(answer="a"),
+    "device_label": AnswerKey(answer="c"),
+    "model_vs_input": AnswerKey(answer="d"),
     "tensor_bytes": AnswerKey(answer=1048576),
     "created_on_device": AnswerKey(answer=["a", "c"]),
 }

@@ -2,8 +2,7 @@
 import torch
 from torch import nn
 
-from course_lib.ch02_same_device_rule import (_all_on_meta, _buffer_left_behind, _check_batch_untouched,
-                                              _check_move, _check_where)
+from course_lib.ch02_same_device_rule import all_on_meta, check_batch_untouched, check_move, check_where
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 
@@ -76,6 +75,10 @@ def _move_result_thrown_away(batch, device):
     return batch
 
 
+def _move_calls_to_on_the_batch(batch, device):
+    return batch.to(device)
+
+
 def _move_mutates_the_batch(batch, device):
     if isinstance(batch, torch.Tensor):
         return batch.to(device)
@@ -119,38 +122,46 @@ KEY = {
     "move_to": AnswerKey(
         solution=move_to,
         hidden_tests=[
-            Test("empty containers keep their types", _check_move(lambda: ([], (), {}, [()]))),
-            Test("device given as a string; lists of tuples of dicts", _check_move(
+            Test("empty containers keep their types", check_move(lambda: ([], (), {}, [()]))),
+            Test("device given as a string; lists of tuples of dicts", check_move(
                 lambda: [({"a": torch.ones(1), "flag": True}, 3), ("s", None, 0.5)], "meta")),
-            Test("the batch given is not modified", _check_batch_untouched(
+            Test("a dict batch given is not modified", check_batch_untouched(
                 lambda: {"x": torch.randn(2), "pair": [torch.zeros(1), 5]})),
         ],
         wrong_answers=[
-            WrongAnswer("moves only the top level", _move_top_level_only, "never visited"),
-            WrongAnswer("turns tuples into lists", _move_tuples_become_lists, "tuple"),
-            WrongAnswer("calls .to on non-tensors", _move_crashes_on_non_tensors, "crashed on a non-tensor"),
-            WrongAnswer("drops non-tensors", _move_drops_non_tensors, "dropped"),
-            WrongAnswer("x.to(device) without using the result", _move_result_thrown_away, "returns a NEW tensor"),
-            WrongAnswer("moves in place, changing the caller's batch", _move_mutates_the_batch, ""),
+            WrongAnswer("batch.to(device) on the whole batch", _move_calls_to_on_the_batch,
+                        "A tuple is a container, not a tensor: call move_to on each of its items"),
+            WrongAnswer("moves only the top level", _move_top_level_only, "move_to never looked inside it"),
+            WrongAnswer("turns tuples into lists", _move_tuples_become_lists, "was a tuple; your move_to returned a list"),
+            WrongAnswer("calls .to on non-tensors", _move_crashes_on_non_tensors, "move_to called `.to()` on an int"),
+            WrongAnswer("drops non-tensors", _move_drops_non_tensors, "keys were dropped"),
+            WrongAnswer("x.to(device) without using the result", _move_result_thrown_away,
+                        "(the very tensor it was given)"),
+            WrongAnswer("moves in place, changing the caller's batch", _move_mutates_the_batch,
+                        "Your move_to changed the batch it was given and returned that same object"),
         ],
     ),
     "where_is": AnswerKey(
         solution=where_is,
         hidden_tests=[
-            Test("a buffer left on the CPU", _check_where(
-                _buffer_left_behind, {"model": ["cpu", "meta"], "tensors": ["meta"], "same_device": False})),
-            Test("everything on the other device", _check_where(
-                _all_on_meta, {"model": ["meta"], "tensors": ["meta", "meta"], "same_device": True})),
-            Test("no tensors given", _check_where(
+            Test("everything on the other device", check_where(
+                all_on_meta, {"model": ["meta"], "tensors": ["meta", "meta"], "same_device": True})),
+            Test("no tensors given", check_where(
                 lambda: (nn.Linear(2, 2), ()), {"model": ["cpu"], "tensors": [], "same_device": True})),
+            Test("a model with no parameters", check_where(
+                lambda: (nn.ReLU(), (torch.zeros(2, device="meta"),)),
+                {"model": [], "tensors": ["meta"], "same_device": True})),
         ],
         wrong_answers=[
-            WrongAnswer("asks only the first parameter", _where_first_parameter_only, "split across two devices"),
+            WrongAnswer("asks only the first parameter", _where_first_parameter_only,
+                        "but the model's parameter `2.weight` is on meta"),
             WrongAnswer("returns torch.device objects", _where_device_objects, "not torch.device objects"),
-            WrongAnswer("same_device ignores the tensors", _where_same_ignores_tensors, "same_device"),
-            WrongAnswer("ignores buffers", _where_ignores_buffers, ""),
+            WrongAnswer("same_device ignores the tensors", _where_same_ignores_tensors,
+                        "'same_device' came back True, with the model and tensors on ['cpu', 'meta']"),
+            WrongAnswer("ignores buffers", _where_ignores_buffers,
+                        "but the model's buffer `1.running_var` is on cpu"),
         ],
     ),
     "failing_placements": AnswerKey(answer=["b", "d", "e"]),
-    "forgot_assignment": AnswerKey(answer="b"),
+    "forgot_assignment": AnswerKey(answer="a"),
 }

@@ -46,8 +46,13 @@ CHAPTERS = {
                 Select("Machine:", "4-GPU server"), Expect(r"cuda:0 -> ok"), ExpectNot("CRASHES"),
                 Select("Machine:", "CPU-only laptop"), Expect(r"cuda:0 -> CRASHES"))),
             Interaction("quiz: what does torch.device('cuda') do?", "ch.device_label.ask()", (
-                Choose("a) PyTorch raises"), Click("Check"), Expect(r"Incorrect"),
-                Choose("b) Nothing is allocated"), Click("Check"), Expect(r"Correct: What does"))),
+                Choose("a) PyTorch raises"), Click("Check"), Expect(r"Incorrect"), Expect(r"never asks the"),
+                Click("Show a hint (1 of 2)"), Expect(r"Hint 1 of 2"),
+                Choose("c) Nothing is allocated"), Click("Check"), Expect(r"Correct: What does"))),
+            Interaction("quiz: which error will this raise?", "ch.model_vs_input.ask()", (
+                Choose("b) No error"), Click("Check"), Expect(r"Incorrect"), Expect(r"silently slow"),
+                ExpectNot(r"the code raised"),
+                Choose("d) RuntimeError"), Click("Check"), Expect(r"the code raised: RuntimeError"))),
             Interaction("quiz: which lines create the tensor on the device?", "ch.created_on_device.ask()", (
                 Choose("a) torch.randn(32, 10, device=device)"), Choose("c) torch.zeros_like(x)"),
                 Click("Check"), Expect(r"Correct: Which lines"))),
@@ -62,12 +67,16 @@ CHAPTERS = {
                 Toggle("model:", "workshop"), Toggle("You predict:", "it will raise an error"),
                 Click("Run the step for real"), Expect(r"really did:\s*raised"), Expect(r"RuntimeError"),
                 Expect(r"✔ right"),
-                Toggle("inputs:", "workshop"), Toggle("labels:", "workshop"), Toggle("loss:", "workshop"),
+                Toggle("inputs:", "workshop"), Expect(r"Changed: press the button"), ExpectNot(r"RuntimeError"),
+                Toggle("labels:", "workshop"), Toggle("loss:", "workshop"),
                 Toggle("You predict:", "it will run"), Click("Run the step for real"),
                 Expect(r"really did:\s*ran"), ExpectNot(r"RuntimeError"), Expect(r"✔ right"))),
+            Interaction("all 16 placements, after the quiz", "ch.placements_reveal(other)", (
+                ExpectNot(r"what really happened"), Click("Run all 16 placements"),
+                Expect(r"what really happened"))),
         ),
         exercise=Exercise("move_to", wrong="def move_to(batch, device):\n    batch.to(device)\n    return batch\n",
-                          wrong_feedback=(r"still on cpu", r"Hint: x\.to\(device\) returns a NEW tensor")),
+                          wrong_feedback=(r"came back on cpu", r"Hint: x\.to\(device\) returns a NEW tensor")),
     ),
     "03_training_template": BrowserSpec(
         interactions=(
