@@ -167,6 +167,71 @@ def gpu_oom_demo(device, limit_bytes: int = 2**30):
             del model, x
 
 
+# A CUDA out-of-memory message, in the exact format of PyTorch's caching allocator
+# (c10/cuda/CUDACachingAllocator.cpp, torch 2.x). An EXAMPLE of what a 24 GB card (article B's
+# RTX 3090 class) prints: the numbers are illustrative, not measured on this machine.
+OOM_EXAMPLE = (
+    "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.57 GiB of which "
+    "1.31 GiB is free. Including non-PyTorch memory, this process has 22.25 GiB memory in use. Of the "
+    "allocated memory 15.91 GiB is allocated by PyTorch, and 5.87 GiB is reserved by PyTorch but "
+    "unallocated. If reserved but unallocated memory is large try setting "
+    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
+    "Memory Management  (https://docs.pytorch.org/docs/stable/notes/cuda.html"
+    "#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)")
+
+_SIZE = r"([\d.]+ (?:bytes|KiB|MiB|GiB|TiB))"
+OOM_PARTS = (  # (what the message says, its pattern, what it tells you)
+    ("Tried to allocate", rf"Tried to allocate {_SIZE}",
+     "the one request that failed: the last straw, often small, not the whole problem"),
+    ("total capacity", rf"total capacity of {_SIZE}", "the whole card"),
+    ("is free", rf"of which {_SIZE} is free", "what the driver had left (other processes use memory too)"),
+    ("allowed", rf"{_SIZE} allowed;", "a cap set by set_per_process_memory_fraction (printed only when set)"),
+    ("is allocated by PyTorch", rf"{_SIZE} is allocated by PyTorch",
+     "your live tensors: weights, gradients, optimizer state, activations"),
+    ("reserved by PyTorch but unallocated", rf"{_SIZE} is reserved by PyTorch but unallocated",
+     "cached blocks no tensor uses: when it is large, the free memory is in pieces (fragmentation)"),
+)
+
+
+def size_in_bytes(text: str) -> float:
+    """'2.00 GiB' -> 2147483648.0, as PyTorch's allocator prints sizes (chapter 06)."""
+    number, unit = text.split()
+    return float(number) * 1024 ** ("bytes", "KiB", "MiB", "GiB", "TiB").index(unit)
+
+
+def oom_parts(message: str) -> dict:
+    """The sizes an out-of-memory message reports, by OOM_PARTS name; None when absent (chapter 06)."""
+    import re
+    found = {name: re.search(pattern, message) for name, pattern, _ in OOM_PARTS}
+    return {name: m.group(1) if m else None for name, m in found.items()}
+
+
+def oom_diagnosis(message: str) -> str:
+    """What the message says to do: fragmentation or really full, from its own numbers (chapter 06)."""
+    parts = oom_parts(message)
+    tried, spare = parts["Tried to allocate"], parts["reserved by PyTorch but unallocated"]
+    if tried is None or spare is None:
+        return "This is not the CUDA allocator's out-of-memory message: nothing to read here."
+    used = parts["is allocated by PyTorch"]
+    if size_in_bytes(spare) >= size_in_bytes(tried):
+        return (f"Fragmentation: {spare} sat reserved but unused, more than the {tried} asked for, yet in "
+                f"pieces none of which fits. torch.cuda.empty_cache() cannot help: before raising, the "
+                f"allocator already gave back every cached block it could and tried again. What helps is "
+                f"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, set before the program's first CUDA "
+                f"allocation (in the shell, or in os.environ before importing torch).")
+    cap = f" of the {parts['allowed']} allowed" if parts["allowed"] else ""
+    return (f"Not fragmentation: only {spare} is reserved but unused, less than the {tried} asked for. "
+            f"Your tensors hold {used}{cap}: the memory is really taken, or the request alone is too big. "
+            f"No allocator setting helps: shrink what is big (section 1 says what).")
+
+
+def read_oom_message(message: str):
+    """A table: each number of an out-of-memory message and what it means (chapter 06)."""
+    parts = oom_parts(message)
+    return html_table(["the message says", "here", "what it tells you"],
+                      [(name, parts[name] or "(not in this message)", meaning) for name, _, meaning in OOM_PARTS])
+
+
 def step_in_budget(model, optimizer, criterion, x, y, budget: int = BUDGET) -> dict:
     """One training step inside the memory budget; its peak, per component; raises if over (chapter 06)."""
     with memory.MemoryBudget(budget, model, optimizer) as b:
@@ -177,10 +242,10 @@ def step_in_budget(model, optimizer, criterion, x, y, budget: int = BUDGET) -> d
 def accumulation_step(model, optimizer, criterion, x, y, micro: int):
     """One optimizer step on (x, y) split in micro-batches of `micro` samples (chapter 06 demo)."""
     optimizer.zero_grad(set_to_none=True)
-    chunks = math.ceil(len(x) / micro)
     for xs, ys in zip(x.split(micro), y.split(micro)):
-        (criterion(model(xs), ys) / chunks).backward()
-    optimizer.step()
+        loss = criterion(model(xs), ys)          # the mean over this micro-batch
+        (loss * len(xs) / len(x)).backward()     # weighted by its share of the batch; .grad adds up
+    optimizer.step()                             # one step: the big batch's step
 
 
 def _autocast(device):
@@ -193,7 +258,7 @@ def _autocast(device):
 def amp_step(model, optimizer, criterion, x, y):
     """A training step with the forward under autocast (bf16 needs no GradScaler) (chapter 06)."""
     optimizer.zero_grad(set_to_none=True)
-    with _autocast(x.device):
+    with _autocast(x.device):                    # matrix products run (and save) in bfloat16/float16
         loss = criterion(model(x), y)
     loss.backward()
     optimizer.step()
@@ -232,6 +297,7 @@ def try_fixes(device, dataset, batch_size: int = 1024, budget: int = BUDGET) -> 
 
 
 def fixes_table(rows):
+    """The fixes and their peaks as a table (chapter 06)."""
     return html_table(["what we run", f"peak (budget {format_bytes(BUDGET)})", "verdict"], rows)
 
 
@@ -266,6 +332,7 @@ def leak_experiment(device, dataset, n_batches: int = 8, batch_size: int = 256) 
 
 
 def plot_leak(runs: dict):
+    """Live saved activations after each batch, one line per evaluation loop (chapter 06)."""
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6.5, 3.2))
     for label, live in runs.items():
@@ -312,13 +379,69 @@ def amp_compare(device, dataset, batch_size: int = 1024) -> dict:
     return result
 
 
-def amp_table(result: dict):
-    fp32, amp = result["float32"], result["autocast"]
-    rows = [(k.replace("_", " "), format_bytes(fp32[k]), format_bytes(amp[k]), f"{amp[k] / fp32[k]:.2f}")
+def side_by_side(result: dict):
+    """Two measured steps {label: {component: bytes}} side by side, with the ratio second/first (chapter 06)."""
+    (a, first), (b, second) = result.items()
+    ratio = lambda x, y: f"{y / x:.2f}" if x else "-"
+    rows = [(k.replace("_", " "), format_bytes(first[k]), format_bytes(second[k]), ratio(first[k], second[k]))
             for k in memory.COMPONENTS]
-    rows.append(("total", format_bytes(sum(fp32.values())), format_bytes(sum(amp.values())),
-                 f"{sum(amp.values()) / sum(fp32.values()):.2f}"))
-    return html_table(["component", "float32", "autocast", "ratio"], rows)
+    rows.append(("total", format_bytes(sum(first.values())), format_bytes(sum(second.values())),
+                 ratio(sum(first.values()), sum(second.values()))))
+    return html_table(["component", a, b, "ratio"], rows)
+
+
+def amp_table(result: dict):
+    """float32 vs autocast, per component (chapter 06)."""
+    return side_by_side(result)
+
+
+def _change(ratio: float) -> str:
+    """0.62 -> 'saved 38%', 1.45 -> 'COST 45% more' (chapter 06)."""
+    return f"saved {1 - ratio:.0%}" if ratio <= 1 else f"COST {ratio - 1:.0%} more"
+
+
+def amp_verdict(result: dict, batch_size: int) -> str:
+    """What autocast did to memory in this measurement, from its own numbers (chapter 06)."""
+    fp32, amp = result["float32"], result["autocast"]
+    acts = amp["activations"] / fp32["activations"]
+    total = sum(amp.values()) / sum(fp32.values())
+    return (f"batch {batch_size}: autocast {_change(acts)} on the activations "
+            f"({format_bytes(fp32['activations'])} -> {format_bytes(amp['activations'])}) and "
+            f"{_change(total)} on the whole step; weights, gradients and Adam's state did not change.")
+
+
+def amp_peak(device, dataset, batch_size: int = 1024) -> dict:
+    """On a CUDA GPU: the allocator's peak during a float32 step and an autocast step (chapter 06)."""
+    x, y = digit_batch(dataset, batch_size, device)
+    peaks = {}
+    for label, step in (("float32", warm_step), ("autocast", amp_step)):
+        model, optimizer, criterion = mid_training(device, x, y)
+        peaks[label] = memory.cuda_peak(lambda: step(model, optimizer, criterion, x, y), device)["peak"]
+        del model, optimizer
+    return peaks
+
+
+def amp_peak_table(peaks: dict):
+    """float32 vs autocast peak, and their ratio (chapter 06)."""
+    ratio = peaks["autocast"] / peaks["float32"]
+    return html_table(["training step", "peak memory_allocated"],
+                      [(k, format_bytes(v)) for k, v in peaks.items()] + [("autocast / float32", f"{ratio:.2f}")])
+
+
+# ---------------------------------------------------------------- frozen layers
+def freeze_compare(device, dataset, batch_size: int = 256) -> dict:
+    """Bytes per component of a step training every layer vs only the last one (chapter 06)."""
+    x, y = digit_batch(dataset, batch_size, device)
+    result = {}
+    for label, frozen in (("train every layer", 0), ("first two Linear layers frozen", 4)):
+        seed_everything(0)
+        model = wide_mlp().to(device)
+        for p in model[:frozen].parameters():
+            p.requires_grad_(False)
+        optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3)
+        warm_step(model, optimizer, nn.CrossEntropyLoss(), x, y)
+        result[label] = memory.training_step_memory(model, optimizer, nn.CrossEntropyLoss(), x, y)
+    return result
 
 
 # ---------------------------------------------------------------- activation checkpointing
@@ -389,7 +512,7 @@ def _state_case(kind: str):
                             "bf16": "a model whose first layer is bfloat16 (2 bytes per element), after Adam steps"}[kind]
 
 
-def _check_state(kind: str):
+def check_state(kind: str):
     def run(candidate):
         model, opt, what = _state_case(kind)
         want = memory.state_bytes(model, opt)
@@ -432,9 +555,9 @@ model_state_bytes = chapter.function_exercise(
            "optimizer keeps in optimizer.state. Bytes of a tensor: t.numel() * t.element_size().",
     points=4,
     tests=[
-        Test("after two Adam steps", _check_state("adam")),
-        Test("before the first backward and step", _check_state("fresh")),
-        Test("a model with a bfloat16 layer", _check_state("bf16")),
+        Test("after two Adam steps", check_state("adam")),
+        Test("before the first backward and step", check_state("fresh")),
+        Test("a model with a bfloat16 layer", check_state("bf16")),
     ],
     hints=["Weights: model.parameters(). Grads: p.grad of each parameter, when it is not None. "
            "Optimizer state: optimizer.state is a dict {parameter: {name: value}}.",
@@ -472,14 +595,17 @@ def _run_acc(candidate, loader, accum_steps, model=None, device="cpu", seed=0):
     return model, trace
 
 
-def reference_big_batch(loader, accum_steps, seed=0, factor=1.0) -> nn.Module:
+def reference_big_batch(loader, accum_steps, seed=0, divide_by=None) -> nn.Module:
     """The same data in big batches of accum_steps micro-batches, one ordinary SGD step per big batch.
 
-    `factor` multiplies the loss: factor=accum_steps is what a forgotten 1/accum_steps gives.
+    `divide_by(g)`: what each micro-batch loss of a group of g micro-batches was divided by; the
+    right answer divides by g itself (the default), and then each step IS the big batch's step.
     """
     model = _acc_model(seed)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     for x, y in DataLoader(loader.dataset, batch_size=loader.batch_size * accum_steps):
+        group = math.ceil(len(x) / loader.batch_size)
+        factor = group / divide_by(group) if divide_by else 1.0
         optimizer.zero_grad()
         (factor * nn.functional.cross_entropy(model(x), y)).backward()
         optimizer.step()
@@ -490,7 +616,7 @@ def _weights_equal(a, b) -> bool:
     return all(torch.allclose(p, q, rtol=1e-4, atol=1e-6) for p, q in zip(a.parameters(), b.parameters()))
 
 
-def _check_step_pattern(n_micro, accum_steps):
+def check_step_pattern(n_micro, accum_steps):
     def run(candidate):
         _, trace = _run_acc(candidate, _acc_loader(n_micro, 8), accum_steps)
         want = list(range(accum_steps, n_micro + 1, accum_steps))
@@ -527,27 +653,42 @@ def _check_step_pattern(n_micro, accum_steps):
     return run
 
 
-def _check_equals_big_batch(n_micro, accum_steps):
+def _accumulation_mistakes(loader, k, seed):
+    """(weights a known mistake gives, what it did, a hint that does not give the line) (chapter 06)."""
+    return (
+        (reference_big_batch(loader, k, seed, divide_by=lambda g: 1),
+         "Your steps are too big: a group's gradient became the SUM of its micro-batch gradients, not their mean",
+         "The big batch's loss is a mean: scale each micro-batch's loss down before backward()."),
+        (reference_big_batch(loader, 1, seed, divide_by=lambda g: k),
+         "Your weights are those of ordinary small-batch training with a smaller learning rate: the optimizer "
+         "stepped after every micro-batch",
+         "Gradients add up in .grad while you do not step: step only once per group."),
+        (reference_big_batch(loader, k, seed, divide_by=lambda g: k),
+         "All groups but the last match the big batch; the last, shorter group does not: its losses were "
+         "divided as if it were a full group, so its step came out too small",
+         "A group of g micro-batches is a big batch of g micro-batches: its mean loss divides by g. "
+         "len(loader) tells you how many micro-batches there are, so you know how big the last group is."),
+    )
+
+
+def check_equals_big_batch(n_micro, accum_steps):
+    """Check: after one epoch, the learner's weights equal big-batch SGD's on the same data (chapter 06)."""
     def run(candidate):
         loader = _acc_loader(n_micro, 8, seed=accum_steps)
         got, _ = _run_acc(candidate, loader, accum_steps, seed=accum_steps)
-        want = reference_big_batch(loader, accum_steps, seed=accum_steps)
-        if _weights_equal(got, want):
+        if _weights_equal(got, reference_big_batch(loader, accum_steps, seed=accum_steps)):
             return
-        unscaled = reference_big_batch(loader, accum_steps, seed=accum_steps, factor=accum_steps)
         where = f" ({n_micro} micro-batches of 8, accum_steps={accum_steps})"
-        if _weights_equal(got, unscaled):
-            raise Fail(f"Your steps are accum_steps times too big: the gradient is the SUM of the micro-batch "
-                       f"gradients, not their mean{where}.", expected="the weights of one big-batch step",
-                       got=f"the weights of a step with a {accum_steps}x larger learning rate",
-                       hint="Divide each micro-batch's loss by accum_steps before backward().")
+        for weights, what, hint in _accumulation_mistakes(loader, accum_steps, accum_steps):
+            if _weights_equal(got, weights):
+                raise Fail(what + where + ".", expected="the weights of big-batch training on the same data",
+                           hint=hint)
         raise Fail(f"After training, your weights differ from ordinary big-batch training on the same data{where}.",
-                   hint="Each micro-batch: loss = criterion(model(x), y) / accum_steps; loss.backward(). Every "
-                        "accum_steps micro-batches: optimizer.step(); optimizer.zero_grad().")
+                   hint="Per micro-batch: forward, scale the loss, backward. Per group: step, then zero_grad.")
     return run
 
 
-def _accumulate_on_rig(rig, candidate):
+def accumulate_on_rig(rig, candidate):
     with torch.random.fork_rng(), checker_threads():
         torch.manual_seed(1)
         return candidate(rig.model, rig.loader, rig.optimizer, rig.criterion, rig.device, 2)
@@ -557,22 +698,29 @@ train_with_accumulation = chapter.function_exercise(
     "train_with_accumulation",
     title="Gradient accumulation: a big batch in small pieces",
     prompt="Write train_with_accumulation(model, loader, optimizer, criterion, device, accum_steps): one epoch "
-           "where every batch from `loader` is a micro-batch. For each: move x and y to `device`, forward, "
-           "divide the loss by accum_steps, backward. Call optimizer.step() (then zero_grad) once every "
-           "accum_steps micro-batches, and once more at the end if a last, shorter group is left over. "
-           "Put the model in training mode first. Nothing to return.",
+           "where every batch from `loader` is a micro-batch (all of the same size), and every accum_steps "
+           "micro-batches form a group that takes one optimizer step, exactly the step of one big batch. For each "
+           "micro-batch: move x and y to `device`, forward, divide the loss by the number of micro-batches in its "
+           "group, backward. After the last micro-batch of each group: optimizer.step(), then zero_grad(). The "
+           "last group may be shorter (7 micro-batches with accum_steps=3 make groups of 3, 3 and 1): it still "
+           "gets its step, weighted by its real size. Put the model in training mode first. Nothing to return.",
     points=6,
     tests=[
-        Test("moves the inputs and the labels to `device`", check_moves_data(_accumulate_on_rig)),
+        Test("moves the inputs and the labels to `device`", check_moves_data(accumulate_on_rig)),
         Test("steps once every accum_steps micro-batches, clears gradients only after a step",
-             _check_step_pattern(6, 3)),
-        Test("same weights as big-batch training on the same data", _check_equals_big_batch(6, 2)),
-        Test("the last, shorter group still gets its step", _check_step_pattern(7, 3)),
+             check_step_pattern(6, 3)),
+        Test("same weights as big-batch training on the same data", check_equals_big_batch(6, 2)),
+        Test("the last, shorter group still gets its step", check_step_pattern(7, 3)),
+        Test("the last, shorter group is weighted by its real size", check_equals_big_batch(7, 3)),
     ],
-    hints=["Count micro-batches: for i, (x, y) in enumerate(loader). Step when (i + 1) % accum_steps == 0.",
-           "The mean loss of a big batch of k equal micro-batches is the mean of their k losses: so each "
-           "micro-batch contributes loss / accum_steps, and backward() adds the gradients up in .grad.",
-           "After the loop: if (i + 1) % accum_steps != 0, there are accumulated gradients left: step and zero_grad."],
+    hints=["Count micro-batches with `for i, (x, y) in enumerate(loader)`. A group ends when "
+           "`(i + 1) % accum_steps == 0`, or at the very last micro-batch (`len(loader)` says which one that is).",
+           "A big batch's loss is the MEAN over its samples. For g equal micro-batches that is the sum of their g "
+           "mean losses divided by g, and `backward()` adds gradients up in `.grad`: so divide each micro-batch's "
+           "loss by g, the size of its own group (accum_steps, except in a last, shorter group).",
+           "The shape: `model.train()` and `zero_grad()` once; then for each micro-batch i: move x and y, work out "
+           "g for i's group from i, accum_steps and len(loader), backward the loss divided by g, and if i ends "
+           "its group: step and zero_grad."],
 )
 
 
@@ -592,10 +740,17 @@ class FakeCard:
             raise self.error(f"out of memory at batch {n} (a test card that fits {self.fits_up_to})")
 
 
-def _check_largest(fits_up_to, limit, error=MemoryBudgetExceeded, what=""):
+def check_largest(fits_up_to, limit, error=MemoryBudgetExceeded, what=""):
+    """Check largest_batch on a FakeCard that fits `fits_up_to` samples and raises `error` above (chapter 06)."""
     def run(candidate):
         card = FakeCard(fits_up_to, error)
-        got = candidate(card, limit)
+        try:
+            got = candidate(card, limit)
+        except OUT_OF_MEMORY as err:
+            raise Fail(f"Your function let {type(err).__name__} escape{what}: that is an out-of-memory error too.",
+                       got=f"{type(err).__name__}: {err}",
+                       hint="memory.OUT_OF_MEMORY is a tuple of both kinds: torch.OutOfMemoryError (a real GPU) "
+                            "and MemoryBudgetExceeded (the course's stand-in). Catch the tuple.")
         over = [n for n in card.tried if n > limit]
         if over:
             raise Fail(f"You tried batch {over[0]}, above the limit {limit}{what}.", expected=f"sizes <= {limit}",
@@ -610,12 +765,17 @@ def _check_largest(fits_up_to, limit, error=MemoryBudgetExceeded, what=""):
         if got == max(1, want * 2) and got in card.tried:
             raise Fail(f"You returned the first size that did NOT fit{what}.", expected=want, got=got,
                        hint="Remember the last size that ran; return that one.")
+        if want == limit and got == want // 2 and limit not in card.tried:
+            raise Fail(f"You never tried the limit itself, {limit}{what}: a batch of exactly `limit` is allowed.",
+                       expected=want, got=got, hint="Keep doubling while n is at most the limit, not below it.")
         raise Fail(f"Not the largest power-of-two batch that fits{what}.", expected=want, got=got,
-                   hint="n = 1; while n <= limit: try n; on out-of-memory stop; else best = n; n *= 2.")
+                   hint="Remember the last size that ran; double n while it is at most the limit; stop at the "
+                        "first out-of-memory error.")
     return run
 
 
-def _check_other_errors(candidate):
+def check_other_errors(candidate):
+    """Check: a shape error at batch 8 reaches the caller instead of counting as out of memory (chapter 06)."""
     card = FakeCard(fits_up_to=64, broken=8)
     try:
         got = candidate(card, 1024)
@@ -645,8 +805,8 @@ def budget_card(n_max: int = 2048, budget: int = BUDGET):
     return try_batch
 
 
-def _check_real_budget(candidate):
-    """On the course's memory budget with a real model: compare with trying every power of two."""
+def check_real_budget(candidate):
+    """Check on the course's memory budget with a real model: compare with every power of two (chapter 06)."""
     try_batch = budget_card()
     with checker_threads():
         got = candidate(try_batch, 2048)
@@ -671,79 +831,149 @@ largest_batch = chapter.function_exercise(
     points=4,
     time_limit=30,
     tests=[
-        Test("finds the largest power of two that fits", _check_largest(100, 1024)),
-        Test("stops at the limit when everything fits", _check_largest(10**6, 100, what=" (everything fits)")),
-        Test("catches the real CUDA error too", _check_largest(16, 512, OutOfMemoryError,
+        Test("finds the largest power of two that fits", check_largest(100, 1024)),
+        Test("stops at the limit when everything fits",
+             check_largest(10**6, 128, what=" (everything fits, limit 128)")),
+        Test("catches the real CUDA error too", check_largest(16, 512, OutOfMemoryError,
                                                                 what=" (torch.OutOfMemoryError)")),
-        Test("lets other errors through", _check_other_errors),
-        Test("returns 0 when even batch 1 does not fit", _check_largest(0, 64, what=" (nothing fits)")),
+        Test("lets other errors through", check_other_errors),
+        Test("returns 0 when even batch 1 does not fit", check_largest(0, 64, what=" (nothing fits)")),
     ],
-    hints=["best = 0; n = 1; then a while loop over n <= limit that doubles n.",
-           "try: try_batch(n) / except memory.OUT_OF_MEMORY: break / else: best = n.",
-           "Why not `except Exception`? A shape error is a bug: hiding it as 'too big' makes you shrink the batch "
-           "forever. Why not `except RuntimeError`? torch's shape and device errors are RuntimeErrors too."],
+    hints=["Keep two numbers: `best`, the largest size that ran so far (0 at first), and `n`, the size to try "
+           "next (1, then doubled each time). Stop when n passes the limit or a step runs out of memory.",
+           "Why catch only out-of-memory errors? A shape error is a bug: hiding it as 'too big' makes you shrink "
+           "the batch forever. `except RuntimeError` is too wide as well: torch's shape and device errors are "
+           "RuntimeErrors. `memory.OUT_OF_MEMORY` is a tuple of the two out-of-memory kinds.",
+           "The shape: `best, n = 0, 1`; a while loop over n at most the limit; inside, a try around "
+           "`try_batch(n)` whose except clause names `memory.OUT_OF_MEMORY` and leaves the loop; after a run, "
+           "remember n and double it. Return best."],
 )
 
 
 # ---------------------------------------------------------------- quizzes
 seed_question = chapter.quiz(
     "seed_question",
-    title="The seed's question, asked of the measurement",
+    title="Article A's question, asked of the measurement",
     kind="multiple",
-    question="Seed 003 asks: 'list at least three fixes for CUDA out of memory, and say which is most fundamental'. "
-             "In section 1 you measured that at batch 1024 the ACTIVATIONS are the largest part. Which of these "
-             "reduce the activation memory of one training step? Choose all that apply.",
+    question="Article A asks: 'list at least three fixes for CUDA out of memory, and say which is most "
+             "fundamental'. In section 1 you measured that at batch 1024 the ACTIVATIONS are the largest part. "
+             "Which of these reduce the activation memory of one training step, with every weight of the model "
+             "still trained? Choose all that apply.",
     options={"a": "a smaller batch",
              "b": "gradient accumulation (the same effective batch in micro-batches)",
              "c": "activation checkpointing",
-             "d": "torch.cuda.empty_cache()",
-             "e": "mixed precision (autocast)",
-             "f": "replacing Adam with plain SGD"},
+             "d": "`torch.cuda.empty_cache()`",
+             "e": "mixed precision (`torch.autocast`)",
+             "f": "replacing Adam with plain SGD",
+             "g": "running the training step under `torch.no_grad()` (article B's 'turning off gradients')"},
     digest="e5ea4e321992cc72",
+    hints=["Activations are what autograd saves in the forward pass for the backward pass. For each option ask: "
+           "does it change what is saved, or how big each saved tensor is?",
+           "Four options are right. Section 3's table and measurements show each fix at work."],
+    why={"d": "`empty_cache()` hands back cached blocks that no tensor uses; saved activations are tensors in use.",
+         "f": "SGD keeps less optimizer state, but the optimizer state is not activations.",
+         "g": "Under `no_grad` nothing is saved, but there is no graph either: `loss.backward()` raises, so "
+              "nothing is trained."},
     explanation="Batch size, accumulation, checkpointing and autocast all shrink what is saved for backward; "
-                "empty_cache frees nothing that is in use, and the optimizer's state is not activations. Which fix "
-                "is 'most fundamental' depends on what your measurement shows dominates: accumulation keeps the "
-                "training the same while cutting what dominates here.",
+                "empty_cache frees nothing that is in use, the optimizer's state is not activations, and a "
+                "training step cannot run without its graph. Which fix is 'most fundamental' depends on what "
+                "your measurement shows dominates: accumulation keeps the training the same while cutting what "
+                "dominates here.",
 )
 
 state_dominates = chapter.quiz(
     "state_dominates",
     title="When the model's state dominates",
-    question="Another run: a large model at batch 8. The measurement shows weights + grads + Adam state are 90% "
-             "of the peak and activations 10%. Which change buys the most memory?",
-    options={"a": "halve the batch to 4",
-             "b": "gradient accumulation in micro-batches of 2",
-             "c": "torch.cuda.empty_cache() before each step",
-             "d": "a smaller model, or an optimizer that keeps less state (SGD keeps 0 or 1 copy of the weights, "
-                  "Adam 2)"},
-    digest="ceb6fdeac698b1b1",
+    question="Another run: a large model at batch 8, trained with Adam. The measurement shows weights + grads + "
+             "Adam state are 90% of the peak and activations 10%. Which change buys the most memory?",
+    options={"a": "A smaller model, or an optimizer with less state (SGD keeps 0 or 1 copy of the weights, Adam 2)",
+             "b": "Halve the batch to 4: the batch is always the first thing to shrink, whatever the model's size",
+             "c": "Gradient accumulation in micro-batches of 2, keeping the same effective batch of 8",
+             "d": "`torch.cuda.empty_cache()` before each step, so every step starts from an empty cache"},
+    digest="93a82f394a5d9243",
+    hints=["Which of the four components depend on the batch size at all? Section 1's curve shows it.",
+           "A fix can at most remove the part it shrinks: how big is that part here?"],
+    why={"b": "Only the activations depend on the batch: here they are 10%, so halving them saves about 5%.",
+         "c": "Accumulation shrinks the activations, which are 10% here; weights, grads and Adam state stay.",
+         "d": "Weights, gradients and Adam's state are tensors in use: `empty_cache()` frees none of them."},
     explanation="Batch fixes only touch the 10%: at best they save a tenth. Weights, gradients and optimizer state "
-                "do not depend on the batch at all; the seed's 'reduce the batch first' is the right reflex only when "
-                "activations dominate. Measure before you fix.",
+                "do not depend on the batch at all; article A's 'reduce the batch first' is the right reflex only "
+                "when activations dominate. Measure before you fix.",
 )
 
 empty_cache = chapter.quiz(
     "empty_cache",
     title="What does torch.cuda.empty_cache() give you?",
-    question="After an out-of-memory error you call torch.cuda.empty_cache(). What does it do?",
-    options={"a": "It frees the tensors your program still references, so the next batch fits",
-             "b": "It returns cached blocks that no tensor uses to the driver: memory_reserved drops, "
-                  "memory_allocated does not, and PyTorch gets no more memory to work with",
-             "c": "It halves the memory of the activations",
-             "d": "It clears the gradients, like zero_grad()"},
-    digest="bd04cde954dd5e90",
-    explanation="PyTorch's caching allocator would have reused those blocks anyway. empty_cache helps other "
+    question="After an out-of-memory error you call `torch.cuda.empty_cache()`. What does it do?",
+    options={"a": "It frees the tensors your program still references, so the next batch fits where they were",
+             "b": "It defragments the cache: it moves live tensors together so that one big free block appears",
+             "c": "It hands cached blocks no tensor uses back to the driver; your own program gains no room",
+             "d": "It clears the gradients like `zero_grad()`, and with them the activations saved for backward"},
+    digest="abde798612087fe9",
+    hints=["Section 3.4's table: which number changed after `empty_cache()`, allocated or reserved?",
+           "Section 2 quotes what the allocator does before it raises an out-of-memory error. What is left "
+           "for `empty_cache()` to do afterwards?"],
+    why={"a": "A tensor that is still referenced stays where it is: nothing in use is freed.",
+         "b": "PyTorch never moves a live tensor. Fragmentation has another answer (section 2's message).",
+         "d": "It touches no tensor: `.grad` and the saved activations are tensors in use."},
+    explanation="PyTorch's caching allocator would have reused those blocks anyway, and before raising an "
+                "out-of-memory error it already returned every cached block it could. empty_cache helps other "
                 "processes on the same GPU (and makes nvidia-smi's number drop); it treats a symptom, not the cause.",
+)
+
+oom_message = chapter.quiz(
+    "oom_message",
+    title="Read the message before you fix",
+    question="A training run on an 80 GB GPU stops with: `CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 "
+             "has a total capacity of 79.19 GiB of which 301.00 MiB is free. Including non-PyTorch memory, this "
+             "process has 78.88 GiB memory in use. Of the allocated memory 61.02 GiB is allocated by PyTorch, and "
+             "17.35 GiB is reserved by PyTorch but unallocated.` What do you try first?",
+    options={"a": "Call `torch.cuda.empty_cache()` just before the failing line, so the cached 17 GiB is usable",
+             "b": "Halve the batch size: the message says your tensors fill almost the whole card already",
+             "c": "`set_per_process_memory_fraction(1.0)`: the process is capped, as only 301 MiB is free",
+             "d": "Restart with `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`: the cache is in pieces"},
+    digest="4ce538a3fda6a083",
+    hints=["Compare two numbers of the message: what was asked for, and what PyTorch holds reserved but unused.",
+           "17 GiB reserved and unused, yet 512 MiB could not be found: why can a request fail when there is "
+           "more than enough reserved room?"],
+    why={"a": "Before raising, the allocator already returned every cached block it could and tried again.",
+         "b": "It may help, but the message says PyTorch's tensors hold 61 of 79 GiB and 17 GiB sits unused: "
+              "look at that first.",
+         "c": "A cap would print 'allowed' in the message; free is small because this process reserved the card."},
+    explanation="17.35 GiB reserved but unallocated is 35 times the 512 MiB asked for: the room exists, in pieces "
+                "that do not fit. Expandable segments let the allocator grow one segment instead of cutting many.",
+)
+
+accumulation_conditions = chapter.quiz(
+    "accumulation_conditions",
+    title="When is accumulation exactly the big batch?",
+    question="You replace one step on a batch of 1024 by 4 micro-batches of 256, each loss divided by 4, one "
+             "`optimizer.step()`. For which model is the result NOT the big-batch step (up to rounding)?",
+    options={"a": "An MLP trained with Adam instead of SGD, whose moving averages are updated once per step",
+             "b": "A CNN with `BatchNorm2d` layers in training mode, whose statistics come from each batch",
+             "c": "A model trained with `CrossEntropyLoss()` and its default `reduction='mean'` over the batch",
+             "d": "A model whose optimizer applies weight decay to every weight at each `optimizer.step()`"},
+    digest="7107acf9702c98c3",
+    hints=["Accumulation reproduces the big batch's GRADIENT. What in the model depends on which samples share "
+           "a forward pass?"],
+    why={"a": "The optimizer sees only the summed gradient at its one step: Adam's update is the big batch's.",
+         "c": "A mean loss divided by the number of micro-batches is exactly what makes the sum right.",
+         "d": "Weight decay acts at the step, once per group, as it does once per big batch."},
+    explanation="BatchNorm normalizes with the statistics of the samples in one forward pass: 256 at a time is "
+                "not 1024 at a time (and its running averages are updated 4 times). Equal micro-batches, a mean "
+                "loss and no batch-dependent layers: then accumulation is exact.",
 )
 
 adam_bytes = chapter.quiz(
     "adam_bytes",
     title="How big is Adam's state?",
     kind="numeric",
-    question="nn.Linear(1000, 1000) in float32 (weight and bias) is trained with Adam. After the first step, how "
-             "many bytes do Adam's two running averages (exp_avg and exp_avg_sq, for both parameters) hold "
+    question="`nn.Linear(1000, 1000)` in float32 (weight and bias) is trained with Adam. After the first step, how "
+             "many bytes do Adam's two running averages (`exp_avg` and `exp_avg_sq`, for both parameters) hold "
              "together? Check yourself with your model_state_bytes (the small step counters add a few bytes).",
     digest="439e8f5ed26f8df8",
+    hints=["Count the parameters first: a 1000 x 1000 weight plus a bias of 1000.",
+           "Each running average holds one float32 (4 bytes) per parameter, and Adam keeps two of them."],
     explanation="1000 x 1000 + 1000 = 1,001,000 parameters; two float32 copies of each: 2 x 4 x 1,001,000 bytes. "
                 "Weights + grads + Adam = 4 copies of the model before a single activation.",
 )

@@ -1,8 +1,13 @@
 """Taught errors as executed assertions: the cell must raise this, with this text (chapters 01-07)."""
 import re
 from contextlib import contextmanager
+from types import SimpleNamespace
 
 ANSI_CODES = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class ExpectationFailed(AssertionError):
+    """A taught error did not happen as the cell says (the error explainer never explains this one)."""
 
 
 @contextmanager
@@ -11,20 +16,23 @@ def expect_error(types, *fragments: str):
 
     The error is printed for the learner to read and then swallowed, so the notebook goes
     on. If nothing is raised, or the text changed, the cell fails loudly (and so does CI).
+    ``with expect_error(...) as caught:`` keeps the error in ``caught.error`` (chapter 06).
     """
+    caught = SimpleNamespace(error=None)
     try:
-        yield
+        yield caught
     except types as err:
+        caught.error = err
         message = ANSI_CODES.sub("", str(err))  # torch bolds some warnings with terminal codes
         missing = [f for f in fragments if f.lower() not in message.lower()]
         if missing:
-            raise AssertionError(f"PyTorch raised {type(err).__name__}, but its message no longer "
-                                 f"mentions {missing}: {message}") from err
+            raise ExpectationFailed(f"PyTorch raised {type(err).__name__}, but its message no longer "
+                                    f"mentions {missing}: {message}") from err
         first_lines = "\n".join(message.splitlines()[:4])
         print(f"PyTorch raised, as expected:\n{type(err).__name__}: {first_lines}")
     else:
         names = types.__name__ if isinstance(types, type) else " or ".join(t.__name__ for t in types)
-        raise AssertionError(f"expected this cell to raise {names}, but it ran without an error")
+        raise ExpectationFailed(f"expected this cell to raise {names}, but it ran without an error")
 
 
 @contextmanager
@@ -43,4 +51,4 @@ def expect_warning(category, *fragments: str):
             print(f"PyTorch warned, as expected:\n{w.category.__name__}: {text.splitlines()[0]}")
             return
     seen = "; ".join(f"{w.category.__name__}: {w.message}" for w in caught) or "no warning at all"
-    raise AssertionError(f"expected a {category.__name__} mentioning {list(fragments)}, got {seen}")
+    raise ExpectationFailed(f"expected a {category.__name__} mentioning {list(fragments)}, got {seen}")

@@ -166,21 +166,47 @@ def cuda_peak(fn, device=None) -> dict:
             "after": torch.cuda.memory_allocated(device)}
 
 
+def cuda_index(device=None) -> int:
+    """The index of a CUDA device: 'cuda' and torch.device('cuda') mean the current one (chapter 06).
+
+    Some CUDA calls, torch.cuda.set_per_process_memory_fraction among them, refuse a device
+    without an index (ValueError: Expected a torch.device with a specified index...).
+    """
+    if isinstance(device, int):
+        return device
+    device = torch.device("cuda" if device is None else device)
+    if device.type != "cuda":
+        raise ValueError(f"expected a CUDA device, got {device}")
+    return torch.cuda.current_device() if device.index is None else device.index
+
+
+def memory_fraction(index: int) -> float:
+    """The per-process memory fraction set now on CUDA device `index` (chapter 06).
+
+    torch.cuda.get_per_process_memory_fraction reads it (torch 2.9 and later, at least);
+    an older torch has no getter, and we assume the default, 1.0 (no cap).
+    """
+    getter = getattr(torch.cuda, "get_per_process_memory_fraction", None)
+    return 1.0 if getter is None else float(getter(index))
+
+
 @contextmanager
 def small_gpu(limit_bytes: int, device=None):
     """Make this process's CUDA GPU behave like one with `limit_bytes` (chapter 06), then undo it.
 
     torch.cuda.set_per_process_memory_fraction caps what the caching allocator may use; a
-    bigger request raises the genuine torch.OutOfMemoryError. On exit the cap is lifted and
-    the cached blocks are returned, so the notebook goes on.
+    bigger request raises the genuine torch.OutOfMemoryError. On exit the fraction that was
+    set before (the learner's own, or 1.0) is put back and the cached blocks are returned,
+    so the notebook goes on.
     """
-    device = torch.device(device or "cuda")
-    total = torch.cuda.get_device_properties(device).total_memory
-    torch.cuda.set_per_process_memory_fraction(min(1.0, limit_bytes / total), device)
+    index = cuda_index(device)
+    total = torch.cuda.get_device_properties(index).total_memory
+    before = memory_fraction(index)
+    torch.cuda.set_per_process_memory_fraction(min(1.0, limit_bytes / total), index)
     try:
         yield
     finally:
-        torch.cuda.set_per_process_memory_fraction(1.0, device)
+        torch.cuda.set_per_process_memory_fraction(before, index)
         gc.collect()
         torch.cuda.empty_cache()
 

@@ -1,11 +1,19 @@
 """Chapter 06: right answers written differently pass, and every measured claim of the notebook holds."""
+import re
+
+import nbformat
 import pytest
 import torch
 from torch import nn
 
+from conftest import ROOT
+
 from course_lib import ch06_out_of_memory as ch
 from course_lib import data, memory
 from course_lib.exercises import CORRECT
+
+
+NOTEBOOK = ROOT / "notebooks" / "06_out_of_memory.ipynb"
 
 
 def check(exercise, candidate):
@@ -29,9 +37,11 @@ def state_bytes_from_state_dict(model, optimizer):
 
 def accumulate_with_enumerate(model, loader, optimizer, criterion, device, accum_steps):
     model.train()
+    n_full = len(loader) // accum_steps * accum_steps  # micro-batches in full groups; the rest is the last group
     for i, (x, y) in enumerate(loader):
         x, y = x.to(device), y.to(device)
-        (criterion(model(x), y) / accum_steps).backward()
+        group = accum_steps if i < n_full else len(loader) - n_full
+        (criterion(model(x), y) * (1 / group)).backward()
         if (i + 1) % accum_steps == 0 or i + 1 == len(loader):
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
@@ -65,7 +75,18 @@ def test_accumulation_equals_big_batch_for_the_reference():
     loader = ch._acc_loader(6, 8)
     model, trace = ch._run_acc(ch.train_with_accumulation.key().solution, loader, 3)
     assert ch._weights_equal(model, ch.reference_big_batch(loader, 3))
-    assert not ch._weights_equal(model, ch.reference_big_batch(loader, 3, factor=3))
+    assert not ch._weights_equal(model, ch.reference_big_batch(loader, 3, divide_by=lambda g: 1))
+
+
+def test_an_unweighted_last_group_is_not_the_big_batch_step():
+    """7 micro-batches, accum_steps 3: the last group has 1 micro-batch; dividing it by 3 makes its step 3x too small."""
+    loader = ch._acc_loader(7, 8)
+    right = ch.reference_big_batch(loader, 3)
+    unweighted = ch.reference_big_batch(loader, 3, divide_by=lambda g: 3)
+    assert not ch._weights_equal(right, unweighted)
+    full_groups_only = ch._acc_loader(6, 8)  # no leftover: both divisions agree
+    assert ch._weights_equal(ch.reference_big_batch(full_groups_only, 3),
+                             ch.reference_big_batch(full_groups_only, 3, divide_by=lambda g: 3))
 
 
 # ---------------------------------------------------------------- the notebook's measured claims
@@ -128,3 +149,90 @@ def test_gpu_oom_demo_raises_the_real_error():
     with pytest.raises(torch.OutOfMemoryError):
         ch.gpu_oom_demo("cuda", limit_bytes=2**30)
     assert torch.cuda.memory_allocated() < 2**30
+
+
+# ---------------------------------------------------------------- reading a CUDA out-of-memory message
+def test_the_example_message_is_read_part_by_part():
+    parts = ch.oom_parts(ch.OOM_EXAMPLE)
+    assert parts["Tried to allocate"] == "2.00 GiB" and parts["total capacity"] == "23.57 GiB"
+    assert parts["reserved by PyTorch but unallocated"] == "5.87 GiB" and parts["allowed"] is None
+    assert "expandable_segments:True" in ch.OOM_EXAMPLE
+    table = ch.read_oom_message(ch.OOM_EXAMPLE).data
+    assert "fragmentation" in table and "(not in this message)" in table
+
+
+def test_the_diagnosis_follows_the_messages_own_numbers():
+    fragmented = ch.oom_diagnosis(ch.OOM_EXAMPLE)
+    assert fragmented.startswith("Fragmentation") and "expandable_segments:True" in fragmented
+    assert "empty_cache() cannot help" in fragmented
+    capped = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which "
+              "138.21 GiB is free. Including non-PyTorch memory, this process has 1.12 GiB memory in use. 1.00 GiB "
+              "allowed; Of the allocated memory 100.25 MiB is allocated by PyTorch, and 21.75 MiB is reserved by "
+              "PyTorch but unallocated. If reserved but unallocated memory is large try setting ...")
+    full = ch.oom_diagnosis(capped)
+    assert full.startswith("Not fragmentation") and "of the 1.00 GiB allowed" in full
+    assert "not the CUDA allocator's" in ch.oom_diagnosis("mat1 and mat2 shapes cannot be multiplied")
+    assert ch.size_in_bytes("1.50 KiB") == 1536 and ch.size_in_bytes("512 bytes") == 512
+
+
+def test_expect_error_keeps_the_error_for_reading():
+    from course_lib.errors import expect_error
+    with expect_error(memory.OutOfMemoryError, "out of memory") as caught:
+        raise memory.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB.")
+    assert "Tried to allocate" in str(caught.error)
+
+
+# ---------------------------------------------------------------- AMP, frozen layers
+def test_the_amp_verdict_reports_what_was_measured(digits):
+    small = ch.amp_verdict(ch.amp_compare("cpu", digits, batch_size=64), 64)
+    large = ch.amp_verdict(ch.amp_compare("cpu", digits, batch_size=1024), 1024)
+    assert "COST" in small.split(" on the activations")[0]   # autocast's bf16 weight copies outweigh
+    assert "saved" in large.split(" on the activations")[0]
+    assert ch._change(0.62) == "saved 38%" and ch._change(1.45) == "COST 45% more"
+
+
+def test_freezing_drops_gradients_optimizer_state_and_activations(digits):
+    full, frozen = ch.freeze_compare("cpu", digits, batch_size=64).values()
+    assert frozen["weights"] == full["weights"]
+    for k in ("grads", "optimizer_state", "activations"):
+        assert frozen[k] < full[k] / 2, k
+    assert "ratio" in ch.side_by_side({"a": full, "b": frozen}).data
+
+
+# ---------------------------------------------------------------- GPU-only cells follow the course device
+GPU_CELL_MARKS = ("gpu_only(", 'device.type == "cuda"')
+
+
+def gpu_cells():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    return code[0], [s for s in code if any(mark in s for mark in GPU_CELL_MARKS)]
+
+
+def test_every_gpu_only_cell_names_its_recorded_figure():
+    from course_lib.device import FIGURE_KEYS
+    _, cells = gpu_cells()
+    keys = {re.search(r'figure="([^"]+)"', s).group(1) for s in cells if "gpu_only(" in s}
+    assert keys == {"ch06.estimate_vs_peak", "ch06.real_oom", "ch06.empty_cache", "ch06.amp_memory"}
+    assert keys <= set(FIGURE_KEYS)
+    assert all('"cuda"' not in s.replace('device.type == "cuda"', "") for s in cells), "use `device`"
+
+
+def test_gpu_cells_skip_when_the_course_device_is_the_cpu_on_a_cuda_machine(monkeypatch, capsys):
+    """COURSE_DEVICE=cpu on a (simulated) CUDA machine: every GPU cell skips, none touches CUDA."""
+    class Properties:
+        name, total_memory, major, minor, multi_processor_count = "simulated GPU", 80 * 2**30, 9, 0, 132
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: Properties())
+    monkeypatch.setenv("COURSE_DEVICE", "cpu")
+    setup, cells = gpu_cells()
+    namespace = {"display": lambda *a: None}
+    exec(setup, namespace)
+    assert namespace["device"] == torch.device("cpu")
+    for source in cells:
+        exec(source, namespace)
+    out = capsys.readouterr().out
+    assert out.count("[GPU only] skipped") == 4 and "COURSE_DEVICE=cpu" in out
+    assert "EXAMPLE" in out

@@ -137,3 +137,49 @@ def test_small_gpu_gives_a_real_oom_and_lifts_the_cap():
     x = torch.empty(2**29, dtype=torch.uint8, device="cuda")
     assert memory.cuda_memory()["allocated"] >= 2**29
     del x
+
+
+# ---------------------------------------------------------------- small_gpu on a simulated CUDA machine
+class _Properties:
+    total_memory = 80 * 2**30
+    name = "simulated GPU"
+
+
+@pytest.fixture
+def simulated_cuda(monkeypatch):
+    """A CPU-only torch made to look like one CUDA GPU. Only the lowest layer is faked: torch's own
+    argument checks (torch.cuda._utils._get_device_index) run. Returns the recorded allocator calls."""
+    calls, fraction = [], {0: 0.25}  # the learner had capped this process at 25% earlier
+
+    def set_fraction(value, index):
+        calls.append(("set", value, index))
+        fraction[index] = value
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: _Properties())
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append(("empty_cache",)))
+    monkeypatch.setattr(torch.cuda.memory, "_lazy_init", lambda: None)
+    monkeypatch.setattr(torch._C, "_cuda_setMemoryFraction", set_fraction, raising=False)
+    monkeypatch.setattr(torch._C, "_cuda_getMemoryFraction", lambda index: fraction[index], raising=False)
+    return calls
+
+
+@pytest.mark.parametrize("device", [None, "cuda", torch.device("cuda"), torch.device("cuda:0"), 0])
+def test_small_gpu_passes_an_index_and_puts_the_learners_fraction_back(simulated_cuda, device):
+    with memory.small_gpu(2**30, device):
+        assert simulated_cuda == [("set", 2**30 / _Properties.total_memory, 0)]
+    assert simulated_cuda[1:] == [("set", 0.25, 0), ("empty_cache",)]
+
+
+def test_small_gpu_undoes_the_cap_when_the_block_raises(simulated_cuda):
+    with pytest.raises(memory.OutOfMemoryError):
+        with memory.small_gpu(2**30, torch.device("cuda")):
+            raise memory.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB.")
+    assert simulated_cuda[-2:] == [("set", 0.25, 0), ("empty_cache",)]
+
+
+def test_cuda_index_refuses_other_devices():
+    with pytest.raises(ValueError, match="expected a CUDA device"):
+        memory.cuda_index("cpu")

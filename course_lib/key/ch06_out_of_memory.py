@@ -1,8 +1,8 @@
 """Answer key for chapter 06 (teacher's copy only)."""
 import torch
 
-from course_lib.ch06_out_of_memory import (_accumulate_on_rig, _check_equals_big_batch, _check_largest,
-                                           _check_real_budget, _check_state, _check_step_pattern)
+from course_lib.ch06_out_of_memory import (accumulate_on_rig, check_equals_big_batch, check_largest,
+                                           check_real_budget, check_state, check_step_pattern)
 from course_lib.probes import check_moves_data
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
@@ -20,19 +20,16 @@ def model_state_bytes(model, optimizer):
 def train_with_accumulation(model, loader, optimizer, criterion, device, accum_steps):
     model.train()
     optimizer.zero_grad()
-    pending = 0
-    for x, y in loader:
+    n = len(loader)
+    for i, (x, y) in enumerate(loader):
         x, y = x.to(device), y.to(device)
-        loss = criterion(model(x), y) / accum_steps
+        start = i - i % accum_steps                 # the first micro-batch of i's group
+        group = min(accum_steps, n - start)         # its real size: shorter for a last, partial group
+        loss = criterion(model(x), y) / group
         loss.backward()
-        pending += 1
-        if pending == accum_steps:
+        if i + 1 == start + group:
             optimizer.step()
             optimizer.zero_grad()
-            pending = 0
-    if pending:
-        optimizer.step()
-        optimizer.zero_grad()
 
 
 def largest_batch(try_batch, limit):
@@ -69,19 +66,24 @@ def state_bytes_variant(*, unit="bytes", optimizer="measured", grads="measured")
     return candidate
 
 
-def accumulation_variant(*, scale=True, zero_every_micro=False, step_every_micro=False, last_group=True,
+def accumulation_variant(*, divide="group", zero_every_micro=False, step_every_micro=False, last_group=True,
                          zero_grad=True):
-    """train_with_accumulation with one mistake switched on (defaults are right)."""
+    """train_with_accumulation with one mistake switched on (defaults are right).
+
+    divide: "group" (the real size of the micro-batch's group), "accum_steps" (the last, shorter group
+    too) or "nothing".
+    """
     def candidate(model, loader, optimizer, criterion, device, accum_steps):
         model.train()
         optimizer.zero_grad()
-        pending = 0
-        for x, y in loader:
+        n, pending = len(loader), 0
+        for i, (x, y) in enumerate(loader):
             x, y = x.to(device), y.to(device)
             if zero_every_micro:
                 optimizer.zero_grad()
-            loss = criterion(model(x), y)
-            (loss / accum_steps if scale else loss).backward()
+            start = i - i % accum_steps
+            group = {"group": min(accum_steps, n - start), "accum_steps": accum_steps, "nothing": 1}[divide]
+            (criterion(model(x), y) / group).backward()
             pending += 1
             if step_every_micro or pending == accum_steps:
                 optimizer.step()
@@ -94,14 +96,15 @@ def accumulation_variant(*, scale=True, zero_every_micro=False, step_every_micro
     return candidate
 
 
-def largest_variant(*, catch="oom", result="last_fit", limit=True, none_if_nothing=False):
+def largest_variant(*, catch="oom", result="last_fit", limit="inclusive", none_if_nothing=False):
     """largest_batch with one mistake switched on (defaults are right)."""
     def candidate(try_batch, limit_):
-        from course_lib.memory import OUT_OF_MEMORY, MemoryBudgetExceeded
+        from course_lib.memory import OUT_OF_MEMORY, MemoryBudgetExceeded, OutOfMemoryError
         errors = {"oom": OUT_OF_MEMORY, "all": Exception, "runtime": RuntimeError,
-                  "budget_only": MemoryBudgetExceeded}[catch]
+                  "budget_only": MemoryBudgetExceeded, "cuda_only": OutOfMemoryError}[catch]
+        below = {"inclusive": lambda n: n <= limit_, "strict": lambda n: n < limit_, "ignored": lambda n: True}[limit]
         best, n = (None if none_if_nothing else 0), 1
-        while not limit or n <= limit_:
+        while below(n):
             try:
                 try_batch(n)
             except errors:
@@ -116,8 +119,8 @@ KEY = {
     "model_state_bytes": AnswerKey(
         solution=model_state_bytes,
         hidden_tests=[
-            Test("SGD with momentum", _check_state("sgd_momentum"), hidden=True),
-            Test("plain SGD keeps no state", _check_state("sgd"), hidden=True),
+            Test("SGD with momentum", check_state("sgd_momentum"), hidden=True),
+            Test("plain SGD keeps no state", check_state("sgd"), hidden=True),
         ],
         wrong_answers=[
             WrongAnswer("counts elements, not bytes", state_bytes_variant(unit="elements"), "elements, not bytes"),
@@ -134,20 +137,24 @@ KEY = {
     "train_with_accumulation": AnswerKey(
         solution=train_with_accumulation,
         hidden_tests=[
-            Test("same weights as big-batch training, accum_steps=3", _check_equals_big_batch(9, 3), hidden=True),
-            Test("accum_steps=1 is ordinary training", _check_equals_big_batch(4, 1), hidden=True),
-            Test("a shorter last group, accum_steps=2", _check_step_pattern(5, 2), hidden=True),
+            Test("same weights as big-batch training, accum_steps=3", check_equals_big_batch(9, 3), hidden=True),
+            Test("accum_steps=1 is ordinary training", check_equals_big_batch(4, 1), hidden=True),
+            Test("a shorter last group, accum_steps=2", check_step_pattern(5, 2), hidden=True),
+            Test("a last group of two micro-batches weighted by its real size", check_equals_big_batch(10, 4),
+                 hidden=True),
             Test("works when `device` is given as a string",
-                 check_moves_data(_accumulate_on_rig, as_string=True, where=" (device given as a string)"),
+                 check_moves_data(accumulate_on_rig, as_string=True, where=" (device given as a string)"),
                  hidden=True),
         ],
         wrong_answers=[
-            WrongAnswer("forgets to divide the loss by accum_steps", accumulation_variant(scale=False),
-                        "accum_steps times too big"),
-            WrongAnswer("zero_grad before every micro-batch", accumulation_variant(zero_every_micro=True),
-                        "cleared inside a group"),
+            WrongAnswer("divides the last, shorter group by accum_steps (unweighted leftover)",
+                        accumulation_variant(divide="accum_steps"), "the last, shorter group does not"),
+            WrongAnswer("forgets to divide the loss", accumulation_variant(divide="nothing"),
+                        "SUM of its micro-batch gradients"),
             WrongAnswer("steps after every micro-batch", accumulation_variant(step_every_micro=True),
                         "after every micro-batch"),
+            WrongAnswer("zero_grad before every micro-batch", accumulation_variant(zero_every_micro=True),
+                        "cleared inside a group"),
             WrongAnswer("drops the last, shorter group", accumulation_variant(last_group=False),
                         "never got its step"),
             WrongAnswer("never clears the gradients after a step", accumulation_variant(zero_grad=False),
@@ -157,23 +164,29 @@ KEY = {
     "largest_batch": AnswerKey(
         solution=largest_batch,
         hidden_tests=[
-            Test("on the course's memory budget with a real model", _check_real_budget, hidden=True),
-            Test("another card: fits 300 of at most 4096", _check_largest(300, 4096), hidden=True),
-            Test("a limit that is a power of two", _check_largest(10**6, 64, what=" (limit 64)"), hidden=True),
+            Test("on the course's memory budget with a real model", check_real_budget, hidden=True),
+            Test("another card: fits 300 of at most 4096", check_largest(300, 4096), hidden=True),
+            Test("a limit that is a power of two", check_largest(10**6, 64, what=" (limit 64)"), hidden=True),
         ],
         wrong_answers=[
+            WrongAnswer("returns the first size that failed", largest_variant(result="first_fail"),
+                        "first size that did NOT fit"),
             WrongAnswer("except Exception: hides a shape bug", largest_variant(catch="all"), "was swallowed"),
             WrongAnswer("except RuntimeError: hides a shape bug", largest_variant(catch="runtime"), "was swallowed"),
             WrongAnswer("catches only the course's budget error", largest_variant(catch="budget_only"),
-                        "OutOfMemoryError"),
-            WrongAnswer("returns the first size that failed", largest_variant(result="first_fail"),
-                        "first size that did NOT fit"),
-            WrongAnswer("ignores the limit", largest_variant(limit=False), "above the limit"),
+                        "let OutOfMemoryError escape"),
+            WrongAnswer("catches only torch.OutOfMemoryError", largest_variant(catch="cuda_only"),
+                        "let MemoryBudgetExceeded escape"),
+            WrongAnswer("stops below the limit (n < limit)", largest_variant(limit="strict"),
+                        "never tried the limit itself"),
+            WrongAnswer("ignores the limit", largest_variant(limit="ignored"), "above the limit"),
             WrongAnswer("returns None when nothing fits", largest_variant(none_if_nothing=True), "return 0"),
         ],
     ),
     "seed_question": AnswerKey(answer=["a", "b", "c", "e"]),
-    "state_dominates": AnswerKey(answer="d"),
-    "empty_cache": AnswerKey(answer="b"),
+    "state_dominates": AnswerKey(answer="a"),
+    "empty_cache": AnswerKey(answer="c"),
+    "oom_message": AnswerKey(answer="d"),
+    "accumulation_conditions": AnswerKey(answer="b"),
     "adam_bytes": AnswerKey(answer=8008000),
 }
