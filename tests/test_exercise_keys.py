@@ -8,6 +8,7 @@ import json
 import pytest
 
 from course_lib.exercises import CORRECT, INCORRECT, NOT_ATTEMPTED, CheckResult, all_exercises, answer_digest
+from course_lib.exercises.results import HIDDEN_NOTE, TestOutcome
 from notebook_cells import stub_answer, stub_function
 
 EXERCISES = all_exercises()
@@ -51,29 +52,76 @@ def test_has_at_least_two_realistic_wrong_answers(exercise):
 WRONG = [(e, w) for e in FUNCTIONS for w in (e.key().wrong_answers if e.key() else [])]
 
 
+def failed_feedback(result) -> str:
+    """What the learner reads about the tests that failed: their names and feedback lines."""
+    return "\n".join(line for t in result.tests if not t.passed
+                     for line in [f"{t.name}: FAILED", *t.public_lines()])
+
+
+def boilerplate(exercise) -> str:
+    """The engine's own words, the same for every wrong answer: a feedback_contains found in them
+    says nothing about this wrong answer."""
+    generic = CheckResult(exercise.id, exercise.title, INCORRECT, 0, exercise.points,
+                          "Some tests failed: read the feedback below.", [
+                              TestOutcome("t", False, message="Your function did not finish within 10 s "
+                                                              "(an endless loop?).", expected=" ", got=" ",
+                                          hint=" "),
+                              TestOutcome("h", False, hidden=True)])
+    return f"{generic.text()}\nYour code raised Error: line in\nNot quite. {exercise.name} {exercise.title}"
+
+
 @pytest.mark.parametrize("exercise,wrong", WRONG, ids=[f"{e.id}-{w.label}" for e, w in WRONG])
-def test_wrong_answer_is_incorrect_with_feedback(exercise, wrong):
-    result = exercise.check(wrong.function, include_hidden=True)
-    assert result.status == INCORRECT, result.text()
-    assert result.points < exercise.points
-    failed = [t for t in result.tests if not t.passed]
+def test_wrong_answer_is_incorrect_for_the_learner_and_the_grader(exercise, wrong):
+    """The learner's own check (key installed: visible and hidden tests) never calls a known-wrong
+    answer Correct, and its feedback names what went wrong (feedback_contains)."""
+    learner = exercise.check(wrong.function, record=False)  # with the key installed: visible + hidden tests
+    assert len(learner.tests) == len(exercise.tests) + len(exercise.key().hidden_tests)  # = the grader's check
+    assert learner.status == INCORRECT, f"the learner's check calls a wrong answer right:\n{learner.text()}"
+    assert learner.points < exercise.points
+    failed = [t for t in learner.tests if not t.passed]
     assert failed and all(t.public_lines() for t in failed), "every failed test must say something"
-    assert wrong.feedback_contains.lower() in result.text().lower(), result.text()
+    assert wrong.feedback_contains.lower() in failed_feedback(learner).lower(), \
+        f"{exercise.id} / {wrong.label!r}: the feedback of the failed tests does not contain " \
+        f"{wrong.feedback_contains!r}:\n{learner.text()}"
+
+
+@pytest.mark.parametrize("exercise,wrong", WRONG, ids=[f"{e.id}-{w.label}" for e, w in WRONG])
+def test_feedback_contains_is_specific(exercise, wrong):
+    """An empty or generic feedback_contains ("Incorrect", "Hint", "expected") proves nothing."""
+    needle = " ".join(wrong.feedback_contains.split())
+    assert len(needle.strip(" .:,;!?'\"`()")) >= 4, \
+        f"{exercise.chapter.key_module}: {exercise.name} wrong answer {wrong.label!r} has feedback_contains=" \
+        f"{wrong.feedback_contains!r}; give the words of the feedback this wrong answer must get"
+    assert needle.lower() not in boilerplate(exercise).lower(), \
+        f"{exercise.chapter.key_module}: {exercise.name} wrong answer {wrong.label!r}: feedback_contains=" \
+        f"{wrong.feedback_contains!r} is in every verdict; name this failure's own feedback"
+
+
+def _fails_a_hidden_test(exercise, wrong) -> bool:
+    result = exercise.check(wrong.function, include_hidden=True, record=False)
+    return any(o.hidden and not o.passed for o in result.tests)
 
 
 @pytest.mark.parametrize("exercise", FUNCTIONS, ids=ids)
 def test_hidden_tests_do_not_leak_values(exercise):
-    wrong = exercise.key().wrong_answers[0]
-    result = exercise.check(wrong.function, include_hidden=True)
-    hidden = [o for o in result.tests if o.hidden]
-    assert len(hidden) == len(exercise.key().hidden_tests)
-    failed = [o for o in hidden if not o.passed]
-    only_hidden = CheckResult(result.exercise_id, result.title, result.status, 0, 1, "", failed)
-    shown = only_hidden.text() + only_hidden._repr_html_() + json.dumps(only_hidden.as_dict())
-    for outcome in failed:
-        assert outcome.public_lines() == ["(a hidden test: its inputs and values are not shown)"]
-        for secret in (outcome.message, outcome.expected, outcome.got, outcome.hint):
-            assert not secret or secret not in shown
+    """Take a wrong answer that fails a hidden test: the learner sees that test's name and a note,
+    never its message, values or hint."""
+    candidates = [w for w in exercise.key().wrong_answers if _fails_a_hidden_test(exercise, w)]
+    assert candidates, f"{exercise.id}: no wrong answer in the key fails a hidden test, so nothing shows " \
+                       f"that hidden values stay hidden; add one"
+    for result in [exercise.check(candidates[0].function, record=False)]:  # the learner's check, key installed
+        hidden = [o for o in result.tests if o.hidden]
+        assert len(hidden) == len(exercise.key().hidden_tests)
+        failed = [o for o in hidden if not o.passed]
+        assert failed
+        shown = result.text() + result._repr_html_() + json.dumps(result.as_dict())
+        visible_text = " ".join(line for o in result.tests if not o.hidden for line in o.public_lines())
+        for outcome in failed:
+            assert outcome.public_lines() == [HIDDEN_NOTE]
+            assert outcome.name in result.text()  # what failed is named, its values are not
+            for secret in (outcome.message, outcome.expected, outcome.got, outcome.hint):
+                assert not secret or secret in visible_text or secret not in shown, \
+                    f"{exercise.id}: hidden test {outcome.name!r} leaks {secret!r}"
 
 
 @pytest.mark.parametrize("exercise", QUIZZES, ids=ids)
@@ -97,5 +145,9 @@ def test_quiz_wrong_answers_are_incorrect(exercise):
         wrong = ["".join(c) for n in sizes for c in itertools.combinations(letters, n) if "".join(c) != right]
     assert len(wrong) >= 2
     for answer in wrong:
-        result = exercise.check(answer)
+        result = exercise.check(answer, record=False)
         assert result.status == INCORRECT and result.points == 0, (answer, result.text())
+        if exercise.kind == "error":  # a wrong answer must not learn what the code raised
+            assert "raised" not in result.summary and exercise.observed_error() not in result.summary, \
+                (answer, result.summary)
+    exercise._hints_shown = 0  # wrong answers revealed hints; leave the quiz as a learner finds it
