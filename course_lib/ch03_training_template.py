@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 
 import torch
+import torch._dynamo  # noqa: F401 (the first optimizer imports it: seconds, kept out of timed checks)
 from torch import nn
 
 from . import data, training
@@ -17,7 +18,6 @@ from .probes import Rig, as_number, check_every_batch, check_moves_data, make_ri
 from .seed import seed_everything
 
 chapter = Chapter(__name__, title="The training template")
-
 
 
 def _close(a: float, b: float) -> bool:
@@ -42,7 +42,8 @@ def _averaging_fail(what: str, got: float, values: list, sizes: list, where: str
             return Fail(f"The {what} you returned is {problem}{where}.", expected=f"{want:.6f}",
                         got=f"{got:.6f}", hint=hint)
     return Fail(f"The {what} is not the mean over all samples{where}.", expected=f"{want:.6f}", got=f"{got:.6f}",
-                hint="total += loss.item() * x.size(0); count += x.size(0); return total / count")
+                hint="Keep two running numbers over the batches, the sum of (batch value x batch size) and "
+                     "the number of samples; divide once, after the loop.")
 
 
 def _loss_values(rig: Rig, where: str):
@@ -53,7 +54,8 @@ def _loss_values(rig: Rig, where: str):
 
 
 # ---------------------------------------------------------------- exercise: train_one_epoch
-def _train(rig, candidate):
+def run_train(rig, candidate):
+    """Run a learner's train_one_epoch on a probe rig (chapter 03's checks)."""
     return rig.train(candidate)
 
 
@@ -108,7 +110,8 @@ def _check_returns_float(candidate):
                    got=type(result).__name__)
 
 
-def _check_mean_loss(n, batch_size, where):
+def check_mean_loss(n, batch_size, where):
+    """A check: train_one_epoch returns the mean loss over n samples in batches of batch_size."""
     def run(candidate):
         rig = make_rig(n=n, batch_size=batch_size)
         got = as_number(rig.train(candidate))
@@ -120,7 +123,8 @@ def _check_mean_loss(n, batch_size, where):
     return run
 
 
-def _check_matches_reference(candidate):
+def check_matches_reference(candidate):
+    """A check: one epoch from the same start leaves the same weights as the reference loop."""
     ours, theirs = make_rig(), make_rig()
     ours.train(lambda *args: training.train_epoch(*args))
     theirs.train(candidate)
@@ -132,31 +136,33 @@ def _check_matches_reference(candidate):
 
 train_one_epoch = chapter.function_exercise(
     "train_one_epoch",
-    title="The seed's exercise: train one epoch on any device",
+    title="Article A's exercise: train one epoch on any device",
     prompt="Write train_one_epoch(model, loader, device, optimizer, criterion) -> float. `model` is already "
            "on `device`; the loader yields CPU batches (x, y). Put the model in training mode, and for every "
            "batch: move x and y to `device`, clear the old gradients, forward, loss, backward, step. Return "
            "the epoch's mean loss over all samples (each batch weighted by its size) as a Python float.",
     points=6,
     tests=[
-        Test("moves the inputs and the labels to `device`", check_moves_data(_train)),
+        Test("moves the inputs and the labels to `device`", check_moves_data(run_train)),
         Test("puts the model in training mode", _check_train_mode),
         Test("clears gradients each batch, in the right order", _check_gradient_order),
         Test("returns a Python float", _check_returns_float),
         Test("returns the mean over samples (the last batch is smaller)",
-             _check_mean_loss(70, 32, " (70 samples in batches of 32, 32, 6)")),
-        Test("goes through every batch", check_every_batch(_train)),
+             check_mean_loss(70, 32, " (70 samples in batches of 32, 32, 6)")),
+        Test("goes through every batch", check_every_batch(run_train)),
     ],
-    hints=["Start from the template in section 5: model.train() once, then the for loop over the loader.",
-           "Inside the loop: x, y = x.to(device), y.to(device); optimizer.zero_grad(); "
-           "loss = criterion(model(x), y); loss.backward(); optimizer.step().",
-           "For the mean: total += loss.item() * x.size(0); count += x.size(0); after the loop "
-           "return total / count."],
+    hints=["Start from the template in section 5: `model.train()` once, then a for loop over the loader.",
+           "Inside the loop go the lines of section 5's single step, in the same order: move x AND y "
+           "(assigning the results), clear the gradients, forward and loss, backward, step.",
+           "For the mean: before the loop, a running total and a sample count at 0; per batch, add "
+           "`loss.item()` times the batch size to the total and the batch size to the count; after the "
+           "loop, return their ratio."],
 )
 
 
 # ---------------------------------------------------------------- exercise: evaluate
-def _evaluate(rig, candidate):
+def run_evaluate(rig, candidate):
+    """Run a learner's evaluate on a probe rig (chapter 03's checks)."""
     return rig.evaluate(candidate)
 
 
@@ -197,7 +203,8 @@ def _check_eval_returns(candidate):
             raise Fail(f"Return {name} as a Python float.", expected="float", got=type(value).__name__)
 
 
-def _check_eval_values(n, batch_size, where):
+def check_eval_values(n, batch_size, where):
+    """A check: evaluate returns the loss and accuracy over n samples in batches of batch_size."""
     def run(candidate):
         rig = make_rig(n=n, batch_size=batch_size, mode="eval")
         result = rig.evaluate(candidate)
@@ -219,7 +226,8 @@ def _check_eval_values(n, batch_size, where):
     return run
 
 
-def _check_leaves_weights_alone(candidate):
+def check_leaves_weights_alone(candidate):
+    """A check: evaluate changes no weight and leaves no gradient."""
     rig = make_rig(mode="eval")
     before = rig.parameters()
     rig.evaluate(candidate)
@@ -240,29 +248,29 @@ evaluate = chapter.function_exercise(
            "highest logit (argmax over dim 1) is the label.",
     points=5,
     tests=[
-        Test("moves the inputs and the labels to `device`", check_moves_data(_evaluate)),
+        Test("moves the inputs and the labels to `device`", check_moves_data(run_evaluate)),
         Test("puts the model in evaluation mode", _check_eval_mode),
         Test("builds no autograd graph", _check_no_graph),
         Test("returns two Python floats", _check_eval_returns),
         Test("returns the loss and accuracy over samples (the last batch is smaller)",
-             _check_eval_values(70, 32, " (70 samples in batches of 32, 32, 6)")),
-        Test("goes through every batch", check_every_batch(_evaluate)),
+             check_eval_values(70, 32, " (70 samples in batches of 32, 32, 6)")),
+        Test("goes through every batch", check_every_batch(run_evaluate)),
     ],
-    hints=["The mirror image of training: model.eval(), then `with torch.no_grad():` around the loop.",
-           "Move the data exactly as in training: x, y = x.to(device), y.to(device). Forgetting it here is "
-           "the seed's error 2.",
-           "Per batch: logits = model(x); total_loss += criterion(logits, y).item() * x.size(0); "
-           "correct += (logits.argmax(dim=1) == y).sum().item(); n += x.size(0). "
-           "Return total_loss / n, correct / n."],
+    hints=["The mirror image of training: `model.eval()`, then `with torch.no_grad():` around the loop.",
+           "Move the data exactly as in training, inputs and labels. Forgetting it here is article A's "
+           "error 2.",
+           "Three running numbers: the loss times the batch size, the number of correct predictions "
+           "(`argmax` over dim 1 equal to the label, summed), the number of samples. Return two ratios, "
+           "as Python floats."],
 )
 
 
 # ---------------------------------------------------------------- quizzes
 seed_dynamicnet = chapter.quiz(
     "seed_dynamicnet",
-    title="Does the seed's DynamicNet run?",
+    title="Does article B's DynamicNet run?",
     kind="error",
-    question="This is seed 000's DynamicNet (only the hard-coded cuda device removed). What happens when a "
+    question="This is article B's DynamicNet (only the hard-coded cuda device removed). What happens when a "
              "batch of 4 samples with 10 features goes through it?",
     code="class DynamicNet(nn.Module):\n"
          "    def __init__(self, D_in, H, D_out):\n"
@@ -280,24 +288,39 @@ seed_dynamicnet = chapter.quiz(
          "        return h\n\n"
          "model = DynamicNet(10, 20, 5)\n"
          "model(torch.randn(4, 10))",
-    options={"a": "RuntimeError: a shape mismatch inside the loop",
-             "b": "No error: the output has shape (4, 5)",
-             "c": "TypeError: forward() cannot contain a Python for loop",
-             "d": "ValueError: the branch needs a tensor condition, not a Python bool"},
+    options={"a": "No error: the output has shape (4, 5); the second pass reuses `linear2`'s weights on the "
+                  "first pass's output",
+             "b": "TypeError: forward() cannot contain a Python for loop; a dynamic depth needs a ModuleList",
+             "c": "RuntimeError: the shapes cannot be multiplied in the second pass through `linear2`",
+             "d": "ValueError: `x.shape[1] % 2 == 0` is a Python bool; the branch needs a tensor condition"},
+    hints=["Follow the shapes: what does `linear1` give, and what does `linear2` expect and give?",
+           "Can the output of `linear2` (D_out = 5 features) go back into `linear2`?"],
+    why={"a": "Follow the shapes through both passes: what does `linear2` expect as input, and what does it "
+              "return?",
+         "b": "forward is plain Python: for, if and print all work in it (section 9 ran a loop).",
+         "d": "`x.shape[1]` is a plain Python int; a Python if on it is fine inside forward."},
     explanation="linear2 maps 20 features to 5. The first pass gives 5 features; the second pass feeds those 5 "
                 "into a layer that expects 20, and the matrix product fails.",
 )
 
 seed_branch = chapter.quiz(
     "seed_branch",
-    title="When does the seed's sigmoid branch run?",
-    question="In the seed's DynamicNet(10, 20, 5), forward picks sigmoid when x.shape[1] is odd. "
+    title="When does article B's sigmoid branch run?",
+    question="In article B's DynamicNet(10, 20, 5), forward picks sigmoid when x.shape[1] is odd. "
              "For which inputs does the model produce an output through the sigmoid branch?",
-    options={"a": "For inputs with an odd number of features, e.g. torch.randn(4, 11)",
-             "b": "Never: linear1 accepts only 10 features (even), so every input that gets through takes relu",
-             "c": "For batches with an odd number of samples",
-             "d": "At random, about half of the batches"},
-    digest="5676d4e3e25f2b59",
+    options={"a": "For inputs with an odd number of features, such as `torch.randn(4, 11)`: they take the "
+                  "sigmoid branch",
+             "b": "For batches with an odd number of samples, such as `torch.randn(3, 10)`: `x.shape[1]` "
+                  "counts the rows",
+             "c": "At random, like dropout: about half of the batches take the sigmoid branch in training mode",
+             "d": "Never: `linear1` accepts exactly 10 features (even), so any input that gets past it took relu"},
+    digest="f3b660c4c95208fe",
+    hints=["The branch is chosen before `linear1` runs. What does `linear1` do with an input that is not "
+           "10 features wide?"],
+    why={"a": "An 11-feature input does enter the sigmoid branch, but then it must go through `linear1`, "
+              "built for 10 inputs: what happens there?",
+         "b": "`x.shape[0]` counts the samples; `x.shape[1]` counts the features of each sample.",
+         "c": "Nothing random happens here: the branch depends only on `x.shape[1]`."},
     explanation="x.shape[1] is fixed by linear1's in_features: an 11-feature input enters the else branch "
                 "and fails in linear1. The 'dynamic' choice is made once, by the constructor.",
 )
@@ -307,11 +330,15 @@ eval_vs_no_grad = chapter.quiz(
     title="model.eval() or torch.no_grad()?",
     kind="multiple",
     question="Which statements are true? Choose all that apply.",
-    options={"a": "model.eval() switches dropout off and makes batch norm use its running statistics",
-             "b": "model.eval() stops autograd from recording a graph",
-             "c": "torch.no_grad() stops autograd from recording a graph, which saves memory",
-             "d": "torch.no_grad() switches dropout off"},
+    options={"a": "`model.eval()` switches dropout off and makes batch norm use its running statistics",
+             "b": "`model.eval()` stops autograd from recording a graph",
+             "c": "`torch.no_grad()` stops autograd from recording a graph, which saves memory",
+             "d": "`torch.no_grad()` switches dropout off"},
     digest="13e49cc2c3e50402",
+    hints=["Section 6's cell printed `requires_grad` of the output after each switch, and compared two "
+           "passes in train and in eval mode."],
+    why={"b": "The cell above printed `graph recorded? True` after `model.eval()` alone.",
+         "d": "Dropout is a layer's behaviour, set by `train()` / `eval()`; `no_grad` only concerns autograd."},
     explanation="They are independent switches: eval() changes how layers behave, no_grad() whether autograd "
                 "records. An evaluation loop needs both.",
 )
@@ -388,7 +415,7 @@ def plot_zero_grad(runs: dict):
 
 
 class SeedDynamicNet(nn.Module):
-    """Seed 000's DynamicNet as printed (chapter 03 errata): linear2 (H -> D_out) is applied twice."""
+    """Article B's DynamicNet as printed (chapter 03 errata): linear2 (H -> D_out) is applied twice."""
 
     def __init__(self, D_in, H, D_out):
         super().__init__()
@@ -439,3 +466,25 @@ def graph_follows_python(net: DynamicNet, x: torch.Tensor, depths=(0, 1, 3)) -> 
         grad = net.middle.weight.grad
         got = "None (the layer never ran)" if grad is None else f"norm {grad.norm().item():.3f}"
         print(f"depth={depth}: output {tuple(out.shape)}, middle.weight.grad: {got}")
+
+
+class ScaleMadeInForward(nn.Module):
+    """A layer whose "learnable" scale is created inside forward, so it never learns (chapter 03)."""
+
+    def __init__(self, n: int = 4):
+        super().__init__()
+        self.linear = nn.Linear(n, n)
+
+    def forward(self, x):
+        scale = torch.ones(x.shape[1], device=x.device)  # meant to be learned: should be an nn.Parameter
+        print(f"  inside forward: scale.requires_grad = {scale.requires_grad}")
+        return self.linear(x) * scale
+
+
+def trainable_report(module: nn.Module) -> None:
+    """Print every parameter with its shape and requires_grad, and the trainable count (chapter 03)."""
+    for name, p in module.named_parameters():
+        print(f"  {name:16} {str(tuple(p.shape)):10} requires_grad={p.requires_grad}")
+    total = sum(p.numel() for p in module.parameters())
+    trainable = sum(p.numel() for p in module.parameters() if p.requires_grad)
+    print(f"  trainable: {trainable} of {total} numbers")

@@ -6,6 +6,7 @@ process on the full batch, models the bytes each GPU moves per step under DP and
 widget), and holds the chapter's exercises.
 """
 import math
+import re
 from dataclasses import dataclass
 
 import torch
@@ -81,13 +82,56 @@ def failure_demo(deadline_s: float = 60.0) -> str:
 
 def describe_ranks(result: ddp_worker.LaunchResult) -> str:
     """One line per process: pid, device, backend, the start of its shard, its losses (chapter 07)."""
-    lines = [f"{result.how}: {len(result.ranks)} processes, backend {result.config.backend}, "
-             f"{result.seconds:.1f} s including start-up"]
+    config = result.config
+    lines = [f"{result.how}: {len(result.ranks)} processes, backend {config.backend}, "
+             f"{config.epochs} epochs x {config.steps} steps, {result.seconds:.1f} s including start-up"]
     for r in result.ranks:
         losses = ", ".join(f"{v:.3f}" for v in r["losses"])
-        lines.append(f"  rank {r['rank']} (pid {r['pid']}, {r['device']}): shard of {len(r['shard'])} samples "
-                     f"starting {r['shard'][:6]}..., losses per step [{losses}]")
+        lines.append(f"  rank {r['rank']} (pid {r['pid']}, {r['device']}): shard of {len(r['orders'][0])} samples "
+                     f"starting {r['orders'][0][:6]}..., losses per step [{losses}]")
     return "\n".join(lines)
+
+
+def sampler_orders(n_samples: int, world_size: int, epochs: int = 2, shuffle: bool = True,
+                   set_epoch: bool = True, seed: int = 0) -> list:
+    """orders[epoch][rank]: what real DistributedSamplers give each rank, epoch by epoch (chapter 07)."""
+    samplers = [DistributedSampler(range(n_samples), num_replicas=world_size, rank=rank, shuffle=shuffle, seed=seed)
+                for rank in range(world_size)]
+    orders = []
+    for epoch in range(epochs):
+        if set_epoch:
+            for sampler in samplers:
+                sampler.set_epoch(epoch)
+        orders.append([list(sampler) for sampler in samplers])
+    return orders
+
+
+SAMPLER_SETTINGS = {"shuffle=False": {"shuffle": False},
+                    "shuffle=True (the default), no set_epoch": {"set_epoch": False},
+                    "shuffle=True, sampler.set_epoch(epoch) each epoch": {}}
+
+
+def show_sampler_orders(n_samples: int = 12, world_size: int = 2, epochs: int = 2) -> None:
+    """Print each rank's indices for a few epochs, for the three ways of using the sampler (chapter 07)."""
+    for label, options in SAMPLER_SETTINGS.items():
+        print(label)
+        for epoch, ranks in enumerate(sampler_orders(n_samples, world_size, epochs, **options)):
+            print(f"  epoch {epoch}: " + " | ".join(f"rank {r}: {order}" for r, order in enumerate(ranks)))
+
+
+def torchrun_ranks(nodes: int, gpus_per_node: int) -> list:
+    """What torchrun gives each process on `nodes` machines of `gpus_per_node` GPUs (chapter 07)."""
+    return [{"machine": node, "RANK": node * gpus_per_node + local, "LOCAL_RANK": local,
+             "WORLD_SIZE": nodes * gpus_per_node, "device": f"cuda:{local}"}
+            for node in range(nodes) for local in range(gpus_per_node)]
+
+
+def show_torchrun_ranks(nodes: int = 2, gpus_per_node: int = 4) -> None:
+    """Print torchrun_ranks as a table: one row per process (chapter 07)."""
+    rows = torchrun_ranks(nodes, gpus_per_node)
+    print(" | ".join(f"{k:>10}" for k in rows[0]))
+    for row in rows:
+        print(" | ".join(f"{v:>10}" for v in row.values()))
 
 
 def max_abs_diff(a, b) -> float:
@@ -113,12 +157,6 @@ def gradient_sync_report(result: ddp_worker.LaunchResult, step: int = 0) -> str:
         f"and those equal the mean of the ranks' own gradients up to {max_abs_diff(synced[0], mean_of(local)):.2e}"])
 
 
-def rank_batches(result: ddp_worker.LaunchResult, rank: int) -> list:
-    """The index lists rank `rank` trained on, one per step (its shard cut into batches) (chapter 07)."""
-    shard, b = result.ranks[rank]["shard"], result.config.per_device_batch
-    return [shard[i * b:(i + 1) * b] for i in range(len(result.ranks[rank]["losses"]))]
-
-
 def single_process_run(result: ddp_worker.LaunchResult, ranks=None) -> dict:
     """One process, no DDP: the same model, lr and steps, each step on the union of `ranks`' batches.
 
@@ -130,10 +168,10 @@ def single_process_run(result: ddp_worker.LaunchResult, ranks=None) -> dict:
     model = ddp_worker.make_model(config)
     optimizer = torch.optim.SGD(model.parameters(), lr=config.lr)
     grads = []
-    for step_batches in zip(*(rank_batches(result, r) for r in ranks)):
+    for step_batches in zip(*(result.ranks[r]["batches"] for r in ranks)):
         index = torch.tensor([i for batch in step_batches for i in batch])
         x, y = dataset[index]
-        ddp_worker.sgd_step(model, optimizer, x, y)
+        ddp_worker.train_step(model, optimizer, x, y)
         grads.append(ddp_worker.grads_of(model))
     return {"batch": len(index), "grads": grads, "weights": model.state_dict()}
 
@@ -430,7 +468,8 @@ def _shard_fail(n, rank, world, got, want) -> Fail:
                      "then take every world_size-th index starting at rank.")
 
 
-def _check_shards(cases):
+def check_shards(cases):
+    """A check: shard_indices gives every rank of every (n_samples, world_size) case its real indices."""
     def run(candidate):
         for n, world in cases:
             for rank in range(world):
@@ -453,9 +492,9 @@ shard_indices = chapter.function_exercise(
            "(drop_last=False: the list is padded by repeating indices from the start, so every rank gets "
            "the same number).",
     points=3,
-    tests=[Test("10 samples on 2 ranks", _check_shards([(10, 2)])),
-           Test("10 samples on 4 ranks (padding needed)", _check_shards([(10, 4)])),
-           Test("7 samples on 3 ranks", _check_shards([(7, 3)]))],
+    tests=[Test("10 samples on 2 ranks", check_shards([(10, 2)])),
+           Test("10 samples on 4 ranks (padding needed)", check_shards([(10, 4)])),
+           Test("7 samples on 3 ranks", check_shards([(7, 3)]))],
     hints=["Every rank gets ceil(n_samples / world_size) indices.",
            "Pad 0..n-1 to total = ceil(n / world) * world by repeating indices from the start "
            "(more than once if n is tiny), then deal them out like cards.",
@@ -464,125 +503,176 @@ shard_indices = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise 2: average_gradients
-def _as_list(got, n_params):
-    if not isinstance(got, (list, tuple)) or not all(isinstance(g, torch.Tensor) for g in got):
-        raise Fail("Return a list of tensors, one per parameter.", expected=f"list of {n_params} tensors",
-                   got=type(got).__name__)
-    if len(got) != n_params:
-        raise Fail("Return one averaged tensor per PARAMETER, not per rank.", expected=f"{n_params} tensors",
-                   got=f"{len(got)} tensors",
-                   hint="grads_per_rank[r][p] is rank r's gradient of parameter p: average over r, keep p.")
-    return list(got)
-
-
-def _check_average(grads_per_rank, hint=""):
-    def run(candidate):
-        world, copies = len(grads_per_rank), [[g.clone() for g in rank] for rank in grads_per_rank]
-        got = _as_list(candidate(copies), len(grads_per_rank[0]))
-        if any(not torch.equal(c, g) for rc, rg in zip(copies, grads_per_rank) for c, g in zip(rc, rg)):
-            raise Fail("Your function changed the gradients it was given.",
-                       hint="Build new tensors (torch.stack(...).mean(0), or sum(...) / n): in-place += on "
-                            "rank 0's tensors changes that rank's gradients.")
-        for p, g in enumerate(got):
-            want = torch.stack([rank[p] for rank in grads_per_rank]).mean(dim=0)
-            if g.shape != want.shape or not torch.allclose(g, want, atol=1e-6):
-                summed = want * world
-                extra = ("That is the SUM over ranks: all_reduce adds, and DDP then divides by the world size."
-                         if g.shape == want.shape and torch.allclose(g, summed, atol=1e-5) else hint)
-                raise Fail(f"Parameter {p}: not the average over the {world} ranks.", expected=want.tolist(),
-                           got=g.tolist(), hint=extra)
-    return run
-
-
-def shard_gradients(world_size: int, per_rank: int = 4, seed: int = 0):
-    """Per-rank gradients of a tiny model on equal shards of one batch, and the full-batch gradients."""
+def tiny_problem(world_size: int, per_rank: int = 4, seed: int = 0, frozen: bool = False):
+    """The check's small model and batch, the same in every process: (model, x, y) (chapter 07)."""
     gen = torch.Generator().manual_seed(seed)
     model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
     with torch.no_grad():
         for p in model.parameters():
             p.copy_(torch.randn(p.shape, generator=gen))
-    x, y = torch.randn(world_size * per_rank, 3, generator=gen), torch.randint(0, 2, (world_size * per_rank,),
-                                                                                  generator=gen)
-
-    def grads(xs, ys):
-        model.zero_grad()
-        nn.functional.cross_entropy(model(xs), ys).backward()
-        return [p.grad.clone() for p in model.parameters()]
-
-    shards = [grads(x[r::world_size], y[r::world_size]) for r in range(world_size)]
-    return shards, grads(x, y)
+    if frozen:
+        model[0].requires_grad_(False)  # a frozen layer: its parameters get no .grad
+    n = world_size * per_rank
+    return model, torch.randn(n, 3, generator=gen), torch.randint(0, 2, (n,), generator=gen)
 
 
-def _check_full_batch(world_size):
+def gradients(model: nn.Module, x, y) -> list:
+    """Each parameter's gradient of the mean cross-entropy on (x, y), None where frozen (chapter 07)."""
+    model.zero_grad(set_to_none=True)
+    nn.functional.cross_entropy(model(x), y).backward()
+    return [None if p.grad is None else p.grad.clone() for p in model.parameters()]
+
+
+def _as_lists(grads) -> list:
+    return [None if g is None else g.tolist() for g in grads]
+
+
+class AverageTask:
+    """One process of the check: its shard's gradients, then the learner's function, then .grad."""
+
+    def __init__(self, candidate, frozen: bool = False):
+        self.candidate, self.frozen = candidate, frozen
+
+    def __call__(self, rank: int, world_size: int) -> dict:
+        model, x, y = tiny_problem(world_size, frozen=self.frozen)
+        own = gradients(model, x[rank::world_size], y[rank::world_size])
+        returned = self.candidate(model)
+        return {"own": _as_lists(own), "after": _as_lists(p.grad for p in model.parameters()),
+                "returned": type(returned).__name__}
+
+    def __getstate__(self):  # spawned processes (off Linux) get the function's source, not the function
+        return {"source": ddp_worker.source_of(self.candidate), "name": self.candidate.__name__,
+                "frozen": self.frozen}
+
+    def __setstate__(self, state):
+        namespace = {"torch": torch, "nn": nn, "dist": torch.distributed}
+        exec(state["source"], namespace)
+        self.candidate, self.frozen = namespace[state["name"]], state["frozen"]
+
+
+def _stub_shows(candidate) -> None:
+    """Call the function once outside any group, on a layer without gradients: the stub raises here."""
+    try:
+        candidate(nn.Linear(1, 1))
+    except NotImplementedError:
+        raise
+    except Exception:  # a real answer may need the process group, which does not exist here
+        pass
+
+
+def _short(error_text: str) -> str:
+    """A gloo error without its C++ source location and boilerplate advice."""
+    return re.sub(r"\[/[^\]]*\] ", "", error_text).split(" This is typically")[0].rstrip(". ")
+
+
+def _errors_fail(errors: dict, world: int) -> Fail:
+    """Feedback for ranks that raised: a collective that some rank skipped, or an error on every rank."""
+    rank, text = next(iter(errors.items()))
+    text = _short(text)
+    if len(errors) < world:
+        fine = min(set(range(world)) - set(errors))
+        return Fail(f"Rank {rank} raised {text}, while rank {fine} finished without error.",
+                    hint="A collective such as `all_reduce` must be called by EVERY rank, the same number of "
+                         "times, in the same order. A rank that skips one leaves the others waiting for it "
+                         "(here they failed when it left; in a real run they wait until the timeout).")
+    return Fail(f"Every rank raised an error; rank {rank}: {text}",
+                hint="Parameters of a frozen layer have `.grad` None: there is nothing to average for them.")
+
+
+def _values_fail(results: list, world: int) -> Fail:
+    """Feedback for ranks that finished: compare what .grad holds with the ranks' own gradients."""
+    own = [[None if g is None else torch.tensor(g) for g in r["own"]] for r in results]
+    after = [[None if g is None else torch.tensor(g) for g in r["after"]] for r in results]
+    for p in range(len(own[0])):
+        if own[0][p] is None:
+            if any(a[p] is not None for a in after):
+                return Fail(f"Parameter {p} is frozen (`.grad` None) but has a gradient after your function.",
+                            hint="Leave parameters whose `.grad` is None alone.")
+            continue
+        if any(a[p] is None for a in after):
+            return Fail(f"After your function, parameter {p}'s `.grad` is None.",
+                        hint="The average must end up in each parameter's `.grad`, where optimizer.step() reads it.")
+        mean = torch.stack([o[p] for o in own]).mean(dim=0)
+        if all(torch.allclose(a[p], o[p], atol=1e-6) for a, o in zip(after, own)):
+            returned = results[0]["returned"]
+            extra = f" Your function returned a {returned}, but" if returned != "NoneType" else " And"
+            return Fail(f"After your function, every rank still holds its OWN gradient: nothing was averaged."
+                        f"{extra} the optimizer reads `p.grad`, nothing else.",
+                        hint="`dist.all_reduce(t)` changes `t` itself, in place, on every rank, and returns "
+                             "nothing useful: give it the gradient tensor itself, not a copy or a new result.")
+        if any(not torch.allclose(a[p], after[0][p], atol=1e-6) for a in after):
+            return Fail(f"The ranks ended with different values for parameter {p}'s gradient: their replicas "
+                        "would drift apart at the next step.",
+                        hint="Every rank must run the same all-reduce on the same parameters.")
+        if torch.allclose(after[0][p], mean * world, atol=1e-5):
+            return Fail(f"Every rank holds the SUM of the {world} ranks' gradients, {world} times the average.",
+                        hint="`all_reduce` adds (its default op is SUM). DDP divides each gradient by the "
+                             "world size (`dist.get_world_size()`), so the sum becomes the mean.")
+        if not torch.allclose(after[0][p], mean, atol=1e-5):
+            return Fail(f"Parameter {p}: not the average of the {world} ranks' gradients.",
+                        expected=[round(v, 4) for v in mean.flatten().tolist()[:4]],
+                        got=[round(v, 4) for v in after[0][p].flatten().tolist()[:4]],
+                        hint="Divide by the number of ranks in the group, `dist.get_world_size()`, not by a "
+                             "fixed number.")
+    return None
+
+
+def check_average(world_size: int, frozen: bool = False):
+    """A check: run average_gradients in `world_size` processes of a real gloo group (chapter 07)."""
     def run(candidate):
-        shards, full = shard_gradients(world_size)
-        got = _as_list(candidate(shards), len(full))
-        diff = max((g - f).abs().max().item() for g, f in zip(got, full))
-        if diff > 1e-5:
-            raise Fail(f"With {world_size} ranks, your result is not the full-batch gradient "
-                       f"(max difference {diff:.2e}).",
-                       hint="Equal shards + a mean loss: the average of the shard gradients IS the gradient of "
-                            "the whole batch. Divide the sum by the number of ranks.")
+        _stub_shows(candidate)
+        try:
+            results = ddp_worker.run_in_group(AverageTask(candidate, frozen), world_size)
+        except TimeoutError:
+            raise Fail(f"The {world_size} processes did not finish within the time limit.",
+                       hint="A rank waits inside a collective until every rank has called it: check that "
+                            "every rank makes the same calls (or look for an endless loop).")
+        errors = {r: value for r, (status, value) in enumerate(results) if status != "ok"}
+        if errors:
+            raise _errors_fail(errors, world_size)
+        fail = _values_fail([value for _, value in results], world_size)
+        if fail:
+            raise fail
+        model, x, y = tiny_problem(world_size, frozen=frozen)
+        full = [g for g in gradients(model, x, y) if g is not None]
+        after = [torch.tensor(g) for g in results[0][1]["after"] if g is not None]
+        if not all(torch.allclose(a, f, atol=1e-5) for a, f in zip(after, full)):
+            raise Fail("The ranks agree, but not on the gradient of the whole batch.")
     return run
 
 
 average_gradients = chapter.function_exercise(
     "average_gradients",
-    title="What the all-reduce leaves on every rank",
-    prompt="Write average_gradients(grads_per_rank) -> list of tensors. grads_per_rank[r][p] is rank r's "
-           "gradient of parameter p; return, for each parameter p, the average over the ranks: what every "
-           "rank holds after DDP's all-reduce. Do not change the tensors you are given.",
-    points=3,
-    tests=[Test("two ranks, one parameter", _check_average([[torch.tensor([1.0, 2.0])], [torch.tensor([3.0, 6.0])]])),
-           Test("equals the gradient of the full batch (2 ranks)", _check_full_batch(2))],
-    hints=["Parameter p's gradients on all ranks: [rank[p] for rank in grads_per_rank].",
-           "torch.stack(those).mean(dim=0) averages them; zip(*grads_per_rank) groups them by parameter.",
-           "return [torch.stack(gs).mean(dim=0) for gs in zip(*grads_per_rank)]"],
+    title="Average the gradients yourself, in a real process group",
+    prompt="Write average_gradients(model). Every process calls it right after loss.backward(); it must leave "
+           "in each parameter's .grad the average of that gradient over all processes, as DDP does. Use "
+           "dist.all_reduce (it sums a tensor over the processes, in place, on every one of them) and "
+           "dist.get_world_size(). Parameters whose .grad is None (a frozen layer) stay None. The check "
+           "starts real processes in a gloo group on this machine.",
+    points=4,
+    time_limit=90.0,  # forked processes take a second; spawned ones (off Linux) import torch first
+    tests=[Test("2 processes: every rank ends with the average of their gradients", check_average(2))],
+    hints=["`dist.all_reduce(t)` replaces `t`, on every rank, by the sum of all ranks' `t` (op SUM, the "
+           "default). It works in place and must be called by every rank.",
+           "The average is the sum divided by `dist.get_world_size()`. Dividing each gradient first and then "
+           "summing gives the same result: that is what DDP does.",
+           "Shape: get the world size once; loop over `model.parameters()`; skip a parameter whose `.grad` "
+           "is None; divide its `.grad` in place; all-reduce that same tensor."],
 )
 
 
 # ---------------------------------------------------------------- quizzes
-dp_vs_ddp = chapter.quiz(
-    "dp_vs_ddp",
-    title="The seed's question, part 1: what is the essential difference?",
-    question="What is the essential difference between DataParallel (DP) and DistributedDataParallel (DDP)?",
-    options={"a": "DP splits the model's layers across the GPUs; DDP splits the data",
-             "b": "DP: ONE process drives all GPUs, scatters each batch from cuda:0, copies the model to every GPU "
-                  "every step and collects outputs and gradients on cuda:0. DDP: one process per GPU, each with "
-                  "its own replica, gradients averaged by an all-reduce during backward",
-             "c": "DDP trains a better model: each GPU learns something different and the best replica wins",
-             "d": "DP only works on one GPU; DDP is needed as soon as there are two"},
-    digest="9e046bee900ce911",
-    explanation="Both are data parallel: every GPU holds the whole model and sees part of the batch. The "
-                "difference is who coordinates (one process and a main GPU vs peers) and what moves each step.",
-)
-
-faster_not_smarter = chapter.quiz(
-    "faster_not_smarter",
-    title="The seed's question, part 2: why do more GPUs not make the model smarter?",
-    question="Why do N GPUs (DP or DDP) not change what the model can learn, only how fast it iterates?",
-    options={"a": "Because the averaged gradient loses information compared with one GPU",
-             "b": "Because the N replicas are an ensemble, and ensembles do not generalise",
-             "c": "Each step computes the same gradient one device would compute on the N x b batch (the mean "
-                  "of the shard gradients); same model, same math, more samples per second",
-             "d": "They do make it smarter: every GPU adds capacity to the model"},
-    digest="8b41a7146509519f",
-    explanation="You saw it for real: the DDP weights equal one process's weights on the full batch. What "
-                "changes is the batch size per step and the time per epoch.",
-)
-
-who_saves = chapter.quiz(
-    "who_saves",
-    title="Which rank writes the checkpoint?",
-    question="In a DDP run on 4 GPUs, which process should call torch.save, and why?",
-    options={"a": "Every rank, so that no copy is lost if one crashes",
-             "b": "Rank 0 only: after every step all replicas hold identical weights, so one copy is complete, "
-                  "and 4 processes writing one file would clash",
-             "c": "The rank with the lowest loss, because its replica learned the most",
-             "d": "The last rank to finish the epoch, because its weights are the newest"},
-    digest="54142775e0de2685",
-    explanation="Save model.module.state_dict() (no 'module.' prefix, chapter 04) from rank 0, then "
-                "dist.barrier() before anyone reads it.",
+local_rank_device = chapter.quiz(
+    "local_rank_device",
+    title="RANK or LOCAL_RANK?",
+    kind="numeric",
+    question="torchrun starts 8 processes on 2 machines with 4 GPUs each. On which GPU of its machine, cuda:N, "
+             "must the process with RANK=5 run? Answer N.",
+    digest="717a4c1eb6eeae3c",
+    hints=["Ranks 0 to 3 run on the first machine, ranks 4 to 7 on the second.",
+           "Each machine numbers its own processes from 0: that number is LOCAL_RANK."],
+    explanation="RANK 5 is the second process of the second machine: LOCAL_RANK 1, so cuda:1. cuda:5 does not "
+                "exist on a 4-GPU machine.",
 )
 
 effective_batch = chapter.quiz(
@@ -592,7 +682,32 @@ effective_batch = chapter.quiz(
     question="DDP on 2 GPUs, DataLoader batch_size=32 in each process, no gradient accumulation. Over how many "
              "samples is the gradient of ONE optimizer step averaged?",
     digest="abab5d08f69221f5",
+    hints=["Each process averages the gradient over its own batch; the all-reduce then averages those "
+           "averages over the processes."],
     explanation="2 x 32 = 64: the all-reduce averages the two ranks' mean gradients.",
+)
+
+who_saves = chapter.quiz(
+    "who_saves",
+    title="Which rank writes the checkpoint?",
+    question="In a DDP run on 4 GPUs, which process should call `torch.save`, and why?",
+    options={"a": "Every rank, each to its own file `ckpt_rank{r}.pt`, so that no copy is lost if one process "
+                  "crashes before the end",
+             "b": "The rank with the lowest loss in the last step, because its replica learned the most from "
+                  "the samples it was given",
+             "c": "The last rank to finish the epoch, because its weights include the newest update while the "
+                  "others may lag behind",
+             "d": "Rank 0 only, then a barrier: after every step the replicas hold identical weights, so one "
+                  "copy is complete"},
+    digest="36e19008ec6a0bf2",
+    hints=["Compare the weights of rank 0 and rank 1 after the run in section 2 (or section 3's numbers)."],
+    why={"a": "The 4 files would hold the same numbers 4 times: after every step all replicas are identical.",
+         "b": "The ranks saw different samples, so their losses differ, but their weights do not: each step "
+              "applied the same averaged gradient everywhere.",
+         "c": "No rank is ahead: every rank applies the same update in the same step, and the all-reduce "
+              "makes them wait for each other."},
+    explanation="Save model.module.state_dict() (no 'module.' prefix, chapter 04) from rank 0, then "
+                "dist.barrier() before anyone reads it.",
 )
 
 forgot_init = chapter.quiz(
@@ -603,10 +718,64 @@ forgot_init = chapter.quiz(
              "without num_replicas/rank.",
     code="from torch.utils.data import DistributedSampler\n"
          "sampler = DistributedSampler(range(100))",
-    options={"a": "No error: with no process group it acts as one process and yields all 100 indices",
-             "b": "ValueError: the default process group has not been initialized",
-             "c": "TypeError: a range is not a Dataset",
-             "d": "KeyError: 'RANK' is not set in the environment"},
+    options={"a": "No error: with no process group it acts as rank 0 of a group of 1 and yields all 100 "
+                  "indices",
+             "b": "TypeError: a `range` is not a Dataset; the sampler needs an object with `__getitem__`",
+             "c": "ValueError: the default process group has not been initialized",
+             "d": "KeyError: 'RANK' is not in the environment: the sampler reads torchrun's variables"},
+    hints=["Where can the sampler learn how many ranks there are, and which one this is, when you do not "
+           "pass `num_replicas` and `rank`?"],
+    why={"a": "DistributedSampler has no one-process fallback: without `num_replicas` and `rank` it must "
+              "find both somewhere.",
+         "b": "The sampler only needs `len(dataset)`; a range has a length.",
+         "d": "The sampler reads no environment variables; `init_process_group` does (with `env://`)."},
     explanation="DistributedSampler asks the default process group for the world size and this process's "
                 "rank. Call dist.init_process_group first (torchrun's env:// fills in RANK, WORLD_SIZE, ...).",
+)
+
+dp_vs_ddp = chapter.quiz(
+    "dp_vs_ddp",
+    title="Article A's question, part 1: what is the essential difference?",
+    question="What is the essential difference between DataParallel (DP) and DistributedDataParallel (DDP)?",
+    options={"a": "DP: one process drives all GPUs through `cuda:0` (scatter, copy the model, gather) every "
+                  "step. DDP: one process per GPU, each with a replica; backward all-reduces the gradients",
+             "b": "DP splits the model's layers across the GPUs (model parallelism), while DDP splits each "
+                  "batch across the GPUs, so DDP is the only one of the two that is data parallel",
+             "c": "DP averages the gradients with a ring all-reduce among peer GPUs, while DDP sends every "
+                  "gradient to a parameter server on `cuda:0`, which is why it needs one process per GPU",
+             "d": "DP works only inside one machine and DDP only across machines; on one machine with several "
+                  "GPUs both run as one single process, so there they train at the same speed"},
+    digest="ccab4bd296e14534",
+    hints=["Count the Python processes in each: how many drive the GPUs?",
+           "Which GPU do DP's scatter and gather go through, and what happens in DDP during backward?"],
+    why={"b": "Both are data parallel: every GPU holds the WHOLE model and sees part of each batch. Splitting "
+              "the layers is model (pipeline) parallelism, another technique.",
+         "c": "Swapped: the parameter-server picture, everything through `cuda:0`, belongs to the other one.",
+         "d": "DDP runs on one machine too (this chapter ran it on one) and PyTorch recommends it there; the "
+              "two differ in how many processes drive the GPUs."},
+    explanation="Both are data parallel: every GPU holds the whole model and sees part of the batch. The "
+                "difference is who coordinates (one process and a main GPU vs peers) and what moves each step.",
+)
+
+faster_not_smarter = chapter.quiz(
+    "faster_not_smarter",
+    title="Article A's question, part 2: why do more GPUs not make the model smarter?",
+    question="Why do N GPUs (DP or DDP) not change what the model can learn, only how fast it iterates?",
+    options={"a": "The all-reduce rounds every gradient to half precision to save bandwidth, so N GPUs learn a "
+                  "little worse; the speed is what they buy in exchange",
+             "b": "Each step applies the gradient one device would compute on the N x b batch (the mean of the "
+                  "shard gradients): same model, same math, more samples per second",
+             "c": "The N replicas each learn a different part of the data, and at the end the best replica is "
+                  "kept and the others are thrown away, so nothing is added",
+             "d": "They do change it: each GPU adds its memory to the model, so N GPUs hold a model with N "
+                  "times the parameters and a higher ceiling"},
+    digest="154aa99b2aa1e9a6",
+    hints=["Section 3 compared the DDP run with one process: on which batch did the weights match?"],
+    why={"a": "The gradients are averaged at full precision: the DDP gradients matched one process's to "
+              "rounding error.",
+         "c": "The replicas never diverge: rank 0 and rank 1 ended with weights that differ by exactly 0.",
+         "d": "Data parallelism copies the WHOLE model to every GPU: the parameter count does not change."},
+    explanation="You saw it for real: the DDP weights equal one process's weights on the full batch (this "
+                "model has no BatchNorm; with BatchNorm, see section 3). What changes is the batch size per "
+                "step and the time per epoch.",
 )

@@ -6,14 +6,18 @@ that import the worker by name; a function defined in a notebook cannot be found
 
 - ``launch_spawn(config)``: ``torch.multiprocessing`` starts the processes from Python.
 - ``python -m course_lib.ddp_worker --out DIR`` under ``torchrun --nproc_per_node=2``:
-  torchrun starts them and passes RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT in the
-  environment (``torchrun_command`` builds the line, ``launch_torchrun`` runs it).
+  torchrun starts them and passes RANK / LOCAL_RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT
+  in the environment (``torchrun_command`` builds the line, ``launch_torchrun`` runs it).
+- ``run_in_group(task)``: a few processes forming a gloo group run ``task`` (the checks of
+  chapter 07's exercise run a learner's function under a real process group this way).
 
 Both end every process group with ``destroy_process_group`` even when a rank fails, and both
 stop waiting (and kill what they started) after a deadline, so a hung worker cannot hang a
 notebook. Each rank writes what it saw to ``rank<r>.pt``; rank 0 alone writes the checkpoint.
 """
 import argparse
+import inspect
+import multiprocessing
 import os
 import signal
 import socket
@@ -23,6 +27,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from datetime import timedelta
+from itertools import islice
 from pathlib import Path
 
 import torch
@@ -32,6 +37,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
 
 from . import data, training
+from .exercises.runner import describe_exception
 from .seed import seed_everything
 
 ADDRESS = "127.0.0.1"
@@ -45,9 +51,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def pick_backend(world_size: int) -> str:
-    """nccl when there is one CUDA GPU per process, else gloo on the CPU (chapter 07)."""
-    enough_gpus = torch.cuda.is_available() and torch.cuda.device_count() >= world_size
+def pick_backend(processes_per_node: int) -> str:
+    """nccl when this machine has one CUDA GPU for each of its processes, else gloo (chapter 07).
+
+    Count the processes of THIS machine (torchrun's LOCAL_WORLD_SIZE), not WORLD_SIZE: on 2
+    machines with 4 GPUs each, WORLD_SIZE is 8 but each machine needs only its 4 GPUs.
+    """
+    enough_gpus = torch.cuda.is_available() and torch.cuda.device_count() >= processes_per_node
     return "nccl" if enough_gpus and dist.is_nccl_available() else "gloo"
 
 
@@ -57,11 +67,12 @@ class DDPConfig:
     out_dir: str = ""
     world_size: int = 2
     per_device_batch: int = 32
-    steps: int = 3
+    steps: int = 3             # optimizer steps per epoch (a few batches of each epoch)
+    epochs: int = 2
     lr: float = 0.5
     hidden: int = 64
     seed: int = 0
-    backend: str = ""          # "" = pick_backend(world_size)
+    backend: str = ""          # "" = pick_backend(world_size): every process on this machine
     port: int = 0              # 0 = a free port
     timeout_s: float = 60.0    # collectives give up after this (a rank died or hangs)
     fail_rank: int = -1        # >= 0: that rank raises after joining the group (cleanup demo)
@@ -73,9 +84,17 @@ class DDPConfig:
                             "out_dir": self.out_dir or tempfile.mkdtemp(prefix="ddp-run-")})
 
 
-def rank_device(rank: int, backend: str) -> torch.device:
-    """nccl: GPU number `rank`; gloo: the CPU (chapter 07)."""
-    return torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
+def local_device(local_rank: int, backend: str) -> torch.device:
+    """This process's device: with nccl GPU `local_rank` of this machine, made current; else the CPU.
+
+    LOCAL_RANK numbers the processes of one machine (0 to its GPU count - 1); RANK numbers all
+    processes of all machines. On the second of two 8-GPU machines RANK runs from 8 to 15:
+    `cuda:RANK` would name a GPU that does not exist there (chapter 07).
+    """
+    if backend != "nccl":
+        return torch.device("cpu")
+    torch.cuda.set_device(local_rank)  # this process's default GPU (NCCL and new tensors use it)
+    return torch.device("cuda", local_rank)
 
 
 def make_model(config: DDPConfig) -> nn.Module:
@@ -89,14 +108,9 @@ def train_set():
     return data.digits_split()[0]
 
 
-def sgd_step(model, optimizer, x, y) -> float:
-    """zero_grad, forward, loss, backward, step: the loop of chapter 03, one batch (chapter 07)."""
-    optimizer.zero_grad(set_to_none=True)
-    loss = nn.functional.cross_entropy(model(x), y)
-    loss.backward()  # under DDP the gradients are all-reduced (averaged) during this call
-    value = loss.item()
-    optimizer.step()
-    return value
+def train_step(model, optimizer, x, y) -> float:
+    """Chapter 03's training step (`training.train_step`) with the cross-entropy loss (chapter 07)."""
+    return training.train_step(model, optimizer, nn.functional.cross_entropy, x, y)
 
 
 def grads_of(model: nn.Module) -> list:
@@ -114,47 +128,77 @@ def local_gradients(ddp_model: DDP, x, y) -> list:
     return grads
 
 
-def train_rank(rank: int, config: DDPConfig) -> dict:
-    """What one process does once the group exists: shard, replica, a few synchronised steps."""
-    device = rank_device(rank, config.backend)
+class RankLog:
+    """What one rank saw, for the notebook: its orders, batches, losses, gradients (chapter 07)."""
+
+    def __init__(self, rank: int, device: torch.device, config: DDPConfig):
+        self.batch, self.in_epoch = config.per_device_batch, 0
+        self.record = {"rank": rank, "pid": os.getpid(), "device": str(device), "backend": config.backend,
+                       "env": {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT")},
+                       "orders": [], "batches": [], "losses": [], "local_grads": [], "synced_grads": []}
+
+    def new_epoch(self, sampler) -> None:
+        """Note the order of indices the sampler gives this rank in this epoch."""
+        self.record["orders"].append(list(sampler))
+        self.in_epoch = 0
+
+    def before_step(self, ddp_model: DDP, x, y) -> None:
+        """Note the batch's indices and this rank's own gradients (no communication)."""
+        order, b = self.record["orders"][-1], self.batch
+        self.record["batches"].append(order[self.in_epoch * b:(self.in_epoch + 1) * b])
+        self.record["local_grads"].append(local_gradients(ddp_model, x, y))
+        self.in_epoch += 1
+
+    def after_step(self, loss: float, model: nn.Module) -> None:
+        self.record["losses"].append(loss)
+        self.record["synced_grads"].append(grads_of(model))
+
+    def finish(self, model: nn.Module) -> dict:
+        self.record["weights"] = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+        return self.record
+
+
+def train_rank(rank: int, device: torch.device, config: DDPConfig) -> dict:
+    """What one process does once the group exists: its shard, its replica, synchronised steps."""
     dataset = train_set()
-    sampler = DistributedSampler(dataset, num_replicas=config.world_size, rank=rank, shuffle=False)
+    sampler = DistributedSampler(dataset, num_replicas=config.world_size, rank=rank, seed=config.seed)
     loader = DataLoader(dataset, batch_size=config.per_device_batch, sampler=sampler)
     model = make_model(config).to(device)
     ddp_model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
     optimizer = torch.optim.SGD(ddp_model.parameters(), lr=config.lr)
-    record = {"rank": rank, "pid": os.getpid(), "device": str(device), "backend": config.backend,
-              "env": {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT")},
-              "shard": list(sampler), "losses": [], "local_grads": [], "synced_grads": []}
-    for step, (x, y) in zip(range(config.steps), loader):
-        x, y = x.to(device), y.to(device)
-        record["local_grads"].append(local_gradients(ddp_model, x, y))
-        record["losses"].append(sgd_step(ddp_model, optimizer, x, y))
-        record["synced_grads"].append(grads_of(model))
-    record["weights"] = {k: v.detach().cpu().clone() for k, v in ddp_model.module.state_dict().items()}
+    log = RankLog(rank, device, config)
+    for epoch in range(config.epochs):
+        sampler.set_epoch(epoch)  # a new shuffle each epoch, the same one on every rank
+        log.new_epoch(sampler)
+        for x, y in islice(loader, config.steps):
+            x, y = x.to(device), y.to(device)
+            log.before_step(ddp_model, x, y)
+            loss = train_step(ddp_model, optimizer, x, y)  # backward() also all-reduces the gradients
+            log.after_step(loss, model)
     if rank == 0:  # one writer; .module: keys without the 'module.' prefix (chapter 04)
         torch.save(ddp_model.module.state_dict(), Path(config.out_dir) / CHECKPOINT)
     dist.barrier()  # nobody goes on (e.g. to load the checkpoint) before rank 0 has written it
-    return record
+    return log.finish(model)
 
 
-def run_rank(rank: int, config: DDPConfig, init_method: str) -> None:
-    """Join the group, train, write rank<r>.pt; always leave the group, even on failure."""
+def run_rank(rank: int, local_rank: int, config: DDPConfig, init_method: str) -> None:
+    """Pick this machine's device, join the group, train, write rank<r>.pt; always leave the group."""
+    device = local_device(local_rank, config.backend)  # before joining: nccl uses the current GPU
     dist.init_process_group(config.backend, init_method=init_method, rank=rank,
                             world_size=config.world_size, timeout=timedelta(seconds=config.timeout_s))
     try:
         if rank == config.fail_rank:
             raise RuntimeError(f"rank {rank} failed on purpose (config.fail_rank)")
-        record = train_rank(rank, config)
+        record = train_rank(rank, device, config)
         torch.save(record, Path(config.out_dir) / f"rank{rank}.pt")
     finally:
         dist.destroy_process_group()
 
 
 def spawn_worker(rank: int, config: DDPConfig) -> None:
-    """The function torch.multiprocessing.spawn calls in each new process (rank comes first)."""
+    """The function torch.multiprocessing.spawn calls in each new process (one machine: local rank = rank)."""
     torch.set_num_threads(1)
-    run_rank(rank, config, init_method=f"tcp://{ADDRESS}:{config.port}")
+    run_rank(rank, rank, config, init_method=f"tcp://{ADDRESS}:{config.port}")
 
 
 @dataclass
@@ -197,10 +241,88 @@ def launch_spawn(config: DDPConfig = None, deadline_s: float = 90.0) -> LaunchRe
     return LaunchResult(config, _read_ranks(config), time.perf_counter() - start, "torch.multiprocessing.spawn")
 
 
+# ---------------------------------------------------------------- a task under a real process group
+def group_start_method() -> str:
+    """fork on Linux (a task defined in a notebook runs as is, in a fraction of a second), else spawn."""
+    return "fork" if sys.platform.startswith("linux") else "spawn"
+
+
+def _group_child(rank: int, world_size: int, port: int, timeout_s: float, task, channel) -> None:
+    """One process of run_in_group: join a gloo group, run task(rank, world_size), report, leave."""
+    torch.set_num_threads(1)
+    try:
+        dist.init_process_group("gloo", init_method=f"tcp://{ADDRESS}:{port}", rank=rank,
+                                world_size=world_size, timeout=timedelta(seconds=timeout_s))
+        try:
+            channel.send(("ok", task(rank, world_size)))
+        finally:
+            dist.destroy_process_group()
+    except Exception as err:  # the parent turns it into feedback
+        channel.send(("error", describe_exception(err)))
+    finally:
+        channel.close()
+
+
+def _stop(processes: list, grace_s: float) -> None:
+    """Wait up to `grace_s` for each process to end, then kill it."""
+    for process in processes:
+        process.join(timeout=grace_s)
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
+def run_in_group(task, world_size: int = 2, deadline_s: float = 0.0, timeout_s: float = 10.0,
+                 start_method: str = "") -> list:
+    """Run task(rank, world_size) in `world_size` new processes forming a gloo group (chapter 07).
+
+    Returns one (status, value) per rank: ("ok", what task returned) or ("error", the error as
+    text); a rank that died without a word gives ("error", its exit code). With fork `task` may
+    be any callable; with spawn it must pickle. Past `deadline_s` (default: 20 s forked, 80 s
+    spawned, as each spawned process imports torch) every process is killed and TimeoutError
+    raised; collectives give up after `timeout_s`.
+    """
+    start_method = start_method or group_start_method()
+    deadline_s = deadline_s or (20.0 if start_method == "fork" else 80.0)
+    context = multiprocessing.get_context(start_method)
+    port, processes, channels = free_port(), [], []
+    for rank in range(world_size):
+        receive, send = context.Pipe(duplex=False)
+        process = context.Process(target=_group_child, args=(rank, world_size, port, timeout_s, task, send),
+                                  daemon=True)
+        process.start()
+        send.close()
+        processes.append(process)
+        channels.append(receive)
+    deadline, results = time.perf_counter() + deadline_s, []
+    try:
+        for rank, channel in enumerate(channels):
+            if not channel.poll(max(0.0, deadline - time.perf_counter())):
+                raise TimeoutError(f"the {world_size} processes did not finish within {deadline_s:g} s; killed them")
+            try:
+                results.append(channel.recv())
+            except EOFError:
+                processes[rank].join(timeout=2)
+                results.append(("error", f"the process of rank {rank} died (exit code {processes[rank].exitcode})"))
+    finally:
+        _stop(processes, grace_s=2.0 if len(results) == world_size else 0.0)
+    return results
+
+
+def source_of(function) -> str:
+    """A function's source, for sending it to spawned processes (chapter 07's checks off Linux)."""
+    try:
+        return inspect.getsource(function)
+    except (OSError, TypeError) as err:
+        raise ValueError(f"cannot read the source of {getattr(function, '__name__', function)!r}: "
+                         "define it with def in a notebook cell or a file") from err
+
+
 # ---------------------------------------------------------------- torchrun
 def worker_arguments(config: DDPConfig) -> list:
     """The command-line options that carry `config` to this module's main() (chapter 07)."""
-    return ["--out", config.out_dir, "--steps", str(config.steps), "--batch", str(config.per_device_batch),
+    return ["--out", config.out_dir, "--steps", str(config.steps), "--epochs", str(config.epochs),
+            "--batch", str(config.per_device_batch),
             "--lr", str(config.lr), "--hidden", str(config.hidden), "--seed", str(config.seed),
             "--backend", config.backend, "--fail-rank", str(config.fail_rank)]
 
@@ -235,6 +357,7 @@ def parse_config(argv=None) -> DDPConfig:
     p = argparse.ArgumentParser(description="Chapter 07's DDP worker; launch it with torchrun.")
     p.add_argument("--out", required=True)
     p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--lr", type=float, default=0.5)
     p.add_argument("--hidden", type=int, default=64)
@@ -243,16 +366,19 @@ def parse_config(argv=None) -> DDPConfig:
     p.add_argument("--fail-rank", type=int, default=-1)
     a = p.parse_args(argv)
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    return DDPConfig(out_dir=a.out, world_size=world_size, per_device_batch=a.batch, steps=a.steps, lr=a.lr,
-                     hidden=a.hidden, seed=a.seed, backend=a.backend or pick_backend(world_size),
+    on_this_machine = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
+    return DDPConfig(out_dir=a.out, world_size=world_size, per_device_batch=a.batch, steps=a.steps,
+                     epochs=a.epochs, lr=a.lr, hidden=a.hidden, seed=a.seed,
+                     backend=a.backend or pick_backend(on_this_machine),
                      port=int(os.environ.get("MASTER_PORT", "0")), fail_rank=a.fail_rank)
 
 
 def main(argv=None) -> None:
-    """Entry point under torchrun: the rank and the rendezvous come from the environment."""
+    """Entry point under torchrun: RANK (global), LOCAL_RANK (this machine's) and the rendezvous
+    come from the environment."""
     torch.set_num_threads(1)
     config = parse_config(argv)
-    run_rank(int(os.environ["RANK"]), config, init_method="env://")
+    run_rank(int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"]), config, init_method="env://")
 
 
 if __name__ == "__main__":

@@ -41,25 +41,36 @@ def grad_norm(model: nn.Module) -> float:
     return torch.stack(norms).norm().item() if norms else 0.0
 
 
+def train_step(model, optimizer, criterion, x, y, *, zero_grad: bool = True, on_batch=None) -> float:
+    """One training step on a batch already on the model's device; returns the loss (chapters 03, 07).
+
+    zero_grad, forward, loss, backward, step: written once, used by `train_epoch` and by the DDP
+    worker (under DDP, backward also averages the gradients over the processes).
+    ``on_batch(loss, model)`` is called after backward and before step (for logs).
+    ``zero_grad=False`` exists only to reproduce chapter 03's accumulated-gradient bug.
+    """
+    if zero_grad:
+        optimizer.zero_grad(set_to_none=True)
+    loss = criterion(model(x), y)
+    loss.backward()
+    value = loss.item()
+    if on_batch is not None:
+        on_batch(value, model)
+    optimizer.step()
+    return value
+
+
 def train_epoch(model, loader, device, optimizer, criterion, *, zero_grad: bool = True, on_batch=None) -> float:
     """One epoch of the course's training template; returns the mean loss over samples (chapters 03+).
 
-    ``on_batch(loss, model)`` is called after backward and before step (for logs).
-    ``zero_grad=False`` exists only to reproduce chapter 03's accumulated-gradient bug.
+    Every batch is moved to `device`, then `train_step` runs on it; the keywords go to `train_step`.
     """
     model.train()
     mean = Mean()
     for x, y in loader:
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        if zero_grad:
-            optimizer.zero_grad(set_to_none=True)
-        loss = criterion(model(x), y)
-        loss.backward()
-        value = loss.item()
-        if on_batch is not None:
-            on_batch(value, model)
-        optimizer.step()
-        mean.add(value, len(y))
+        loss = train_step(model, optimizer, criterion, x, y, zero_grad=zero_grad, on_batch=on_batch)
+        mean.add(loss, len(y))
     return mean.value
 
 

@@ -265,4 +265,56 @@ def test_seed_dynamic_net_branch_cannot_change(width):
 
 def test_the_error_quiz_really_raises_a_runtime_error():
     assert ch.seed_dynamicnet.observed_error() == "RuntimeError"
-    assert ch.seed_dynamicnet.right_answer() == "a"
+    assert ch.seed_dynamicnet.right_answer() == "c"
+
+
+# ---------------------------------------------------------------- requires_grad, checked by hand
+def test_trainable_report_shows_a_frozen_layer(capsys):
+    net = ch.DynamicNet(10, 20, 5)
+    net.linear1.requires_grad_(False)
+    ch.trainable_report(net)
+    out = capsys.readouterr().out
+    total = sum(p.numel() for p in net.parameters())
+    assert "linear1.weight   (20, 10)" in out and out.count("requires_grad=False") == 2
+    assert f"trainable: {total - 220} of {total} numbers" in out
+
+
+def test_a_frozen_layer_gets_no_gradient():
+    net = ch.DynamicNet(10, 20, 5)
+    net.linear1.requires_grad_(False)
+    net(torch.randn(4, 10), depth=1).sum().backward()
+    assert net.linear1.weight.grad is None and net.middle.weight.grad is not None
+
+
+def test_a_tensor_made_in_forward_is_not_a_parameter(capsys):
+    layer = ch.ScaleMadeInForward()
+    assert layer(torch.randn(2, 4)).shape == (2, 4)
+    assert [name for name, _ in layer.named_parameters()] == ["linear.weight", "linear.bias"]
+    assert "scale.requires_grad = False" in capsys.readouterr().out
+
+
+def test_module_to_keeps_its_parameter_objects_by_default():
+    """Section 3's claim, on a conversion this machine can make in place (a dtype change)."""
+    layer = torch.nn.Linear(2, 2)
+    weight = layer.weight
+    layer.to(torch.float64)
+    assert layer.weight is weight and weight.dtype == torch.float64
+
+
+# ---------------------------------------------------------------- what the notebook says
+def markdown_cells():
+    import json
+    from conftest import ROOT
+    nb = json.loads((ROOT / "notebooks" / "03_training_template.ipynb").read_text())
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+
+
+def test_asynchronous_copies_are_tied_to_non_blocking():
+    said = [text for text in markdown_cells() if "asynchronous" in text]
+    assert said and all("non_blocking=True" in text for text in said)
+
+
+def test_the_articles_are_named_by_title_not_as_seeds():
+    text = "\n".join(markdown_cells())
+    assert "seed 00" not in text.lower() and "the seed's" not in text.lower()
+    assert "*PyTorch GPU 训练实战*" in text and "*PyTorch GPU训练翻车实录*" in text

@@ -1,12 +1,16 @@
-"""Chapter 07: the real DDP run (spawn and torchrun), its clean-up, and the traffic model behind the widget."""
+"""Chapter 07: the real DDP run (spawn and torchrun), its clean-up, the device each rank picks, the
+gloo group behind exercise 2, and the traffic model behind the widget."""
 import multiprocessing
 import time
 
 import pytest
 import torch
+import torch.distributed as dist
+from torch.utils.data import DistributedSampler
 
 from course_lib import ch07_dp_vs_ddp as ch
 from course_lib import ddp_worker, training
+from course_lib.exercises import Fail
 from course_lib.memory import weight_bytes
 
 BERT_BASE = "Transformer encoder 12 x 768 (BERT-base-sized), 128 tokens"
@@ -15,20 +19,32 @@ BERT_BASE = "Transformer encoder 12 x 768 (BERT-base-sized), 128 tokens"
 # ---------------------------------------------------------------- the real runs
 @pytest.fixture(scope="module")
 def run():
-    return ch.run_ddp(world_size=2, per_device_batch=32, steps=3)
+    return ch.run_ddp(world_size=2, per_device_batch=32, steps=3, epochs=2)
 
 
-def test_two_processes_each_with_its_own_shard(run):
+def real_sampler_order(n, rank, epoch, world=2, seed=0):
+    sampler = DistributedSampler(range(n), num_replicas=world, rank=rank, seed=seed)
+    sampler.set_epoch(epoch)
+    return list(sampler)
+
+
+def test_two_processes_each_with_its_own_shuffled_shard_per_epoch(run):
+    n = len(ddp_worker.train_set())
     assert [r["rank"] for r in run.ranks] == [0, 1]
     assert len({r["pid"] for r in run.ranks}) == 2
-    shards = [r["shard"] for r in run.ranks]
-    assert shards == [ch.sampler_indices(len(ddp_worker.train_set()), rank, 2) for rank in (0, 1)]
-    assert not set(shards[0]) & set(shards[1])
+    for epoch in range(2):
+        orders = [r["orders"][epoch] for r in run.ranks]
+        assert orders == [real_sampler_order(n, rank, epoch) for rank in (0, 1)]
+        assert not set(orders[0]) & set(orders[1]) and len(set(orders[0]) | set(orders[1])) == n
+    assert run.ranks[0]["orders"][0] != run.ranks[0]["orders"][1]   # set_epoch: a new order each epoch
+    assert run.ranks[0]["orders"][0] != ch.sampler_indices(n, 0, 2)   # shuffled, not dealt in order
+    assert run.ranks[0]["batches"][3] == run.ranks[0]["orders"][1][:32]   # epoch 1's first batch
     assert run.ranks[0]["losses"] != run.ranks[1]["losses"]   # different samples, different losses
 
 
 def test_backward_all_reduces_to_the_mean_of_the_local_gradients(run):
-    for step in range(run.config.steps):
+    assert len(run.ranks[0]["losses"]) == run.config.steps * run.config.epochs == 6
+    for step in range(len(run.ranks[0]["losses"])):
         local = [r["local_grads"][step] for r in run.ranks]
         synced = [r["synced_grads"][step] for r in run.ranks]
         assert ch.max_abs_diff(local[0], local[1]) > 1e-4
@@ -74,7 +90,8 @@ def test_a_run_past_its_deadline_is_killed():
 
 
 def test_torchrun_runs_the_same_training(run):
-    by_torchrun = ddp_worker.launch_torchrun(ddp_worker.DDPConfig(world_size=2, per_device_batch=32, steps=3))
+    by_torchrun = ddp_worker.launch_torchrun(ddp_worker.DDPConfig(world_size=2, per_device_batch=32, steps=3,
+                                                                  epochs=2))
     envs = [r["env"] for r in by_torchrun.ranks]
     assert [e["RANK"] for e in envs] == ["0", "1"] and [e["LOCAL_RANK"] for e in envs] == ["0", "1"]
     assert {e["WORLD_SIZE"] for e in envs} == {"2"}
@@ -91,8 +108,8 @@ def test_torchrun_command_names_the_module_and_the_port():
 def test_worker_arguments_round_trip(monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("MASTER_PORT", "29512")
-    config = ddp_worker.DDPConfig(out_dir="/tmp/y", per_device_batch=8, steps=5, lr=0.1, hidden=16, seed=3,
-                                  backend="gloo", port=29512, fail_rank=1)
+    config = ddp_worker.DDPConfig(out_dir="/tmp/y", per_device_batch=8, steps=5, epochs=3, lr=0.1, hidden=16,
+                                  seed=3, backend="gloo", port=29512, fail_rank=1)
     assert ddp_worker.parse_config(ddp_worker.worker_arguments(config)) == config
 
 
@@ -100,6 +117,134 @@ def test_backend_follows_the_gpus():
     want = "nccl" if torch.cuda.is_available() and torch.cuda.device_count() >= 2 else "gloo"
     assert ddp_worker.pick_backend(2) == want
     assert ddp_worker.pick_backend(10 ** 6) == "gloo"
+
+
+# ---------------------------------------------------------------- RANK vs LOCAL_RANK (simulated CUDA)
+class Joined(Exception):
+    """Stops the worker once it has joined the group: what it chose is all these tests need."""
+
+
+@pytest.fixture
+def fake_gpus(monkeypatch):
+    """A machine with 4 CUDA GPUs as torch.cuda reports it; set_device keeps torch's own argument
+    check (_get_device_index) and records the index it would make current."""
+    current = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    monkeypatch.setattr(torch._C, "_cuda_setDevice", current.append, raising=False)
+    monkeypatch.setattr(dist, "is_nccl_available", lambda: True)
+    return current
+
+
+def test_local_device_sets_the_gpu_of_this_machine(fake_gpus):
+    assert ddp_worker.local_device(3, "nccl") == torch.device("cuda", 3)
+    assert ddp_worker.local_device(3, "gloo") == torch.device("cpu")
+    assert fake_gpus == [3]
+
+
+def test_torchrun_worker_on_the_second_machine_uses_local_rank(fake_gpus, monkeypatch, tmp_path):
+    """2 machines x 8 processes: global rank 8 is the first process of the second machine: cuda:0."""
+    for name, value in {"RANK": "8", "LOCAL_RANK": "0", "WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "4",
+                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29513"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    joined = {}
+
+    def init_process_group(backend, **kwargs):
+        joined.update(backend=backend, **kwargs)
+        raise Joined
+
+    monkeypatch.setattr(dist, "init_process_group", init_process_group)
+    with pytest.raises(Joined):
+        ddp_worker.main(["--out", str(tmp_path)])
+    assert fake_gpus == [0], "the worker must make cuda:LOCAL_RANK its current GPU, before joining"
+    assert joined["backend"] == "nccl" and joined["rank"] == 8 and joined["world_size"] == 16
+
+
+def test_backend_counts_the_processes_of_this_machine(fake_gpus):
+    assert ddp_worker.pick_backend(4) == "nccl"   # 4 processes here, 4 GPUs: whatever the world size
+    assert ddp_worker.pick_backend(5) == "gloo"
+
+
+def test_torchrun_ranks_table():
+    rows = ch.torchrun_ranks(nodes=2, gpus_per_node=4)
+    assert [r["RANK"] for r in rows] == list(range(8)) and {r["WORLD_SIZE"] for r in rows} == {8}
+    assert [r["LOCAL_RANK"] for r in rows] == [0, 1, 2, 3] * 2
+    assert rows[5] == {"machine": 1, "RANK": 5, "LOCAL_RANK": 1, "WORLD_SIZE": 8, "device": "cuda:1"}
+
+
+# ---------------------------------------------------------------- DistributedSampler orders
+def test_without_set_epoch_every_epoch_repeats_one_order():
+    stale = ch.sampler_orders(12, 2, epochs=3, set_epoch=False)
+    fresh = ch.sampler_orders(12, 2, epochs=3)
+    plain = ch.sampler_orders(12, 2, epochs=2, shuffle=False)
+    assert stale[0] == stale[1] == stale[2] == fresh[0]
+    assert fresh[1] != fresh[0] and fresh[2] != fresh[1]
+    assert plain[0][1] == plain[1][1] == [1, 3, 5, 7, 9, 11]   # r, r + N, ... only without shuffling
+    assert fresh[0][1] != plain[0][1]
+    for ranks in fresh:   # every epoch: the ranks share out all samples, none twice
+        assert sorted(ranks[0] + ranks[1]) == list(range(12))
+
+
+def test_show_sampler_orders_prints_the_three_settings(capsys):
+    ch.show_sampler_orders(n_samples=6, world_size=2, epochs=2)
+    out = capsys.readouterr().out
+    assert all(label in out for label in ch.SAMPLER_SETTINGS) and out.count("epoch 1:") == 3
+
+
+# ---------------------------------------------------------------- a task in a real gloo group
+def sum_ranks(rank, world_size):
+    t = torch.tensor([float(rank + 1)])
+    dist.all_reduce(t)
+    return {"rank": dist.get_rank(), "world": dist.get_world_size(), "sum": t.item()}
+
+
+def only_rank_0_reduces(rank, world_size):
+    if rank == 0:
+        dist.all_reduce(torch.ones(1))
+    return rank
+
+
+def sleeps(rank, world_size):
+    time.sleep(60)
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_run_in_group_runs_the_task_in_a_real_group(world):
+    results = ddp_worker.run_in_group(sum_ranks, world)
+    assert results == [("ok", {"rank": r, "world": world, "sum": world * (world + 1) / 2}) for r in range(world)]
+    assert not multiprocessing.active_children()
+
+
+def test_run_in_group_reports_a_collective_only_one_rank_called():
+    (status0, text0), (status1, value1) = ddp_worker.run_in_group(only_rank_0_reduces, 2)
+    assert (status0, status1, value1) == ("error", "ok", 1) and "RuntimeError" in text0
+
+
+def test_run_in_group_kills_processes_past_the_deadline():
+    start = time.perf_counter()
+    with pytest.raises(TimeoutError, match="killed"):
+        ddp_worker.run_in_group(sleeps, 2, deadline_s=1)
+    assert time.perf_counter() - start < 10 and not multiprocessing.active_children()
+
+
+def spawned_sum_only(model):   # a learner's answer as a spawned process receives it: by its source
+    for p in model.parameters():
+        if p.grad is not None:
+            dist.all_reduce(p.grad)
+
+
+def test_average_check_spawns_with_the_source_where_it_cannot_fork(monkeypatch):
+    monkeypatch.setattr(ddp_worker, "group_start_method", lambda: "spawn")
+    with pytest.raises(Fail, match="SUM of the 2 ranks"):
+        ch.check_average(2)(spawned_sum_only)
+
+
+def test_average_check_calls_the_stub_not_attempted():
+    def average_gradients(model):
+        raise NotImplementedError
+
+    assert ch.average_gradients.check(average_gradients, record=False).status == "not attempted"
 
 
 def test_multi_gpu_cells_print_a_visible_marker(capsys):

@@ -135,6 +135,29 @@ def test_train_epoch_moves_the_data_to_the_models_device():
     assert next(model.parameters()).grad is not None, "backward did not run"
 
 
+def test_one_training_step_serves_the_epoch_loop_and_the_ddp_worker(monkeypatch):
+    """The step is written once (training.train_step): the epoch loop and the DDP worker both call it."""
+    from course_lib import ddp_worker
+    calls = []
+    monkeypatch.setattr(training, "train_step", lambda *args, **kwargs: calls.append(args[2]) or 1.0)
+    layer = nn.Linear(2, 1)
+    batches = [(torch.ones(1, 2), torch.zeros(1, 1))] * 3
+    assert training.train_epoch(layer, batches, "cpu", None, nn.MSELoss()) == 1.0
+    ddp_worker.train_step(layer, None, torch.ones(1, 2), torch.zeros(1, dtype=torch.long))
+    assert len(calls) == 4 and calls[-1] is nn.functional.cross_entropy
+
+
+def test_train_step_clears_steps_and_returns_the_loss():
+    layer = nn.Linear(2, 1, bias=False)
+    nn.init.ones_(layer.weight)
+    layer.weight.grad = torch.full((1, 2), 100.0)   # stale: must be cleared before backward
+    optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
+    x, y = torch.ones(1, 2), torch.zeros(1, 1)
+    loss = training.train_step(layer, optimizer, nn.MSELoss(), x, y)
+    assert loss == pytest.approx(4.0)                 # (1 + 1 - 0) ** 2
+    assert torch.allclose(layer.weight, torch.full((1, 2), 1 - 0.1 * 4.0))   # gradient 2 * 2 * x = 4
+
+
 def test_without_zero_grad_the_gradients_add_up():
     layer = nn.Linear(2, 1)
     batches = [(torch.ones(1, 2), torch.zeros(1, 1))] * 2

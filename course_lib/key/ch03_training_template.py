@@ -5,8 +5,8 @@ each known-wrong variant differs from the reference in exactly one place.
 """
 import torch
 
-from course_lib.ch03_training_template import (_check_eval_values, _check_leaves_weights_alone,
-                                               _check_matches_reference, _check_mean_loss, _evaluate, _train)
+from course_lib.ch03_training_template import (check_eval_values, check_leaves_weights_alone,
+                                               check_matches_reference, check_mean_loss, run_evaluate, run_train)
 from course_lib.probes import check_moves_data
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
@@ -113,13 +113,14 @@ KEY = {
     "train_one_epoch": AnswerKey(
         solution=train_one_epoch,
         hidden_tests=[
-            Test("same weights as a reference run from the same start", _check_matches_reference, hidden=True),
-            Test("mean over samples on another loader", _check_mean_loss(50, 7, " (50 samples in batches of 7)"),
+            Test("same weights as a reference run from the same start", check_matches_reference, hidden=True),
+            Test("mean over samples on another loader", check_mean_loss(50, 7, " (50 samples in batches of 7)"),
                  hidden=True),
             Test("works when `device` is given as a string",
-                 check_moves_data(_train, as_string=True, where=" (device given as a string)"), hidden=True),
+                 check_moves_data(run_train, as_string=True, where=" (device given as a string)"), hidden=True),
         ],
         wrong_answers=[
+            wrong("returns the sum", "a sum over the samples", result="sum"),
             wrong("forgets model.train()", "call model.train()", train=False),
             wrong("never moves the inputs", "The inputs x reached the model on cpu", move_x="none"),
             wrong("never moves the labels", "The labels y reached the loss on cpu", move_y=False),
@@ -128,7 +129,6 @@ KEY = {
             wrong("zero_grad between backward and step", "wiped this batch's gradients", zero_grad="between"),
             wrong("step before backward", "step() came before loss.backward()", step_first=True),
             wrong("returns a tensor that keeps the graph", "not a Python float", result="tensor"),
-            wrong("returns the sum", "a sum over the samples", result="sum"),
             wrong("returns the last batch's loss", "the last batch's value", result="last"),
             wrong("averages the batch means", "a mean over batches", result="batch_mean"),
             wrong("stops after the first batch", "stopped after 1 of 3 batches", stop_after=1),
@@ -137,23 +137,23 @@ KEY = {
     "evaluate": AnswerKey(
         solution=evaluate,
         hidden_tests=[
-            Test("leaves the weights alone and computes no gradients", _check_leaves_weights_alone, hidden=True),
-            Test("loss and accuracy on another loader", _check_eval_values(50, 7, " (50 samples in batches of 7)"),
+            Test("leaves the weights alone and computes no gradients", check_leaves_weights_alone, hidden=True),
+            Test("loss and accuracy on another loader", check_eval_values(50, 7, " (50 samples in batches of 7)"),
                  hidden=True),
             Test("works when `device` is given as a string",
-                 check_moves_data(_evaluate, as_string=True, where=" (device given as a string)"), hidden=True),
+                 check_moves_data(run_evaluate, as_string=True, where=" (device given as a string)"), hidden=True),
         ],
         wrong_answers=[
+            wrong_eval("averages the batch means", "a mean over batches", loss_mean="batches"),
             wrong_eval("forgets model.eval()", "call model.eval()", eval_mode=False),
             wrong_eval("forgets torch.no_grad()", "torch.no_grad()", no_grad=False),
-            wrong_eval("forgets to move the inputs (the seed's error 2)", "The inputs x reached the model",
+            wrong_eval("forgets to move the inputs (article A's error 2)", "The inputs x reached the model",
                        move_x=False),
-            wrong_eval("averages the batch means", "a mean over batches", loss_mean="batches"),
             wrong_eval("accuracy in percent", "a fraction between 0 and 1", accuracy="percent"),
             wrong_eval("returns tensors", "not a Python float", as_tensors=True),
         ],
     ),
-    "seed_dynamicnet": AnswerKey(answer="a"),
-    "seed_branch": AnswerKey(answer="b"),
+    "seed_dynamicnet": AnswerKey(answer="c"),
+    "seed_branch": AnswerKey(answer="d"),
     "eval_vs_no_grad": AnswerKey(answer=["a", "c"]),
 }

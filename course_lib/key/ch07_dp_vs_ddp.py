@@ -1,9 +1,9 @@
 """Answer key for chapter 07 (teacher's copy only)."""
 import math
 
-import torch
+import torch.distributed as dist
 
-from course_lib.ch07_dp_vs_ddp import _check_average, _check_full_batch, _check_shards
+from course_lib.ch07_dp_vs_ddp import check_average, check_shards
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 
@@ -15,8 +15,13 @@ def shard_indices(n_samples, rank, world_size):
     return indices[rank:total:world_size]
 
 
-def average_gradients(grads_per_rank):
-    return [torch.stack(gs).mean(dim=0) for gs in zip(*grads_per_rank)]
+def average_gradients(model):
+    world_size = dist.get_world_size()
+    for p in model.parameters():
+        if p.grad is None:        # a frozen parameter: nothing to average
+            continue
+        p.grad /= world_size      # as DDP does: divide first ...
+        dist.all_reduce(p.grad)   # ... then sum over the ranks, in place, on every rank
 
 
 def _contiguous_blocks(n_samples, rank, world_size):
@@ -34,26 +39,46 @@ def _floor_division(n_samples, rank, world_size):
     return list(range(rank, per * world_size, world_size))
 
 
-def _sum_not_average(grads_per_rank):
-    return [sum(gs) for gs in zip(*grads_per_rank)]
+def _sum_only(model):
+    for p in model.parameters():
+        if p.grad is not None:
+            dist.all_reduce(p.grad)
 
 
-def _average_over_parameters(grads_per_rank):
-    return [sum(rank) / len(rank) for rank in grads_per_rank]
+def _reduces_a_copy(model):
+    for p in model.parameters():
+        if p.grad is not None:
+            averaged = p.grad / dist.get_world_size()   # a NEW tensor: p.grad itself never changes
+            dist.all_reduce(averaged)
 
 
-def _accumulate_into_rank0(grads_per_rank):
-    out = grads_per_rank[0]
-    for rank in grads_per_rank[1:]:
-        for o, g in zip(out, rank):
-            o += g
-    for o in out:
-        o /= len(grads_per_rank)
-    return out
+def _returns_the_averages(model):
+    averaged = []
+    for p in model.parameters():
+        g = p.grad.clone()
+        dist.all_reduce(g)
+        averaged.append(g / dist.get_world_size())
+    return averaged
 
 
-def _rank0_only(grads_per_rank):
-    return [g.clone() for g in grads_per_rank[0]]
+def _rank0_only(model):
+    if dist.get_rank() == 0:   # "the main process does the reduction"
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= dist.get_world_size()
+
+
+def _hard_coded_two(model):
+    for p in model.parameters():
+        if p.grad is not None:
+            dist.all_reduce(p.grad)
+            p.grad /= 2          # right on 2 processes only
+
+
+def _forgets_frozen(model):
+    for p in model.parameters():   # p.grad is None for a frozen layer
+        dist.all_reduce(p.grad)
+        p.grad /= dist.get_world_size()
 
 
 HIDDEN_SHARD_CASES = [(n, world) for n in range(1, 41) for world in range(1, 9)] + [(1438, 3), (1797, 8)]
@@ -62,29 +87,32 @@ KEY = {
     "shard_indices": AnswerKey(
         solution=shard_indices,
         hidden_tests=[Test("every n from 1 to 40 on 1 to 8 ranks, and real dataset sizes",
-                           _check_shards(HIDDEN_SHARD_CASES)),
+                           check_shards(HIDDEN_SHARD_CASES)),
                       Test("fewer samples than ranks (padding repeats more than once)",
-                           _check_shards([(2, 5), (1, 4), (3, 8)]))],
-        wrong_answers=[WrongAnswer("contiguous blocks", _contiguous_blocks, "like cards"),
-                       WrongAnswer("no padding", _no_padding, "too few"),
-                       WrongAnswer("floor division: off by one sample per rank", _floor_division, "too few")],
+                           check_shards([(2, 5), (1, 4), (3, 8)]))],
+        wrong_answers=[WrongAnswer("floor division: off by one sample per rank", _floor_division, "too few"),
+                       WrongAnswer("contiguous blocks", _contiguous_blocks, "like cards"),
+                       WrongAnswer("no padding", _no_padding, "too few")],
     ),
     "average_gradients": AnswerKey(
         solution=average_gradients,
-        hidden_tests=[Test("equals the gradient of the full batch (4 ranks)", _check_full_batch(4)),
-                      Test("one rank: nothing to average", _check_full_batch(1)),
-                      Test("three ranks, two parameters of different shapes", _check_average(
-                          [[torch.full((2, 3), float(r)), torch.tensor([r, -r], dtype=torch.float32)]
-                           for r in range(3)]))],
-        wrong_answers=[WrongAnswer("sums instead of averaging", _sum_not_average, "SUM over ranks"),
-                       WrongAnswer("averages over parameters, per rank", _average_over_parameters, "per PARAMETER"),
-                       WrongAnswer("accumulates in place into rank 0's tensors", _accumulate_into_rank0,
-                                   "changed the gradients"),
-                       WrongAnswer("keeps rank 0's gradients (no communication)", _rank0_only, "not the average")],
+        hidden_tests=[Test("3 processes: the average, whatever the number of ranks", check_average(3)),
+                      Test("a frozen layer: gradients that are None stay None", check_average(2, frozen=True)),
+                      Test("4 processes: the average", check_average(4))],
+        wrong_answers=[WrongAnswer("sums without dividing", _sum_only, "SUM of the 2 ranks"),
+                       WrongAnswer("all-reduces a new tensor, not p.grad", _reduces_a_copy, "its OWN gradient"),
+                       WrongAnswer("returns the averages instead of writing .grad", _returns_the_averages,
+                                   "returned a list"),
+                       WrongAnswer("only rank 0 calls all_reduce", _rank0_only, "the same number of times"),
+                       WrongAnswer("divides by 2 whatever the world size", _hard_coded_two,
+                                   "whatever the number of ranks"),
+                       WrongAnswer("forgets frozen parameters (.grad None)", _forgets_frozen,
+                                   "gradients that are None stay None")],
     ),
-    "dp_vs_ddp": AnswerKey(answer="b"),
-    "faster_not_smarter": AnswerKey(answer="c"),
-    "who_saves": AnswerKey(answer="b"),
+    "local_rank_device": AnswerKey(answer=1),
     "effective_batch": AnswerKey(answer=64),
-    "forgot_init": AnswerKey(answer="b"),
+    "who_saves": AnswerKey(answer="d"),
+    "forgot_init": AnswerKey(answer="c"),
+    "dp_vs_ddp": AnswerKey(answer="a"),
+    "faster_not_smarter": AnswerKey(answer="b"),
 }
