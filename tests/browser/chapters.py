@@ -85,6 +85,10 @@ CHAPTERS = {
                 RunCell(), Expect(r"training: 100%"), Expect(r"\b(\d+)/\1 \["), Expect(r"\d+ epochs: train loss"))),
             Interaction("loss and accuracy curves", "training.plot_history(history", (
                 RunCell(), ExpectImages(1))),
+            Interaction("quiz: when does article B's sigmoid branch run?", "ch.seed_branch.ask()", (
+                Choose("a) For inputs with an odd number"), Click("Check"), Expect(r"Incorrect"),
+                Expect(r"built for 10 inputs"),
+                Choose("d) Never"), Click("Check"), Expect(r"Correct: When does"))),
         ),
         exercise=Exercise(
             "train_one_epoch",
@@ -171,11 +175,15 @@ CHAPTERS = {
                 Select("model:", "digits MLP (this chapter's, hidden 64)"), Expect(r"4,810 float32 parameters"))),
             Interaction("quiz: which rank writes the checkpoint?", "ch.who_saves.ask()", (
                 Choose("a) Every rank"), Click("Check"), Expect(r"Incorrect"),
-                Choose("b) Rank 0 only"), Click("Check"), Expect(r"Correct: Which rank"))),
+                Expect(r"The 4 files would hold the same numbers"),
+                Choose("d) Rank 0 only"), Click("Check"), Expect(r"Correct: Which rank"))),
         ),
-        exercise=Exercise("shard_indices",
-                          wrong="def shard_indices(n_samples, rank, world_size):\n"
-                                "    return list(range(rank, n_samples, world_size))\n",
-                          wrong_feedback=(r"too few indices", r"Hint: Every rank must get the same number")),
+        # Checked in real gloo processes forked from the Jupyter kernel.
+        exercise=Exercise("average_gradients",
+                          wrong="import torch.distributed as dist\n\n\n"
+                                "def average_gradients(model):\n"
+                                "    for p in model.parameters():\n"
+                                "        dist.all_reduce(p.grad)\n",
+                          wrong_feedback=(r"SUM of the 2 ranks", r"Hint: .?all_reduce.? adds")),
     ),
 }
