@@ -32,7 +32,7 @@ FIGURE_KEYS = {
     "ch06.real_oom": "how fast a real torch.OutOfMemoryError comes under a 1 GiB memory cap",
     "ch06.empty_cache": "memory_allocated / memory_reserved after del and after empty_cache()",
     "ch06.amp_memory": "peak memory of a training step in float32 vs under autocast",
-    "ch07.data_parallel": "DataParallel's scatter / replicate / gather across 2+ GPUs",
+    "ch07.data_parallel": "a training step on one GPU vs nn.DataParallel over all GPUs (needs 2+)",
 }
 
 

@@ -1,0 +1,463 @@
+"""The figures each chapter measures, measured once on a real CUDA GPU (run by gpu_check.sh).
+
+    python benchmarks/gpu_figures.py OUT.json [--only KEY ...] [--skip KEY ...]
+
+Writes OUT.json in the format course_lib.device reads from docs/gpu/figures.json:
+``{"run": {"gpu", "driver", "torch", "cuda", "date", ...}, "figures": {KEY: {"lines": [...],
+"values": {...}}}}``, one key of course_lib.device.FIGURE_KEYS per GPU-only cell. A figure that
+cannot be measured here gets ``{"missing": why}`` or ``{"error": what was raised}``; the file is
+rewritten after each figure, so a run cut short keeps what it measured. An existing OUT.json
+from the same GPU is extended (gpu_check.sh measures torch.compile in a second, timeboxed run).
+Only the course's public measurement helpers are used (measure, memory, training, data).
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from course_lib import data, measure, memory, training  # noqa: E402
+from course_lib.device import FIGURE_KEYS, pick_device  # noqa: E402
+from course_lib.doctor import nvidia_smi_gpus  # noqa: E402
+
+fmt = memory.format_bytes
+# Sizes of the measured workloads; --small shrinks them (the CPU smoke test of this script).
+S = {"width": 4096, "batch": 1024, "big_batch": 8192, "copy_mib": 64, "matmul": 4096, "oom_limit": 2**30,
+     "epoch_items": None}
+SMALL = {"width": 32, "batch": 16, "big_batch": 32, "copy_mib": 1, "matmul": 64, "oom_limit": 2**20,
+         "epoch_items": 128}
+
+
+# ---------------------------------------------------------------- helpers
+def cuda_index(device) -> torch.device:
+    """The device with its index (set_per_process_memory_fraction refuses a bare "cuda")."""
+    device = torch.device(device)
+    return device if device.index is not None else torch.device("cuda", torch.cuda.current_device())
+
+
+def mlp(n_in: int, width: int, layers: int = 2, n_out: int = 10) -> nn.Sequential:
+    mods = [nn.Linear(n_in, width), nn.ReLU()]
+    for _ in range(layers - 1):
+        mods += [nn.Linear(width, width), nn.ReLU()]
+    return nn.Sequential(*mods, nn.Linear(width, n_out))
+
+
+def amp_dtype():
+    """bfloat16 where the GPU has it (no GradScaler needed), else float16 with a GradScaler."""
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+
+def amp_step(model, optimizer, x, y, dtype):
+    """One training step, under autocast when `dtype` is not None (float16 gets a GradScaler)."""
+    scaler = torch.amp.GradScaler("cuda", enabled=dtype == torch.float16)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None):
+            loss = F.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    return step
+
+
+def batch_of(n: int, width: int, device, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, width, generator=g).to(device), torch.randint(0, 10, (n,), generator=g).to(device)
+
+
+def digits_batch(n: int, device):
+    images, labels = data.load_digits()
+    index = torch.randint(0, len(labels), (n,), generator=torch.Generator().manual_seed(0))
+    return images[index].to(device), labels[index].to(device)
+
+
+def gb_per_s(n_bytes: int, ms: float) -> float:
+    return n_bytes / 1e9 / (ms / 1000)
+
+
+# ---------------------------------------------------------------- one function per figure key
+def device_memory(device):
+    before = torch.cuda.memory_allocated(device)
+    label = torch.device("cuda")
+    after_label = torch.cuda.memory_allocated(device)
+    t = torch.zeros(1024, 1024, device=device)
+    after_tensor = torch.cuda.memory_allocated(device)
+    del t
+    values = {"label_bytes": after_label - before, "tensor_bytes": after_tensor - after_label}
+    return [f"memory_allocated: +{values['label_bytes']} bytes after torch.device('cuda'), "
+            f"+{fmt(values['tensor_bytes'])} after a 1024 x 1024 float32 tensor"], values
+
+
+def create_on_device(device):
+    n = S["matmul"]
+    copy = measure.time_fn(lambda: torch.randn(n, n).to(device), device, repeats=10, warmup=2,
+                           label="made on the CPU, then copied")
+    direct = measure.time_fn(lambda: torch.randn(n, n, device=device), device, repeats=10, warmup=2,
+                             label="made on the GPU")
+    return ([f"a {n} x {n} tensor: made on the CPU then copied {copy.median:.2f} ms; made directly on "
+             f"the GPU {direct.median:.3f} ms ({measure.speed_ratio(copy, direct)})"],
+            {"copy_ms": copy.median, "direct_ms": direct.median})
+
+
+def sync_timing(device):
+    n = S["matmul"]
+    a = torch.randn(n, n, device=device)
+    launched, finished = [], []
+    for _ in range(6):
+        torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        a @ a
+        launched.append((time.perf_counter() - start) * 1000)
+        torch.cuda.synchronize(device)
+        finished.append((time.perf_counter() - start) * 1000)
+    launch_ms, work_ms = sorted(launched[1:])[2], sorted(finished[1:])[2]  # medians, first call left out
+    return [f"{n} x {n} matmul: the Python line returns after {launch_ms:.3f} ms (the launch); "
+            f"the GPU finishes after {work_ms:.3f} ms (read only after torch.cuda.synchronize())"], \
+        {"launch_ms": launch_ms, "finished_ms": work_ms}
+
+
+class AugmentedOnTheFly(torch.utils.data.Dataset):
+    """Digits with a random affine warp at each read: per-item CPU work, as in chapter 05's loader."""
+
+    def __init__(self, base, size: int = 32):
+        self.base, self.size = base, size
+
+    def __len__(self):
+        return len(self.base)
+
+    def __getitem__(self, i):
+        x, y = self.base[i]
+        image = F.interpolate(x.reshape(1, 1, 8, 8), size=self.size, mode="bilinear", align_corners=False)
+        theta = torch.eye(2, 3).unsqueeze(0) + 0.1 * (torch.rand(1, 2, 3) - 0.5)
+        image = F.grid_sample(image, F.affine_grid(theta, list(image.shape), align_corners=False),
+                              align_corners=False)
+        return F.avg_pool2d(image, self.size // 8).reshape(64), y
+
+
+def data_wait(device):
+    train_set, _ = data.digits_split(test_fraction=0.2, seed=0)
+    if S["epoch_items"]:
+        train_set = torch.utils.data.Subset(train_set, range(S["epoch_items"]))
+    lines, values = [], {}
+    for label, dataset in (("digits in memory", train_set), ("augmented on the fly", AugmentedOnTheFly(train_set))):
+        torch.manual_seed(0)
+        model = training.digits_mlp().to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+        def step(x, y):
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            optimizer.zero_grad(set_to_none=True)
+            F.cross_entropy(model(x), y).backward()
+            optimizer.step()
+
+        loader = data.make_loader(dataset, device, batch_size=64, shuffle=True)
+        times = measure.loop_breakdown(step, loader, device, label=label)
+        lines.append(f"{label} (batch 64, num_workers=0): waiting for data {sum(times.wait_ms):.0f} ms "
+                     f"({times.wait_share:.0%}), computing {sum(times.compute_ms):.0f} ms per epoch")
+        values[label] = {"wait_ms": sum(times.wait_ms), "compute_ms": sum(times.compute_ms)}
+    return lines, values
+
+
+def pinned_copy(device):
+    megabytes = S["copy_mib"]
+    pageable = torch.randn(megabytes * 2**20 // 4)
+    pinned = pageable.pin_memory()
+    n_bytes = pageable.numel() * pageable.element_size()
+    lines, values = [], {}
+    for label, source in (("pageable", pageable), ("pinned", pinned)):
+        timing = measure.time_fn(lambda: source.to(device), device, repeats=10, warmup=2)
+        lines.append(f"{megabytes} MiB host-to-GPU from {label} memory: {timing.median:.2f} ms, "
+                     f"{gb_per_s(n_bytes, timing.median):.1f} GB/s")
+        values[label] = {"ms": timing.median, "gb_per_s": gb_per_s(n_bytes, timing.median)}
+    torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    pinned.to(device, non_blocking=True)
+    returned = (time.perf_counter() - start) * 1000
+    torch.cuda.synchronize(device)
+    lines.append(f"from pinned memory with non_blocking=True, Python goes on after {returned:.3f} ms; "
+                 f"the copy ends after {(time.perf_counter() - start) * 1000:.2f} ms")
+    values["non_blocking_return_ms"] = returned
+    return lines, values
+
+
+def amp(device):
+    width, batch = S["width"], S["batch"]
+    x, y = batch_of(batch, width, device)
+    results = {}
+    for label, dtype in (("float32", None), (f"autocast {str(amp_dtype()).replace('torch.', '')}", amp_dtype())):
+        torch.manual_seed(0)
+        model = mlp(width, width).to(device)
+        step = amp_step(model, torch.optim.SGD(model.parameters(), lr=1e-3), x, y, dtype)
+        results[label] = measure.time_fn(step, device, repeats=10, warmup=3, label=label)
+    base, fast = results.values()
+    return ([f"training step of an MLP {width} wide, batch {batch}: {base.label} {base.median:.2f} ms, "
+             f"{fast.label} {fast.median:.2f} ms ({measure.speed_ratio(base, fast)})"],
+            {label: t.median for label, t in results.items()})
+
+
+def compile_(device, width: int = 256, batch: int = 256):
+    x, y = batch_of(batch, width, device)
+    results = {}
+    for label in ("eager", "torch.compile"):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(width, width), nn.GELU(), nn.LayerNorm(width), nn.Linear(width, width),
+                              nn.GELU(), nn.Linear(width, 10)).to(device)
+        run = torch.compile(model) if label == "torch.compile" else model
+        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+        def step():
+            optimizer.zero_grad(set_to_none=True)
+            F.cross_entropy(run(x), y).backward()
+            optimizer.step()
+
+        results[label] = measure.time_fn(step, device, repeats=20, warmup=1, label=label)
+    eager, compiled = results["eager"], results["torch.compile"]
+    return ([f"first call with torch.compile (compiling): {compiled.warmup_ms[0] / 1000:.1f} s",
+             f"training step of a small MLP ({width} wide, batch {batch}): eager {eager.median:.3f} ms, "
+             f"compiled {compiled.median:.3f} ms ({measure.speed_ratio(eager, compiled)})"],
+            {"first_call_s": compiled.warmup_ms[0] / 1000, "eager_ms": eager.median,
+             "compiled_ms": compiled.median})
+
+
+def nvidia_smi_during_training(device, seconds: float = 3.0):
+    if shutil.which("nvidia-smi") is None:
+        return None
+    x, y = batch_of(S["batch"], S["width"], device)
+    model = mlp(S["width"], S["width"]).to(device)
+    step = amp_step(model, torch.optim.SGD(model.parameters(), lr=1e-3), x, y, None)
+    stop = threading.Event()
+
+    def train():
+        while not stop.is_set():
+            step()
+        torch.cuda.synchronize(device)
+
+    worker = threading.Thread(target=train)
+    worker.start()
+    time.sleep(seconds / 2)
+    query = "name,utilization.gpu,memory.used,memory.total"
+    out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
+                         capture_output=True, text=True, timeout=20)
+    time.sleep(seconds / 2)
+    stop.set()
+    worker.join()
+    row = out.stdout.strip().splitlines()[torch.cuda.current_device()] if out.stdout.strip() else ""
+    return ([f"nvidia-smi during a training loop: {row}  ({query})"], {"row": row})
+
+
+def estimate_vs_peak(device):
+    width, batch = S["width"], S["batch"]
+    torch.manual_seed(0)
+    model = mlp(data.N_FEATURES, width).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = digits_batch(batch, device)
+    criterion = nn.CrossEntropyLoss()
+    memory.training_step_memory(model, optimizer, criterion, x, y)  # the first step makes Adam's state
+    counted = memory.training_step_memory(model, optimizer, criterion, x, y)
+    counted["batch"] = memory.tensor_bytes(x) + memory.tensor_bytes(y)
+    optimizer.zero_grad(set_to_none=True)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        criterion(model(x), y).backward()
+        optimizer.step()
+
+    measured = memory.cuda_peak(step, device)
+    parts = ", ".join(f"{k.replace('_', ' ')} {fmt(v)}" for k, v in counted.items())
+    total = sum(counted.values())
+    return ([f"digits MLP {width} wide, Adam, batch {batch}: counted {fmt(total)} ({parts})",
+             f"peak measured by torch.cuda.max_memory_allocated: {fmt(measured['peak'])} "
+             f"({measured['peak'] / total:.2f}x the count; before the step {fmt(measured['before'])})"],
+            {"counted": counted, "measured": measured})
+
+
+def real_oom(device):
+    limit, index = S["oom_limit"], cuda_index(device)
+    model = mlp(data.N_FEATURES, S["width"]).to(index)
+    before = torch.cuda.get_per_process_memory_fraction(index) \
+        if hasattr(torch.cuda, "get_per_process_memory_fraction") else None
+    start, batch, error = time.perf_counter(), 2**10, None
+    with memory.small_gpu(limit, index):
+        while batch <= 2**22 and error is None:
+            try:
+                x = torch.randn(batch, data.N_FEATURES, device=index)
+                model(x).sum().backward()
+                del x
+                batch *= 2
+            except memory.OutOfMemoryError as err:
+                error = err
+    seconds = time.perf_counter() - start
+    if error is None:
+        return [f"no out-of-memory error up to batch {batch // 2} under a {fmt(limit)} cap"], {"batch": batch}
+    message = " ".join(str(error).split())[:160]
+    lines = [f"under a {fmt(limit)} cap (set_per_process_memory_fraction on {index}), a digits MLP {S['width']} wide "
+             f"raised torch.OutOfMemoryError at batch {batch} after {seconds:.2f} s: \"{message}...\""]
+    values = {"batch": batch, "seconds": seconds, "message": message, "fraction_before": before}
+    if before is not None:
+        values["fraction_after"] = torch.cuda.get_per_process_memory_fraction(index)
+    return lines, values
+
+
+def empty_cache(device):
+    torch.cuda.empty_cache()
+    state = {}
+    t = torch.empty(S["oom_limit"] // 4, device=device)
+    state[f"with a {fmt(S['oom_limit'])} tensor"] = memory.cuda_memory(device)
+    del t
+    state["after del"] = memory.cuda_memory(device)
+    torch.cuda.empty_cache()
+    state["after empty_cache()"] = memory.cuda_memory(device)
+    return ([f"{when}: allocated {fmt(m['allocated'])}, reserved {fmt(m['reserved'])}" for when, m in state.items()],
+            state)
+
+
+def amp_memory(device):
+    width, batch = S["width"], S["big_batch"]
+    x, y = digits_batch(batch, device)
+    peaks = {}
+    for label, dtype in (("float32", None), (f"autocast {str(amp_dtype()).replace('torch.', '')}", amp_dtype())):
+        torch.manual_seed(0)
+        model = mlp(data.N_FEATURES, width).to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        step = amp_step(model, optimizer, x, y, dtype)
+        step()  # Adam's state exists from here on
+        peaks[label] = memory.cuda_peak(step, device)
+        del model, optimizer, step
+        torch.cuda.empty_cache()
+    (base, b), (amp_label, a) = peaks.items()
+    return ([f"training step, digits MLP {width} wide, Adam, batch {batch}: peak {fmt(b['peak'])} in {base}, "
+             f"{fmt(a['peak'])} under {amp_label}; in use between steps (weights, Adam state): "
+             f"{fmt(b['before'])} vs {fmt(a['before'])}"], peaks)
+
+
+def data_parallel(device):
+    batch, width = 4 * S["batch"], S["width"]
+    n = torch.cuda.device_count()
+    if n < 2:
+        return None
+    x, y = batch_of(batch, width, device)
+    results = {}
+    for label in ("one GPU", f"DataParallel over {n} GPUs"):
+        torch.manual_seed(0)
+        model = mlp(width, width).to(device)
+        run = model if label == "one GPU" else nn.DataParallel(model)
+        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+        def step():
+            optimizer.zero_grad(set_to_none=True)
+            F.cross_entropy(run(x), y).backward()
+            optimizer.step()
+
+        results[label] = measure.time_fn(step, device, repeats=5, warmup=2, label=label)
+    one, dp = results.values()
+    return ([f"training step, MLP {width} wide, batch {batch}: one GPU {one.median:.2f} ms, {dp.label} "
+             f"{dp.median:.2f} ms ({measure.speed_ratio(one, dp)})"], {k: t.median for k, t in results.items()})
+
+
+FIGURES = {
+    "ch01.device_memory": device_memory,
+    "ch01.create_on_device": create_on_device,
+    "ch05.sync_timing": sync_timing,
+    "ch05.data_wait": data_wait,
+    "ch05.pinned_copy": pinned_copy,
+    "ch05.amp": amp,
+    "ch05.nvidia_smi": nvidia_smi_during_training,
+    "ch06.estimate_vs_peak": estimate_vs_peak,
+    "ch06.real_oom": real_oom,
+    "ch06.empty_cache": empty_cache,
+    "ch06.amp_memory": amp_memory,
+    "ch07.data_parallel": data_parallel,
+    "ch05.compile": compile_,  # last: the slowest, and gpu_check.sh runs it on its own
+}
+MISSING = {"ch07.data_parallel": "it needs 2 or more GPUs and the check machine had {n}",
+           "ch05.nvidia_smi": "nvidia-smi did not run on the check machine"}
+
+
+# ---------------------------------------------------------------- the run
+def run_info() -> dict:
+    gpus = nvidia_smi_gpus()
+    cuda = torch.cuda.is_available()
+    props = torch.cuda.get_device_properties(0) if cuda else None
+    return {"gpu": props.name if cuda else None,
+            "gpu_memory": fmt(props.total_memory) if cuda else None,
+            "gpus": torch.cuda.device_count() if cuda else 0,
+            "driver": gpus[0][1] if gpus else None,
+            "torch": torch.__version__, "cuda": torch.version.cuda,
+            "python": platform.python_version(),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")}
+
+
+def write(path: Path, result: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(result, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def measure_all(path: Path, keys: list) -> dict:
+    info = run_info()
+    result = {"run": info, "figures": {}}
+    if path.exists():
+        old = json.loads(path.read_text())
+        if old.get("run", {}).get("gpu") == info["gpu"]:
+            result["figures"] = old.get("figures", {})
+    if not info["gpu"]:
+        result["run"]["reason"] = "no CUDA GPU: torch.cuda.is_available() is False"
+        write(path, result)
+        print(result["run"]["reason"])
+        return result
+    device = pick_device()
+    for key in keys:
+        start = time.perf_counter()
+        try:
+            out = FIGURES[key](device)
+            entry = {"missing": MISSING[key].format(n=info["gpus"])} if out is None else \
+                {"lines": out[0], "values": out[1]}
+        except Exception as err:  # noqa: BLE001 - one figure's failure is recorded, the others go on
+            entry = {"error": f"{type(err).__name__}: {' '.join(str(err).split())[:300]}"}
+            traceback.print_exc()
+        finally:
+            torch.cuda.empty_cache()
+        entry["seconds"] = round(time.perf_counter() - start, 2)
+        result["figures"][key] = entry
+        write(path, result)
+        print(f"{key}: " + " | ".join(entry.get("lines") or [entry.get("missing") or entry.get("error")]),
+              flush=True)
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--only", nargs="*", default=None, help="measure these keys only")
+    parser.add_argument("--skip", nargs="*", default=[], help="leave these keys out")
+    parser.add_argument("--small", action="store_true", help="tiny workloads (the CPU smoke test)")
+    args = parser.parse_args(argv)
+    if args.small:
+        S.update(SMALL)
+    wanted = [k for k in (args.only or FIGURES) if k not in args.skip]
+    unknown = [k for k in wanted + args.skip if k not in FIGURE_KEYS]
+    if unknown:
+        parser.error(f"unknown figure keys {unknown}; see course_lib.device.FIGURE_KEYS")
+    os.environ.setdefault("COURSE_DEVICE", "cuda" if torch.cuda.is_available() else "cpu")
+    result = measure_all(args.out, wanted)
+    failed = [k for k in wanted if "error" in result["figures"].get(k, {})]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

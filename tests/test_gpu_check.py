@@ -1,0 +1,227 @@
+"""The prepared GPU check (benchmarks/gpu_check.sh) and its parts, on this CPU-only machine.
+
+The script's real job needs a CUDA GPU; here we prove what can be proved without one: it ends
+at once with every GPU step skipped and the reason; its bookkeeping records a failing step and
+goes on; the figures script measures every figure key (CUDA's queries simulated, the work done
+on the CPU); the CUDA-only tests are the ones selected; the wheels install offline.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import types
+import zipfile
+
+import pytest
+import torch
+
+from conftest import NOTEBOOKS, ROOT
+from course_lib import device as dev
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import gpu_cuda_tests  # noqa: E402
+import gpu_figures  # noqa: E402
+import gpu_wheels  # noqa: E402
+
+SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
+STEPS = ["wheels", "figures", "figures-compile", "cuda-tests", "grader"] + [f"notebook-{nb.stem}" for nb in NOTEBOOKS]
+
+
+def run_check(out, timeout=300, **env):
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("GPU_CHECK_")}
+    environ.update(PYTHON=sys.executable, **env)
+    return subprocess.run(["bash", str(SCRIPT), str(out)], cwd="/", env=environ, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def report_rows(out) -> dict:
+    """{step: (result, summary)} of report.md's table."""
+    rows = {}
+    for line in (out / "report.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| ") and len(cells) == 4 and cells[0] != "step":
+            rows[cells[0]] = (cells[1], cells[3])
+    return rows
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only behaviour")
+def test_without_a_gpu_every_step_is_skipped_with_the_reason(tmp_path, monkeypatch, capsys):
+    proc = run_check(tmp_path / "out")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = report_rows(tmp_path / "out")
+    assert sorted(rows) == sorted(STEPS)
+    for step, (result, said) in rows.items():
+        assert result == "skipped" and "no CUDA GPU" in said, (step, result, said)
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert f"torch: {torch.__version__}" in report and "nvidia-smi" in report
+    figures = json.loads((tmp_path / "out" / "figures.json").read_text())
+    assert figures["run"]["gpu"] is None and "no CUDA GPU" in figures["run"]["reason"]
+    assert figures["figures"] == {}
+    # a report from a machine without a GPU is no reference run: the cells say so
+    monkeypatch.setenv(dev.FIGURES_ENV_VAR, str(tmp_path / "out" / "figures.json"))
+    monkeypatch.delenv(dev.ENV_VAR, raising=False)
+    dev.gpu_only("AMP", figure="ch05.amp")
+    assert "No reference GPU run is recorded yet" in capsys.readouterr().out
+
+
+def test_a_failing_step_is_recorded_and_the_next_steps_still_run(tmp_path):
+    (tmp_path / "no-wheels").mkdir()
+    proc = run_check(tmp_path / "out", GPU_CHECK_ASSUME_GPU="1", GPU_CHECK_ONLY="wheels figures",
+                     GPU_CHECK_WHEELS=str(tmp_path / "no-wheels"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # a step failed
+    rows = report_rows(tmp_path / "out")
+    assert rows["wheels"][0] == "FAILED (exit 1)" and "--prepare-wheels" in rows["wheels"][1]
+    assert rows["figures"][0] == "ok"  # ran after the failure
+    assert all(rows[s] == ("skipped", "not in GPU_CHECK_ONLY") for s in STEPS if s not in ("wheels", "figures"))
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## wheels: last lines of logs/wheels.log" in report
+    assert (tmp_path / "out" / "logs" / "figures.log").exists()
+
+
+def test_the_time_budget_holds_every_step(tmp_path):
+    proc = run_check(tmp_path / "out", GPU_CHECK_ASSUME_GPU="1", GPU_CHECK_SECONDS="1")
+    rows = report_rows(tmp_path / "out")
+    assert proc.returncode == 0 and sorted(rows) == sorted(STEPS)
+    assert all(result == "skipped" and said.startswith("out of time") for result, said in rows.values())
+
+
+def test_usage_errors():
+    assert subprocess.run(["bash", str(SCRIPT)], capture_output=True).returncode == 2
+    assert subprocess.run(["bash", str(SCRIPT), "--nonsense"], capture_output=True).returncode == 2
+
+
+# ---------------------------------------------------------------- figure keys: one list, measured as named
+def documented_keys() -> dict:
+    text = (ROOT / "docs" / "gpu" / "README.md").read_text().split("## Figure keys", 1)[1]
+    return dict(re.findall(r"^\| `([\w.]+)` \| (.+?) \|$", text, re.M))
+
+
+def test_figure_keys_are_one_list_measured_and_documented():
+    assert set(gpu_figures.FIGURES) == set(dev.FIGURE_KEYS)
+    assert documented_keys() == dev.FIGURE_KEYS
+
+
+def simulate_cuda_on_the_cpu(monkeypatch):
+    """torch.cuda's queries answer as on a one-GPU machine; the work itself runs on the CPU."""
+    cuda = torch.cuda
+    monkeypatch.setattr(cuda, "is_available", lambda: True)
+    monkeypatch.setattr(cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(cuda, "is_bf16_supported", lambda *a, **k: True)
+    props = types.SimpleNamespace(name="Simulated GPU", total_memory=80 * 2**30)
+    monkeypatch.setattr(cuda, "get_device_properties", lambda d=None: props)
+    for name in ("memory_allocated", "max_memory_allocated", "memory_reserved"):
+        monkeypatch.setattr(cuda, name, lambda d=None: 0)
+    for name in ("synchronize", "empty_cache", "reset_peak_memory_stats"):
+        monkeypatch.setattr(cuda, name, lambda d=None: None)
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self, *a: self)
+    monkeypatch.setattr(gpu_figures, "pick_device", lambda: torch.device("cpu"))
+
+
+def test_gpu_figures_measure_every_key(monkeypatch, tmp_path):
+    """Every figure function runs and writes its lines (a real OOM and torch.compile need a real GPU)."""
+    simulate_cuda_on_the_cpu(monkeypatch)
+    monkeypatch.setattr(gpu_figures, "S", dict(gpu_figures.S))
+    out = tmp_path / "figures.json"
+    skipped = ["ch06.real_oom", "ch05.compile"]
+    assert gpu_figures.main([str(out), "--small", "--skip", *skipped]) == 0
+    run = json.loads(out.read_text())
+    assert run["run"]["gpu"] == "Simulated GPU" and run["run"]["torch"] == torch.__version__
+    assert set(run["figures"]) == set(dev.FIGURE_KEYS) - set(skipped)
+    for key, entry in run["figures"].items():
+        assert "error" not in entry, (key, entry)
+        if key in ("ch07.data_parallel", "ch05.nvidia_smi"):  # 1 GPU; no nvidia-smi here
+            assert entry["missing"], key
+        else:
+            assert entry["lines"] and all(isinstance(line, str) for line in entry["lines"]), key
+    # gpu_only shows them as recorded
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv(dev.FIGURES_ENV_VAR, str(out))
+    assert "measured on Simulated GPU" in " ".join(dev.reference_figures("ch05.amp"))
+
+
+def test_one_failing_figure_is_recorded_and_the_rest_measured(monkeypatch, tmp_path):
+    simulate_cuda_on_the_cpu(monkeypatch)
+    monkeypatch.setattr(gpu_figures, "S", dict(gpu_figures.S))
+
+    def broken(device):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setitem(gpu_figures.FIGURES, "ch01.device_memory", broken)
+    out = tmp_path / "figures.json"
+    assert gpu_figures.main([str(out), "--small", "--only", "ch01.device_memory", "ch06.empty_cache"]) == 1
+    figures = json.loads(out.read_text())["figures"]
+    assert "illegal memory access" in figures["ch01.device_memory"]["error"]
+    assert figures["ch06.empty_cache"]["lines"]
+
+
+# ---------------------------------------------------------------- which tests are the CUDA-only ones
+def fake_item(name, *reasons):
+    marks = [types.SimpleNamespace(kwargs={"reason": r}) for r in reasons]
+    return types.SimpleNamespace(name=name + "[param]", originalname=name, iter_markers=lambda kind: marks)
+
+
+def test_cuda_only_tests_are_selected_by_their_skip_reason_or_name():
+    assert gpu_cuda_tests.is_cuda_only(fake_item("test_real_oom", "needs a CUDA GPU"))
+    assert gpu_cuda_tests.is_cuda_only(fake_item("test_pinned_copy_on_the_gpu"))
+    assert not gpu_cuda_tests.is_cuda_only(fake_item("test_meter_counts", "checks the CPU-only behaviour"))
+    assert not gpu_cuda_tests.is_cuda_only(fake_item("test_format_bytes"))
+
+
+def test_cuda_only_tests_collected_from_the_suite():
+    env = dict(os.environ, PYTHONPATH=f"{ROOT / 'benchmarks'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "gpu_cuda_tests", "-p", "no:cacheprovider",
+                           "-o", "addopts=", "--collect-only", "-q", "tests/test_memory.py"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "test_memory.py::test_small_gpu_gives_a_real_oom_and_lifts_the_cap" in proc.stdout
+    assert "test_format_bytes" not in proc.stdout and "deselected" in proc.stdout
+
+
+# ---------------------------------------------------------------- the wheels, offline
+def tiny_wheel(folder, project="tinypkg", version="1.0"):
+    """A minimal wheel: a package, its dist-info, and a .data folder with purelib and scripts."""
+    path = folder / f"{project}-{version}-py3-none-any.whl"
+    info = f"{project}-{version}.dist-info"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(f"{project}/__init__.py", "VALUE = 42\n")
+        z.writestr(f"{project}-{version}.data/purelib/{project}_extra.py", "EXTRA = 1\n")
+        z.writestr(f"{project}-{version}.data/scripts/tool", "#!/bin/sh\n")
+        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n")
+        z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(f"{info}/RECORD", "")
+    return path
+
+
+def test_wheels_of_projects_already_installed_are_left_alone(tmp_path):
+    wheels = [tmp_path / "pytest-99.0-py3-none-any.whl", tmp_path / "Jupyter_Client-8.0-py3-none-any.whl"]
+    assert gpu_wheels.project_of(wheels[1]) == "jupyter-client"
+    assert gpu_wheels.wanted(wheels, installed=lambda p: p == "pytest") == [wheels[1]]
+
+
+def test_wheels_install_offline_into_a_target(tmp_path):
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    tiny_wheel(folder)
+    gpu_wheels.unpack(folder / "tinypkg-1.0-py3-none-any.whl", tmp_path / "unpacked")
+    assert (tmp_path / "unpacked" / "tinypkg" / "__init__.py").exists()
+    assert (tmp_path / "unpacked" / "tinypkg_extra.py").exists()
+    assert not list((tmp_path / "unpacked").glob("*.data"))
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_wheels.py"), "install", str(folder),
+                           str(tmp_path / "site")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "installing 1: tinypkg" in proc.stdout
+    imported = subprocess.run([sys.executable, "-c", "import tinypkg; print(tinypkg.VALUE)"],
+                              env=dict(os.environ, PYTHONPATH=str(tmp_path / "site")), capture_output=True, text=True)
+    assert imported.stdout.strip() == "42"
+    empty = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_wheels.py"), "install",
+                            str(tmp_path / "nothing"), str(tmp_path / "site2")], capture_output=True, text=True)
+    assert empty.returncode == 1 and "--prepare-wheels" in empty.stdout
+
+
+def test_the_prepare_command_is_the_documented_one():
+    docs = (ROOT / "docs" / "gpu" / "README.md").read_text()
+    assert "bash benchmarks/gpu_check.sh --prepare-wheels benchmarks/wheels" in docs
+    assert "--prepare-wheels" in SCRIPT.read_text()
+    assert set(gpu_wheels.NEEDED) == {"nbval", "nbclient", "nbformat", "ipykernel", "ipywidgets"}
