@@ -5,6 +5,7 @@ notebook prints and plots them and draws no conclusion that the numbers did not 
 exercises are checked on the CPU: autocast and GradScaler work there for real, and a simulated
 clock stands in for a GPU that runs asynchronously.
 """
+import functools
 import math
 import os
 import shutil
@@ -19,14 +20,54 @@ from unittest import mock
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.data import Dataset
+from torch.utils.data import Dataset, Subset
 
 from . import data, measure, training
 from .device import gpu_only, mps_available
-from .exercises import Chapter, Fail, Test
+from .exercises import CORRECT, INCORRECT, Chapter, Fail, Test
+from .exercises import progress as _progress
 from .probes import as_number, checker_threads, make_rig, tensor_fail
 
 chapter = Chapter(__name__, title="Speedups, measured")
+
+
+# ---------------------------------------------------------------- predict first, then see
+def answered(quiz) -> bool:
+    """True once the learner has checked an answer to `quiz` (right or wrong) (chapter 05)."""
+    return _progress.load().get(quiz.id, {}).get("status") in (CORRECT, INCORRECT)
+
+
+def after_answer(quiz, show, *args, label: str = "Show the result", **kwargs):
+    """Run ``show(*args)`` only once `quiz` is answered, or when the learner clicks (chapter 05).
+
+    "Run All" must not print a quiz's answer right under it: until the quiz has an answer, the
+    cell shows a button instead of the result.
+    """
+    if answered(quiz):
+        return show(*args, **kwargs)
+    note = f"Answer the quiz \"{quiz.title}\" above first; then click the button (or run this cell again)."
+    try:
+        import ipywidgets as W
+        from IPython.display import display
+    except ImportError:
+        print(note)
+        return None
+    button, out = W.Button(description=label, layout=W.Layout(width="auto")), W.Output()
+
+    def click(_):
+        button.disabled = True
+        with out:
+            show(*args, **kwargs)
+
+    button.on_click(click)
+    display(W.VBox([W.HTML(note), button, out]))
+    return None
+
+
+def gpu_reference(what: str, figure: str) -> None:
+    """Below a measurement made on any device: on a machine without CUDA, the figures a real GPU
+    recorded for it (nothing more on a CUDA device: the cell above measured the GPU) (chapter 05)."""
+    gpu_only(what, figure=figure)
 
 
 # ---------------------------------------------------------------- 1. a loader that does real CPU work
@@ -62,6 +103,13 @@ class AugmentedDigits(Dataset):
         return F.avg_pool2d(image, self.size // 8).reshape(64), y
 
 
+def reads_of_two_digits(augmented: AugmentedDigits, reads: int = 3) -> Subset:
+    """Item 0 and the first item with another label, each read `reads` times (chapter 05)."""
+    first = int(augmented.base[0][1])
+    other = next(i for i in range(len(augmented.base)) if int(augmented.base[i][1]) != first)
+    return Subset(augmented, [0] * reads + [other] * reads)
+
+
 def train_step(model, optimizer, criterion, device):
     """The training template's loop body as a function ``step(x, y)`` (chapter 05 times it)."""
     def step(x, y):
@@ -90,7 +138,7 @@ def starving_experiment(train_set, device, batch_size: int = 64, **loader_option
 
 def nvidia_smi() -> None:
     """Print nvidia-smi's one-line-per-GPU view (utilization, memory), or say why not (chapter 05)."""
-    if not gpu_only("nvidia-smi: the GPU's utilization and memory"):
+    if not gpu_only("nvidia-smi: the GPU's utilization and memory", figure="ch05.nvidia_smi"):
         return
     exe = shutil.which("nvidia-smi")
     if exe is None:
@@ -127,10 +175,31 @@ def workers_experiment(dataset, device, settings=((0, False), (2, False), (2, Tr
 
 
 def plot_epochs(results: dict):
-    """Stacked bars: epoch 1 and epoch 2 of each loader setting (chapter 05)."""
+    """Epoch 1 and epoch 2 side by side for each loader setting (chapter 05)."""
     n = max(len(v) for v in results.values())
-    return measure.plot_stacked(results, parts=tuple(f"epoch {i + 1}" for i in range(n)),
-                                title="time for the same epochs, per loader setting", ylabel="ms")
+    return measure.plot_grouped(results, parts=tuple(f"epoch {i + 1}" for i in range(n)),
+                                title="the same epochs, per loader setting", ylabel="ms per epoch")
+
+
+# (setting, epoch index, compared with setting, epoch index, what the comparison shows)
+WORKER_COMPARISONS = (
+    ("num_workers=2", 1, "num_workers=0", 1, "epoch 2 with 2 workers vs none: do workers pay here?"),
+    ("num_workers=2, persistent", 1, "num_workers=2", 1,
+     "epoch 2, persistent vs fresh workers: what starting 2 workers costs"),
+    ("num_workers=2, persistent", 1, "num_workers=2, persistent", 0,
+     "persistent workers, epoch 2 vs epoch 1: the start-up paid once"),
+)
+
+
+def workers_notes(results: dict) -> str:
+    """The comparisons the text asks for, computed from the measured epoch times (chapter 05)."""
+    lines = []
+    for this, i, other, j, what in WORKER_COMPARISONS:
+        if this in results and other in results and len(results[this]) > i and len(results[other]) > j:
+            a, b = results[this][i], results[other][j]
+            verdict = measure.speed_ratio(measure.Timing(other, [b]), measure.Timing(this, [a]))
+            lines.append(f"- {what}\n    {a:.0f} ms vs {b:.0f} ms: {verdict}")
+    return "\n".join(lines)
 
 
 def machine_cores() -> str:
@@ -151,8 +220,23 @@ def pinned_batch(dataset, batch_size: int = 64) -> torch.Tensor:
     return next(iter(loader))[0]
 
 
+def is_cuda_or_say_so(device, what: str) -> bool:
+    """True for a CUDA device; otherwise say that nothing was measured (chapter 05).
+
+    The course device decides, not the machine: with COURSE_DEVICE=cpu on a GPU machine a
+    host-to-"device" copy would be a CPU-to-CPU copy, and timing it would teach nothing.
+    """
+    device = torch.device(device)
+    if device.type == "cuda":
+        return True
+    print(f"[GPU only] {what}: the course device is {device}, not a CUDA GPU; nothing was timed")
+    return False
+
+
 def copy_benchmark(device, megabytes: int = 64, repeats: int = 5) -> dict:
     """GPU only: host-to-GPU copy time from pageable vs pinned memory, and what non_blocking returns (chapter 05)."""
+    if not is_cuda_or_say_so(device, "copy time from pageable vs pinned memory"):
+        return {}
     n = megabytes * 2**20 // 4
     pageable = torch.randn(n)
     pinned = pageable.pin_memory()
@@ -176,6 +260,8 @@ def copy_benchmark(device, megabytes: int = 64, repeats: int = 5) -> dict:
 
 def async_demo(device, n: int = 4096) -> None:
     """GPU only: a big matrix product timed without and with synchronize (chapter 05)."""
+    if not is_cuda_or_say_so(device, "a matrix product timed without and with synchronize"):
+        return
     a = torch.randn(n, n, device=device)
     a @ a  # warm-up
     measure.synchronize(device)
@@ -205,6 +291,34 @@ def round_trip(values=(1e-8, 1e-3, 70000.0)) -> str:
         t = torch.tensor(v)
         half, brain = t.half().float().item(), t.bfloat16().float().item()
         lines.append(f"{v:>10g} -> float16: {half:<12.6g} bfloat16: {brain:.6g}")
+    return "\n".join(lines)
+
+
+def _accumulate(step: float, n: int, dtype) -> float:
+    """Add `step` to a running total `n` times, the total kept in `dtype` (a low-precision reduction)."""
+    total = torch.zeros((), dtype=dtype)
+    for _ in range(n):
+        total += step
+    return total.item()
+
+
+# (what, how to compute it in one dtype): each row is computed live in float32, float16 and bfloat16
+PRECISION_CASES = (
+    ("a small gradient, 1e-8, stored", lambda d: torch.tensor(1e-8).to(d).item()),
+    ("exp(12), as in a softmax", lambda d: torch.tensor(12.0).to(d).exp().item()),
+    ("a weight 1.0 plus an update of 1e-3", lambda d: (torch.tensor(1.0).to(d) + 1e-3).item()),
+    ("256 + 1", lambda d: (torch.tensor(256.0).to(d) + 1).item()),
+    ("0.01 added 1000 times (a sum kept in the dtype)", lambda d: _accumulate(0.01, 1000, d)),
+)
+
+
+def precision_pitfalls() -> str:
+    """Where 16-bit arithmetic goes wrong, computed on this machine in three dtypes (chapter 05)."""
+    dtypes = (torch.float32, torch.float16, torch.bfloat16)
+    width = max(len(what) for what, _ in PRECISION_CASES)
+    lines = [f"{'':<{width}}  " + "".join(f"{str(d).replace('torch.', ''):>12}" for d in dtypes)]
+    for what, compute in PRECISION_CASES:
+        lines.append(f"{what:<{width}}  " + "".join(f"{compute(d):>12.6g}" for d in dtypes))
     return "\n".join(lines)
 
 
@@ -245,6 +359,17 @@ def amp_settings(device) -> list:
     return settings
 
 
+def precision_step(model, optimizer, scaler, device_type: str, dtype, x, y) -> float:
+    """One step in float32 (dtype None) or under autocast with `dtype`, through `scaler` (chapter 05)."""
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast(device_type=device_type, dtype=dtype or torch.float32, enabled=dtype is not None):
+        loss = F.cross_entropy(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    return loss
+
+
 def amp_speed(device, batch: int = 256, width: int = 512, repeats: int = 5, seed: int = 0) -> list:
     """Median ms per training step of an MLP of `width`, in each precision of amp_settings (chapter 05)."""
     device = torch.device(device)
@@ -258,15 +383,7 @@ def amp_speed(device, batch: int = 256, width: int = 512, repeats: int = 5, seed
                               nn.Linear(width, 10)).to(device)
         optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
         scaler = torch.amp.GradScaler(device.type, enabled=scaled)
-
-        def step():
-            optimizer.zero_grad(set_to_none=True)
-            with torch.autocast(device_type=device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
-                loss = F.cross_entropy(model(x), y)
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-
+        step = functools.partial(precision_step, model, optimizer, scaler, device.type, dtype, x, y)
         timings.append(measure.time_fn(step, device, repeats=repeats, warmup=2, label=label))
     return timings
 
@@ -278,6 +395,65 @@ def compare(timings: list) -> str:
     for t in timings[1:]:
         lines.append(f"{t}\n    -> {measure.speed_ratio(base, t)} than {base.label} on this machine")
     return "\n".join(lines)
+
+
+@dataclass
+class PrecisionRun:
+    """Losses of the same training steps in one precision, and what the scaler did (chapter 05)."""
+    label: str
+    losses: list = field(default_factory=list)
+    accuracy: float = float("nan")
+    scales: list = field(default_factory=list)
+    skipped: int = 0
+
+
+def train_in_precision(train_set, test_set, device, label: str, dtype, scaled: bool, steps: int,
+                       batch_size: int = 64, seed: int = 0) -> PrecisionRun:
+    """`steps` training steps of the digits MLP from a fixed start, in one precision (chapter 05)."""
+    device = torch.device(device)
+    torch.manual_seed(seed)
+    model = training.digits_mlp().to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    scaler = torch.amp.GradScaler(device.type, enabled=scaled)
+    loader = torch.utils.data.DataLoader(train_set, batch_size=batch_size, shuffle=True,
+                                         generator=torch.Generator().manual_seed(seed))
+    run, batches = PrecisionRun(label), iter(())
+    model.train()
+    while len(run.losses) < steps:
+        batch = next(batches, None)
+        if batch is None:
+            batches = iter(loader)
+            continue
+        x, y = batch[0].to(device), batch[1].to(device)
+        before = scaler.get_scale() if scaled else None
+        run.losses.append(precision_step(model, optimizer, scaler, device.type, dtype, x, y).item())
+        if scaled:
+            run.scales.append(scaler.get_scale())
+            run.skipped += scaler.get_scale() < before  # update() lowers the scale after a skipped step
+    test_loader = torch.utils.data.DataLoader(test_set, batch_size=256)
+    run.accuracy = training.evaluate(model, test_loader, device, nn.CrossEntropyLoss())[1]
+    return run
+
+
+def amp_vs_fp32(train_set, test_set, device, steps: int = 60) -> list:
+    """The same steps from the same start in float32 and in each autocast setting of the device (chapter 05)."""
+    return [train_in_precision(train_set, test_set, device, label, dtype, scaled, steps)
+            for label, dtype, scaled in amp_settings(device)]
+
+
+def show_precision_runs(runs: list, every: int = 10) -> str:
+    """Losses side by side every `every` steps, the largest relative gap, accuracy, scaler (chapter 05)."""
+    base = runs[0]
+    head = f"{'step':>5} " + "".join(f"{r.label:>32}" for r in runs)
+    rows = [head] + [f"{i + 1:>5} " + "".join(f"{r.losses[i]:>32.5f}" for r in runs)
+                     for i in range(every - 1, len(base.losses), every)]
+    for r in runs[1:]:
+        gap = max(abs(a - b) / abs(a) for a, b in zip(base.losses, r.losses))
+        rows.append(f"{r.label}: largest loss difference from float32 {gap:.2%} of the loss")
+    rows += [f"test accuracy after {len(r.losses)} steps, {r.label}: {r.accuracy:.1%}" for r in runs]
+    rows += [f"{r.label}: scale now {r.scales[-1]:g}, steps skipped for inf/nan gradients: {r.skipped}"
+             for r in runs if r.scales]
+    return "\n".join(rows)
 
 
 def scaler_demo(device_type: str = "cpu", init_scale: float = 2.0**16) -> None:
@@ -304,10 +480,40 @@ def scaler_demo(device_type: str = "cpu", init_scale: float = 2.0**16) -> None:
 
 
 # ---------------------------------------------------------------- 5. torch.compile
+def compile_call_cost(model: nn.Module) -> str:
+    """Time torch.compile(model) twice and say what the first call paid for (chapter 05)."""
+    times = []
+    for _ in range(2):
+        with measure.Timer() as t:
+            compiled = torch.compile(model)
+        times.append(t.ms)
+    first, second = times
+    lines = [f"torch.compile(model), first call in this process: {first:.0f} ms; second call: {second:.1f} ms",
+             f"it returned {type(compiled).__name__}, which wraps your model: {compiled._orig_mod is model}; "
+             f"same parameters: {next(compiled.parameters()) is next(model.parameters())}"]
+    notes = ((first > 5 * max(second, 1.0),
+              "the first call imported the compiler stack (TorchDynamo, Inductor) into this process; "
+              "the second only wrapped the model. Neither compiled anything: that waits for the first forward."),
+             (True, "both calls only wrapped the model (the compiler stack was already imported): "
+                    "nothing is compiled until the first forward."))
+    return "\n".join(lines + [next(text for hit, text in notes if hit)])
+
+
 def cxx_compiler():
     """The C++ compiler torch.compile's CPU backend would find, or None (chapter 05)."""
     names = [os.environ.get("CXX", ""), "c++", "g++", "clang++", "cl"]
     return next((shutil.which(n) for n in names if n and shutil.which(n)), None)
+
+
+def payback_note(eager: measure.Timing, compiled: measure.Timing) -> str:
+    """When the compile time is earned back, from the measured first calls and medians (chapter 05)."""
+    extra = compiled.warmup_ms[0] - eager.warmup_ms[0]
+    saved = eager.median - compiled.median
+    if saved <= 0:
+        return (f"the compiled step is not faster here ({compiled.median:.2f} ms vs {eager.median:.2f} ms): "
+                f"the {extra / 1000:.1f} s of compiling never pays back for this model on this device")
+    return (f"each compiled step saves {saved:.2f} ms: the {extra / 1000:.1f} s of compiling pays back after "
+            f"about {math.ceil(extra / saved)} steps")
 
 
 def compile_experiment(device, run: bool, batch: int = 256, width: int = 256, repeats: int = 20) -> dict:
@@ -342,7 +548,97 @@ def compile_experiment(device, run: bool, batch: int = 256, width: int = 256, re
     print(f"first call (compiling): {results['torch.compile'].warmup_ms[0] / 1000:.1f} s; "
           f"eager first call: {results['eager'].warmup_ms[0]:.1f} ms")
     print(compare([results["eager"], results["torch.compile"]]))
+    print(payback_note(results["eager"], results["torch.compile"]))
     return results
+
+
+class LoopNet(nn.Module):
+    """A DynamicNet-style model: a shared H -> H layer applied `depth` times, depth a Python int (chapter 05)."""
+
+    def __init__(self, n_in: int = 10, hidden: int = 16, n_out: int = 4):
+        super().__init__()
+        self.first, self.middle, self.last = nn.Linear(n_in, hidden), nn.Linear(hidden, hidden), nn.Linear(hidden, n_out)
+
+    def forward(self, x, depth: int = 2):
+        h = torch.relu(self.first(x))
+        for _ in range(depth):          # Python control flow on an int
+            h = torch.relu(self.middle(h))
+        return self.last(h)
+
+
+class PrintingNet(LoopNet):
+    """LoopNet with a print inside forward (chapter 05)."""
+
+    def forward(self, x, depth: int = 2):
+        h = torch.relu(self.first(x))
+        print("    (PrintingNet.forward prints) h has shape", tuple(h.shape))
+        return self.last(h)
+
+
+class ValueBranchNet(LoopNet):
+    """LoopNet whose forward branches on a tensor's value (chapter 05)."""
+
+    def forward(self, x, depth: int = 2):
+        h = torch.relu(self.first(x))
+        if h.mean() > 0.1:              # Python control flow on a tensor's value
+            h = torch.relu(self.middle(h))
+        return self.last(h)
+
+
+def _first_lines(reason: str, n: int = 2, width: int = 110) -> str:
+    """A graph-break reason in short: its first `n` non-empty lines, joined and cut to `width`."""
+    lines = [line.strip() for line in reason.splitlines() if line.strip()][:n]
+    text = " ".join(lines)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def explain_forwards(x=None) -> str:
+    """torch._dynamo.explain on three forwards: graphs, graph breaks and why (chapter 05)."""
+    import torch._dynamo
+    x = torch.randn(4, 10) if x is None else x
+    lines = []
+    for net, call in ((LoopNet(), "LoopNet, depth=3 (a for loop on an int)"),
+                      (PrintingNet(), "PrintingNet (print inside forward)"),
+                      (ValueBranchNet(), "ValueBranchNet (if on a tensor's value)")):
+        kwargs = {"depth": 3} if type(net) is LoopNet else {}
+        report = torch._dynamo.explain(net)(x, **kwargs)
+        reasons = "; ".join(_first_lines(str(b.reason)) for b in report.break_reasons)
+        lines.append(f"{call}:\n    {report.graph_count} graph(s), {report.graph_break_count} graph break(s), "
+                     f"{report.op_count} ops" + (f"\n    why it broke: {reasons}" if reasons else ""))
+    return "\n".join(lines)
+
+
+def recompiles_per_depth(depths=(2, 2, 3, 3, 4, 2)) -> str:
+    """A compiled LoopNet called with each depth: graphs compiled so far, ops in the newest (chapter 05).
+
+    A counting backend stands in for Inductor: it records each graph TorchDynamo hands over and
+    runs it as it is, so this needs no C++ compiler and takes seconds.
+    """
+    import torch._dynamo
+    graphs = []
+
+    def counting_backend(gm, example_inputs):
+        graphs.append(sum(1 for n in gm.graph.nodes if n.op in ("call_function", "call_module", "call_method")))
+        return gm.forward
+
+    torch._dynamo.reset()  # forget graphs compiled earlier in this process
+    compiled = torch.compile(LoopNet(), backend=counting_backend)
+    x = torch.randn(4, 10)
+    lines = []
+    for depth in depths:
+        before = len(graphs)
+        compiled(x, depth=depth)
+        what = f"compiled a new graph of {graphs[-1]} ops" if len(graphs) > before else "reused a graph"
+        lines.append(f"depth={depth}: {what} (graphs so far: {len(graphs)})")
+    return "\n".join(lines)
+
+
+def control_flow_demo() -> None:
+    """What TorchDynamo made of three forwards, then recompiles per depth (chapter 05)."""
+    print("torch._dynamo.explain, one call each:")
+    print(explain_forwards())
+    print("\nA compiled LoopNet called with these depths, in this order:")
+    print(recompiles_per_depth())
 
 
 # ---------------------------------------------------------------- exercise: amp_train_step
@@ -353,7 +649,40 @@ class AmpTrace:
     layer_dtypes: list = field(default_factory=list)
     losses: list = field(default_factory=list)      # unscaled loss values
     stale_at_backward: list = field(default_factory=list)
-    warnings: list = field(default_factory=list)
+    autocasts: list = field(default_factory=list)   # each autocast entered: AutocastEntry
+    active_at_forward: list = field(default_factory=list)  # per layer call: {device type: dtype} switched on
+
+
+@dataclass
+class AutocastEntry:
+    """One autocast context the learner entered: for which device type, switched on or not, which dtype."""
+    spelling: str
+    device_type: str
+    enabled: bool
+    dtype: torch.dtype
+
+
+AUTOCAST_DEVICE_TYPES = ("cpu", "cuda")
+
+
+def autocast_state() -> dict:
+    """{device type: dtype} for every device type autocast is switched on for right now."""
+    return {t: torch.get_autocast_dtype(t) for t in AUTOCAST_DEVICE_TYPES if torch.is_autocast_enabled(t)}
+
+
+@contextmanager
+def recording_autocast(trace: AmpTrace):
+    """Log every autocast context entered (any spelling: they all share torch.autocast's __enter__)."""
+    base = torch.amp.autocast_mode.autocast
+    real_enter = base.__enter__
+
+    def enter(self):
+        spelling = "torch.cuda.amp.autocast" if isinstance(self, torch.cuda.amp.autocast) else "torch.autocast"
+        trace.autocasts.append(AutocastEntry(spelling, self.device, bool(self._enabled), self.fast_dtype))
+        return real_enter(self)
+
+    with mock.patch.object(base, "__enter__", enter):
+        yield
 
 
 class ScalerSpy:
@@ -404,15 +733,15 @@ class AmpRig:
     def run(self, candidate, device_type="cpu", dtype=torch.bfloat16):
         """Call the learner's step; an exception is kept in `error` (the trace is judged first)."""
         result = None
-        with torch.random.fork_rng(), checker_threads(), warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        with torch.random.fork_rng(), checker_threads(), recording_autocast(self.trace), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # judged by what autocast did, never by what it warned
             torch.manual_seed(1)
             try:
                 result = candidate(self.model, self.x, self.y, self.optimizer, self.criterion, self.scaler,
                                    device_type, dtype)
             except Exception as err:  # e.g. GradScaler's own complaint about a missing scale(): judged below
                 self.error = err
-        self.trace.warnings = [f"{w.category.__name__}: {w.message}" for w in caught]
         return result
 
     def raise_error(self) -> None:
@@ -425,6 +754,10 @@ class AmpRig:
             return f" (PyTorch's GradScaler also raised: {str(self.error).splitlines()[0]})"
         return ""
 
+    @property
+    def scale(self) -> float:
+        return self.scaler.real._init_scale
+
     def parameters(self) -> list:
         return [p.detach().clone() for p in self.model.parameters()]
 
@@ -433,8 +766,13 @@ def make_amp_rig(init_scale: float = 2.0**16, enabled: bool = True, seed: int = 
     """Chapter 03's tiny probed model and loss, plus dtype probes, stale gradients and a spied scaler."""
     rig, trace = make_rig("cpu", seed=seed), AmpTrace()
     net = rig.model.inner
+
+    def at_layer(module, inputs, output):
+        trace.layer_dtypes.append(output.dtype)
+        trace.active_at_forward.append(autocast_state())
+
     for layer in (m for m in net.modules() if isinstance(m, nn.Linear)):
-        layer.register_forward_hook(lambda m, i, o: trace.layer_dtypes.append(o.dtype))
+        layer.register_forward_hook(at_layer)
     first = net[0].weight
 
     def at_backward(fresh):
@@ -452,20 +790,41 @@ def make_amp_rig(init_scale: float = 2.0**16, enabled: bool = True, seed: int = 
     return AmpRig(rig.model, x, y, rig.optimizer, rig.criterion, scaler, trace)
 
 
-def _no_autocast_fail(rig: AmpRig, dtype) -> Fail:
-    said = " ".join(rig.trace.warnings)
-    if "torch.cuda.amp" in said:
-        return Fail("torch.cuda.amp.autocast() is the deprecated spelling, and it only ever switches on autocast "
-                    "for CUDA: here (device_type 'cpu') the forward ran in float32.",
-                    expected=f"layers computing in {dtype}", got="float32 (autocast was off)",
-                    hint="torch.autocast(device_type=device_type, dtype=dtype) works on every device.")
-    if "device_type of 'cuda'" in said or "CUDA is not available" in said:
-        return Fail("Autocast was asked for CUDA, but the data is on the CPU here: the forward ran in float32.",
-                    expected=f"layers computing in {dtype}", got="float32",
-                    hint="Pass the function's device_type argument: torch.autocast(device_type=device_type, ...).")
-    return Fail("The forward pass ran in float32: autocast was not on while the model ran.",
-                expected=f"layers computing in {dtype}", got="float32",
-                hint="Wrap the forward and the loss: with torch.autocast(device_type=device_type, dtype=dtype): ...")
+def _other_device(entries, device_type: str) -> str:
+    return next((e.device_type for e in entries if e.device_type != device_type), "")
+
+
+# Why the forward pass ran in float32, judged from what autocast did: (test(entries, active, device_type),
+# message, hint). `entries`: the autocast contexts entered; `active`: what was switched on while the
+# layers ran. The first row that matches is the feedback.
+FLOAT32_FORWARD = (
+    (lambda entries, active, dt: any(e.spelling == "torch.cuda.amp.autocast" for e in entries),
+     "You used torch.cuda.amp.autocast(), the deprecated spelling: it only ever switches autocast on for "
+     "CUDA, and the model ran on '{dt}' here, so the forward ran in float32.",
+     "torch.autocast takes the device type as its first argument and works on every device."),
+    (lambda entries, active, dt: _other_device(entries, dt) != "",
+     "Your autocast was for '{other}', but the model and the data are on '{dt}' here: autocast for one "
+     "device type leaves another's operations alone, so the forward ran in float32.",
+     "Use the device_type your function is given instead of a device name written into the code."),
+    (lambda entries, active, dt: entries and not any(e.enabled for e in entries),
+     "autocast was entered switched off (enabled=False), so the forward ran in float32.",
+     "An autocast context does nothing unless it is enabled (the default)."),
+    (lambda entries, active, dt: entries and not any(active),
+     "autocast was entered, but not while the model ran: the forward happened outside the `with` block.",
+     "The forward pass and the loss both belong inside the autocast block."),
+    (lambda entries, active, dt: True,
+     "The forward pass ran in float32: no autocast was on while the model ran.",
+     "Autocast is a context manager: the forward pass and the loss run inside its `with` block."),
+)
+
+
+def _no_autocast_fail(rig: AmpRig, dtype, device_type: str = "cpu") -> Fail:
+    entries, active = rig.trace.autocasts, rig.trace.active_at_forward
+    other = _other_device(entries, device_type)
+    for test, message, hint in FLOAT32_FORWARD:
+        if test(entries, active, device_type):
+            return Fail(message.format(dt=device_type, other=other), expected=f"layers computing in {dtype}",
+                        got="float32", hint=hint)
 
 
 def _check_autocast(candidate):
@@ -480,7 +839,8 @@ def _check_autocast(candidate):
     if any(d != torch.bfloat16 for d in seen):
         raise Fail("Autocast ran, but not with the dtype you were given.", expected="torch.bfloat16",
                    got=", ".join(sorted({str(d) for d in seen})),
-                   hint="Pass dtype=dtype to torch.autocast; do not hard-code float16.")
+                   hint="The dtype argument says which low precision to use; a dtype written into the code "
+                        "ignores it.")
 
 
 def _check_scaled_backward(candidate):
@@ -489,45 +849,64 @@ def _check_scaled_backward(candidate):
     events = rig.trace.events
     if "backward" not in events:
         rig.raise_error()
-        raise Fail("No backward pass reached the model's weights.", hint="scaler.scale(loss).backward()")
+        raise Fail("No backward pass reached the model's weights.",
+                   hint="The gradients come from a backward pass that starts at the (scaled) loss.")
     if "backward(scaled)" not in events:
-        raise Fail("backward() ran on the unscaled loss: with float16, small gradients underflow to 0 "
-                   "before the scaler can help.", expected="scaler.scale(loss).backward()",
-                   got=("loss.backward()" if "scale" not in events else "scaler.scale(loss) computed but not used")
-                   + rig.scaler_said(),
+        what = ("The scaler never saw the loss" if "scale" not in events
+                else "scaler.scale(loss) was computed, but backward() started from the loss itself")
+        raise Fail(f"{what}: backward() ran on the unscaled loss. With float16, small gradients underflow "
+                   f"to 0 in exactly that case, before the scaler can help.",
+                   got="backward() on the unscaled loss" + rig.scaler_said(),
                    hint="The scaler multiplies the loss (by 65536 here) BEFORE backward, so the gradients are "
-                        "big enough for float16; scaler.step divides them back.")
+                        "big enough for float16; backward must start from what the scaler returns.")
     if any(rig.trace.stale_at_backward):
         raise Fail("Gradients accumulate: the previous batch's gradients were still there at backward().",
-                   hint="optimizer.zero_grad() first, as in every training step (chapter 03).")
+                   hint="Clear the old gradients first, as in every training step (chapter 03).")
+
+
+# What went wrong with the update, judged from the order of calls: (test(events), message, got, hint).
+# "direct": optimizer.step() called by the learner; "scaled": backward started from the scaled loss.
+def _step_rows(scale: float):
+    return (
+        (lambda e: e["direct"] and not e["via_scaler"] and e["scaled"],
+         f"optimizer.step() used the gradients as backward left them: multiplied by the scale ({scale:g} "
+         f"here), so the update was {scale:g} times too big.",
+         "optimizer.step() after a scaled backward",
+         "Only the scaler knows the scale: its own step divides the gradients back, skips the update if any "
+         "is inf or nan, and then calls optimizer.step() for you."),
+        (lambda e: e["direct"] and not e["via_scaler"],
+         "optimizer.step() was called directly, so the scaler never saw this step: it cannot skip a step "
+         "whose gradients overflowed to inf or nan, and its scale never adapts.",
+         "optimizer.step() without the scaler",
+         "The GradScaler steps the optimizer for you, after checking the gradients."),
+        (lambda e: e["direct"] and e["via_scaler"],
+         "The optimizer stepped twice: once through the scaler and once directly.",
+         "two optimizer steps per call",
+         "The scaler's step already calls optimizer.step()."),
+        (lambda e: not e["via_scaler"],
+         "The weights were never updated: nothing stepped the optimizer.", "no optimizer step",
+         "After backward, the scaler steps the optimizer."),
+        (lambda e: not e["update"],
+         "The scaler's scale was never updated: after an overflow it would keep skipping steps.",
+         "the scale left as it was", "A GradScaler step ends by updating the scale for the next step."),
+        (lambda e: e["order"][-3:] != ["backward(scaled)", "scaler.step", "update"],
+         "The scaler's calls are out of order.", None,
+         "Backward on the scaled loss, then the scaler's step, then its update."),
+    )
 
 
 def _check_scaler_step(candidate):
     rig = make_amp_rig()
     rig.run(candidate)
     events = rig.trace.events
-    direct = events.count("optimizer.step")
-    if direct and "scaler.step" not in events:
-        raise Fail("optimizer.step() used the gradients as they are: still multiplied by the scale (65536 "
-                   "here), so the update was 65536 times too big.", expected="scaler.step(optimizer)",
-                   got="optimizer.step()" + rig.scaler_said(),
-                   hint="scaler.step(optimizer) unscales the gradients, skips the step if any is inf or nan, "
-                        "and then calls optimizer.step() for you.")
-    if direct:
-        raise Fail("The optimizer stepped twice: once through scaler.step(optimizer) and once directly.",
-                   expected="scaler.step(optimizer) only", got="scaler.step(optimizer) and optimizer.step()")
-    if "scaler.step" not in events:
-        rig.raise_error()
-        raise Fail("The weights were never updated.", expected="scaler.step(optimizer)")
-    if "update" not in events:
-        rig.raise_error()  # the scaler itself may have refused to step
-        raise Fail("scaler.update() was never called: the scale never adapts (after an overflow it would keep "
-                   "skipping steps).", expected="scaler.update() after scaler.step(optimizer)",
-                   hint="Every step ends with scaler.update().")
     order = [e for e in events if e in ("backward(scaled)", "scaler.step", "update")]
-    if order[-3:] != ["backward(scaled)", "scaler.step", "update"]:
-        raise Fail("The scaler's calls are out of order.", expected="scale(loss).backward(), step(optimizer), update()",
-                   got=", ".join(order) + rig.scaler_said())
+    seen = dict(direct="optimizer.step" in events, via_scaler="scaler.step" in events,
+                scaled="backward(scaled)" in events, update="update" in events, order=order)
+    for test, message, got, hint in _step_rows(rig.scale):
+        if test(seen):
+            if not seen["via_scaler"] and not seen["direct"] or not seen["update"]:
+                rig.raise_error()  # the learner's own exception, or the scaler refused to step
+            raise Fail(message, got=(got or ", ".join(order)) + rig.scaler_said(), hint=hint)
     rig.raise_error()
 
 
@@ -542,16 +921,16 @@ def _check_returns_loss(candidate):
     want = rig.criterion.trace.losses[-1].value if rig.criterion.trace.losses else None
     if want is None:
         raise Fail("Your function never called criterion(logits, y).")
-    scale = 2.0**16
-    if math.isclose(result, want * scale, rel_tol=1e-3):
-        raise Fail("You returned the scaled loss (multiplied by the scaler's 65536).", expected=f"{want:.6f}",
-                   got=f"{result:.6g}", hint="Return loss.item(), not scaler.scale(loss).item().")
+    if math.isclose(result, want * rig.scale, rel_tol=1e-3):
+        raise Fail(f"You returned the scaled loss (multiplied by the scaler's {rig.scale:g}).",
+                   expected=f"{want:.6f}", got=f"{result:.6g}",
+                   hint="The scaled loss exists only for backward; report the loss the criterion computed.")
     if not math.isclose(result, want, rel_tol=1e-3, abs_tol=1e-5):
         raise Fail("The value you returned is not this step's loss.", expected=f"{want:.6f}", got=f"{result:.6f}")
 
 
-def _check_matches_reference(reference, dtype, init_scale, enabled, where):
-    """Same start, same batch: the learner's step and `reference` (the key's) leave the same weights."""
+def check_matches_reference(reference, dtype, init_scale, enabled, where):
+    """A test: same start, same batch, the learner's step and `reference` leave the same weights (chapter 05)."""
     def run(candidate):
         ours, theirs = make_amp_rig(init_scale, enabled), make_amp_rig(init_scale, enabled)
         ours.run(reference, dtype=dtype)
@@ -577,10 +956,17 @@ amp_train_step = chapter.function_exercise(
         Test("steps through the scaler, then updates the scale", _check_scaler_step),
         Test("returns this step's loss as a Python float", _check_returns_loss),
     ],
-    hints=["Four lines, in this order: optimizer.zero_grad(); a `with torch.autocast(device_type=device_type, "
-           "dtype=dtype):` block holding the forward and the loss; then the three scaler calls.",
-           "scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update()",
-           "Return loss.item() (the loss you computed, not the scaled one)."],
+    hints=["It is chapter 03's training step with two changes: the forward pass and the loss run inside an "
+           "autocast block, and the GradScaler takes part in backward and in the update.",
+           "The GradScaler has three methods you need, used in this order: `scale` (the loss, before "
+           "backward), `step` (takes the optimizer), `update` (no arguments).",
+           "The shape of it:\n"
+           "    clear the gradients\n"
+           "    with torch.autocast(<the device type>, dtype=<the dtype>):\n"
+           "        <forward pass>; <loss>\n"
+           "    <backward on the scaler's scaled loss>\n"
+           "    <the scaler steps the optimizer>; <the scaler updates>\n"
+           "    return <the loss as a Python float>"],
 )
 
 
@@ -590,13 +976,17 @@ class SimulatedGPU:
 
     Calling the timed function costs `host_ms` of Python time and queues `gpu_ms` of device work
     that runs on after the call returns; only a synchronize() waits for it. Call 0 is a slow
-    first call (its GPU work `first_ms`), as real first calls are.
+    first call (its GPU work `first_ms`), as real first calls are. With `cuda=False` the device
+    being timed is the CPU: the work happens during the call, and any CUDA synchronize is logged
+    in `cuda_calls`; `machine_has_cuda` says whether the simulated machine has a GPU at all.
     """
 
-    def __init__(self, gpu_ms, host_ms: float = 0.2, first_ms: float = 400.0, cuda: bool = True):
+    def __init__(self, gpu_ms, host_ms: float = 0.2, first_ms: float = 400.0, cuda: bool = True,
+                 machine_has_cuda: bool = None):
         self.gpu_ms, self.host_ms, self.first_ms, self.cuda = list(gpu_ms), host_ms, first_ms, cuda
+        self.machine_has_cuda = cuda if machine_has_cuda is None else machine_has_cuda
         self.now, self.gpu_free_at = 1000.0, 1000.0      # seconds
-        self.calls, self.syncs, self.events = 0, 0, []
+        self.calls, self.syncs, self.events, self.cuda_calls = 0, 0, [], []
 
     def work(self) -> None:
         """The function being timed."""
@@ -610,9 +1000,14 @@ class SimulatedGPU:
         else:
             self.now += gpu / 1000       # on the CPU the work happens during the call
 
-    def synchronize(self, *args, **kwargs) -> None:
+    def synchronize(self, device=None, *args, **kwargs) -> None:
         if not self.cuda:
-            raise AssertionError("Torch not compiled with CUDA enabled")  # what a CPU-only machine says
+            self.cuda_calls.append(device)
+            if not self.machine_has_cuda:
+                raise AssertionError("Torch not compiled with CUDA enabled")  # what a CPU-only machine says
+            if device is not None and torch.device(device).type != "cuda":
+                raise ValueError(f"Expected a cuda device, but got: {torch.device(device)}")  # what torch says
+            return                       # a GPU machine waits for its (idle) GPU: not the device timed
         self.syncs += 1
         self.events.append(("sync",))
         self.now = max(self.now, self.gpu_free_at)
@@ -642,7 +1037,7 @@ def simulated(gpu: SimulatedGPU, namespace: dict):
         import timeit
         stack.enter_context(mock.patch.object(timeit, "default_timer", gpu.seconds))
         stack.enter_context(mock.patch.object(torch.cuda, "synchronize", gpu.synchronize))
-        stack.enter_context(mock.patch.object(torch.cuda, "is_available", lambda: gpu.cuda))
+        stack.enter_context(mock.patch.object(torch.cuda, "is_available", lambda: gpu.machine_has_cuda))
         if hasattr(torch, "accelerator") and hasattr(torch.accelerator, "synchronize"):
             stack.enter_context(mock.patch.object(torch.accelerator, "synchronize", gpu.synchronize))
         for name, value in list(namespace.items()):  # `from time import perf_counter` in the notebook
@@ -664,29 +1059,50 @@ def _diagnose_time(got: float, gpu: SimulatedGPU, repeats: int, where: str):
         return
     # without a synchronize after the warm-up, the first timed call also waits for the warm-up's GPU work
     first_spill = [gpu.first_ms + per_call[0] - gpu.host_ms] + per_call[1:]
+    median_hint = "The median is the middle value of the sorted times (the statistics module computes it)."
+    spill_hint = "Wait for the device after the warm-up call too, before the first clock reading."
     known = [
-        (want / 1000, "in seconds, not milliseconds", "Multiply by 1000."),
-        (statistics.mean(per_call), "the mean, which one slow run pulls up", "Return statistics.median(times)."),
-        (min(per_call), "the fastest run, not the median", "Return statistics.median(times)."),
+        (want / 1000, "in seconds, not milliseconds", "time.perf_counter() counts seconds."),
+        (statistics.mean(per_call), "the mean, which one slow run pulls up", median_hint),
+        (min(per_call), "the fastest run, not the median", median_hint),
         (statistics.median(first_spill), "too high: the first timed run still waited for the warm-up's GPU work",
-         "Synchronize after the warm-up call, before starting the clock."),
+         spill_hint),
         (statistics.mean(first_spill), "too high: the first timed run still waited for the warm-up's GPU work",
-         "Synchronize after the warm-up call, before starting the clock."),
+         spill_hint),
     ]
     for value, problem, hint in known:
         if math.isclose(got, value, rel_tol=1e-6):
             raise Fail(f"The time you returned is {problem}{where}.", expected=f"{want:.4f} ms",
                        got=f"{got:.4f}", hint=hint)
     raise Fail(f"The time you returned is not the median of the timed runs{where}.", expected=f"{want:.4f} ms",
-               got=f"{got:.4f}", hint="Read the clock with time.perf_counter() right before and right after each "
-                                      "call (synchronizing first), and return the median in milliseconds.")
+               got=f"{got:.4f}", hint="Read the clock right before and right after each call (after waiting for "
+                                      "the device), and return the median in milliseconds.")
 
 
-def _check_time_it(gpu_ms, repeats: int, device, where: str = ""):
+def _cuda_on_cpu_fail(gpu: SimulatedGPU, where: str) -> Fail:
+    machine = ("on a machine without CUDA that raises (it did here)" if not gpu.machine_has_cuda else
+               "on a GPU machine it waits for the GPU, which is not the device you are timing "
+               "(and given a CPU device it raises)")
+    return Fail(f"While timing a CPU device your function called torch.cuda.synchronize() "
+                f"{len(gpu.cuda_calls)} time(s){where}: {machine}.",
+                got=f"{len(gpu.cuda_calls)} CUDA synchronize call(s) for device cpu",
+                hint="Whether to synchronize depends on the device being timed (look at its .type), not on "
+                     "whether the machine has a GPU.")
+
+
+def check_time_it(gpu_ms, repeats: int, device, where: str = "", machine_has_cuda: bool = None):
+    """A test of time_it on a simulated GPU (or CPU) with these per-call times (chapter 05)."""
     def run(candidate):
-        gpu = SimulatedGPU(gpu_ms, cuda=torch.device(device).type == "cuda")
+        gpu = SimulatedGPU(gpu_ms, cuda=torch.device(device).type == "cuda", machine_has_cuda=machine_has_cuda)
         with simulated(gpu, getattr(candidate, "__globals__", {})), checker_threads():
-            result = candidate(gpu.work, device, repeats)
+            try:
+                result = candidate(gpu.work, device, repeats)
+            except (AssertionError, ValueError):
+                if not gpu.cuda_calls:
+                    raise
+                result = None
+        if gpu.cuda_calls:
+            raise _cuda_on_cpu_fail(gpu, where)
         if isinstance(result, torch.Tensor):
             raise tensor_fail(result, "the time")
         got = as_number(result)
@@ -703,20 +1119,11 @@ def _check_time_it(gpu_ms, repeats: int, device, where: str = ""):
                             "kernel selection, compilation).")
         if gpu.cuda and not gpu.syncs:
             raise Fail(f"You never synchronized: the clock measured how long it took to LAUNCH the GPU work, "
-                       f"not to do it{where}.", expected="torch.cuda.synchronize(device) before reading the clock",
-                       got=f"a median of {got:.3f} ms, only the launch time",
-                       hint="CUDA runs asynchronously. if device.type == 'cuda': torch.cuda.synchronize(device) "
-                            "before starting and before stopping the clock.")
+                       f"not to do it{where}.", got=f"a median of {got:.3f} ms, only the launch time",
+                       hint="CUDA runs asynchronously: the clock may be read only after the GPU has finished "
+                            "its queue (torch.cuda.synchronize waits for that).")
         _diagnose_time(got, gpu, repeats, where)
     return run
-
-
-def _diagnose_cpu_sync(candidate):
-    try:
-        _check_time_it([3.0, 5.0, 4.0, 9.0, 2.0], 5, torch.device("cpu"), " (device cpu)")(candidate)
-    except AssertionError as err:
-        raise Fail("On a CPU device your function called torch.cuda.synchronize(), which raises on a machine "
-                   "without CUDA.", hint="Synchronize only when device.type == 'cuda'.") from err
 
 
 time_it = chapter.function_exercise(
@@ -729,13 +1136,25 @@ time_it = chapter.function_exercise(
     points=4,
     tests=[
         Test("warms up, synchronizes, returns the median in ms (simulated GPU)",
-             _check_time_it([10.0, 14.0, 11.0, 50.0, 12.0], 5, torch.device("cuda"))),
-        Test("the same with repeats=3", _check_time_it([8.0, 30.0, 9.0], 3, torch.device("cuda"), " (repeats=3)")),
+             check_time_it([10.0, 14.0, 11.0, 50.0, 12.0], 5, torch.device("cuda"))),
+        Test("the same with repeats=3", check_time_it([8.0, 30.0, 9.0], 3, torch.device("cuda"), " (repeats=3)")),
+        Test("a CPU device on a machine without CUDA: no CUDA calls, the median in ms",
+             check_time_it([3.0, 5.0, 4.0, 9.0, 2.0], 5, torch.device("cpu"), " (device cpu, no GPU)")),
+        Test("a CPU device on a machine that has a GPU: still no CUDA calls",
+             check_time_it([3.0, 5.0, 4.0, 9.0, 2.0], 5, torch.device("cpu"), " (device cpu, GPU machine)",
+                           machine_has_cuda=True)),
     ],
-    hints=["Structure: fn() once; then a loop of `repeats` rounds: synchronize, start = time.perf_counter(), fn(), "
-           "synchronize, append (time.perf_counter() - start) * 1000.",
-           "Synchronize only on CUDA: `if torch.device(device).type == 'cuda': torch.cuda.synchronize(device)`.",
-           "statistics.median(times) (import statistics) is the middle value; one slow run cannot move it."],
+    hints=["Three rules: one untimed warm-up call; on a CUDA device, wait for the GPU (torch.cuda.synchronize) "
+           "before each clock reading; report the median, in milliseconds.",
+           "Decide whether to synchronize from the device you were given (its .type), never from whether "
+           "the machine has a GPU: on a CPU device, torch.cuda has nothing to do with your timing.",
+           "The shape of it:\n"
+           "    fn()                                  # warm-up, untimed\n"
+           "    for each of the repeats:\n"
+           "        <wait for the device if it is CUDA>; start = time.perf_counter()\n"
+           "        fn()\n"
+           "        <wait for the device if it is CUDA>; keep (time.perf_counter() - start) in ms\n"
+           "    return <the median of the kept times>"],
 )
 
 
@@ -744,31 +1163,48 @@ bf16_scaler = chapter.quiz(
     "bf16_scaler",
     title="Does bfloat16 need a GradScaler?",
     question="You train with torch.autocast(device_type, dtype=torch.bfloat16). Do you need a GradScaler?",
-    options={"a": "Yes: without it, small gradients underflow to zero, as with float16",
-             "b": "No: bfloat16 has float32's exponent range, so small gradients do not underflow; it gives up "
-                  "precision (mantissa bits) instead",
-             "c": "Yes: torch.autocast raises an error for bfloat16 without a scaler",
-             "d": "No: under autocast all gradients are computed in float64"},
-    digest="ab86df020aaa4502",
+    options={"a": "Yes: bfloat16 has float16's 5 exponent bits, so small gradients underflow",
+             "b": "Yes: torch.autocast refuses bfloat16 unless a GradScaler is enabled",
+             "c": "No: bfloat16 has float32's 8 exponent bits, so small gradients survive",
+             "d": "No: under autocast, backward computes all gradients in float64"},
+    digest="659f8988bebabc50",
+    hints=["Compare the 'smallest normal' column of float16 and bfloat16 in the table above.",
+           "Underflow is about range (exponent bits), not precision (mantissa bits)."],
+    why={"a": "Count again in the table above: bfloat16's smallest normal number is about 1e-38, float16's "
+              "about 6e-5. They do not share an exponent width.",
+         "b": "Autocast accepts bfloat16 on its own: the autocast table above was recorded without any scaler.",
+         "d": "Nothing under autocast runs in float64: the table above shows the gradients in the weights' "
+              "dtype, float32."},
     explanation="bfloat16 keeps float32's 8 exponent bits (smallest normal about 1e-38); float16 has 5 (about "
-                "6e-5), which is why float16 needs the loss scaled up before backward.",
+                "6e-5), which is why float16 needs the loss scaled up before backward. bfloat16 pays with "
+                "precision instead: 8 bits of mantissa.",
 )
 
 low_utilization = chapter.quiz(
     "low_utilization",
     title="The GPU sits at 30% utilization",
     kind="multiple",
-    question="nvidia-smi shows your GPU at about 30% utilization during training, and the step timer says most "
-             "of each step is spent waiting for the next batch. Which changes can help? Choose all that apply.",
+    question="nvidia-smi shows your GPU at about 30% utilization during training. This chapter's step timer "
+             "(wait = next(iterator) hands over a batch; compute = copy to the GPU, forward, backward, update) "
+             "says most of each step is spent waiting. Which changes shorten the wait? Choose all that apply.",
     options={"a": "More DataLoader workers (num_workers), so batches are prepared in parallel",
-             "b": "pin_memory=True in the DataLoader with .to(device, non_blocking=True)",
+             "b": "pin_memory=True in the DataLoader, with .to(device, non_blocking=True)",
              "c": "Make the per-item preprocessing cheaper (or do it once, ahead of training)",
-             "d": "Call torch.cuda.empty_cache() after every step",
-             "e": "Wrap the model in nn.DataParallel on the same single GPU"},
-    digest="827c701c0108911d",
-    explanation="The GPU waits for data: prepare batches faster (workers, cheaper preprocessing) and copy them "
-                "faster and asynchronously (pinned memory + non_blocking). empty_cache only returns cached memory "
-                "to the driver, and DataParallel on one GPU adds work.",
+             "d": "torch.cuda.empty_cache() after every step, so each batch finds free memory",
+             "e": "Wrap the model in nn.DataParallel, so the one GPU gets more work per step"},
+    digest="a167ae89d7f783cb",
+    hints=["For each change, ask which part of the step it speeds up: building the next batch (the wait) "
+           "or copying and computing on it (the compute).",
+           "Go back to the definition of wait and compute at the start of section 2."],
+    why={"b": "Pinned memory with non_blocking speeds up the copy to the GPU, which this timer counts as "
+              "compute, not as waiting: the loader builds batches no faster.",
+         "d": "empty_cache hands cached GPU memory back to the driver; it does not make the loader any faster "
+              "(and the next allocation gets slower).",
+         "e": "DataParallel splits a batch over several GPUs; on one GPU it only adds work, and the loader "
+              "stays as slow as before."},
+    explanation="The wait is the loader building batches: build them in parallel (workers) and make each "
+                "cheaper. Pinned memory and non_blocking are worth having on a GPU, but they speed up the "
+                "copy, which is part of the compute here; empty_cache and DataParallel on one GPU add work.",
 )
 
 scale_after_overflow = chapter.quiz(
@@ -779,6 +1215,30 @@ scale_after_overflow = chapter.quiz(
              "to inf. scaler.step(optimizer) skips that update; then scaler.update() runs with the default "
              "backoff_factor 0.5. What is scaler.get_scale() now?",
     digest="dc3fd0bbd381aee6",
+    hints=["After a step with inf or nan gradients, update() multiplies the scale by backoff_factor.",
+           "65536 times 0.5."],
     explanation="The scale is multiplied by backoff_factor (0.5) after a step with inf or nan gradients, and grows "
                 "by growth_factor (2) only after growth_interval (2000) clean steps in a row.",
+)
+
+compile_control_flow = chapter.quiz(
+    "compile_control_flow",
+    title="Python control flow under torch.compile",
+    question="LoopNet's forward runs `for _ in range(depth): h = relu(self.middle(h))`, where depth is a Python "
+             "int passed to forward. You call the compiled model with depth=2, then with depth=3. What happens?",
+    options={"a": "A graph break at the loop: the loop runs in plain Python, the layers around it compiled",
+             "b": "One graph for every depth: the loop stays a loop in the graph and reads depth at run time",
+             "c": "depth=3 raises an error: a compiled model's control flow is fixed by its first call",
+             "d": "The loop is unrolled for depth=2 and guarded; depth=3 fails the guard, so it recompiles"},
+    digest="5f0c12e0a7fc60ad",
+    hints=["TorchDynamo reads the Python code while it runs once, and records the tensor operations it sees.",
+           "A Python int is known while tracing; a tensor's value is not."],
+    why={"a": "Graph breaks come from what TorchDynamo cannot follow (a print, a branch on a tensor's value); "
+              "a loop over range of a known int is something it can follow.",
+         "b": "A traced graph has no Python loop in it: it holds the operations that ran while tracing.",
+         "c": "Nothing raises: a compiled model keeps working for new inputs; the question is what it costs."},
+    explanation="TorchDynamo runs the Python code once while tracing: range(2) becomes two copies of the layer "
+                "in the graph, and a guard records depth == 2. depth=3 fails that guard, so a second graph is "
+                "compiled (with a recompile limit, after which it falls back to eager). Graph breaks come "
+                "from code it cannot trace, such as print or an if on a tensor's value.",
 )

@@ -72,6 +72,36 @@ def time_fn(fn, device="cpu", repeats: int = 5, warmup: int = 1, label: str = ""
     return Timing(label or getattr(fn, "__name__", "fn"), times, warm)
 
 
+# (test on a Timing, what it means): the first matching row is printed under a timing (timing_notes)
+TIMING_NOTES = (
+    (lambda t: len(t.ms) > 1 and max(t.ms) > 3 * min(t.ms),
+     "the slowest run took {spread:.1f}x the fastest: other programs share this machine, and the median "
+     "is the number to trust (one hiccup cannot move it)"),
+)
+FIRST_CALL_NOTES = (
+    (lambda first, median: first > 2 * median,
+     "the first call took {ratio:.1f}x the median: one-off costs (kernel choice, allocation, caches), "
+     "which is why it is not counted"),
+    (lambda first, median: first < median,
+     "the first call was faster than the median ({ratio:.2f}x): this operation has little one-off cost "
+     "here, and run-to-run noise on a shared CPU is larger than what is left of it"),
+    (lambda first, median: True,
+     "the first call took {ratio:.2f}x the median: little one-off cost for this operation here"),
+)
+
+
+def timing_notes(timing: Timing) -> str:
+    """What a Timing's own numbers say about warm-up and noise, one line each (chapters 05+)."""
+    lines = []
+    if timing.warmup_ms:
+        first, median = timing.warmup_ms[0], timing.median
+        ratio = first / median if median else float("inf")
+        lines += [text.format(ratio=ratio) for test, text in FIRST_CALL_NOTES if test(first, median)][:1]
+    spread = max(timing.ms) / min(timing.ms) if timing.ms and min(timing.ms) > 0 else float("nan")
+    lines += [text.format(spread=spread) for test, text in TIMING_NOTES if test(timing)]
+    return "\n".join(f"  - {line}" for line in lines)
+
+
 def speed_ratio(baseline: Timing, other: Timing) -> str:
     """'2.10x faster' / '1.30x slower': how `other` compares with `baseline`, by median (chapters 05+)."""
     ratio = baseline.median / other.median
@@ -127,18 +157,39 @@ def plot_stacked(rows: dict, parts=("wait", "compute"), title: str = "", ylabel:
     """Stacked bars: one bar per row label, one colour per part; `rows` maps label -> values (chapters 05+)."""
     import matplotlib.pyplot as plt
     labels = list(rows)
-    fig, ax = plt.subplots(figsize=(1.8 + 1.9 * len(labels), 3.4))
+    fig, ax = plt.subplots(figsize=(1.8 + 1.9 * len(labels), 4.0))
     bottom = [0.0] * len(labels)
     for i, part in enumerate(parts):
         values = [rows[label][i] for label in labels]
         ax.bar(labels, values, bottom=bottom, label=part)
         bottom = [b + v for b, v in zip(bottom, values)]
+    return _finish_bars(fig, ax, title, ylabel)
+
+
+def _finish_bars(fig, ax, title: str, ylabel: str):
+    """Title, grid, and the legend below the axes, where it cannot cover a bar."""
+    import matplotlib.pyplot as plt
     ax.set(ylabel=ylabel, title=title)
-    ax.legend()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1, frameon=False, fontsize="small")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     plt.close(fig)  # returned, so it is shown once (as the cell's value), not twice
     return fig
+
+
+def plot_grouped(rows: dict, parts=("epoch 1", "epoch 2"), title: str = "", ylabel: str = "ms"):
+    """Bars side by side: one group per row label, one bar per part; `rows` maps label -> values (chapter 05)."""
+    import matplotlib.pyplot as plt
+    labels = list(rows)
+    fig, ax = plt.subplots(figsize=(2.2 + 1.9 * len(labels), 3.8))
+    width = 0.8 / len(parts)
+    for i, part in enumerate(parts):
+        positions = [j + (i - (len(parts) - 1) / 2) * width for j in range(len(labels))]
+        bars = ax.bar(positions, [rows[label][i] for label in labels], width=width, label=part)
+        ax.bar_label(bars, fmt="%.0f", fontsize="small")
+    ax.set_xticks(range(len(labels)), labels)
+    ax.margins(y=0.15)
+    return _finish_bars(fig, ax, title, ylabel)
 
 
 def plot_breakdowns(results, title: str = "where one epoch's time goes"):

@@ -3,6 +3,7 @@ the clocks alone, and the demos do what the notebook says (no timing is asserted
 import math
 import pickle
 import time
+import warnings
 
 import pytest
 import torch
@@ -137,8 +138,17 @@ def test_amp_speed_and_compare_small():
     timings = ch.amp_speed("cpu", batch=8, width=16, repeats=2)
     assert [t.label for t in timings] == ["float32 (no autocast)", "autocast bfloat16"]
     text = ch.compare(timings)
-    assert "than float32 (no autocast) on this machine" in text
-    assert ("faster" in text) or ("slower" in text)
+    # the verdict printed is the one the two medians give, in the right direction
+    ratio = timings[0].median / timings[1].median
+    want = f"{ratio:.2f}x faster" if ratio >= 1 else f"{1 / ratio:.2f}x slower"
+    assert f"-> {want} than float32 (no autocast) on this machine" in text, text
+
+
+def test_compare_words_follow_the_medians():
+    base, fast, slow = (measure.Timing(label, [ms]) for label, ms in (("base", 10.0), ("fast", 4.0), ("slow", 25.0)))
+    text = ch.compare([base, fast, slow]).splitlines()
+    assert text[2] == "    -> 2.50x faster than base on this machine"
+    assert text[4] == "    -> 2.50x slower than base on this machine"
 
 
 def test_scaler_demo_skips_the_overflowing_step(capsys):
@@ -227,20 +237,49 @@ def ns_clock_tensor_median(fn, device, repeats=5):
     return torch.tensor(times, dtype=torch.float64).median().item()
 
 
-def is_available_guard(fn, device, repeats=5):
+def two_warmups_time_time(fn, device, repeats=5):
     import statistics
     for _ in range(2):                 # two warm-up calls are fine too
         fn()
     out = []
     for _ in range(repeats):
-        if torch.cuda.is_available():
+        if torch.device(device).type == "cuda":
             torch.cuda.synchronize(device)
         start = time.time()
         fn()
-        if torch.cuda.is_available():
+        if torch.device(device).type == "cuda":
             torch.cuda.synchronize(device)
         out.append(1000 * (time.time() - start))
     return float(statistics.median(out))
+
+
+def is_available_guard(fn, device, repeats=5):
+    """Synchronizes whenever the machine has CUDA: on a GPU machine timing the CPU, that is wrong."""
+    import statistics
+    fn()
+    out = []
+    for _ in range(repeats):
+        if torch.cuda.is_available():
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        fn()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize(device)
+        out.append(1000 * (time.perf_counter() - start))
+    return statistics.median(out)
+
+
+def always_synchronizes(fn, device, repeats=5):
+    import statistics
+    fn()
+    out = []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        out.append(1000 * (time.perf_counter() - start))
+    return statistics.median(out)
 
 
 FROM_IMPORT = """
@@ -267,8 +306,8 @@ def from_import_perf_counter():
     return namespace["time_it"]
 
 
-@pytest.mark.parametrize("candidate", [ns_clock_tensor_median, is_available_guard, from_import_perf_counter()],
-                         ids=["perf_counter_ns+tensor median", "is_available guard, 2 warm-ups", "from time import"])
+@pytest.mark.parametrize("candidate", [ns_clock_tensor_median, two_warmups_time_time, from_import_perf_counter()],
+                         ids=["perf_counter_ns+tensor median", "2 warm-ups, time.time", "from time import"])
 def test_time_it_right_answers_pass(candidate):
     result = check(ch.time_it, candidate)
     assert result.status == CORRECT, result.text()
@@ -284,6 +323,11 @@ def test_simulated_gpu_is_asynchronous_until_synchronized():
     cpu = ch.SimulatedGPU([10.0], cuda=False)
     with pytest.raises(AssertionError):
         cpu.synchronize()
+    gpu_machine = ch.SimulatedGPU([10.0], cuda=False, machine_has_cuda=True)
+    gpu_machine.synchronize()                       # torch.cuda.synchronize() on a GPU machine: no error
+    with pytest.raises(ValueError):
+        gpu_machine.synchronize(torch.device("cpu"))  # what torch says for a CPU device
+    assert len(cpu.cuda_calls) == 1 and len(gpu_machine.cuda_calls) == 2
 
 
 def test_check_restores_the_clocks_and_cuda():
@@ -304,3 +348,297 @@ def test_measure_time_fn_would_pass_the_checker():
         return measure.time_fn(fn, device, repeats=repeats, warmup=1).median
 
     assert check(ch.time_it, course_timer).status == CORRECT
+
+
+# ---------------------------------------------------------------- time_it: the CPU lesson is visible (issue 9.3)
+def visible(exercise, candidate):
+    """What the learner's own check says in the student bundle: visible tests only."""
+    return exercise.check(candidate, include_hidden=False, record=False)
+
+
+@pytest.mark.parametrize("candidate,machine", [(always_synchronizes, "no GPU"), (is_available_guard, "GPU machine")],
+                         ids=["always synchronizes", "is_available guard"])
+def test_cuda_synchronize_on_a_cpu_device_fails_a_visible_test(candidate, machine):
+    result = visible(ch.time_it, candidate)
+    assert result.status == INCORRECT, result.text()
+    failed = [t for t in result.tests if not t.passed]
+    assert all(not t.hidden for t in failed)
+    assert any("While timing a CPU device" in t.message and machine in t.message for t in failed), result.text()
+
+
+def test_cpu_tests_record_every_cuda_call(monkeypatch):
+    """The rig counts CUDA calls even when the learner's code swallows the error they raise."""
+    def swallows(fn, device, repeats=5):
+        import statistics
+        fn()
+        out = []
+        for _ in range(repeats):
+            try:
+                torch.cuda.synchronize()
+            except Exception:
+                pass
+            start = time.perf_counter()
+            fn()
+            out.append(1000 * (time.perf_counter() - start))
+        return statistics.median(out)
+
+    result = visible(ch.time_it, swallows)
+    assert result.status == INCORRECT and "While timing a CPU device" in result.text()
+
+
+# ---------------------------------------------------------------- amp_train_step: what autocast did (issue 8.1)
+def autocast_for_cuda(model, x, y, optimizer, criterion, scaler, device_type, dtype):
+    optimizer.zero_grad()
+    with torch.autocast(device_type="cuda", dtype=dtype):
+        loss = criterion(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    return loss.item()
+
+
+@pytest.fixture
+def cuda_machine(monkeypatch):
+    """What a CUDA build on a GPU machine answers, as far as autocast('cuda') asks: no warning, no
+    refusal; torch's own autocast code runs unchanged and switches autocast on for CUDA."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
+    rng = {}  # torch.random.fork_rng saves and restores each GPU's random state
+    monkeypatch.setattr(torch.cuda, "get_rng_state", lambda device="cuda": rng.get(str(device), torch.zeros(8, dtype=torch.uint8)))
+    monkeypatch.setattr(torch.cuda, "set_rng_state", lambda state, device="cuda": rng.update({str(device): state}))
+
+
+def test_hard_coded_cuda_autocast_is_named_on_a_gpu_machine(cuda_machine):
+    """On a GPU, autocast('cuda') warns nothing: the feedback must come from what autocast did."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # any warning now would be an error: there is none
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            assert torch.is_autocast_enabled("cuda") and not torch.is_autocast_enabled("cpu")
+    result = check(ch.amp_train_step, autocast_for_cuda)
+    assert result.status == INCORRECT
+    assert "Your autocast was for 'cuda', but the model and the data are on 'cpu'" in result.text(), result.text()
+
+
+@pytest.mark.filterwarnings("error")
+def test_hard_coded_cuda_autocast_is_named_whatever_the_warning_filters():
+    result = check(ch.amp_train_step, autocast_for_cuda)
+    assert "Your autocast was for 'cuda'" in result.text(), result.text()
+
+
+def test_forward_outside_autocast_is_told_apart():
+    def loss_only(model, x, y, optimizer, criterion, scaler, device_type, dtype):
+        optimizer.zero_grad()
+        logits = model(x)
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            loss = criterion(logits, y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        return loss.item()
+
+    assert "not while the model ran" in check(ch.amp_train_step, loss_only).text()
+
+
+# ---------------------------------------------------------------- amp_train_step: feedback says what happened (12.1)
+def plain_step(model, x, y, optimizer, criterion, scaler, device_type, dtype):
+    optimizer.zero_grad()
+    with torch.autocast(device_type=device_type, dtype=dtype):
+        loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def test_plain_backward_and_step_is_told_what_it_did():
+    text = check(ch.amp_train_step, plain_step).text()
+    assert "the scaler never saw this step" in text and "backward() ran on the unscaled loss" in text, text
+    assert "too big" not in text, "the update was not scaled in this code: it was not too big"
+
+
+def test_scaled_backward_then_optimizer_step_is_told_the_update_was_too_big():
+    def scaled_then_direct(model, x, y, optimizer, criterion, scaler, device_type, dtype):
+        optimizer.zero_grad()
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            loss = criterion(model(x), y)
+        scaler.scale(loss).backward()
+        optimizer.step()
+        return loss.item()
+
+    assert "65536 times too big" in check(ch.amp_train_step, scaled_then_direct).text()
+
+
+def solution_lines(function) -> list:
+    """The reference solution's statements that are specific enough to count as giving it away."""
+    import inspect
+    lines = [line.split("#")[0].strip() for line in inspect.getsource(function).splitlines()[1:]]
+    return [line for line in lines if len(line) >= 15 and not line.startswith(("def ", "import ", "if "))]
+
+
+@pytest.mark.parametrize("name", ["amp_train_step", "time_it"])
+def test_feedback_never_prints_the_solution_line(name):
+    exercise = getattr(ch, name)
+    key = exercise.key()
+    lines = solution_lines(key.solution)
+    assert len(lines) >= 4
+    for wrong in key.wrong_answers + [WrongAnswerLike(plain_step)] * (name == "amp_train_step"):
+        text = check(exercise, wrong.function).text()
+        leaked = [line for line in lines if line in text]
+        assert not leaked, (wrong.label, leaked)
+
+
+class WrongAnswerLike:
+    label = "plain step"
+
+    def __init__(self, function):
+        self.function = function
+
+
+# ---------------------------------------------------------------- COURSE_DEVICE=cpu on a GPU machine (issue 8.1)
+def test_course_device_cpu_on_a_gpu_machine_times_no_cpu_to_cpu_copy(cuda_machine, monkeypatch, capsys):
+    from course_lib import device as dev
+    monkeypatch.setenv("COURSE_DEVICE", "cpu")
+    timed = []
+    monkeypatch.setattr(measure, "time_fn", lambda *a, **k: timed.append(k.get("label")))
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self, *a, **k: timed.append("pinned") or self)
+    assert dev.pick_device() == torch.device("cpu")
+    assert dev.gpu_only("copy time", figure="ch05.pinned_copy") is False   # the notebook's guard
+    assert ch.copy_benchmark(dev.pick_device(), megabytes=1) == {}          # and the helper itself
+    ch.async_demo(dev.pick_device(), n=8)
+    assert timed == []
+    out = capsys.readouterr().out
+    assert "the course device is cpu, not a CUDA GPU; nothing was timed" in out
+
+
+def test_notebook_gpu_cells_follow_the_course_device():
+    from notebook_cells import code_cells
+    from conftest import ROOT
+    cells = code_cells(ROOT / "notebooks" / "05_speedups.ipynb")
+    guarded = [c for c in cells if c.lstrip().startswith("if gpu_only(")]
+    assert len(guarded) == 2
+    for cell in guarded:
+        assert "figure=\"ch05." in cell and "device = pick_device()" in cell
+    assert not any('"cuda"' in c or "'cuda'" in c for c in cells if "gpu_only" in c)
+
+
+# ---------------------------------------------------------------- predict first, then see (issue 12.3)
+def test_results_after_a_quiz_wait_for_an_answer(monkeypatch, tmp_path, capsys):
+    from course_lib.exercises import progress
+    monkeypatch.setenv("COURSE_PROGRESS_FILE", str(tmp_path / "progress.json"))
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda *a, **k: None)
+    ch.after_answer(ch.scale_after_overflow, shown.append, "demo")
+    assert shown == [] and not ch.answered(ch.scale_after_overflow)
+    ch.scale_after_overflow.check(1000)        # a wrong answer is an answer: the learner committed
+    assert progress.load()[ch.scale_after_overflow.id]["status"] == INCORRECT
+    ch.after_answer(ch.scale_after_overflow, shown.append, "demo")
+    assert shown == ["demo"]
+
+
+def test_notebook_reveals_the_scaler_step_only_after_its_quiz():
+    from notebook_cells import code_cells
+    from conftest import ROOT
+    cells = code_cells(ROOT / "notebooks" / "05_speedups.ipynb")
+    demo = [i for i, c in enumerate(cells) if "scaler_demo" in c]
+    check_cell = [i for i, c in enumerate(cells) if "ch.scale_after_overflow.check(" in c]
+    assert len(demo) == 1 and check_cell and demo[0] > check_cell[0]
+    assert "ch.after_answer(ch.scale_after_overflow" in cells[demo[0]]
+    assert any("ch.after_answer(ch.compile_control_flow" in c for c in cells)
+
+
+# ---------------------------------------------------------------- the lines shown in the notebook are the code (9.15)
+def markdown_snippets():
+    import json
+    import re
+    from conftest import ROOT
+    nb = json.loads((ROOT / "notebooks" / "05_speedups.ipynb").read_text())
+    text = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    return [block for t in text for block in re.findall(r"```python\n(.*?)```", t, re.S)]
+
+
+@pytest.mark.parametrize("where,function", [
+    ("x, y = next(batches)", measure.loop_breakdown), ("for x, y in loader:", ch.time_epochs),
+    ("scaled = scaler.scale(loss)", ch.scaler_demo), ("functools.partial(precision_step", ch.amp_speed),
+    ("for _ in range(depth):", ch.LoopNet.forward)])
+def test_code_shown_in_the_notebook_is_the_code_that_runs(where, function):
+    import inspect
+    source = {line.split("#")[0].strip() for line in inspect.getsource(function).splitlines()}
+    blocks = [b for b in markdown_snippets() if where in b]
+    assert len(blocks) == 1, where
+    for line in blocks[0].splitlines():
+        code = line.split("#")[0].strip()
+        assert not code or code in source, f"shown in the notebook but not in {function.__qualname__}: {code}"
+
+
+# ---------------------------------------------------------------- what the new demos show
+def test_precision_pitfalls_are_computed_live():
+    rows = {line[:48].strip(): line[48:].split() for line in ch.precision_pitfalls().splitlines()[1:]}
+    assert rows["a small gradient, 1e-8, stored"][1] == "0"
+    assert rows["exp(12), as in a softmax"][1] == "inf"
+    assert rows["a weight 1.0 plus an update of 1e-3"][2] == "1"
+    assert rows["256 + 1"] == ["257", "257", "256"]
+    assert float(rows["0.01 added 1000 times (a sum kept in the dtype)"][2]) < 9
+
+
+def test_amp_vs_fp32_trains_both_from_the_same_start(train_set):
+    runs = ch.amp_vs_fp32(train_set, train_set, "cpu", steps=12)
+    assert [r.label for r in runs] == ["float32 (no autocast)", "autocast bfloat16"]
+    fp32, bf16 = runs
+    assert len(fp32.losses) == len(bf16.losses) == 12
+    assert fp32.losses[0] == pytest.approx(bf16.losses[0], rel=0.02)   # same start, same first batch
+    assert fp32.losses != bf16.losses                                    # bfloat16 really ran
+    text = ch.show_precision_runs(runs, every=4)
+    assert "largest loss difference from float32" in text and "test accuracy after 12 steps" in text
+
+
+def test_scaled_runs_report_the_scale_and_skipped_steps(train_set):
+    run = ch.train_in_precision(train_set, train_set, "cpu", "bf16 + scaler", torch.bfloat16, True, steps=3)
+    assert len(run.scales) == 3 and run.skipped == 0
+    assert "scale now 65536" in ch.show_precision_runs([ch.PrecisionRun("fp32", [1.0] * 3), run], every=1)
+
+
+def test_control_flow_on_ints_is_unrolled_and_guarded_not_broken():
+    text = ch.explain_forwards()
+    assert "LoopNet, depth=3 (a for loop on an int):\n    1 graph(s), 0 graph break(s)" in text
+    assert "PrintingNet (print inside forward):\n    2 graph(s), 1 graph break(s)" in text
+    assert "ValueBranchNet (if on a tensor's value):\n    2 graph(s), 1 graph break(s)" in text
+    lines = ch.recompiles_per_depth(depths=(2, 2, 3, 2)).splitlines()
+    assert lines[0].startswith("depth=2: compiled a new graph") and "reused" in lines[1]
+    assert lines[2].startswith("depth=3: compiled a new graph") and "(graphs so far: 2)" in lines[2]
+    assert "reused" in lines[3]
+    ops = [int(line.split("graph of ")[1].split()[0]) for line in lines if "graph of" in line]
+    assert ops[1] > ops[0]                      # unrolled: one more pass, more ops
+
+
+def test_compile_call_cost_says_nothing_was_compiled():
+    text = ch.compile_call_cost(nn.Linear(3, 3))
+    assert "wraps your model: True" in text and "same parameters: True" in text
+    assert "compiled anything" in text or "nothing is compiled" in text
+
+
+def test_payback_note_from_the_numbers():
+    eager = measure.Timing("eager", [10.0], [12.0])
+    assert "pays back after about 1000 steps" in ch.payback_note(eager, measure.Timing("c", [8.0], [2012.0]))
+    assert "never pays back" in ch.payback_note(eager, measure.Timing("c", [11.0], [2012.0]))
+
+
+def test_workers_notes_compare_the_measured_epochs():
+    text = ch.workers_notes({"num_workers=0": [100, 90], "num_workers=2": [300, 200],
+                             "num_workers=2, persistent": [310, 80]})
+    assert "200 ms vs 90 ms: 2.22x slower" in text
+    assert "80 ms vs 200 ms: 2.50x faster" in text
+    assert "80 ms vs 310 ms: 3.88x faster" in text
+
+
+def test_two_digits_read_three_times_have_two_labels(train_set):
+    subset = ch.reads_of_two_digits(ch.AugmentedDigits(train_set))
+    labels = [int(subset[i][1]) for i in range(6)]
+    assert labels[:3] == [labels[0]] * 3 and labels[3:] == [labels[3]] * 3 and labels[0] != labels[3]
+
+
+def test_gpu_reference_names_the_recorded_figure(monkeypatch, capsys):
+    seen = []
+    monkeypatch.setattr(ch, "gpu_only", lambda what, figure=None: seen.append(figure) or False)
+    ch.gpu_reference("AMP on a GPU", "ch05.amp")
+    ch.nvidia_smi()
+    assert seen == ["ch05.amp", "ch05.nvidia_smi"]

@@ -123,3 +123,42 @@ def test_plots_have_one_bar_per_label_and_part():
     fig = measure.plot_breakdowns(runs)
     heights = [p.get_height() for p in fig.axes[0].patches]
     assert heights == pytest.approx([3, 0.5, 7, 9])
+
+
+def _legend_below_axes(fig) -> bool:
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    legend = ax.get_legend().get_window_extent()
+    return legend.y1 <= ax.get_window_extent().y0
+
+
+def test_legends_never_cover_a_bar():
+    """The legend sits below the axes, where no bar can be (issue 12.7: it covered a bar)."""
+    stacked = measure.plot_stacked({"a": (1, 90), "b": (95, 4)}, parts=("x", "y"))
+    grouped = measure.plot_grouped({"a": (90, 95), "b": (99, 1)}, parts=("epoch 1", "epoch 2"))
+    assert _legend_below_axes(stacked) and _legend_below_axes(grouped)
+
+
+def test_grouped_bars_stand_side_by_side():
+    fig = measure.plot_grouped({"a": (10, 20), "b": (30, 40), "c": (50, 60)}, parts=("epoch 1", "epoch 2"))
+    bars = fig.axes[0].patches
+    assert [b.get_height() for b in bars] == pytest.approx([10, 30, 50, 20, 40, 60])
+    assert all(b.get_y() == 0 for b in bars)                   # not stacked: every bar starts at 0
+    assert bars[0].get_x() + bars[0].get_width() <= bars[3].get_x() + 1e-9   # epoch 1 left of epoch 2
+
+
+@pytest.mark.parametrize("first,times,expected", [
+    (50.0, [10, 11, 9, 10, 12], "the first call took 5.0x the median: one-off costs"),
+    (8.0, [10, 11, 9, 10, 12], "the first call was faster than the median (0.80x)"),
+    (12.0, [10, 11, 9, 10, 12], "the first call took 1.20x the median: little one-off cost"),
+])
+def test_timing_notes_read_the_numbers(first, times, expected):
+    notes = measure.timing_notes(measure.Timing("t", times, [first]))
+    assert expected in notes
+    assert "shared CPU" in notes or first >= 10.0
+    assert "slowest run" not in notes                           # 12 / 9 is no outlier
+
+
+def test_timing_notes_flag_noise_and_need_no_warmup():
+    notes = measure.timing_notes(measure.Timing("t", [1.0, 1.1, 9.0]))
+    assert "first call" not in notes and "the slowest run took 9.0x the fastest" in notes

@@ -3,9 +3,11 @@
 Each known-wrong answer is built by a small builder with one flag switched on, so it differs
 from the reference in exactly one place.
 """
+import contextlib
+
 import torch
 
-from course_lib.ch05_speedups import _check_matches_reference, _check_time_it, _diagnose_cpu_sync
+from course_lib.ch05_speedups import check_matches_reference, check_time_it
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 
@@ -51,10 +53,18 @@ def buggy_amp(*, autocast="today", dtype_fixed=None, scaled=True, step="scaler",
             context = torch.autocast(device_type="cuda", dtype=dtype)
         elif autocast == "deprecated":
             context = torch.cuda.amp.autocast()
-        else:
+        elif autocast == "outside":  # the forward before the with block, only the loss inside
+            logits = model(x)
+            with torch.autocast(device_type=device_type, dtype=dtype):
+                loss = criterion(logits, y)
+            context = None
+        elif autocast == "disabled":
             context = torch.autocast(device_type=device_type, enabled=False)
-        with context:
-            loss = criterion(model(x), y)
+        else:
+            context = contextlib.nullcontext()
+        if context is not None:
+            with context:
+                loss = criterion(model(x), y)
         (scaler.scale(loss) if scaled else loss).backward()
         if step in ("scaler", "both"):
             scaler.step(optimizer)
@@ -79,10 +89,14 @@ def buggy_time_it(*, warmup=True, sync="both", stat="median", unit="ms"):
         for _ in range(repeats):
             if sync == "always" or (sync == "both" and cuda):
                 torch.cuda.synchronize()
+            if sync == "is_available" and torch.cuda.is_available():
+                torch.cuda.synchronize(device)
             start = time.perf_counter()
             fn()
             if sync == "always" or (sync in ("both", "after") and cuda):
                 torch.cuda.synchronize()
+            if sync == "is_available" and torch.cuda.is_available():
+                torch.cuda.synchronize(device)
             times.append(time.perf_counter() - start)
         value = {"median": statistics.median, "mean": statistics.mean, "min": min}[stat](times)
         return value * 1000 if unit == "ms" else value
@@ -101,36 +115,43 @@ KEY = {
     "amp_train_step": AnswerKey(
         solution=amp_train_step,
         hidden_tests=[
-            Test("float16 with a scale of 1024: same weights as the reference step",
-                 _check_matches_reference(amp_train_step, torch.float16, 1024.0, True, " (float16, scale 1024)"),
+            Test("float16 with another initial scale: same weights as the reference step",
+                 check_matches_reference(amp_train_step, torch.float16, 1024.0, True, " (float16, another scale)"),
                  hidden=True),
             Test("bfloat16 with a disabled scaler (the bf16 recipe): same weights as the reference step",
-                 _check_matches_reference(amp_train_step, torch.bfloat16, 2.0**16, False,
-                                          " (bfloat16, scaler disabled)"),
+                 check_matches_reference(amp_train_step, torch.bfloat16, 2.0**16, False,
+                                         " (bfloat16, scaler disabled)"),
                  hidden=True),
         ],
         wrong_answers=[
-            wrong_amp("no autocast", "autocast was not on", autocast="off"),
-            wrong_amp("the deprecated torch.cuda.amp.autocast (a no-op on the CPU)", "deprecated spelling",
+            wrong_amp("no autocast", "no autocast was on while the model ran", autocast="off"),
+            wrong_amp("autocast switched off", "entered switched off", autocast="disabled"),
+            wrong_amp("the deprecated torch.cuda.amp.autocast (a no-op on the CPU)", "the deprecated spelling",
                       autocast="deprecated"),
-            wrong_amp("autocast hard-coded to cuda", "Autocast was asked for CUDA", autocast="cuda_hardcoded"),
+            wrong_amp("autocast hard-coded to cuda", "Your autocast was for 'cuda'", autocast="cuda_hardcoded"),
+            wrong_amp("the forward outside autocast, only the loss inside", "not while the model ran",
+                      autocast="outside"),
             wrong_amp("float16 hard-coded", "not with the dtype you were given", dtype_fixed=torch.float16),
             wrong_amp("backward without scaler.scale", "backward() ran on the unscaled loss", scaled=False),
-            wrong_amp("optimizer.step instead of scaler.step", "65536 times too big", step="optimizer"),
+            wrong_amp("optimizer.step instead of scaler.step", "times too big", step="optimizer"),
+            wrong_amp("no scaler at all: loss.backward(); optimizer.step()", "the scaler never saw this step",
+                      scaled=False, step="optimizer", update=False),
             wrong_amp("stepping twice", "stepped twice", step="both"),
-            wrong_amp("no scaler.update", "scaler.update() was never called", update=False),
+            wrong_amp("no scaler.update", "scale was never updated", update=False),
             wrong_amp("no zero_grad", "Gradients accumulate", zero_grad=False),
-            wrong_amp("returns a tensor", "not a Python float", result="tensor"),
+            wrong_amp("returns a tensor", "as a tensor, not a Python float", result="tensor"),
             wrong_amp("returns the scaled loss", "the scaled loss", result="scaled"),
         ],
     ),
     "time_it": AnswerKey(
         solution=time_it,
         hidden_tests=[
-            Test("seven repeats, another run pattern",
-                 _check_time_it([5.0, 6.0, 40.0, 5.5, 7.0, 6.5, 30.0], 7, torch.device("cuda:0"), " (repeats=7)"),
+            Test("seven repeats on a second GPU, another run pattern",
+                 check_time_it([5.0, 6.0, 40.0, 5.5, 7.0, 6.5, 30.0], 7, torch.device("cuda:1"), " (repeats=7)"),
                  hidden=True),
-            Test("no synchronize for a CPU device", _diagnose_cpu_sync, hidden=True),
+            Test("a CPU device with three repeats, another run pattern",
+                 check_time_it([2.0, 12.0, 3.0], 3, torch.device("cpu"), " (device cpu, repeats=3)"),
+                 hidden=True),
         ],
         wrong_answers=[
             wrong_timer("no warm-up", "No warm-up", warmup=False),
@@ -140,10 +161,13 @@ KEY = {
             wrong_timer("mean instead of median", "the mean", stat="mean"),
             wrong_timer("the fastest run", "the fastest run", stat="min"),
             wrong_timer("returns seconds", "in seconds", unit="s"),
-            wrong_timer("synchronizes CUDA even for a CPU device", "a hidden test", sync="always"),
+            wrong_timer("synchronizes CUDA even for a CPU device", "While timing a CPU device", sync="always"),
+            wrong_timer("synchronizes when the machine has CUDA, whatever the device",
+                        "on a GPU machine it waits for the GPU", sync="is_available"),
         ],
     ),
-    "bf16_scaler": AnswerKey(answer="b"),
-    "low_utilization": AnswerKey(answer=["a", "b", "c"]),
+    "bf16_scaler": AnswerKey(answer="c"),
+    "low_utilization": AnswerKey(answer=["a", "c"]),
     "scale_after_overflow": AnswerKey(answer=32768),
+    "compile_control_flow": AnswerKey(answer="d"),
 }

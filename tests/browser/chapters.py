@@ -107,13 +107,23 @@ CHAPTERS = {
     ),
     "04_common_errors": BrowserSpec(
         interactions=(
-            # An "error" quiz: the check runs the code for real and says what it raised.
+            # An "error" quiz: the check runs the code for real and says what it raised (only once right).
             Interaction("quiz: which error will this raise? (DataParallel checkpoint)", "ch.dp_checkpoint.ask()", (
-                Choose("c) No error"), Click("Check"), Expect(r"Incorrect"), Expect(r"the code raised: RuntimeError"),
-                Choose("a) RuntimeError: missing keys"), Click("Check"), Expect(r"Correct: Which error"))),
+                Choose("c) No error"), Click("Check"), Expect(r"Incorrect"), Expect(r"Nothing strips prefixes"),
+                ExpectNot(r"the code raised"),
+                Choose("b) RuntimeError: Missing key"), Click("Check"), Expect(r"Correct: Which error"))),
             Interaction("quiz: what is wrong with this code?", "ch.what_is_wrong.ask()", (
                 Choose("a) 'cuda' is hard-coded"), Choose("b) x and y stay on the CPU"),
-                Choose("d) there is no zero_grad"), Click("Check"), Expect(r"Correct: The seed's question"))),
+                Choose("d) there is no zero_grad"), Click("Check"), Expect(r"Correct: Article A's question"))),
+            Interaction("quiz: a message not shown before (Input type ... weight type)", "ch.input_type.ask()", (
+                Choose("a) The images are float64"), Click("Check"), Expect(r"Incorrect"),
+                Expect(r"would read DoubleTensor"),
+                Choose("d) The batch is still on the CPU"), Click("Check"), Expect(r"Correct: A message you have"))),
+            Interaction("the explainer's panel for that message", 'explain(ch.UNSEEN_MESSAGES["input_type"])', (
+                RunCell(), Expect(r"Course explainer: Tensors on two devices"), Expect(r"Taught in:"))),
+            Interaction("the cheat sheet, rendered from the explainer", "cheat_sheet()", (
+                RunCell(), Expect(r"Cannot re-initialize CUDA in forked subprocess"),
+                Expect(r"4a\. Saved on a GPU"))),
         ),
         exercise=Exercise("add_positions", wrong="def add_positions(x):\n    return x + torch.arange(x.shape[-1])\n",
                           wrong_feedback=(r"On a meta input your function failed",
@@ -124,11 +134,18 @@ CHAPTERS = {
             Interaction("data-wait vs compute bars", "measure.plot_breakdowns(breakdowns", (
                 RunCell(), ExpectImages(1))),
             Interaction("quiz: the GPU sits at 30% utilization", "ch.low_utilization.ask()", (
-                Choose("d) Call torch.cuda.empty_cache()"), Click("Check"), Expect(r"Incorrect"),
-                Choose("d) Call torch.cuda.empty_cache()"),
-                Choose("a) More DataLoader workers"), Choose("b) pin_memory=True"),
-                Choose("c) Make the per-item preprocessing cheaper"),
+                Choose("b) pin_memory=True"), Click("Check"), Expect(r"Incorrect"),
+                Expect(r"counts as compute, not as waiting"),
+                Choose("b) pin_memory=True"),  # a checkbox: untick it again
+                Choose("a) More DataLoader workers"), Choose("c) Make the per-item preprocessing cheaper"),
                 Click("Check"), Expect(r"Correct: The GPU sits at 30% utilization"))),
+            Interaction("quiz: Python control flow under torch.compile", "ch.compile_control_flow.ask()", (
+                Choose("a) A graph break at the loop"), Click("Check"), Expect(r"Incorrect"),
+                Choose("d) The loop is unrolled"), Click("Check"),
+                Expect(r"Correct: Python control flow under torch.compile"))),
+            Interaction("what TorchDynamo did, shown after the quiz", "ch.after_answer(ch.compile_control_flow", (
+                Click("Show what TorchDynamo did"), Expect(r"1 graph\(s\), 0 graph break\(s\)"),
+                Expect(r"depth=3: compiled a new graph"))),
         ),
         exercise=Exercise(
             "time_it",
@@ -147,22 +164,35 @@ CHAPTERS = {
         interactions=(
             Interaction("memory per component vs batch size", "ch.plot_curve(curve)", (
                 RunCell(), ExpectImages(1), Expect(r"activations alone outweigh"))),
-            Interaction("quiz: the seed's question, asked of the measurement", "ch.seed_question.ask()", (
+            Interaction("quiz: read the out-of-memory message", "ch.oom_message.ask()", (
+                Choose("a) Call torch.cuda.empty_cache()"), Click("Check"), Expect(r"Incorrect"),
+                Expect(r"already returned every cached block"), ExpectNot(r"Correct:"),
+                Click("Show a hint (1 of 2)"), Expect(r"Hint 1 of 2"),
+                Choose("d) Restart with"), Click("Check"), Expect(r"Correct: Read the message"))),
+            Interaction("quiz: what does empty_cache give you?", "ch.empty_cache.ask()", (
+                Choose("a) It frees the tensors"), Click("Check"), Expect(r"Incorrect"),
+                Expect(r"still referenced stays"),
+                Choose("c) It hands cached blocks"), Click("Check"), Expect(r"Correct: What does"))),
+            Interaction("quiz: article A's question, asked of the measurement", "ch.seed_question.ask()", (
                 Choose("d) torch.cuda.empty_cache()"), Click("Check"), Expect(r"Incorrect"),
+                Expect(r"saved activations are tensors in use"),
                 Choose("d) torch.cuda.empty_cache()"),  # a checkbox: untick it again
                 Choose("a) a smaller batch"), Choose("b) gradient accumulation"),
                 Choose("c) activation checkpointing"), Choose("e) mixed precision"),
-                Click("Check"), Expect(r"Correct: The seed's question"))),
-            Interaction("quiz: what does empty_cache give you?", "ch.empty_cache.ask()", (
-                Choose("a) It frees the tensors"), Click("Check"), Expect(r"Incorrect"),
-                Choose("b) It returns cached blocks"), Click("Check"), Expect(r"Correct: What does"))),
+                Click("Check"), Expect(r"Correct: Article A's question"))),
         ),
         exercise=Exercise(
-            "model_state_bytes",
-            wrong=("def model_state_bytes(model, optimizer):\n"
-                   "    n = sum(p.numel() for p in model.parameters())\n"
-                   "    return {'weights': n, 'grads': n, 'optimizer_state': 2 * n}\n"),
-            wrong_feedback=(r"you counted elements, not bytes", r"Hint: Multiply each tensor's numel\(\)")),
+            "train_with_accumulation",
+            wrong=("def train_with_accumulation(model, loader, optimizer, criterion, device, accum_steps):\n"
+                   "    model.train()\n"
+                   "    optimizer.zero_grad()\n"
+                   "    for i, (x, y) in enumerate(loader):\n"
+                   "        x, y = x.to(device), y.to(device)\n"
+                   "        (criterion(model(x), y) / accum_steps).backward()\n"
+                   "        if (i + 1) % accum_steps == 0 or i + 1 == len(loader):\n"
+                   "            optimizer.step()\n"
+                   "            optimizer.zero_grad()\n"),
+            wrong_feedback=(r"the last, shorter group does not", r"Hint: A group of g micro-batches")),
     ),
     "07_dp_vs_ddp": BrowserSpec(
         interactions=(
