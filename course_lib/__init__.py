@@ -19,4 +19,20 @@ def progress():
     return HTML(progress_table(chapter_summary(all_exercises())))
 
 
-__all__ = ["pick_device", "seed_everything", "progress", "__version__"]
+def explain(error=None):
+    """Explain a PyTorch GPU-training error: the last one raised (no argument), an exception, or a
+    message, traceback or log text. Returns a panel (HTML in JupyterLab, text elsewhere)."""
+    from .explainer import explain as _explain
+    return _explain(error)
+
+
+def explain_errors():
+    """Turn on the explainer: a panel under every cell that fails with an error the course knows.
+
+    Every notebook calls it in its first cell; it is idempotent and does nothing outside IPython.
+    """
+    from .explainer import enable
+    enable()
+
+
+__all__ = ["pick_device", "seed_everything", "progress", "explain", "explain_errors", "__version__"]

@@ -1,4 +1,4 @@
-"""Command line: python -m course_lib {doctor, exercises, digest, grade, release}."""
+"""Command line: python -m course_lib {doctor, exercises, digest, grade, release, explain}."""
 import argparse
 import json
 import sys
@@ -71,6 +71,29 @@ def cmd_grade(args) -> int:
     return 1 if report["key_problems"] else 0
 
 
+def cmd_explain(args) -> int:
+    """Explain the error in each FILE (or stdin). Exit 0: every input explained; 1: some input holds
+    no error the course knows; 2: a FILE could not be read."""
+    from .explainer import explain_text
+    inputs, status = [], 0
+    for name in args.files or ["-"]:
+        try:
+            text = sys.stdin.read() if name == "-" else open(name, encoding="utf-8", errors="replace").read()
+        except OSError as err:
+            print(f"cannot read {name}: {err.strerror}", file=sys.stderr)
+            status = 2
+            continue
+        inputs.append((name, explain_text(text)))
+    for i, (name, explanation) in enumerate(inputs):
+        if args.json:
+            print(json.dumps({"input": name, **explanation.to_dict()}, ensure_ascii=False))
+        else:
+            print(("\n" if i else "") + (f"== {name} ==\n" if len(inputs) > 1 else "") + str(explanation))
+        if not explanation.known:
+            status = status or 1
+    return status
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m course_lib", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -102,6 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the run's report as JSON")
     p.set_defaults(run=cmd_grade)
+    p = sub.add_parser("explain", help="explain a PyTorch GPU-training error from a message, a traceback or a log",
+                       description="Explain the error in each FILE (a message, a traceback or a whole log; "
+                                   "without FILE, standard input). Exit status: 0 every input explained, "
+                                   "1 some input holds no error the course knows, 2 a FILE could not be read.")
+    p.add_argument("files", nargs="*", metavar="FILE", help="text files; '-' or none: standard input")
+    p.add_argument("--json", action="store_true", help="one JSON object per input, one per line")
+    p.set_defaults(run=cmd_explain)
     return parser
 
 

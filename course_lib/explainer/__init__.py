@@ -1,0 +1,298 @@
+"""The error explainer: what a PyTorch GPU-training error means, its likely cause, the fix, and
+where the course teaches it (chapter 04 teaches reading errors with it; every notebook turns on
+its panel in the first cell).
+
+    course_lib.explain()               # the last error of this notebook
+    course_lib.explain(err)            # an exception, or a message, a traceback, a whole log
+    course_lib.explain_errors()        # the panel under every failing cell (notebook.py)
+    python -m course_lib explain [--json] [FILE ...]
+
+The knowledge base is data (`knowledge.ENTRIES`). An error that matches no entry is answered
+"not a GPU-training error this course knows", never guessed.
+"""
+import html
+import re
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .knowledge import ENTRIES, NOTEBOOKS, Entry
+
+UNKNOWN = "Not a GPU-training error this course knows"
+NO_ERROR = "No error to explain yet"
+
+_FLAGS = re.IGNORECASE | re.MULTILINE
+_PATTERNS = [(e, [re.compile(p, _FLAGS) for p in e.patterns]) for e in ENTRIES]
+_READINGS = {e.id: [(re.compile(r, _FLAGS), text) for r, text in e.readings] for e in ENTRIES}
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_RANK_PREFIX = re.compile(r"^\[(?:default)?rank\d+\]:[ ]?", re.MULTILINE)   # torchrun's per-rank prefix
+_TRACEBACK_HEAD = re.compile(r"Traceback \(most recent call last\)")
+# "RuntimeError: ...", "torch.OutOfMemoryError: ...", "_pickle.UnpicklingError: ...", "KeyError: 'x'"
+_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning|Interrupt|Exit)(?::.*)?$")
+_BLOCK_LINES = 15   # an exception's message: its first line and what follows, up to a blank line
+
+
+@dataclass
+class Explanation:
+    """What the explainer says about one error: a panel in a notebook, text or JSON elsewhere."""
+    known: bool
+    error: str = ""                      # the error it found, first line
+    entry: Optional[Entry] = None
+    notes: tuple = ()                    # numbers and names read from the message
+    context: str = ""                    # how the error was found in a longer text
+    title: str = field(default=UNKNOWN)
+
+    def __post_init__(self):
+        if self.entry is not None:
+            self.title = self.entry.title
+
+    @property
+    def link(self) -> str:
+        """A link to the teaching section, relative to the notebooks folder (works in JupyterLab)."""
+        if not self.entry or not self.entry.chapter:
+            return ""
+        return f"{NOTEBOOKS[self.entry.chapter]}.ipynb#{heading_anchor(self.entry.section)}"
+
+    def to_dict(self) -> dict:
+        e = self.entry
+        return {"known": self.known, "id": e.id if e else None, "title": self.title,
+                "chapter": e.chapter if e else None,
+                "section": heading_text(e.section) if e and e.section else None,
+                "notebook": f"notebooks/{NOTEBOOKS[e.chapter]}.ipynb" if e and e.chapter else None,
+                "link": self.link or None, "meaning": e.meaning if e else None,
+                "cause": "; ".join(e.causes) if e else None, "fix": e.fix if e else None,
+                "notes": list(self.notes), "error": self.error, "context": self.context or None}
+
+    def __str__(self) -> str:
+        return render_text(self)
+
+    def _repr_pretty_(self, printer, cycle):
+        printer.text(render_text(self))
+
+    def _repr_html_(self) -> str:
+        return render_html(self)
+
+
+# ---------------------------------------------------------------- finding the error in a text
+def clean(text: str) -> str:
+    """Text as a learner pastes it: without terminal colours, Windows line ends or torchrun's [rankN]: prefixes."""
+    return _RANK_PREFIX.sub("", _ANSI.sub("", text).replace("\r\n", "\n"))
+
+
+def _message_block(lines: list, start: int) -> str:
+    """The exception line at `start` and its message lines, up to a blank line or a new traceback."""
+    block = [lines[start]]
+    for line in lines[start + 1:start + _BLOCK_LINES]:
+        if not line.strip() or _TRACEBACK_HEAD.search(line):
+            break
+        block.append(line)
+    return "\n".join(block)
+
+
+def exception_blocks(text: str) -> list:
+    """Each traceback's final exception (message included), in order; lone `XError: ...` lines if there is no traceback."""
+    lines = text.split("\n")
+    blocks, in_traceback = [], False
+    for i, line in enumerate(lines):
+        if _TRACEBACK_HEAD.search(line):
+            in_traceback = True
+        elif in_traceback and _EXCEPTION_LINE.match(line):
+            blocks.append(_message_block(lines, i))
+            in_traceback = False
+    if not blocks and "Traceback" not in text:
+        blocks = [_message_block(lines, i) for i, line in enumerate(lines) if _EXCEPTION_LINE.match(line)]
+    return blocks
+
+
+def match(text: str, wrappers: bool = True) -> Optional[Entry]:
+    """The first entry (in knowledge-base order) one of whose patterns occurs in `text`, or None."""
+    for entry, patterns in _PATTERNS:
+        if (wrappers or not entry.wrapper) and any(p.search(text) for p in patterns):
+            return entry
+    return None
+
+
+def last_known_error(text: str, wrappers: bool = True):
+    """(entry, block) for the last line of `text` that a knowledge-base pattern matches, or None."""
+    best = None  # (line number, -entry order, entry)
+    for order, (entry, patterns) in enumerate(_PATTERNS):
+        if entry.wrapper and not wrappers:
+            continue
+        for pattern in patterns:
+            last = None
+            for last in pattern.finditer(text):
+                pass
+            if last is not None:
+                candidate = (text.count("\n", 0, last.start()), -order, entry)
+                best = max(best, candidate, key=lambda c: c[:2]) if best else candidate
+    if best is None:
+        return None
+    lines = text.split("\n")
+    return best[2], _message_block(lines, best[0])
+
+
+def _readings(entry: Entry, block: str) -> tuple:
+    notes = []
+    for pattern, sentence in _READINGS[entry.id]:
+        found = pattern.search(block)
+        if found:
+            notes.append(sentence.format(**{k: v.strip() for k, v in found.groupdict().items()}))
+    return tuple(notes)
+
+
+def _first_line(block: str) -> str:
+    line = block.strip().split("\n")[0].strip()
+    return line if len(line) <= 300 else line[:297] + "..."
+
+
+def _explained(entry: Entry, block: str, context: str = "") -> Explanation:
+    return Explanation(True, _first_line(block), entry, _readings(entry, block), context)
+
+
+def explain_text(text: str) -> Explanation:
+    """Explain an error message, a traceback or a whole log: its last traceback's exception, else its last known error."""
+    text = clean(str(text))
+    blocks = exception_blocks(text)
+    final = blocks[-1] if blocks else ""
+    entry = match(final) if final else None
+    if entry and not entry.wrapper:
+        return _explained(entry, final)
+    found = last_known_error(text, wrappers=False) or (None if entry else last_known_error(text))
+    if found and (found[1] != final or not final):
+        if entry:
+            context = f"`{_first_line(final)}` says that a process failed; the error behind it:"
+        elif final and found[0].wrapper:
+            return _explained(found[0], found[1], f"The error inside it, `{_first_line(final)}`, is not one "
+                                                  "this course knows; read its traceback.")
+        elif final:
+            context = (f"The last exception here, `{_first_line(final)}`, is not one this course knows; "
+                       "the last error it knows in the text is:")
+        else:
+            context = ""
+        return _explained(found[0], found[1], context)
+    if entry:
+        return _explained(entry, final)
+    return Explanation(False, _first_line(final or text))
+
+
+def explain_exception(err: BaseException) -> Explanation:
+    """Explain an exception object, read as Python prints it (`torch.OutOfMemoryError: ...`)."""
+    text = "".join(traceback.format_exception_only(type(err), err))
+    if _TRACEBACK_HEAD.search(text):   # e.g. a DataLoader worker's error carries the original traceback
+        return explain_text(text)
+    text = clean(text)
+    entry = match(text)
+    return _explained(entry, text) if entry else Explanation(False, _first_line(text))
+
+
+def last_error() -> Optional[BaseException]:
+    """The last exception that reached the notebook (or the interactive prompt), if any."""
+    from . import notebook
+    return notebook.last_error() or getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+
+
+def explain(error=None) -> Explanation:
+    """Explain `error` (an exception, or a message/traceback/log text); without one, the last error raised."""
+    if error is None:
+        error = last_error()
+        if error is None:
+            return Explanation(False, title=NO_ERROR)
+    if isinstance(error, BaseException):
+        return explain_exception(error)
+    return explain_text(str(error))
+
+
+def enable(shell=None) -> None:
+    """Show an explanation panel under every cell that fails with an error the course knows (idempotent)."""
+    from .notebook import enable as _enable
+    _enable(shell)
+
+
+# ---------------------------------------------------------------- rendering
+def heading_text(section: str) -> str:
+    """A Markdown heading as JupyterLab shows it: no #'s, no backticks or emphasis marks."""
+    return re.sub(r"[`*]", "", section.lstrip("#").strip())
+
+
+def heading_anchor(section: str) -> str:
+    """The id JupyterLab gives a heading: its text with spaces as dashes."""
+    return heading_text(section).replace(" ", "-")
+
+
+def where_taught(entry: Entry) -> str:
+    return f"chapter {entry.chapter}, {heading_text(entry.section)}" if entry.chapter else ""
+
+
+def render_text(exp: Explanation) -> str:
+    """The explanation as plain text (terminal, logs, nbval)."""
+    if not exp.known:
+        found = f"\n  ({exp.error})" if exp.error else ""
+        return f"[course explainer] {exp.title}.{found}"
+    e = exp.entry
+    lines = [f"[course explainer] {e.title}"]
+    if exp.context:
+        lines += [f"  {exp.context}", f"    {exp.error}"]
+    lines += [f"  What it means: {e.meaning}"]
+    lines += [f"  Read from your message: {n}" for n in exp.notes]
+    lines += ["  Likely causes:"] + [f"    - {c}" for c in e.causes]
+    lines += ["  Fix:"] + [f"    {line}" for line in e.fix.split("\n")]
+    if e.chapter:
+        lines += [f"  Taught in: notebooks/{NOTEBOOKS[e.chapter]}.ipynb, section \"{heading_text(e.section)}\""]
+    return "\n".join(lines)
+
+
+def _inline(text: str) -> str:
+    """Escape for HTML and show `backticked` spans as code."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
+def render_html(exp: Explanation) -> str:
+    """The panel shown under a failing cell: meaning, what the message says, causes, fix, link."""
+    box = ("<div class='course-explainer' style='border-left:4px solid #2a7ab0;background:rgba(42,122,176,0.07);"
+           "padding:6px 12px;margin:4px 0;font-size:0.95em'>")
+    if not exp.known:
+        found = f"<br><small>{_inline(exp.error)}</small>" if exp.error else ""
+        return f"{box}<b>Course explainer:</b> {_inline(exp.title)}.{found}</div>"
+    e = exp.entry
+    parts = [f"<b>Course explainer: {_inline(e.title)}</b>"]
+    if exp.context:
+        parts.append(f"<div>{_inline(exp.context)}<br><code>{html.escape(exp.error)}</code></div>")
+    parts.append(f"<div><b>What it means.</b> {_inline(e.meaning)}</div>")
+    if exp.notes:
+        parts.append("<div><b>Your message says:</b> " + " ".join(_inline(n) for n in exp.notes) + "</div>")
+    parts.append("<div><b>Likely causes:</b><ul style='margin:2px 0'>"
+                 + "".join(f"<li>{_inline(c)}</li>" for c in e.causes) + "</ul></div>")
+    parts.append(f"<div><b>Fix:</b><pre style='margin:2px 0'>{html.escape(e.fix)}</pre></div>")
+    if e.chapter:
+        parts.append(f"<div><b>Taught in:</b> <a href='{html.escape(exp.link)}'>{_inline(where_taught(e))}</a></div>")
+    return box + "".join(parts) + "</div>"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", "<br>")
+
+
+def table_markdown(entries=ENTRIES) -> str:
+    """The cheat sheet: one row per error the course explains, with a link to where it is taught."""
+    rows = ["| what PyTorch says (wording varies by release) | what it means | fix | taught in |",
+            "|---|---|---|---|"]
+    for e in entries:
+        code = [line.split("  #")[0].rstrip() for line in e.fix.split("\n") if not line.startswith("#")]
+        fix = "<br>".join(f"`{line}`" for line in code) or _cell(e.fix.lstrip("# "))
+        where = (f"[{e.chapter} · {_cell(heading_text(e.section))}]"
+                 f"({NOTEBOOKS[e.chapter]}.ipynb#{heading_anchor(e.section)})") if e.chapter else ""
+        rows.append(f"| `{_cell(e.signature)}` | {_cell(e.meaning.split('. ')[0].rstrip('.'))}. | "
+                    f"{fix.replace('|', chr(92) + '|')} | {where} |")
+    return "\n".join(rows)
+
+
+def cheat_sheet(entries=ENTRIES):
+    """The cheat sheet as Markdown in a notebook (chapter 04), rendered from the knowledge base."""
+    from IPython.display import Markdown
+    return Markdown(table_markdown(entries))
+
+
+__all__ = ["explain", "explain_text", "explain_exception", "enable", "cheat_sheet", "table_markdown",
+           "Explanation", "ENTRIES", "UNKNOWN"]

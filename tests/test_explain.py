@@ -1,0 +1,620 @@
+"""The error explainer: real errors raised here, released GPU-only wordings, honest "not known",
+logs, the notebook panel in a real IPython shell, and the command line."""
+import dataclasses
+import datetime
+import io
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import course_lib
+from conftest import NOTEBOOKS, ROOT
+from course_lib import ch04_common_errors as ch04
+from course_lib import explainer
+from course_lib.errors import ExpectationFailed, expect_error
+from course_lib.explainer import ENTRIES, UNKNOWN, explain, explain_text
+from course_lib.explainer.knowledge import NOTEBOOKS as KB_NOTEBOOKS
+
+
+def raised(fn) -> BaseException:
+    try:
+        fn()
+    except BaseException as err:  # noqa: B902 - we want whatever PyTorch raises
+        return err
+    raise AssertionError("expected an error")
+
+
+def explained_as(err_or_text, entry_id):
+    exp = explain(err_or_text)
+    assert exp.known and exp.entry.id == entry_id, (entry_id, str(exp), err_or_text)
+    return exp
+
+
+# ---------------------------------------------------------------- errors raised for real on this machine
+class Dataset4(torch.utils.data.Dataset):
+    def __init__(self, item):
+        self.item = item
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return self.item(i)
+
+
+def _kill_self(i):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _bad_label(i):
+    return F.cross_entropy(torch.zeros(1, 3), torch.tensor([7]))
+
+
+def _plain_bug(i):
+    raise ValueError("bad sample")
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    lr: float = 0.1
+
+
+def _saved(obj) -> io.BytesIO:
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    buffer.seek(0)
+    return buffer
+
+
+def _backward_twice():
+    x = torch.ones(2, requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    y.backward()
+
+
+def _inplace_after_save():
+    x = torch.ones(2, requires_grad=True)
+    y = x.sigmoid()
+    y.mul_(2)
+    y.sum().backward()
+
+
+def _leaf_update():
+    w = torch.ones(2, requires_grad=True)
+    w -= 1
+
+
+def _loss_under_no_grad():
+    with torch.no_grad():
+        loss = nn.Linear(2, 1)(torch.ones(1, 2)).sum()
+    loss.backward()
+
+
+def _unscale_fp16():
+    model = nn.Linear(2, 1).half()
+    optimizer = torch.optim.SGD(model.parameters(), 0.1)
+    scaler = torch.amp.GradScaler("cpu")
+    scaler.scale(model(torch.ones(1, 2, dtype=torch.half)).float().sum()).backward()
+    scaler.unscale_(optimizer)
+
+
+def _memory_budget():
+    from course_lib.memory import MemoryBudget
+    with MemoryBudget(16, nn.Linear(64, 64)):
+        pass
+
+
+REAL = [
+    # the course's own reproductions (expect_error in chapters 01-06)
+    ("device_mismatch", lambda: nn.Linear(4, 3)(torch.randn(2, 4, device="meta"))),          # ch02, ch04
+    ("device_mismatch", lambda: nn.Linear(4, 3).to("meta")(torch.randn(2, 4))),
+    ("device_mismatch", lambda: torch.cat([torch.zeros(2), torch.zeros(2, device="meta")])),
+    ("device_mismatch", lambda: F.cross_entropy(torch.zeros(2, 3), torch.tensor([0, 1], device="meta"))),
+    ("device_mismatch", lambda: torch.zeros(2, 5, device="meta") + torch.arange(5)),          # ch04 section 3
+    ("linear_shape", lambda: nn.Linear(20, 5)(torch.zeros(4, 5))),                            # ch03 errata
+    ("module_prefix", lambda: nn.Linear(2, 2).load_state_dict(nn.DataParallel(nn.Linear(2, 2)).state_dict())),
+    ("weights_only", lambda: torch.load(_saved(nn.Linear(2, 2)))),                            # ch04 4b
+    ("memory_budget", _memory_budget),                                                        # ch06
+    # checkpoints
+    ("compiled_prefix", lambda: nn.Linear(2, 2).load_state_dict(
+        {f"_orig_mod.{k}": v for k, v in nn.Linear(2, 2).state_dict().items()})),
+    ("compiled_prefix", lambda: nn.Linear(2, 2).load_state_dict(
+        {f"module._orig_mod.{k}": v for k, v in nn.Linear(2, 2).state_dict().items()})),
+    ("state_dict_mismatch", lambda: nn.Linear(2, 2).load_state_dict(nn.Linear(3, 2).state_dict())),
+    ("weights_only", lambda: torch.load(_saved({"w": torch.ones(1), "config": TrainConfig()}))),
+    # dtypes and mixed precision
+    ("dtype_mismatch", lambda: nn.Linear(2, 2).half()(torch.zeros(1, 2))),
+    ("dtype_mismatch", lambda: nn.Linear(2, 2)(torch.zeros(1, 2, dtype=torch.bfloat16))),
+    ("dtype_mismatch", lambda: torch.mm(torch.zeros(2, 2, dtype=torch.half), torch.zeros(2, 2))),
+    ("dtype_mismatch", lambda: nn.Conv2d(3, 4, 3)(torch.zeros(1, 3, 8, 8, dtype=torch.double))),
+    ("dtype_mismatch", lambda: nn.Conv2d(3, 4, 3).half()(torch.zeros(1, 3, 8, 8))),
+    ("fp16_gradients_unscale", _unscale_fp16),
+    ("labels_dtype", lambda: F.cross_entropy(torch.zeros(2, 3), torch.tensor([0.0, 1.0]))),
+    ("labels_dtype", lambda: F.nll_loss(torch.zeros(2, 3), torch.tensor([0, 1], dtype=torch.int32))),
+    # labels, indices, shapes
+    ("index_out_of_range", lambda: F.cross_entropy(torch.zeros(2, 3), torch.tensor([0, 5]))),
+    ("index_out_of_range", lambda: nn.Embedding(3, 2)(torch.tensor([5]))),
+    ("conv_input_rank", lambda: nn.Conv2d(3, 4, 3)(torch.zeros(3, 8))),
+    ("conv_input_rank", lambda: nn.Conv1d(3, 4, 3)(torch.zeros(8))),
+    ("conv_channels", lambda: nn.Conv2d(3, 4, 3)(torch.zeros(1, 5, 8, 8))),
+    ("loss_batch_mismatch", lambda: F.cross_entropy(torch.zeros(2, 3), torch.zeros(4, dtype=torch.long))),
+    # autograd in the training loop
+    ("backward_twice", _backward_twice),
+    ("inplace_modified", _inplace_after_save),
+    ("leaf_inplace", _leaf_update),
+    ("no_grad_fn", _loss_under_no_grad),
+    ("no_grad_fn", lambda: torch.ones(2).sum().backward()),
+    ("numpy_from_gpu", lambda: torch.ones(2, requires_grad=True).numpy()),
+    # memory, processes
+    ("cpu_oom", lambda: torch.empty(2 ** 62, dtype=torch.uint8)),
+    ("dataloader_worker_died", lambda: list(torch.utils.data.DataLoader(Dataset4(_kill_self), num_workers=1))),
+    ("index_out_of_range", lambda: list(torch.utils.data.DataLoader(Dataset4(_bad_label), num_workers=1))),
+    ("dataloader_worker_raised", lambda: list(torch.utils.data.DataLoader(Dataset4(_plain_bug), num_workers=1))),
+    # distributed setup
+    ("no_process_group", lambda: torch.distributed.get_rank()),
+    ("no_process_group", lambda: nn.parallel.DistributedDataParallel(nn.Linear(2, 2))),
+    ("distributed_env_missing", lambda: os.environ["LOCAL_RANK"]),
+]
+
+
+@pytest.mark.parametrize("entry_id,make_error", REAL, ids=[f"{i}-{r[0]}" for i, r in enumerate(REAL)])
+def test_real_error_is_explained(entry_id, make_error, monkeypatch):
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    err = raised(make_error)
+    exp = explained_as(err, entry_id)
+    assert exp.entry.meaning and exp.entry.causes and exp.entry.fix
+    # the same error pasted as Python prints it, inside a traceback, explains the same way
+    text = "Traceback (most recent call last):\n  File \"train.py\", line 1, in <module>\n    step()\n" + \
+        "".join(__import__("traceback").format_exception_only(type(err), err))
+    assert explain_text(text).entry.id == entry_id
+
+
+def test_without_a_gpu_the_course_reproductions_of_chapters_01_and_04_are_explained(tmp_path):
+    if not torch.cuda.is_available():
+        explained_as(raised(lambda: torch.zeros(2, device="cuda:0")), "torch_without_cuda")   # chapter 01
+        path = ch04.save_for_missing_gpu(ch04.TinyNet().state_dict(), tmp_path / "c.pt")        # chapter 04, 4a
+        explained_as(raised(lambda: torch.load(path)), "checkpoint_missing_gpu")
+
+
+def test_deprecated_amp_and_pin_memory_warnings_are_explained():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.amp.autocast()
+        torch.cuda.amp.GradScaler()
+        list(torch.utils.data.DataLoader(range(2), pin_memory=True))
+    texts = {str(w.message) for w in caught}
+    amp = [t for t in texts if "torch.cuda.amp" in t and "deprecated" in t]
+    assert len(amp) == 2
+    for text in amp:
+        explained_as(f"FutureWarning: {text}", "cuda_amp_deprecated")
+    if not torch.cuda.is_available():
+        pinned = [t for t in texts if "pin_memory" in t]
+        assert pinned and explain(f"/x/dataloader.py:683: UserWarning: {pinned[0]}").entry.id == \
+            "pin_memory_without_accelerator"
+
+
+def test_cuda_in_a_forked_child_is_explained(monkeypatch):
+    # torch's own _lazy_init raises it; we only make this process look like a forked child
+    monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: True)
+    monkeypatch.setattr(torch.cuda, "_initialized", False)
+    err = raised(torch.cuda.init)
+    assert "forked subprocess" in str(err)
+    explained_as(err, "cuda_in_forked_process")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_distributed_setup_errors_are_explained(monkeypatch):
+    import torch.distributed as dist
+    for var in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(var, raising=False)
+    exp = explained_as(raised(lambda: dist.init_process_group("gloo")), "distributed_env_missing")
+    assert exp.notes == ("Missing: `RANK`.",)
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert explained_as(raised(lambda: dist.init_process_group("gloo")),
+                        "distributed_env_missing").notes == ("Missing: `MASTER_ADDR`.",)
+    if not dist.is_nccl_available():
+        explained_as(raised(lambda: dist.init_process_group(
+            "nccl", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1)), "nccl_not_built")
+    port = _free_port()
+    store = dist.TCPStore("127.0.0.1", port, 1, True)
+    explained_as(raised(lambda: dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)), "port_in_use")
+    del store
+    exp = explained_as(raised(lambda: dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=2,
+        timeout=datetime.timedelta(seconds=1))), "rendezvous_timeout")
+    assert exp.notes == ("1 of 2 processes joined.",)
+
+
+def test_readings_take_names_and_numbers_from_the_message():
+    exp = explain(raised(lambda: nn.Linear(20, 5)(torch.zeros(4, 5))))
+    assert exp.notes == ("The input has 5 features per sample; the layer expects 20 (and gives 5).",)
+    exp = explain(raised(lambda: torch.load(_saved({"config": TrainConfig()}))))
+    assert "TrainConfig" in exp.notes[0]
+    exp = explain(raised(lambda: nn.Linear(2, 2).load_state_dict(nn.Linear(3, 2).state_dict())))
+    assert exp.notes[0] == "`weight` is [2, 3] in the file and [2, 2] in your model."
+    exp = explain(raised(lambda: nn.Conv2d(3, 4, 3)(torch.zeros(1, 5, 8, 8))))
+    assert exp.notes == ("The layer wants 3 channels; the input has 5.",)
+    exp = explain(raised(_inplace_after_save))
+    assert exp.notes == ("The changed tensor was made by `Sigmoid`.",)
+
+
+# ---------------------------------------------------------------- released wordings (GPU-only or older torch)
+RELEASED = [
+    # torch 2.13 on a GPU (aten/src/ATen/core/adaption.cpp: "but got ", ", different from other tensors on ")
+    ("device_mismatch", "RuntimeError: Expected all tensors to be on the same device, but got mat1 is on cpu, "
+                        "different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)"),
+    ("device_mismatch", "RuntimeError: Expected all tensors to be on the same device, but got index is on cpu, "
+                        "different from other tensors on cuda:0 (when checking argument in method "
+                        "wrapper_CUDA__index_select)"),
+    # torch 2.0-2.3 (aten/src/ATen/TensorIterator.cpp), quoted by article A
+    ("device_mismatch", "RuntimeError: Expected all tensors to be on the same device, but found at least two "
+                        "devices, cuda:0 and cpu! (when checking argument for argument mat1 in method wrapper_addmm)"),
+    # aten/src/ATen/native/Convolution.cpp (check_input_same_type_as_parameters)
+    ("device_mismatch", "RuntimeError: Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) "
+                        "should be the same or input should be a MKLDNN tensor and weight is a dense tensor"),
+    ("device_mismatch", "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) "
+                        "should be the same"),
+    # aten/src/ATen/native/cudnn/RNN.cpp
+    ("device_mismatch", "RuntimeError: Input and parameter tensors are not at the same device, found input tensor "
+                        "at cpu and parameter tensor at cuda:0"),
+    # aten/src/ATen/native/TensorAdvancedIndexing.cpp (index_put / index with CUDA indices on a CPU tensor)
+    ("device_mismatch", "RuntimeError: indices should be either on cpu or on the same device as the indexed "
+                        "tensor (cpu)"),
+    # torch 1.x (aten/src/ATen/native/cuda/..., "Expected object of device type")
+    ("device_mismatch", "RuntimeError: Expected object of device type cuda but got device type cpu for argument #1 "
+                        "'self' in call to _th_addmm"),
+    # torch/_prims_common/__init__.py (check_same_device), as the meta device prints it here
+    ("device_mismatch", "RuntimeError: Tensor on device cuda:0 is not on the expected device cpu!"),
+    # aten/src/ATen/core/Generator.h (check_generator)
+    ("generator_device", "RuntimeError: Expected a 'cuda' device type for generator but found 'cpu'"),
+    # torch/_tensor.py / python_variable_methods.cpp
+    ("numpy_from_gpu", "TypeError: can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
+                       "tensor to host memory first."),
+    # torch/serialization.py (_validate_device), on a GPU machine with fewer GPUs
+    ("checkpoint_missing_gpu", "RuntimeError: Attempting to deserialize object on CUDA device 1 but "
+                               "torch.cuda.device_count() is 1. Please use torch.load with map_location to map "
+                               "your storages to an existing device."),
+    # aten/src/ATen/cuda/detail/CUDAHooks.cpp and c10/cuda/CUDAFunctions.cpp
+    ("no_usable_gpu", "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA "
+                      "GPU and installed a driver from http://www.nvidia.com/Download/index.aspx"),
+    ("no_usable_gpu", "RuntimeError: No CUDA GPUs are available"),
+    ("no_usable_gpu", "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please "
+                      "update your GPU driver"),
+    # cudaGetErrorString(cudaErrorNoKernelImageForDevice) and torch/cuda/__init__.py (_check_capability)
+    ("no_kernel_image", "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+                        "CUDA kernel errors might be asynchronously reported at some other API call, so the "
+                        "stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1"),
+    ("no_kernel_image", "UserWarning: \nNVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with "
+                        "the current PyTorch installation.\nThe current PyTorch install supports CUDA capabilities "
+                        "sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90."),
+    # c10/cuda/CUDACachingAllocator.cpp (torch 2.2+), then torch 2.1 (typo "capacty"), then torch 1.x/2.0
+    ("cuda_oom", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.16 GiB. GPU 0 has a total "
+                 "capacity of 79.10 GiB of which 1.63 GiB is free. Including non-PyTorch memory, this process has "
+                 "77.42 GiB memory in use. Of the allocated memory 68.16 GiB is allocated by PyTorch, and 3.49 GiB "
+                 "is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
+                 "Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"),
+    ("cuda_oom", "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total "
+                 "capacty of 23.69 GiB of which 7.11 GiB is free. Process 2006998 has 256.00 MiB memory in use. "
+                 "Of the allocated memory 16.01 GiB is allocated by PyTorch, and 7.47 MiB is reserved by PyTorch "
+                 "but unallocated."),
+    ("cuda_oom", "RuntimeError: CUDA out of memory. Tried to allocate 36.00 MiB (GPU 0; 7.93 GiB total capacity; "
+                 "130.35 MiB already allocated; 47.06 MiB free; 188.00 MiB reserved in total by PyTorch) If "
+                 "reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation."),
+    ("cuda_oom", "RuntimeError: CUDA error: out of memory"),
+    # c10/cuda/CUDAException.cpp + CUDAMiscFunctions.cpp (get_cuda_check_suffix), torch 2.1+
+    ("device_side_assert", "RuntimeError: CUDA error: device-side assert triggered\nCUDA kernel errors might be "
+                           "asynchronously reported at some other API call, so the stacktrace below might be "
+                           "incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1.\nCompile with "
+                           "`TORCH_USE_CUDA_DSA` to enable device-side assertions."),
+    ("device_side_assert", "/opt/conda/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: "
+                           "block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed."),
+    ("async_cuda_error", "RuntimeError: CUDA error: an illegal memory access was encountered"),
+    # torch/cuda/__init__.py (_lazy_init)
+    ("cuda_in_forked_process", "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
+                               "multiprocessing, you must use the 'spawn' start method"),
+    # torch/csrc/DataLoader.cpp (SIGCHLD handler), torch/utils/data/dataloader.py
+    ("dataloader_worker_died", "RuntimeError: DataLoader worker (pid 4021) is killed by signal: Killed. "),
+    ("dataloader_worker_died", "RuntimeError: DataLoader worker (pid 77) is killed by signal: Bus error. It is "
+                               "possible that dataloader's workers are out of shared memory."),
+    # torch/amp/autocast_mode.py, torch/cuda/amp/grad_scaler.py (torch 2.4+)
+    ("cuda_amp_deprecated", "/x/train.py:12: FutureWarning: `torch.cuda.amp.GradScaler(args...)` is deprecated. "
+                            "Please use `torch.amp.GradScaler('cuda', args...)` instead."),
+    # aten/src/ATen/native/cuda/Blas.cpp / older autocast misuse (torch 1.x wording)
+    ("dtype_mismatch", "RuntimeError: expected scalar type Half but found Float"),
+    ("dtype_mismatch", "RuntimeError: Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) "
+                       "should be the same"),
+    ("labels_dtype", "RuntimeError: expected scalar type Long but found Float"),
+    # torch/distributed/distributed_c10d.py and ProcessGroupNCCL.cpp (torch 2.2+)
+    ("nccl_failure", "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+                     "ProcessGroupNCCL.cpp:1691, unhandled system error (run with NCCL_DEBUG=INFO for details), "
+                     "NCCL version 2.19.3"),
+    ("nccl_failure", "[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: "
+                     "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+                     "600351 milliseconds before timing out."),
+    # third_party/gloo/gloo/transport/tcp/pair.cc
+    ("gloo_failure", "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer "
+                     "[10.0.0.2]:30001"),
+    ("gloo_failure", "RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/"
+                     "pair.cc:144] no error"),
+]
+
+
+@pytest.mark.parametrize("entry_id,text", RELEASED, ids=[f"{i}-{r[0]}" for i, r in enumerate(RELEASED)])
+def test_released_wording_is_explained(entry_id, text):
+    explained_as(text, entry_id)
+
+
+def test_oom_numbers_are_read():
+    exp = explain(RELEASED[[r[0] for r in RELEASED].index("cuda_oom")][1])
+    assert exp.notes[:2] == ("It asked for 2.16 GiB more.", "The card holds 79.10 GiB; 1.63 GiB was free.")
+    assert "3.49 GiB is cached by PyTorch but unused" in exp.notes[-1] and "expandable_segments" in exp.notes[-1]
+    old = explain("CUDA out of memory. Tried to allocate 36.00 MiB (GPU 0; 7.93 GiB total capacity; 130.35 MiB "
+                  "already allocated; 47.06 MiB free; 188.00 MiB reserved in total by PyTorch)")
+    assert "The card holds 7.93 GiB; PyTorch had 130.35 MiB allocated and 47.06 MiB was free." in old.notes
+
+
+def test_device_readings_name_the_argument_and_both_devices():
+    exp = explain(RELEASED[0][1])
+    assert exp.notes[0].startswith("`mat1` is on cpu; the other tensors are on cuda:0.")
+    exp = explain(RELEASED[2][1])
+    assert exp.notes == ("The two devices involved: cuda:0 and cpu.",)
+
+
+# ---------------------------------------------------------------- honest when it does not know
+DECOYS = [
+    KeyError("cuda"), RuntimeError("device busy"), ValueError("not enough memory for the cache"),
+    ValueError("memory"), RuntimeError("CUDA"), RuntimeError("gpu"), TypeError("expected a device"),
+    ZeroDivisionError("division by zero"), NotImplementedError(), FileNotFoundError("model.pth"),
+    KeyError("module.weight"), AttributeError("'NoneType' object has no attribute 'grad'"),
+    RuntimeError("rank 0 is done"), ConnectionRefusedError("Connection refused"),
+    ImportError("No module named 'transformers'"),
+]
+DECOY_TEXTS = [
+    "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='x', port=443): Connection refused",
+    "sqlite3.OperationalError: database is locked", "OSError: [Errno 28] No space left on device",
+    "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor",
+    "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.00 GiB for an array",
+    "IndexError: index 5 is out of bounds for axis 0 with size 3", "socket.timeout: timed out",
+    "cuda", "device", "memory", "out of memory", "shape", "dtype", "NCCL", "gloo", "rank", "state_dict", "",
+]
+
+
+@pytest.mark.parametrize("err", DECOYS, ids=[repr(e)[:40] for e in DECOYS])
+def test_unrelated_exception_is_not_known(err):
+    exp = explain(err)
+    assert not exp.known and exp.title == UNKNOWN and exp.entry is None
+    assert "not a gpu-training error this course knows" in str(exp).lower()
+
+
+@pytest.mark.parametrize("text", DECOY_TEXTS)
+def test_unrelated_text_is_not_known(text):
+    assert not explain_text(text).known
+
+
+def test_no_pattern_is_a_single_common_word():
+    words = {"cuda", "device", "memory", "gpu", "cpu", "grad", "shape", "dtype", "rank", "error", "nccl",
+             "gloo", "module", "key", "tensor", "type", "timeout", "connection"}
+    for entry in ENTRIES:
+        for pattern in entry.patterns:
+            for word in words:
+                assert not re.search(pattern, f"RuntimeError: {word}", re.I), (entry.id, pattern, word)
+                assert not re.search(pattern, f"ValueError: something about the {word} went wrong", re.I)
+
+
+# ---------------------------------------------------------------- logs
+def test_a_long_log_explains_its_last_traceback():
+    noise = "".join(f"epoch 1 step {i} loss 0.{i:04d} (cuda memory 1.2 GiB)\n" for i in range(5000))
+    log = (noise + "Traceback (most recent call last):\n  File \"train.py\", line 40, in <module>\n"
+           "    loss.backward()\nRuntimeError: element 0 of tensors does not require grad and does not have a "
+           "grad_fn\n" + "wandb: Waiting for W&B process to finish... (failed 1).\n")
+    exp = explain_text(log)
+    assert exp.entry.id == "no_grad_fn" and exp.error.startswith("RuntimeError: element 0")
+
+
+def test_chained_exceptions_the_last_one_counts_and_ansi_colours_are_ignored():
+    log = ("Traceback (most recent call last):\n  File \"a.py\", line 1\nKeyError: 'x'\n\nDuring handling of the "
+           "above exception, another exception occurred:\n\nTraceback (most recent call last):\n  File \"a.py\"\n"
+           "\x1b[0;31mRuntimeError\x1b[0m: mat1 and mat2 shapes cannot be multiplied (64x784 and 128x10)\n")
+    exp = explain_text(log)
+    assert exp.entry.id == "linear_shape" and "784 features" in exp.notes[0]
+
+
+def test_ipython_style_traceback():
+    log = ("---------------------------------------------------------------------------\n"
+           "RuntimeError                              Traceback (most recent call last)\n"
+           "Cell In[3], line 2\n      1 x = torch.randn(16, 4)\n----> 2 model(x)\n\n"
+           "RuntimeError: Tensor on device cpu is not on the expected device meta!\n")
+    assert explain_text(log).entry.id == "device_mismatch"
+
+
+def test_torchrun_log_finds_the_root_cause_behind_child_failed():
+    log = ("[rank1]: Traceback (most recent call last):\n[rank1]:   File \"train.py\", line 9, in <module>\n"
+           "[rank1]:     local_rank = int(os.environ['LOCAL_RANK'])\n[rank1]: KeyError: 'LOCAL_RANK'\n"
+           "E0101 12:00:00 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1)\n"
+           "Traceback (most recent call last):\n  File \"/usr/bin/torchrun\", line 8, in <module>\n"
+           "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+           "============================================================\ntrain.py FAILED\n")
+    exp = explain_text(log)
+    assert exp.entry.id == "distributed_env_missing"
+    assert "ChildFailedError" in exp.context and exp.error == "KeyError: 'LOCAL_RANK'"
+    only_summary = log.split("E0101")[1]
+    assert explain_text(only_summary).entry.id == "torchrun_child_failed"
+
+
+def test_unknown_final_exception_with_a_known_error_earlier_says_so():
+    log = ("UserWarning: 'pin_memory' argument is set as true but no accelerator is found, then device pinned "
+           "memory won't be used.\nTraceback (most recent call last):\n  File \"x.py\"\nKeyError: 'cuda'\n")
+    exp = explain_text(log)
+    assert exp.entry.id == "pin_memory_without_accelerator"
+    assert "KeyError: 'cuda'" in exp.context and "not one this course knows" in exp.context
+
+
+def test_dataloader_worker_error_explains_the_original_error():
+    err = raised(lambda: list(torch.utils.data.DataLoader(Dataset4(_plain_bug), num_workers=1)))
+    exp = explain(err)
+    assert exp.entry.id == "dataloader_worker_raised" and "ValueError: bad sample" in exp.context
+
+
+# ---------------------------------------------------------------- the knowledge base as data
+def _headings(notebook: str) -> set:
+    nb = json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text())
+    return {line.strip() for c in nb["cells"] if c["cell_type"] == "markdown"
+            for line in "".join(c["source"]).splitlines() if line.startswith("#")}
+
+
+def test_every_entry_is_complete_and_links_to_a_heading_that_exists():
+    assert len({e.id for e in ENTRIES}) == len(ENTRIES)
+    assert set(KB_NOTEBOOKS.values()) == {p.stem for p in NOTEBOOKS}
+    for e in ENTRIES:
+        assert e.title and e.signature and e.patterns and e.meaning and e.causes and e.fix, e.id
+        assert e.chapter in KB_NOTEBOOKS, e.id
+        assert e.section in _headings(KB_NOTEBOOKS[e.chapter]), f"{e.id}: no heading {e.section!r}"
+        for pattern, sentence in e.readings:
+            assert set(re.compile(pattern).groupindex) >= set(re.findall(r"{(\w+)}", sentence)), e.id
+
+
+def test_link_is_the_anchor_jupyterlab_gives_the_heading():
+    exp = explain("Weights only load failed. ...")
+    assert exp.link == "04_common_errors.ipynb#4b.-weights_only:-save-the-state_dict,-not-the-model"
+    assert f"href='{exp.link}'" in exp._repr_html_()
+
+
+def test_chapter_04_cheat_sheet_is_rendered_from_the_knowledge_base():
+    nb = json.loads((ROOT / "notebooks" / "04_common_errors.ipynb").read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    markdown = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert "cheat_sheet()" in code
+    assert "| what PyTorch says" not in markdown and "|---|---|---|" not in markdown
+    table = explainer.table_markdown()
+    assert table.count("\n") == len(ENTRIES) + 1
+    assert all(f"`{e.signature.replace('|', chr(92) + '|')}`" in table for e in ENTRIES)
+
+
+def test_no_notebook_keeps_a_hand_written_table_of_errors():
+    for path in NOTEBOOKS:
+        nb = json.loads(path.read_text())
+        for cell in nb["cells"]:
+            text = "".join(cell["source"])
+            if cell["cell_type"] == "markdown" and "|---|" in text:
+                header = text.split("|---|")[0].lower()
+                assert not ("error" in header and "fix" in header), f"{path.name}: render it from the explainer"
+
+
+def test_explaining_one_message_is_fast():
+    messages = [t for _, t in RELEASED] + ["KeyError: 'cuda'"]
+    explain(messages[0])
+    times = []
+    for text in messages * 3:
+        start = time.perf_counter()
+        explain(text)
+        times.append(time.perf_counter() - start)
+    times.sort()
+    assert times[len(times) // 2] < 0.05, f"median {times[len(times) // 2] * 1000:.1f} ms"
+
+
+# ---------------------------------------------------------------- the notebook panel, in a real IPython shell
+@pytest.fixture
+def shell():
+    from IPython.core.interactiveshell import InteractiveShell
+    ip = InteractiveShell.instance()
+    ip.run_cell("import torch\nfrom torch import nn\nfrom course_lib.errors import expect_error")
+    yield ip
+    from course_lib.explainer import notebook
+    notebook.disable(ip)
+    InteractiveShell.clear_instance()
+
+
+def _run(shell, code, capsys):
+    result = shell.run_cell(code)
+    return result, capsys.readouterr().out
+
+
+def test_panel_appears_under_the_unchanged_traceback(shell, capsys):
+    code = "nn.Linear(4, 3)(torch.randn(2, 4, device='meta'))"
+    _, plain = _run(shell, code, capsys)
+    course_lib.explainer.enable(shell)
+    course_lib.explainer.enable(shell)          # idempotent: one panel, not two
+    result, out = _run(shell, code, capsys)
+    assert isinstance(result.error_in_exec, RuntimeError)
+    assert out.startswith(plain), "the traceback must come first, exactly as without the explainer"
+    panel = out[len(plain):]
+    assert panel.count("[course explainer] Tensors on two devices") == 1
+    assert "Taught in: notebooks/04_common_errors.ipynb" in panel
+
+
+def test_no_panel_for_unknown_errors_or_for_expect_error(shell, capsys):
+    course_lib.explainer.enable(shell)
+    _, out = _run(shell, "raise KeyError('cuda')", capsys)
+    assert "KeyError" in out and "course explainer" not in out
+    _, out = _run(shell, "with expect_error(RuntimeError, 'device'):\n"
+                         "    nn.Linear(4, 3)(torch.randn(2, 4, device='meta'))", capsys)
+    assert "as expected" in out and "course explainer" not in out
+    result, out = _run(shell, "with expect_error(RuntimeError, 'device'):\n    pass", capsys)
+    assert isinstance(result.error_in_exec, ExpectationFailed)
+    assert "ran without an error" in out and "course explainer" not in out
+    result, out = _run(shell, "with expect_error(RuntimeError, 'no such words'):\n"
+                              "    nn.Linear(4, 3)(torch.randn(2, 4, device='meta'))", capsys)
+    assert "no longer mentions" in out and "course explainer" not in out
+
+
+def test_explain_without_argument_explains_the_last_error(shell, capsys):
+    course_lib.explainer.enable(shell)
+    _run(shell, "nn.Linear(20, 5)(torch.zeros(4, 5))", capsys)
+    assert course_lib.explain().entry.id == "linear_shape"
+
+
+def test_enable_outside_ipython_does_nothing():
+    from IPython.core.interactiveshell import InteractiveShell
+    assert not InteractiveShell.initialized()
+    course_lib.explain_errors()   # no shell: no error, nothing registered
+
+
+def test_explain_accepts_exceptions_and_text():
+    err = raised(lambda: nn.Linear(20, 5)(torch.zeros(4, 5)))
+    assert course_lib.explain(err).entry.id == course_lib.explain(str(err)).entry.id == "linear_shape"
+    assert "<code>nn.Linear(in_features, out_features)</code>" in course_lib.explain(err)._repr_html_()
+
+
+# ---------------------------------------------------------------- the command line
+def _cli(*args, stdin=""):
+    return subprocess.run([sys.executable, "-m", "course_lib", "explain", *args], input=stdin, text=True,
+                          capture_output=True, cwd=ROOT, timeout=120)
+
+
+def test_command_line_json_one_object_per_input_in_order(tmp_path):
+    (tmp_path / "a.log").write_text("step 1\nTraceback (most recent call last):\n  File \"t.py\"\n"
+                                    "RuntimeError: CUDA error: device-side assert triggered\n")
+    (tmp_path / "b.log").write_text("ZeroDivisionError: division by zero\n")
+    run = _cli("--json", str(tmp_path / "a.log"), "-", str(tmp_path / "b.log"),
+               stdin="Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!")
+    assert run.returncode == 1, run.stderr            # one input holds no known error
+    rows = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [r["input"] for r in rows] == [str(tmp_path / "a.log"), "-", str(tmp_path / "b.log")]
+    assert [r["known"] for r in rows] == [True, True, False]
+    assert rows[0]["chapter"] == "04" and rows[0]["id"] == "device_side_assert" and rows[0]["fix"]
+    assert rows[1]["title"] == "Tensors on two devices in one operation" and rows[1]["cause"]
+    assert rows[2] | {"input": None} == {**rows[2], "input": None, "chapter": None, "cause": None, "fix": None}
+    text = _cli(stdin="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB.")
+    assert text.returncode == 0 and "It asked for 20.00 MiB more." in text.stdout
+    missing = _cli(str(tmp_path / "nope.log"))
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
