@@ -1,7 +1,7 @@
 """Answer key for chapter 04 (teacher's copy only)."""
 import torch
 
-from course_lib.ch04_common_errors import _check_loading, _check_positions, _check_strip
+from course_lib.ch04_common_errors import check_loading, check_positions, check_strip
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 
@@ -10,7 +10,12 @@ def add_positions(x):
 
 
 def strip_module_prefix(state_dict):
-    return {(k[len("module."):] if k.startswith("module.") else k): v for k, v in state_dict.items()}
+    stripped = {}
+    for key, value in state_dict.items():
+        while key.startswith(("module.", "_orig_mod.")):
+            key = key.split(".", 1)[1]
+        stripped[key] = value
+    return stripped
 
 
 def load_for_inference(path, model, device):
@@ -30,6 +35,15 @@ def _positions_wrong_dim(x):
 
 def _replace_everywhere(state_dict):
     return {k.replace("module.", ""): v for k, v in state_dict.items()}
+
+
+def _strip_module_only(state_dict):
+    return {(k[len("module."):] if k.startswith("module.") else k): v for k, v in state_dict.items()}
+
+
+def _strip_one_prefix_only(state_dict):
+    return {(k.split(".", 1)[1] if k.startswith(("module.", "_orig_mod.")) else k): v
+            for k, v in state_dict.items()}
 
 
 def _cut_every_key(state_dict):
@@ -64,31 +78,37 @@ def _load_but_stay_in_train_mode(path, model, device):
 KEY = {
     "add_positions": AnswerKey(
         solution=add_positions,
-        hidden_tests=[Test("broadcasts over a 3-D batch", _check_positions((2, 3, 4), "cpu")),
-                      Test("3-D input on another device", _check_positions((2, 3, 4), "meta"))],
+        hidden_tests=[Test("broadcasts over a 3-D batch", check_positions((2, 3, 4), "cpu")),
+                      Test("3-D input on another device", check_positions((2, 3, 4), "meta"))],
         wrong_answers=[WrongAnswer("arange on the CPU", _positions_on_cpu, "device=x.device"),
                        WrongAnswer("positions along the wrong dimension", _positions_wrong_dim, "LAST dimension")],
     ),
     "strip_module_prefix": AnswerKey(
         solution=strip_module_prefix,
-        hidden_tests=[Test("a doubly wrapped model loses one prefix",
-                           _check_strip(["module.module.w"], ["module.w"])),
+        hidden_tests=[Test("a compiled DDP model loses both prefixes",
+                           check_strip(["_orig_mod.module.fc.weight", "module._orig_mod.head.bias"],
+                                       ["fc.weight", "head.bias"])),
                       Test("DDP keys of a nested model",
-                           _check_strip(["module.encoder.0.weight", "module.head.bias"],
-                                        ["encoder.0.weight", "head.bias"]))],
-        wrong_answers=[WrongAnswer("str.replace everywhere", _replace_everywhere, "submodule"),
+                           check_strip(["module.encoder.0.weight", "module.head.bias"],
+                                       ["encoder.0.weight", "head.bias"]))],
+        wrong_answers=[WrongAnswer("strips one prefix only", _strip_one_prefix_only, "however many there are"),
+                       WrongAnswer("str.replace everywhere", _replace_everywhere, "`submodule.weight` is a real name"),
+                       WrongAnswer("strips module. but not _orig_mod.", _strip_module_only,
+                                   "still start with a wrapper prefix"),
                        WrongAnswer("cuts 7 characters from every key", _cut_every_key, "Wrong keys"),
                        WrongAnswer("edits the caller's dict", _strip_in_place, "changed the state_dict")],
     ),
     "load_for_inference": AnswerKey(
         solution=load_for_inference,
         hidden_tests=[Test("DataParallel checkpoint from a missing GPU",
-                           _check_loading(wrapped=True, on_missing_gpu=True))],
+                           check_loading(wrapped=True, on_missing_gpu=True))],
         wrong_answers=[WrongAnswer("no map_location", _load_without_map_location, "map_location"),
                        WrongAnswer("keeps the 'module.' prefix", _load_without_stripping, "module."),
                        WrongAnswer("forgets model.eval()", _load_but_stay_in_train_mode, "eval")],
     ),
     "what_is_wrong": AnswerKey(answer=["a", "b", "d"]),
-    "dp_checkpoint": AnswerKey(answer="a"),
-    "state_dict_device": AnswerKey(answer="b"),
+    "dp_checkpoint": AnswerKey(answer="b"),
+    "state_dict_device": AnswerKey(answer="c"),
+    "input_type": AnswerKey(answer="d"),
+    "which_tensor": AnswerKey(answer="a"),
 }
