@@ -45,7 +45,7 @@ def hint_widget(exercise) -> W.VBox:
     if not exercise.hints:
         return W.VBox([W.HTML("No hints for this one.")])
     shown = W.HTML()
-    button = W.Button(layout=W.Layout(width="auto"))
+    button = W.Button(layout=W.Layout(width="auto", align_self="flex-start"))
 
     def refresh():
         n, total = len(exercise.hints_shown()), len(exercise.hints)

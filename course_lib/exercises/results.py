@@ -1,6 +1,5 @@
 """What a check returns: per-test outcomes, a status, points, and learner-facing text/HTML."""
 from dataclasses import dataclass, field
-from html import escape
 
 from .text import html as code_html
 
@@ -97,5 +96,5 @@ class CheckResult:
         listing = f"<ul style='margin:4px 0;padding-left:1.2em'>{''.join(rows)}</ul>" if rows else ""
         return (f"<div class='course-check course-{self.status.replace(' ', '-')}' "
                 f"style='border-left:6px solid {color};padding:6px 10px;margin:4px 0;background:#f6f8fa;color:#1f2328'>"
-                f"<div style='font-weight:bold;color:{color}'>{_ICONS[self.status]} {escape(self.headline())}</div>"
+                f"<div style='font-weight:bold;color:{color}'>{_ICONS[self.status]} {code_html(self.headline())}</div>"
                 f"{summary}{listing}{hidden}</div>")

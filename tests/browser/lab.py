@@ -299,6 +299,27 @@ JS_SCROLL = """(y) => {
 }"""
 
 
+# Every option row of every quiz in cell i (the course's rows, or plain ipywidgets radio/checkbox
+# labels): where its text really is (a Range over its contents, so text spilling out of a fixed
+# height row is measured too) and whether its button is drawn.
+JS_OPTION_ROWS = """(i) => {
+  const cell = document.querySelector(`[data-course-cell="${i}"]`);
+  if (!cell) return [];
+  const groups = Array.from(cell.querySelectorAll('.course-quiz, .widget-radio-box'));
+  return groups.map(g => Array.from(g.querySelectorAll('.course-option, .widget-radio-box > label')).map(row => {
+    const range = document.createRange();
+    range.selectNodeContents(row);
+    const text = range.getBoundingClientRect();
+    const box = row.getBoundingClientRect();
+    const input = row.querySelector('input');
+    const ib = input ? input.getBoundingClientRect() : null;
+    return {text: row.innerText.trim().slice(0, 80), top: Math.min(text.top, box.top),
+            bottom: Math.max(text.bottom, box.bottom), button: !!ib && ib.width > 2 && ib.height > 2
+              && getComputedStyle(input).visibility !== 'hidden'};
+  }));
+}"""
+
+
 class ChapterFailure(AssertionError):
     """A check failed; the message already names the chapter, the cell or widget, and the screenshot."""
 
@@ -407,6 +428,11 @@ class NotebookPage:
         self.page.evaluate(JS_MARK)  # cell_locator finds cells by these marks
         text = self.cell_locator(index).locator(".jp-Cell-outputWrapper").inner_text()
         return SPACES.sub(" ", text)  # tqdm and widgets use non-breaking and figure spaces
+
+    def option_rows(self, index: int) -> list:
+        """Per quiz in the cell's output: its option rows, each {text, top, bottom, button}."""
+        self.page.evaluate(JS_MARK)
+        return self.page.evaluate(JS_OPTION_ROWS, index)
 
     def source(self, index: int) -> str:
         return self.page.evaluate(JS_SOURCE, index)

@@ -10,9 +10,12 @@ import textwrap
 
 import pytest
 
+from course_lib.exercises.text import without_marks
+
 from .chapters import CHAPTERS, BrowserSpec
 from .conftest import NOTEBOOKS
 from .lab import BROKEN_ON_PAGE, FIGURE_AS_TEXT, ChapterFailure, describe, short
+from .steps import Choose, Click, Expect, RunCell
 
 pytestmark = pytest.mark.browser
 ids = [p.stem for p in NOTEBOOKS]
@@ -183,3 +186,102 @@ def test_exercise_wrong_then_right(chapter_page):
         if missing:
             shown = text or chapter_page.output_text(check["index"])
             chapter_page.fail(where, f"after typing\n{answer}\nthe check does not show {missing}", shown)
+
+
+# ------------------------------------------------------------------ quizzes and hints as a learner meets them
+def chapter_module(page):
+    return importlib.import_module(f"course_lib.ch{page.name}")
+
+
+def test_quiz_options_do_not_overlap(chapter_page):
+    """At 1280 px, every quiz option sits in its own row (long ones wrap inside it) with its button."""
+    problems, seen = [], 0
+    for cell in chapter_page.code_cells_after_run():
+        if not any(o["widget"] for o in cell["outputs"]):
+            continue
+        for group in chapter_page.option_rows(cell["index"]):
+            seen += len(group)
+            problems += [f"{describe(cell)}: option {row['text']!r} has no visible button" for row in group
+                         if not row["button"]]
+            problems += [f"{describe(cell)}: option {upper['text']!r} (down to y={upper['bottom']:.0f}) runs "
+                         f"over option {lower['text']!r} (from y={lower['top']:.0f})"
+                         for upper, lower in zip(group, group[1:]) if upper["bottom"] > lower["top"] + 0.5]
+    quizzes = [q for q in chapter_module(chapter_page).chapter.exercises.values()
+               if q.kind in ("single", "multiple", "error")]
+    asked = [q for q in quizzes if any(f".{q.name}.ask()" in c["source"] for c in chapter_page.code_cells())]
+    if asked and not seen:
+        problems.append(f"the chapter shows {len(asked)} quiz widget(s) but no option rows were found")
+    if problems:
+        chapter_page.fail("quiz options", f"{len(problems)} problem(s)", "\n".join(problems))
+
+
+def _wrong_choice(quiz):
+    """A wrong option with a `why` (else any wrong option, when the quiz has hints), and the right text."""
+    right = quiz.right_answer() if quiz.kind == "error" else quiz.normalize(quiz.key().answer)
+    wrong = [k for k in quiz.options if k not in right]
+    explained = [k for k in wrong if k in quiz.why]
+    letter = (explained or (wrong if quiz.hints else []) or [None])[0]
+    return letter, [quiz.options[k] for k in right]
+
+
+def test_wrong_quiz_answer_says_why_without_naming_the_right_option(chapter_page):
+    """One quiz shown with .ask(): a wrong option, Check: Incorrect, why that option is off (or a
+    hint), and neither the right option nor (error quizzes) what the code raised."""
+    module = chapter_module(chapter_page)
+    candidates = []
+    for cell in chapter_page.code_cells():
+        found = re.search(r"ch\.(\w+)\.ask\(\)", cell["source"])
+        quiz = getattr(module, found.group(1), None) if found else None
+        if quiz is not None and quiz.kind != "numeric" and _wrong_choice(quiz)[0]:
+            candidates.append((cell, quiz))
+    if not candidates:
+        pytest.skip(f"{chapter_page.name} shows no choice quiz with a why or hints")
+    cell, quiz = sorted(candidates, key=lambda cq: not _wrong_choice(cq[1])[0] in cq[1].why)[0]
+    letter, right_texts = _wrong_choice(quiz)
+    where = f"quiz {quiz.name} ({describe(cell)})"
+    steps = [Choose(f"{letter}) {short_text(quiz.options[letter])}"), Click("Check"), Expect(r"Incorrect")]
+    for step in steps:
+        problem = step(chapter_page, cell["index"])
+        if problem:
+            chapter_page.fail(where, f"{step}: {problem}", chapter_page.output_text(cell["index"]))
+    verdict = " ".join(chapter_page.cell_locator(cell["index"]).locator(".course-check").last.inner_text().split())
+    wanted = short_text(quiz.why[letter]) if letter in quiz.why else "Hint 1 of"
+    problems = [] if wanted in verdict else [f"the verdict does not show {wanted!r}"]
+    problems += [f"the verdict names the right option {short_text(t)!r}" for t in right_texts
+                 if short_text(t) in verdict]
+    if quiz.kind == "error" and "raised" in verdict:
+        problems.append("a wrong answer is told what the code raised")
+    if problems:
+        chapter_page.fail(where, f"after choosing {letter}): " + "; ".join(problems), verdict)
+    if quiz.kind == "multiple":
+        Choose(f"{letter}) {short_text(quiz.options[letter])}")(chapter_page, cell["index"])  # untick it again
+
+
+def short_text(text: str, limit: int = 40) -> str:
+    """The start of a text as the page shows it: backticks rendered away, one space."""
+    return " ".join(without_marks(text).split())[:limit].strip()
+
+
+def test_hints_come_one_at_a_time_and_stay(chapter_page):
+    """Run All shows the hint button and no hint; clicks show hint 1, then hints 1 and 2 together;
+    re-running the cell keeps them."""
+    spec = spec_of(chapter_page)
+    if spec.exercise is None:
+        pytest.skip(f"{chapter_page.name} names no exercise in tests/browser/chapters.py")
+    name = spec.exercise.name
+    exercise = getattr(chapter_module(chapter_page), name)
+    cell = chapter_page.find_cell(f".{name}.hint()")
+    where, total = f"hints of {name} ({describe(cell)})", len(exercise.hints)
+    after_run = " ".join(d["text"] for c in chapter_page.code_cells_after_run() if c["index"] == cell["index"]
+                         for d in c["dom"])
+    if f"Show a hint (1 of {total})" not in after_run or "Hint 1 of" in after_run:
+        chapter_page.fail(where, f"after Run All the cell must offer 'Show a hint (1 of {total})' and show no "
+                          "hint yet", after_run)
+    steps = [Click(f"Show a hint (1 of {total})"), Expect(rf"Hint 1 of {total}:")]
+    if total >= 2:
+        steps += [Click(f"Show a hint (2 of {total})"), Expect(rf"Hint 2 of {total}:"), Expect(rf"Hint 1 of {total}:"),
+                  RunCell(), Expect(rf"Hint 1 of {total}:[\s\S]*Hint 2 of {total}:")]
+    for number, step in enumerate(steps, 1):
+        problem = step(chapter_page, cell["index"])
+        if problem:
+            chapter_page.fail(where, f"step {number} ({step}): {problem}", chapter_page.output_text(cell["index"]))
