@@ -10,7 +10,9 @@ from course_lib.grading.analyze import analyze, check_source, chapter_guess
 from course_lib.grading.cells import CappedStream, UnreadableNotebook, python_source, read_cells
 from course_lib.grading.executor import plain
 from course_lib.grading.selftest import function_source, make_submission, chapter_notebook
-from course_lib.grading.verdict import check_quiz, validate
+from course_lib.exercises import scoring
+from course_lib.grading.protocol import Child, encode_fields, sealed_writer
+from course_lib.grading.verdict import check_quiz, judge
 
 
 def nb_bytes(*sources, kind="code") -> bytes:
@@ -93,23 +95,69 @@ def test_suspicious_code_is_flagged_but_model_eval_is_not():
     assert check_source(a, "g")["flags"] == ["frame walking"]
 
 
-def test_validate_recomputes_points_and_rejects_foreign_test_lists():
+def _sealed(key, *lines) -> Child:
+    """A Child that received these payloads through a real sealed writer."""
+    import os
+    r, w = os.pipe()
+    send = sealed_writer(w, key)
+    for fields in lines:
+        send(encode_fields(*fields))
+    os.close(w)
+    child = Child(pid=0, fd=r, token="t", role="check", key=key)
+    child.feed(os.read(r, 1 << 20))
+    os.close(r)
+    return child
+
+
+def test_judge_scores_with_its_own_weights_and_rejects_foreign_test_lists():
     ex = get("ch01.gpu_names")
     spec = [(t.name, t.weight, t.hidden or i >= len(ex.tests)) for i, t in enumerate(ex.all_tests(True))]
-    rows = [{"name": n, "passed": i % 2 == 0, "hidden": False, "feedback": "secret value 42"}
-            for i, (n, _, _) in enumerate(spec)]
-    verdict = validate({"status": "correct", "summary": "", "tests": rows, "points": 99}, ex, spec)
-    assert verdict["status"] == "incorrect" and verdict["points"] == pytest.approx(ex.points / 2)
+    rows = [("test", i, n, int(i % 2 == 0), "incorrect", "secret value 42") for i, (n, _, _) in enumerate(spec)]
+    child = _sealed(b"k" * 32, ("defined",), *rows, ("done", len(spec)))
+    verdict = judge(child.sealed, child.forged, ex, spec)
+    share = sum(w for i, (_, w, _) in enumerate(spec) if i % 2 == 0) / sum(w for _, w, _ in spec)
+    assert verdict["status"] == "incorrect" and verdict["points"] == pytest.approx(ex.points * share, abs=1e-3)
     assert all(t["feedback"] == "" for t in verdict["tests"] if t["hidden"])
-    forged = validate({"status": "correct", "summary": "", "tests": rows[:1]}, ex, spec)
-    assert forged["status"] == "tampered" and forged["points"] == 0
-    assert validate({"status": "correct", "tests": []}, ex, spec)["status"] == "tampered"
-    assert validate(None, ex, spec)["points"] == 0
+    short = _sealed(b"k" * 32, ("defined",), *rows[:1], ("done", 1))
+    assert judge(short.sealed, 0, ex, spec)["status"] == "tampered"
+    unfinished = _sealed(b"k" * 32, ("defined",), *rows)
+    assert judge(unfinished.sealed, 0, ex, spec)["status"] == "crashed"
+    assert judge([], 0, ex, spec)["points"] == 0
+
+
+def test_sealed_lines_cannot_be_forged_or_replayed():
+    good = _sealed(b"k" * 32, ("test", 0, "a", 1, "correct", ""), ("done", 1))
+    assert good.forged == 0 and len(good.sealed) == 2
+    child = Child(pid=0, fd=-1, token="t", role="check", key=b"k" * 32)
+    import os
+    r, w = os.pipe()
+    sealed_writer(w, b"x" * 32)(encode_fields("test", 0, "a", 1, "correct", ""))  # another key
+    os.close(w)
+    child.feed(os.read(r, 4096))
+    os.close(r)
+    line = b"S " + b"0" * 64 + b" 0 " + encode_fields("test", 0, "a", 1, "correct", "").hex().encode() + b"\n"
+    child.feed(line)
+    r, w = os.pipe()
+    send = sealed_writer(w, b"k" * 32)
+    send(encode_fields("test", 0, "a", 1, "correct", ""))
+    os.close(w)
+    replay = os.read(r, 4096)
+    os.close(r)
+    child.feed(replay + replay)  # the second copy is a replay: wrong sequence number
+    assert child.forged == 3 and len(child.sealed) == 1
+
+
+def test_scoring_rules():
+    assert scoring.points_for(3, [(1, True), (1, False), (2, True)]) == 2.25
+    assert scoring.points_for(3, []) == 0.0 and scoring.quiz_points(2, True) == 2.0
+    zero = scoring.zeroed({"points": 3, "flags": ["a"]}, "tampered", "why", "tampered")
+    assert zero["points"] == 0.0 and zero["flags"] == ["a", "tampered"] and zero["status"] == "tampered"
+    assert scoring.review_flags("import gc\ngc.get_objects()") == ["grader internals"]
 
 
 def test_quiz_answers_are_data_only():
     quiz = get("ch01.device_label")
-    assert check_quiz(quiz, "b", True)["status"] == "correct"
+    assert check_quiz(quiz, quiz.key().answer, True)["status"] == "correct"
     assert check_quiz(quiz, {"unreadable": "Evil"}, True)["status"] == "incorrect"
     assert check_quiz(quiz, None, False)["status"] == "missing"
     assert plain(torch.tensor(1048576)) == 1048576 and plain({"a"}) == ["a"] and plain(object()) == {
@@ -134,6 +182,16 @@ def test_gradebook_refuses_a_foreign_file_and_defuses_formulas(tmp_path):
         gradebook.Gradebook(tmp_path / "x.csv")
     assert gradebook.clean("=HYPERLINK(1)").startswith("'") and gradebook.clean("-1.5") == "-1.5"
     assert "\n" not in gradebook.clean("two\nlines")
+    for text in ("=1", "+1+a", "-a", "@SUM(1)", "\t=1", "\r=1", "\n=1"):
+        assert gradebook.neutral(text) == "'" + text
+    assert gradebook.neutral("-2") == "-2" and gradebook.neutral("ok =1") == "ok =1"
+
+
+def test_texts_csv_is_safe_in_a_spreadsheet(tmp_path):
+    import csv
+    gradebook.write_texts(tmp_path / "t.csv", {"=x": {"texts": {"a": "=HYPERLINK(1)", "b": "\t=1", "c": "@A1"}}})
+    cells = [c for row in csv.reader(open(tmp_path / "t.csv", newline="")) for c in row]
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
 
 
 def test_feedback_never_shows_hidden_test_feedback():

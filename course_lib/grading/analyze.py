@@ -9,6 +9,7 @@ import builtins
 import re
 from dataclasses import dataclass, field
 
+from ..exercises.scoring import review_flags
 from .cells import code_cells, python_source
 
 ANSWER_PREFIX = "answer_"
@@ -16,16 +17,6 @@ TEXT_PREFIX = "text_"
 # A markdown cell holding a free-text answer starts with (or contains) this marker.
 TEXT_MARKER = re.compile(r"<!--\s*answer:\s*([A-Za-z_][A-Za-z0-9_]*)\s*-->")
 CHAPTER_MODULE = re.compile(r"^ch(\d\d)_[A-Za-z0-9_]+$")
-# Things a function under test has no business touching: flagged for the teacher to review.
-SUSPICIOUS = {
-    "frame walking": r"_getframe|\bf_back\b|\bf_globals\b|\bf_locals\b|\bcurrentframe\b|\binspect\b",
-    "grader internals": r"course_lib\.(?:exercises|key|grading)|\bgc\b\.|\bsys\.modules\b|__import__|importlib",
-    "builtins": r"\bbuiltins\b|__builtins__",
-    "dynamic code": r"(?<![\w.])(?:exec|eval|compile)\s*\(|__code__|__globals__|__closure__",
-    "processes and files": r"/proc/|\bos\.(?:write|kill|_exit|system|fork|open|dup2?)\b|\bsubprocess\b|\bctypes\b"
-                           r"|\bsignal\b|\bsocket\b",
-    "patching": r"\bmock\b|\bsetattr\s*\(|\bmonkeypatch\b",
-}
 _BUILTIN_NAMES = set(dir(builtins))
 
 
@@ -194,9 +185,14 @@ def check_source(analysis: Analysis, name: str) -> dict:
     """
     bindings = needed_bindings(analysis, name)
     text = "\n".join(b.source for b in bindings)
-    flags = sorted(label for label, pattern in SUSPICIOUS.items() if re.search(pattern, text))
+    flags = review_flags(text)
     return {"imports": list(dict.fromkeys(analysis.imports)),
             "definitions": [(b.name, b.cell, b.source) for b in bindings], "flags": flags}
+
+
+def notebook_flags(analysis: Analysis) -> list:
+    """Review patterns anywhere in the notebook's code (reading the key, networking, signals...)."""
+    return review_flags("\n".join(source for _, source in analysis.cells))
 
 
 def chapter_guess(analysis: Analysis, names_by_chapter: dict) -> set:

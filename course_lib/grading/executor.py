@@ -2,7 +2,8 @@
 
 It reports each cell's start and outcome, and after each cell the current values of the
 quiz answers (`answer_<name>`) and free-text answers (`text_<name>`) as plain data. No
-verdict is computed here: whatever this process says is the student's answer, never a grade.
+verdict is computed here: whatever this process says is the student's answer, never a grade,
+so a notebook that forges its own report gains nothing it could not have typed.
 """
 import sys
 
@@ -39,9 +40,10 @@ def answers(namespace: dict, prefixes) -> dict:
             if isinstance(k, str) and k.startswith(prefixes)}
 
 
-def notebook_body(channel, confined: bool, job) -> None:
+def notebook_body(channel, held: dict, job: dict) -> None:
     """Child entry point: run every code cell; report as data."""
-    out, err = CappedStream(job.limits.output_chars // 2), CappedStream(job.limits.output_chars // 2)
+    cap = job["limits"].output_chars // 2
+    out, err = CappedStream(cap), CappedStream(cap)
     sys.stdout, sys.stderr = out, err
     namespace = notebook_namespace()
     prefixes = ("answer_", "text_")
@@ -52,13 +54,12 @@ def notebook_body(channel, confined: bool, job) -> None:
 
     def on_end(outcome):
         nonlocal last
-        with channel.pristine():
-            now = answers(namespace, prefixes)
+        now = answers(namespace, prefixes)
         changed = {k: v for k, v in now.items() if last.get(k, ...) != v}
         last = now
         channel.send("cell_done", answers=changed, **outcome)
 
-    channel.send("start", confined=confined)
-    outcomes = run_notebook_cells(job.analysis.cells, namespace, on_start, on_end)
+    channel.send("start", held=held)
+    outcomes = run_notebook_cells(job["cells"], namespace, on_start, on_end)
     channel.send("done", cells=len(outcomes), stdout=out.text(), stderr=err.text(),
                  output_chars=out.total + err.total)

@@ -20,17 +20,26 @@ from pathlib import Path
 COLUMNS = ["submission", "exercise", "points", "max_points", "status", "tests_passed", "tests_total", "flags",
            "detail"]
 TOTAL = "TOTAL"
+NOTE = "(grader note)"  # summary rows that are not a submission: e.g. isolation this machine lacks
 
 
 class NotAGradebook(Exception):
     """The output file exists but is not one of our gradebooks: refuse to touch it."""
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
+
+
+def neutral(text: str) -> str:
+    """A cell a spreadsheet shows as text, never runs: a leading =, +, -, @, tab or carriage
+    return gets a leading apostrophe (numbers such as -1.5 stay numbers)."""
+    return "'" + text if text.startswith(FORMULA_STARTS) and not _is_number(text) else text
+
+
 def clean(value) -> str:
     """One CSV field: single line, and never a spreadsheet formula (CSV injection)."""
     text = value if isinstance(value, str) else f"{value:g}" if isinstance(value, float) else str(value)
-    text = " ".join(text.split())[:2000]
-    return "'" + text if text[:1] in ("=", "+", "-", "@") and not _is_number(text) else text
+    return neutral(" ".join(text.split())[:2000])
 
 
 def _is_number(text: str) -> bool:
@@ -108,8 +117,9 @@ class Gradebook:
     def expected_text(self) -> str:
         return ",".join(COLUMNS) + "\n" + "".join(render(r) for r in self.done.values())
 
-    def write_summary(self, path: Path) -> None:
-        """One row per submission: total, percent, status and each exercise's points."""
+    def write_summary(self, path: Path, notes=()) -> None:
+        """One row per submission: total, percent, status and each exercise's points; then one
+        row per note (what this machine's isolation could not guarantee)."""
         exercises = sorted({r["exercise"] for rows in self.done.values() for r in rows if r["exercise"] != TOTAL})
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
@@ -119,8 +129,10 @@ class Gradebook:
             total = rows[-1]
             by_ex = {r["exercise"]: r["points"] for r in rows[:-1]}
             percent = 100 * float(total["points"]) / float(total["max_points"]) if float(total["max_points"]) else 0
-            writer.writerow([name, total["points"], total["max_points"], f"{percent:.1f}", total["status"]]
-                            + [by_ex.get(e, "") for e in exercises])
+            writer.writerow([clean(c) for c in [name, total["points"], total["max_points"], f"{percent:.1f}",
+                                                 total["status"]] + [by_ex.get(e, "") for e in exercises]])
+        for note in notes:
+            writer.writerow([NOTE, "", "", "", clean(note)])
         write_atomic(path, buf.getvalue())
 
 
@@ -131,5 +143,5 @@ def write_texts(path: Path, records: dict) -> None:
     writer.writerow(["submission", "name", "text"])
     for name in sorted(records):
         for key, text in sorted((records[name].get("texts") or {}).items()):
-            writer.writerow([clean(name), clean(key), str(text).replace("\r", "")[:10000]])
+            writer.writerow([clean(name), clean(key), neutral(str(text).replace("\r", "")[:10000])])
     write_atomic(path, buf.getvalue())

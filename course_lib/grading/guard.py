@@ -1,7 +1,9 @@
 """The grader's own files, checked after every graded process and restored if changed (grader).
 
-With Landlock a graded process cannot write outside its scratch folder at all; this check
-is the second line of defence (and the only one on kernels without Landlock): it keeps the
+With namespaces (read-only binds) or Landlock a graded process cannot write outside its
+scratch folder at all; this check is the last line of defence (and the only one on
+machines with neither): it compares size, mtime, inode and ctime, so no write goes unseen
+(ctime cannot be set back by a process), keeps the
 bytes of course_lib (answer key included) and of every output file the grader wrote, and
 puts back anything a graded process changed, added or deleted.
 """
@@ -18,7 +20,7 @@ def _files(root: Path) -> dict:
                 st = path.stat()
             except OSError:
                 continue
-            out[path] = (st.st_size, st.st_mtime_ns, st.st_ino)
+            out[path] = _stamp(st)
     return out
 
 
@@ -45,7 +47,7 @@ class Guard:
     def wrote(self, path: Path, expected) -> None:
         """The grader just wrote `path`; `expected()` gives its content if it must be restored."""
         st = Path(path).stat()
-        self.outputs[Path(path)] = ((st.st_size, st.st_mtime_ns, st.st_ino), expected)
+        self.outputs[Path(path)] = (_stamp(st), expected)
 
     def check(self, restore_trees: bool = True) -> list:
         """Paths changed since the last check; output files are restored, and the protected
@@ -100,9 +102,14 @@ class Guard:
         os.replace(tmp, path)
 
 
+def _stamp(st) -> tuple:
+    """What changes with any write: size, mtime, inode and ctime (which no process can set back:
+    writing or `os.utime` both move it to now)."""
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
 def _files_one(path: Path):
     try:
-        st = path.stat()
-        return (st.st_size, st.st_mtime_ns, st.st_ino)
+        return _stamp(path.stat())
     except OSError:
         return None

@@ -1,0 +1,150 @@
+"""Step 2 of grading: run the graded processes, at most `workers` at a time (grader).
+
+The scheduler owns the two zygotes, starts each task's process through the right one,
+reads the processes' report pipes, enforces the time limits (SIGINT for a cell, then
+SIGKILL) and hands every finished process back. It decides nothing about grades.
+"""
+import os
+import pickle
+import selectors
+import shutil
+import signal
+import time
+from pathlib import Path
+
+from .protocol import Child, new_secrets
+from .sandbox import make_scratch
+from .zygote import ZygoteClient
+
+POLL = 0.05
+
+
+class Scheduler:
+    """Processes in flight, their zygotes and their deadlines."""
+
+    def __init__(self, scratch_root: Path, limits, workers: int, on_message, keep_scratch=False):
+        self.root, self.limits, self.workers = Path(scratch_root), limits, workers
+        self.on_message, self.keep_scratch = on_message, keep_scratch
+        self.running = {}
+        self.started = 0
+        self.selector = selectors.DefaultSelector()
+        self.zygotes = {}
+
+    # ------------------------------------------------------------------ zygotes
+    def start_zygotes(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)  # a killed run's leftovers go too
+        self.root.mkdir(parents=True)
+        self.root.chmod(0o755)
+        self.zygotes = {role: ZygoteClient(role, self.root) for role in ("notebook", "check")}
+
+    def isolation(self) -> dict:
+        """What the zygotes found this machine allows (both probe; they must agree)."""
+        infos = [z.hello() for z in self.zygotes.values()]
+        for info in infos:
+            if "error" in info:
+                raise RuntimeError("a grading zygote could not start:\n" + info["error"])
+        weakest = min(infos, key=lambda i: (bool(i.get("namespaces")), i.get("landlock_abi", 0)))
+        return weakest
+
+    def warm(self, exercise_ids: list) -> tuple:
+        reply, _ = self.zygotes["check"].request(("warm", exercise_ids))
+        return reply[1], reply[2]
+
+    # ------------------------------------------------------------------ processes
+    def start(self, task, role: str, payload: dict, files=()) -> Child:
+        """Start one graded process for `task`; `payload` is its job, `files` go into its scratch copy."""
+        self.started += 1
+        scratch = make_scratch(self.root, f"{self.started}{role[0]}")
+        for source in files:
+            shutil.copy(source, scratch / "work" / Path(source).name)
+        token, key = new_secrets()
+        job_file = self.root / f"{scratch.name}.job"
+        with open(job_file, "wb") as f:
+            pickle.dump(dict(payload, role=role, scratch=str(scratch), limits=self.limits), f)
+        read_fd, write_fd = os.pipe()
+        job = {"id": self.started, "file": str(job_file), "token": token, "key": key}
+        pid, pidfd = self.zygotes[role].spawn(job, write_fd)
+        os.close(write_fd)
+        os.set_blocking(read_fd, False)
+        child = Child(pid=pid, fd=read_fd, token=token, role=role, pidfd=pidfd, key=key, task=task)
+        child.scratch = scratch
+        self.running[pid] = child
+        self.selector.register(read_fd, selectors.EVENT_READ, child)
+        return child
+
+    def has_room(self) -> bool:
+        return len(self.running) < self.workers
+
+    def step(self) -> list:
+        """Wait a moment; returns the processes that ended."""
+        for key, _ in self.selector.select(POLL):
+            self._read(key.data)
+        self._deadlines()
+        return self._reap()
+
+    def _read(self, child) -> None:
+        while True:
+            try:
+                data = os.read(child.fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                return
+            if not data:
+                try:
+                    self.selector.unregister(child.fd)
+                except (KeyError, ValueError):
+                    pass
+                return
+            for message in child.feed(data):
+                self.on_message(child, message)
+
+    def _deadlines(self) -> None:
+        now = time.monotonic()
+        for child in list(self.running.values()):
+            if child.status is not None:
+                continue
+            if child.cell_deadline and now > child.cell_deadline and not child.kill_at:
+                child.interrupted_cells.append(child.current_cell)
+                child.kill_at = now + self.limits.interrupt_grace
+                child.signal(signal.SIGINT)
+            if child.kill_at and now > child.kill_at:
+                child.kill(f"killed: cell {child.current_cell} ran past its {self.limits.cell_timeout:g} s limit "
+                           "and ignored the interrupt")
+            elif now > child.deadline:
+                what = f"the notebook's {self.limits.timeout:g} s limit" if child.role == "notebook" \
+                    else "the time limit of the check"
+                child.kill(f"killed: ran past {what}" + (f" (in cell {child.current_cell})"
+                                                         if child.role == "notebook" else ""))
+
+    def _reap(self) -> list:
+        exits = {}
+        for zygote in self.zygotes.values():
+            exits.update(zygote.poll())
+        finished = []
+        for pid, status in exits.items():
+            child = self.running.pop(pid, None)
+            if child is None:
+                continue
+            child.status = status
+            self._read(child)
+            try:
+                self.selector.unregister(child.fd)
+            except (KeyError, ValueError):
+                pass
+            child.close()
+            if not self.keep_scratch:
+                shutil.rmtree(child.scratch, ignore_errors=True)
+            finished.append(child)
+        return finished
+
+    def stop(self) -> None:
+        """Kill what still runs, stop the zygotes (their children die with them), remove scratch."""
+        for child in list(self.running.values()):
+            child.kill("grader stopped")
+            child.close()
+        for zygote in self.zygotes.values():
+            zygote.close()
+        self.selector.close()
+        if not self.keep_scratch:
+            shutil.rmtree(self.root, ignore_errors=True)

@@ -1,0 +1,243 @@
+"""Zygotes: warm fork servers from which every graded process is forked (grader).
+
+    python -m course_lib.grading.zygote ROLE SOCKET_FD SCRATCH_ROOT
+
+The grader starts two fresh interpreters: a "notebook" zygote that imports torch and the
+course (never the answer key) and a "check" zygote that also loads the key and proves
+every reference solution. Neither has seen a submission, the gradebook or a GPU: the
+grader starts them with CUDA hidden, so a graded process behaves the same on a GPU
+machine as on a CPU-only one and never inherits a CUDA context ("Cannot re-initialize
+CUDA in forked subprocess"). For each job the grader sends the job's file and the write
+end of its report pipe; the zygote forks, the child isolates itself (isolation.py) and
+runs the job, and the zygote sends back the child's pid, a pidfd to signal it by, and
+later its exit status. The grader is a separate process that never runs student code.
+"""
+import gc
+import os
+import pickle
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import traceback
+import warnings
+from pathlib import Path
+
+_PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
+MAX_MESSAGE = 1 << 20
+HIDDEN_GPUS = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "ROCR_VISIBLE_DEVICES": "",
+               "COURSE_DEVICE": "cpu", "COURSE_PROGRESS_FILE": "off", "MPLBACKEND": "Agg",
+               "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
+
+
+def send(sock, message, fds=()) -> None:
+    socket.send_fds(sock, [pickle.dumps(message)], list(fds))
+
+
+def receive(sock):
+    """(message, fds) or (None, []) when the other side is gone."""
+    data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 4)
+    return (pickle.loads(data) if data else None), fds
+
+
+# ---------------------------------------------------------------- the grader's side
+class ZygoteClient:
+    """The grader's handle on one zygote process."""
+
+    def __init__(self, role: str, scratch_root: Path, env=None):
+        self.role = role
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        environ = dict(env or os.environ, **HIDDEN_GPUS)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "course_lib.grading.zygote", role, str(theirs.fileno()), str(scratch_root)],
+            pass_fds=[theirs.fileno()], env=environ, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            cwd=str(scratch_root))
+        theirs.close()
+        self.sock = ours
+        self.exits = {}
+        self.info = None
+
+    def request(self, message, fds=()):
+        """Send and wait for the answer (other messages that arrive meanwhile are kept)."""
+        send(self.sock, message, fds)
+        while True:
+            reply, got = receive(self.sock)
+            if reply is None:
+                raise RuntimeError(f"the {self.role} zygote died (exit status {self.process.wait()})")
+            if reply[0] == "exit":
+                self.exits[reply[1]] = reply[2]
+                continue
+            return reply, got
+
+    def hello(self) -> dict:
+        if self.info is None:
+            reply, _ = self.request(("hello",))
+            self.info = reply[1]
+        return self.info
+
+    def spawn(self, job: dict, report_fd: int) -> tuple:
+        """Fork a graded process for `job`; returns (pid, pidfd)."""
+        reply, fds = self.request(("spawn", job), [report_fd])
+        return reply[1], fds[0]
+
+    def poll(self) -> dict:
+        """Exit statuses that arrived: {pid: wait status}."""
+        self.sock.setblocking(False)
+        try:
+            while True:
+                try:
+                    reply, _ = receive(self.sock)
+                except BlockingIOError:
+                    break
+                if reply is None:
+                    break
+                if reply[0] == "exit":
+                    self.exits[reply[1]] = reply[2]
+        finally:
+            self.sock.setblocking(True)
+        exits, self.exits = self.exits, {}
+        return exits
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+            self.process.wait()
+
+
+# ---------------------------------------------------------------- the zygote's side
+def _prctl(option, value) -> None:
+    import ctypes
+    ctypes.CDLL(None).prctl(option, value, 0, 0, 0)
+
+
+def warm_common() -> None:
+    """Every course_lib module but the key and the grader, widgets, matplotlib, torch's first use."""
+    from .warmup import import_everything, torch_first_use
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import_everything()
+        torch_first_use()
+
+
+class Zygote:
+    """The fork server's loop."""
+
+    def __init__(self, role: str, sock, scratch_root: Path):
+        self.role, self.sock, self.scratch_root = role, sock, Path(scratch_root)
+        self.jobs = {}
+        self.info = {}
+
+    def prepare(self) -> None:
+        from . import isolation, tripwire
+        import torch
+        torch.set_num_threads(1)
+        warm_common()
+        self.info = isolation.probe(self.scratch_root)
+        self.info["pid"] = os.getpid()
+
+    def warm_checks(self, exercise_ids: list) -> tuple:
+        from .warmup import warm_checks
+        from . import executor, sandbox, tripwire, verdict  # noqa: F401 - their code is trusted code
+        specs, problems = warm_checks(exercise_ids)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tripwire.remember_trusted_code()
+        gc.collect()
+        gc.freeze()
+        return specs, problems
+
+    def serve(self) -> None:
+        selector = selectors.DefaultSelector()
+        selector.register(self.sock, selectors.EVENT_READ)
+        while True:
+            for _ in selector.select(0.05):
+                message, fds = receive(self.sock)
+                if message is None:
+                    os._exit(0)
+                self.handle(message, fds)
+            self.reap()
+
+    def handle(self, message, fds) -> None:
+        kind = message[0]
+        if kind == "hello":
+            send(self.sock, ("hello", self.info))
+        elif kind == "warm":
+            send(self.sock, ("warmed",) + self.warm_checks(message[1]))
+        elif kind == "spawn":
+            pid, pidfd = self.fork(message[1], fds[0])
+            send(self.sock, ("spawned", pid), [pidfd])
+            os.close(pidfd)
+
+    def fork(self, job: dict, report_fd: int) -> tuple:
+        from .isolation import IdHandshake
+        from .sandbox import run_child
+        with open(job["file"], "rb") as f:  # the bulk (cells, source) lives outside the scratch copy
+            job.update(pickle.load(f))
+        os.unlink(job["file"])
+        handshake = IdHandshake() if self.info.get("namespaces") else None
+        pid = os.fork()
+        if pid == 0:
+            self.sock.close()
+            run_child(job, report_fd, handshake)  # never returns
+        if handshake is not None:
+            handshake.parent(pid)
+        os.close(report_fd)
+        self.jobs[pid] = job.get("id")
+        return pid, os.pidfd_open(pid)
+
+    def reap(self) -> None:
+        """Report jobs that ended; orphans a job left behind (we are their subreaper) are killed."""
+        ended = False
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if pid in self.jobs:
+                del self.jobs[pid]
+                send(self.sock, ("exit", pid, status))
+                ended = True
+        if ended or not self.info.get("namespaces"):
+            self.kill_orphans()
+
+    def kill_orphans(self) -> None:
+        me = str(os.getpid())
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) in self.jobs:
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent = f.read().rsplit(")", 1)[1].split()[1]
+            except (OSError, IndexError):
+                continue
+            if parent == me:
+                try:
+                    os.kill(int(entry), signal.SIGKILL)
+                except OSError:
+                    pass
+
+
+def main(argv) -> None:
+    role, fd, scratch_root = argv[0], int(argv[1]), argv[2]
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() == 1:
+        os._exit(70)
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sock = socket.socket(fileno=fd)
+    zygote = Zygote(role, sock, Path(scratch_root))
+    try:
+        zygote.prepare()
+    except BaseException:  # noqa: BLE001 - tell the grader why, then stop
+        zygote.info = {"error": traceback.format_exc(limit=6)[-3000:]}
+    zygote.serve()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
