@@ -3,6 +3,7 @@ from contextlib import contextmanager
 from unittest import mock
 
 import torch
+import torch._dynamo  # noqa: F401 (a dispatch mode's first use imports it: seconds, kept out of timed checks)
 
 from .doctor import doctor_widget
 from .exercises import Chapter, Fail, Test
@@ -78,11 +79,19 @@ CHOICE_HINTS = {
 DEFAULT_CHOICE_HINT = "Ask `torch.cuda.is_available()` first, then `torch.backends.mps.is_available()`, else cpu."
 
 
+NOT_A_DEVICE_HINTS = {  # the type choose_device returned instead -> what to tell the learner
+    "str": "Wrap the name in `torch.device(...)`. A plain string works in some places but not all.",
+    "NoneType": "`torch.accelerator.current_accelerator()` is None on a machine without an accelerator: "
+                "fall back to the cpu device there.",
+}
+
+
 def _judge_choice(got, want: str, where: str):
     if not isinstance(got, torch.device):
-        raise Fail(f"{where}, choose_device() returned a {type(got).__name__}, not a torch.device.",
+        kind = type(got).__name__
+        raise Fail(f"{where}, choose_device() returned a {kind}, not a torch.device.",
                    expected="a torch.device", got=repr(got),
-                   hint="Wrap the name in `torch.device(...)`. A plain string works in some places but not all.")
+                   hint=NOT_A_DEVICE_HINTS.get(kind, "Return a `torch.device`, made with `torch.device(...)`."))
     if got.type != want:
         raise Fail(f"{where}, your choose_device() returned {got}.", expected=f"a device of type {want}",
                    got=repr(got), hint=CHOICE_HINTS.get((want, got.type), DEFAULT_CHOICE_HINT))
@@ -216,6 +225,18 @@ def check_batch(batch_size, n_features, device, detour_check=True):
     return run
 
 
+def check_normal(batch_size=2000, n_features=8):
+    """A test: the values look standard-normal (mean near 0, spread near 1) on the CPU (chapter 01)."""
+    def run(candidate):
+        got = candidate(batch_size, n_features, "cpu")
+        mean, std = got.float().mean().item(), got.float().std().item()
+        if not (abs(mean) < 0.1 and 0.9 < std < 1.1):
+            raise Fail(f"The values have mean {mean:.2f} and spread {std:.2f}: not standard-normal noise.",
+                       expected="mean near 0, standard deviation near 1", got=f"mean {mean:.2f}, std {std:.2f}",
+                       hint="`torch.randn` draws standard-normal noise; `empty`, `zeros` and `rand` do not.")
+    return run
+
+
 make_batch = chapter.function_exercise(
     "make_batch",
     title="Create a batch directly on the device",
@@ -281,8 +302,9 @@ tensor_bytes = chapter.quiz(
     question="How many BYTES does `torch.zeros(256, 1024)` hold (default dtype float32)? "
              "Answer with a number; check yourself with `t.element_size() * t.nelement()`.",
     digest="40a78a0a5a0e7273",
-    hints=["Count the elements first: rows times columns.",
-           "Every float32 element takes 4 bytes: multiply the element count by that."],
+    hints=["Bytes, not elements: count the elements (rows times columns), then the bytes each float32 "
+           "element takes.",
+           "Let PyTorch count: `t = torch.zeros(256, 1024)`, then `t.element_size() * t.nelement()`."],
     explanation="256 * 1024 elements * 4 bytes each: one mebibyte.",
 )
 
@@ -292,10 +314,10 @@ created_on_device = chapter.quiz(
     kind="multiple",
     question="`device` is your GPU and `x` already lives there. Which lines make the new tensor on the GPU "
              "with no copy from the CPU? Choose all that apply.",
-    options={"a": "torch.randn(32, 10, device=device)",
-             "b": "torch.randn(32, 10).to(device)",
-             "c": "torch.zeros_like(x)",
-             "d": "torch.tensor([1.0, 2.0]).cuda()"},
+    options={"a": "`torch.randn(32, 10, device=device)`",
+             "b": "`torch.randn(32, 10).to(device)`",
+             "c": "`torch.zeros_like(x)`",
+             "d": "`torch.tensor([1.0, 2.0]).cuda()`"},
     digest="389eb561566447d9",
     hints=["For each line, ask: does the device appear at the moment the tensor is made, or afterwards?",
            "`*_like` functions copy the shape, dtype and device of the tensor they are given."],

@@ -527,12 +527,13 @@ failing_placements = chapter.quiz(
     points=2,
     question="`device` is your GPU. For each setup, one training step runs: `logits = model(x)`; "
              "`loss = loss_fn(logits, y)`; `loss.backward()`. Which setups RAISE an error? Choose all that apply.",
-    options={"a": "model, x and y all moved to device",
-             "b": "model and x moved to device; y left on the CPU",
-             "c": "model, x and y moved; loss_fn = nn.CrossEntropyLoss() created on the CPU and never moved",
-             "d": "model, x and y moved; loss_fn = ScaledCrossEntropy() (it owns an nn.Parameter) never moved",
-             "e": "x and y moved to device; the model left on the CPU",
-             "f": "nothing moved: model, x, y and the loss all on the CPU"},
+    options={"a": "`model`, `x` and `y` all moved to `device`",
+             "b": "`model` and `x` moved to `device`; `y` left on the CPU",
+             "c": "`model`, `x` and `y` moved; `loss_fn = nn.CrossEntropyLoss()` created on the CPU, never moved",
+             "d": "`model`, `x` and `y` moved; `loss_fn = ScaledCrossEntropy()` (it owns an `nn.Parameter`) "
+                  "never moved",
+             "e": "`x` and `y` moved to `device`; the model left on the CPU",
+             "f": "nothing moved: `model`, `x`, `y` and the loss all on the CPU"},
     digest="21970b071b9b1f3f",
     hints=["For each setup, list every tensor the step touches: the parameters of the model and of the loss, "
            "`x` and `y`. Are they all in one place?",

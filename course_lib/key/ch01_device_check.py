@@ -1,7 +1,7 @@
 """Answer key for chapter 01 (teacher's copy only)."""
 import torch
 
-from course_lib.ch01_device_check import check_batch, check_choice, check_names
+from course_lib.ch01_device_check import check_batch, check_choice, check_names, check_normal
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 
@@ -62,12 +62,15 @@ KEY = {
         hidden_tests=[
             Test("a batch of one", check_batch(1, 7, "meta")),
             Test("device given as a torch.device", check_batch(3, 2, torch.device("meta"))),
+            Test("standard-normal values", check_normal()),
         ],
         wrong_answers=[
             WrongAnswer("creates on the CPU, then copies", lambda b, n, d: torch.randn(b, n).to(d),
                         "made it on the CPU first"),
             WrongAnswer("ignores the device", lambda b, n, d: torch.randn(b, n), "it came back on cpu"),
             WrongAnswer("swaps the dimensions", lambda b, n, d: torch.randn(n, b, device=d), "returned shape (3, 4)"),
+            WrongAnswer("zeros instead of noise", lambda b, n, d: torch.zeros(b, n, device=d),
+                        "standard-normal values: FAILED"),
         ],
     ),
     "device_label": AnswerKey(answer="c"),
