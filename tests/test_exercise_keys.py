@@ -4,12 +4,13 @@ Parametrized over the registry, so a new exercise is covered (and must ship wron
 """
 import itertools
 import json
+import re
 
 import pytest
 
 from course_lib.exercises import CORRECT, INCORRECT, NOT_ATTEMPTED, CheckResult, all_exercises, answer_digest
 from course_lib.exercises.results import HIDDEN_NOTE, TestOutcome
-from notebook_cells import stub_answer, stub_function
+from notebook_cells import chapter_notebook, code_cells, stub_answer, stub_function
 
 EXERCISES = all_exercises()
 FUNCTIONS = [e for e in EXERCISES if e.kind == "function"]
@@ -47,6 +48,15 @@ def test_notebook_stub_is_not_attempted(exercise):
 @pytest.mark.parametrize("exercise", FUNCTIONS, ids=ids)
 def test_has_at_least_two_realistic_wrong_answers(exercise):
     assert len(exercise.key().wrong_answers) >= 2, f"{exercise.id}: add known-wrong answers to its key"
+
+
+@pytest.mark.parametrize("exercise", FUNCTIONS, ids=ids)
+def test_every_exercise_has_hints_and_a_hint_cell(exercise):
+    """Hints one at a time, as promised: each exercise has some, and a cell `ch.<name>.hint()` shows them."""
+    assert len(exercise.hints) >= 2, f"{exercise.id}: give it at least two hints, from a nudge to the shape of the code"
+    pattern = re.compile(rf"\.{exercise.name}\.hint\(\)")
+    cells = [s for s in code_cells(chapter_notebook(exercise)) if pattern.search(s)]
+    assert cells, f"{exercise.id}: {chapter_notebook(exercise).name} has no cell `ch.{exercise.name}.hint()`"
 
 
 WRONG = [(e, w) for e in FUNCTIONS for w in (e.key().wrong_answers if e.key() else [])]
