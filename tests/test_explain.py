@@ -618,3 +618,18 @@ def test_command_line_json_one_object_per_input_in_order(tmp_path):
     assert text.returncode == 0 and "It asked for 20.00 MiB more." in text.stdout
     missing = _cli(str(tmp_path / "nope.log"))
     assert missing.returncode == 2 and "cannot read" in missing.stderr
+
+
+def test_panel_follows_the_error_output_in_a_real_jupyter_kernel():
+    nbformat = pytest.importorskip("nbformat")
+    from nbclient import NotebookClient
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import torch\nfrom course_lib import explain_errors\nexplain_errors()"),
+                nbformat.v4.new_code_cell("torch.nn.Linear(4, 3)(torch.randn(2, 4, device='meta'))"),
+                nbformat.v4.new_code_cell("raise KeyError('cuda')")]
+    NotebookClient(nb, timeout=180, kernel_name="python3", allow_errors=True, cwd=str(ROOT)).execute()
+    known, unknown = nb.cells[1].outputs, nb.cells[2].outputs
+    assert [o["output_type"] for o in known] == ["error", "display_data"]
+    assert known[0]["ename"] == "RuntimeError" and "expected device" in known[0]["evalue"]
+    assert "Course explainer: Tensors on two devices" in known[1]["data"]["text/html"]
+    assert [o["output_type"] for o in unknown] == ["error"]
