@@ -83,7 +83,7 @@ else
   REASON="no CUDA GPU: torch.cuda.is_available() is False ($(grep -m1 '^torch:' "$WORK/torch.txt"); $SMI)"
 fi
 {
-  echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); host: $(hostname), $(nproc) CPUs"
+  echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); host: $(uname -n), $(nproc) CPUs"
   echo "- checkout: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo 'not a git checkout')"
   echo "- Python: $PY"
   sed 's/^/- /' "$WORK/torch.txt"
@@ -186,7 +186,7 @@ fi
 
 # ---------------------------------------------------------------- the steps
 export PYTHONPATH="$WORK/site:$ROOT${PYTHONPATH:+:$PYTHONPATH}"
-export COURSE_PROGRESS_FILE="$WORK/progress.json" MPLBACKEND=Agg MPLCONFIGDIR="$WORK/mpl"
+export COURSE_PROGRESS_FILE="$WORK/progress.json" MPLCONFIGDIR="$WORK/mpl"
 export JUPYTER_RUNTIME_DIR="$WORK/jupyter" IPYTHONDIR="$WORK/ipython" PYTHONDONTWRITEBYTECODE=1
 PYTEST=("$PY" -m pytest -p no:cacheprovider -o addopts= -q -rs)
 

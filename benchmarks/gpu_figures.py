@@ -385,7 +385,7 @@ FIGURES = {
     "ch05.compile": compile_,  # last: the slowest, and gpu_check.sh runs it on its own
 }
 MISSING = {"ch07.data_parallel": "it needs 2 or more GPUs and the check machine had {n}",
-           "ch05.nvidia_smi": "nvidia-smi did not run on the check machine"}
+           "ch05.nvidia_smi": "nvidia-smi is not on the check machine's PATH"}
 
 
 # ---------------------------------------------------------------- the run
@@ -404,17 +404,19 @@ def run_info() -> dict:
 
 def write(path: Path, result: dict) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(result, indent=1) + "\n")
+    tmp.write_text(json.dumps(result, indent=1, default=str) + "\n")
     os.replace(tmp, path)
 
 
 def measure_all(path: Path, keys: list) -> dict:
     info = run_info()
     result = {"run": info, "figures": {}}
-    if path.exists():
+    try:
         old = json.loads(path.read_text())
-        if old.get("run", {}).get("gpu") == info["gpu"]:
-            result["figures"] = old.get("figures", {})
+    except (OSError, ValueError):
+        old = {}
+    if old.get("run", {}).get("gpu") == info["gpu"]:
+        result["figures"] = old.get("figures", {})
     if not info["gpu"]:
         result["run"]["reason"] = "no CUDA GPU: torch.cuda.is_available() is False"
         write(path, result)
@@ -430,8 +432,10 @@ def measure_all(path: Path, keys: list) -> dict:
         except Exception as err:  # noqa: BLE001 - one figure's failure is recorded, the others go on
             entry = {"error": f"{type(err).__name__}: {' '.join(str(err).split())[:300]}"}
             traceback.print_exc()
-        finally:
-            torch.cuda.empty_cache()
+        try:
+            torch.cuda.empty_cache()  # the next figure starts from a clean cache
+        except Exception:  # noqa: BLE001 - a broken CUDA context is already recorded above
+            pass
         entry["seconds"] = round(time.perf_counter() - start, 2)
         result["figures"][key] = entry
         write(path, result)

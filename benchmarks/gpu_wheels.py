@@ -70,7 +70,7 @@ def install(folder: Path, target: Path) -> int:
         return 1
     todo = wanted(wheels)
     print(f"{len(wheels)} wheels in {folder}; {len(wheels) - len(todo)} projects already installed here; "
-          f"installing {len(todo)}: {' '.join(project_of(w) for w in todo)}")
+          f"installing {len(todo)}" + (": " + " ".join(project_of(w) for w in todo) if todo else ""))
     target.mkdir(parents=True, exist_ok=True)
     if todo:
         pip = [sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "--no-compile", "--disable-pip-version-check",
