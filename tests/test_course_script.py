@@ -22,7 +22,8 @@ def free_port() -> int:
 def test_course_start_serves_the_notebooks_on_loopback(tmp_path):
     port = free_port()
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "cfg"), JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"))
-    proc = subprocess.Popen([str(ROOT / "course.sh"), "start", "--no-browser", f"--port={port}",
+    start = [str(ROOT / "course.sh")] if os.name == "posix" else [sys.executable, str(ROOT / "course.py")]
+    proc = subprocess.Popen([*start, "start", "--no-browser", f"--port={port}",
                              "--ServerApp.token="], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:

@@ -8,6 +8,7 @@ on the CPU); the CUDA-only tests are the ones selected; the wheels install offli
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import types
@@ -25,6 +26,8 @@ import gpu_figures  # noqa: E402
 import gpu_wheels  # noqa: E402
 
 SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
+needs_bash = pytest.mark.skipif(shutil.which("bash") is None or os.name != "posix",
+                                reason="gpu_check.sh is a bash script for the (Linux) GPU machine")
 STEPS = ["wheels", "figures", "figures-compile", "cuda-tests", "grader"] + [f"notebook-{nb.stem}" for nb in NOTEBOOKS]
 
 
@@ -45,6 +48,7 @@ def report_rows(out) -> dict:
     return rows
 
 
+@needs_bash
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only behaviour")
 def test_without_a_gpu_every_step_is_skipped_with_the_reason(tmp_path, monkeypatch, capsys):
     proc = run_check(tmp_path / "out")
@@ -65,6 +69,7 @@ def test_without_a_gpu_every_step_is_skipped_with_the_reason(tmp_path, monkeypat
     assert "No reference GPU run is recorded yet" in capsys.readouterr().out
 
 
+@needs_bash
 def test_a_failing_step_is_recorded_and_the_next_steps_still_run(tmp_path):
     (tmp_path / "no-wheels").mkdir()
     proc = run_check(tmp_path / "out", GPU_CHECK_ASSUME_GPU="1", GPU_CHECK_ONLY="wheels figures",
@@ -79,6 +84,7 @@ def test_a_failing_step_is_recorded_and_the_next_steps_still_run(tmp_path):
     assert (tmp_path / "out" / "logs" / "figures.log").exists()
 
 
+@needs_bash
 def test_the_time_budget_holds_every_step(tmp_path):
     proc = run_check(tmp_path / "out", GPU_CHECK_ASSUME_GPU="1", GPU_CHECK_SECONDS="1")
     rows = report_rows(tmp_path / "out")
@@ -86,6 +92,7 @@ def test_the_time_budget_holds_every_step(tmp_path):
     assert all(result == "skipped" and said.startswith("out of time") for result, said in rows.values())
 
 
+@needs_bash
 def test_usage_errors():
     assert subprocess.run(["bash", str(SCRIPT)], capture_output=True).returncode == 2
     assert subprocess.run(["bash", str(SCRIPT), "--nonsense"], capture_output=True).returncode == 2
