@@ -78,13 +78,13 @@ def _run_test(test: Test, candidate, seconds: float) -> TestOutcome:
     """One test under the time limit; a test that took longer than the limit never passes, even
     when the learner's code swallowed the interruption (a bare `except:`)."""
     outcome = TestOutcome(test.name, passed=False, weight=test.weight, hidden=test.hidden)
-    start = time.perf_counter()
+    start, timed_out = time.perf_counter(), False
     try:
         with time_limit(seconds):
             test.run(candidate)
         outcome.passed = True
     except CheckTimeout:
-        outcome.message = _too_slow(seconds)
+        timed_out = True
     except Exception as err:
         if _is_stub(err, candidate):
             raise NotImplementedError from err
@@ -92,8 +92,7 @@ def _run_test(test: Test, candidate, seconds: float) -> TestOutcome:
             outcome.message, outcome.expected, outcome.got, outcome.hint = err.message, err.expected, err.got, err.hint
         else:  # an exception inside the learner's code is feedback, not a crash
             outcome.message = f"Your code raised {describe_exception(err)}"
-    if seconds is not None and time.perf_counter() - start > seconds and not outcome.message.startswith(
-            "Your function did not finish"):
+    if timed_out or (seconds is not None and time.perf_counter() - start > seconds):
         outcome.passed = False
         outcome.message, outcome.expected, outcome.got, outcome.hint = _too_slow(seconds), "", "", ""
     return outcome
