@@ -87,15 +87,24 @@ def measure(device, batch_size: int, dataset, **model_args) -> dict:
     return memory.training_step_memory(model, optimizer, criterion, x, y)
 
 
-def html_table(header, rows):
-    """A small HTML table for the notebook (chapter 06)."""
+def html_table(header, rows, above: str = ""):
+    """A small HTML table for the notebook, optionally below a block of text `above` (chapter 06)."""
     from html import escape
 
     from IPython.display import HTML
-    head = "".join(f"<th>{escape(str(h))}</th>" for h in header)
+    head = "".join(f"<th style='text-align:left'>{escape(str(h))}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{escape(str(c))}</td>" for c in row) + "</tr>"
                    for row in rows)
-    return HTML(f"<table class='course-memory'><tr>{head}</tr>{body}</table>")
+    text = (f"<pre style='white-space:pre-wrap;word-break:normal;overflow-wrap:normal'>{escape(above)}</pre>"
+            if above else "")
+    return HTML(f"{text}<table class='course-memory'><tr>{head}</tr>{body}</table>")
+
+
+def print_wrapped(*paragraphs: str, width: int = 96):
+    """Print each paragraph wrapped between words, so no number is cut in two (chapter 06)."""
+    import textwrap
+    for text in paragraphs:
+        print(textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False))
 
 
 def compare(estimated: dict, measured: dict):
@@ -225,11 +234,12 @@ def oom_diagnosis(message: str) -> str:
             f"No allocator setting helps: shrink what is big (section 1 says what).")
 
 
-def read_oom_message(message: str):
-    """A table: each number of an out-of-memory message and what it means (chapter 06)."""
+def read_oom_message(message: str, source: str = ""):
+    """The message (and where it comes from), then each of its numbers and what it means (chapter 06)."""
     parts = oom_parts(message)
     return html_table(["the message says", "here", "what it tells you"],
-                      [(name, parts[name] or "(not in this message)", meaning) for name, _, meaning in OOM_PARTS])
+                      [(name, parts[name] or "(not in this message)", meaning) for name, _, meaning in OOM_PARTS],
+                      above=f"({source})\n{message}" if source else message)
 
 
 def step_in_budget(model, optimizer, criterion, x, y, budget: int = BUDGET) -> dict:
@@ -955,7 +965,9 @@ accumulation_conditions = chapter.quiz(
              "d": "A model whose optimizer applies weight decay to every weight at each `optimizer.step()`"},
     digest="7107acf9702c98c3",
     hints=["Accumulation reproduces the big batch's GRADIENT. What in the model depends on which samples share "
-           "a forward pass?"],
+           "a forward pass?",
+           "Sort the options: which act at `optimizer.step()` (once per group, as once per big batch), and "
+           "which act inside each forward pass, on the samples it sees?"],
     why={"a": "The optimizer sees only the summed gradient at its one step: Adam's update is the big batch's.",
          "c": "A mean loss divided by the number of micro-batches is exactly what makes the sum right.",
          "d": "Weight decay acts at the step, once per group, as it does once per big batch."},

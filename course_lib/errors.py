@@ -22,7 +22,6 @@ def expect_error(types, *fragments: str):
     try:
         yield caught
     except types as err:
-        caught.error = err
         message = ANSI_CODES.sub("", str(err))  # torch bolds some warnings with terminal codes
         missing = [f for f in fragments if f.lower() not in message.lower()]
         if missing:
@@ -30,6 +29,7 @@ def expect_error(types, *fragments: str):
                                     f"mentions {missing}: {message}") from err
         first_lines = "\n".join(message.splitlines()[:4])
         print(f"PyTorch raised, as expected:\n{type(err).__name__}: {first_lines}")
+        caught.error = err.with_traceback(None)  # kept to be read; its frames (and tensors) are freed
     else:
         names = types.__name__ if isinstance(types, type) else " or ".join(t.__name__ for t in types)
         raise ExpectationFailed(f"expected this cell to raise {names}, but it ran without an error")

@@ -239,8 +239,8 @@ class MemoryBudget:
         if total > self.budget:
             parts = ", ".join(f"{k.replace('_', ' ')} {format_bytes(v)}" for k, v in used.items())
             raise MemoryBudgetExceeded(
-                f"memory budget exceeded: {format_bytes(total)} in use > budget {format_bytes(self.budget)} "
-                f"({parts}). This is the course's stand-in for a small GPU, not a CUDA error.")
+                f"memory budget exceeded: {format_bytes(total)} in use > budget {format_bytes(self.budget)}\n"
+                f"({parts}).\nThis is the course's stand-in for a small GPU, not a CUDA error.")
 
     def __enter__(self):
         self.meter = ActivationMeter(self.model, on_save=self.check).__enter__()

@@ -235,4 +235,4 @@ def test_gpu_cells_skip_when_the_course_device_is_the_cpu_on_a_cuda_machine(monk
         exec(source, namespace)
     out = capsys.readouterr().out
     assert out.count("[GPU only] skipped") == 4 and "COURSE_DEVICE=cpu" in out
-    assert "EXAMPLE" in out
+    assert "EXAMPLE" in namespace["ch"].read_oom_message(namespace["message"], namespace["source"]).data
