@@ -550,10 +550,11 @@ def check_state(kind: str):
                            hint="Add up the tensors the optimizer really holds: every tensor value in "
                                 "optimizer.state[p] (Adam makes them at its first step; SGD without momentum keeps none).")
             raise Fail(f"{k} is not right ({what}).", expected=want[k], got=got[k],
-                       hint={"weights": "sum(p.numel() * p.element_size() for p in model.parameters())",
+                       hint={"weights": "Every parameter counts once: its number of elements times the bytes "
+                                        "of one element.",
                              "grads": "Only parameters whose .grad is not None have gradient memory.",
-                             "optimizer_state": "for state in optimizer.state.values(): for v in state.values(): "
-                                                "if isinstance(v, torch.Tensor): add v.numel() * v.element_size()"}[k])
+                             "optimizer_state": "optimizer.state holds one dict per parameter: add up the values in "
+                                                "those dicts that are tensors, whatever their names."}[k])
     return run
 
 
@@ -569,11 +570,11 @@ model_state_bytes = chapter.function_exercise(
         Test("before the first backward and step", check_state("fresh")),
         Test("a model with a bfloat16 layer", check_state("bf16")),
     ],
-    hints=["Weights: model.parameters(). Grads: p.grad of each parameter, when it is not None. "
-           "Optimizer state: optimizer.state is a dict {parameter: {name: value}}.",
-           "Bytes, not elements: t.numel() * t.element_size() respects the dtype (2 for bfloat16, 4 for float32).",
-           "Adam makes its state lazily at the first step(); before that optimizer.state is empty. Some values "
-           "in a state may not be tensors: check isinstance(v, torch.Tensor)."],
+    hints=["Weights: `model.parameters()`. Grads: `p.grad` of each parameter, when it is not None. Optimizer "
+           "state: `optimizer.state` is a dict {parameter: {name: value}}.",
+           "Bytes, not elements: `t.numel() * t.element_size()` respects the dtype (2 for bfloat16, 4 for float32).",
+           "Adam makes its state lazily at the first `step()`; before that `optimizer.state` is empty. Some values "
+           "in a state may not be tensors: check `isinstance(v, torch.Tensor)`."]
 )
 
 
@@ -641,7 +642,7 @@ def check_step_pattern(n_micro, accum_steps):
         if got == list(range(1, n_micro + 1)):
             raise Fail(f"optimizer.step() ran after every micro-batch{where}: that is ordinary small-batch training.",
                        expected=f"steps after micro-batches {want}", got=f"steps after {got}",
-                       hint="Step only when (i + 1) % accum_steps == 0, i counting micro-batches from 0.")
+                       hint="Count micro-batches with enumerate(loader): a group ends after every accum_steps-th one.")
         if got == want[:-1] and n_micro % accum_steps:
             raise Fail(f"The last, shorter group never got its step: its gradients were computed and then "
                        f"thrown away{where}.", expected=f"steps after micro-batches {want}", got=f"steps after {got}",
