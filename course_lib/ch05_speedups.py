@@ -391,10 +391,16 @@ def amp_speed(device, batch: int = 256, width: int = 512, repeats: int = 5, seed
 def compare(timings: list) -> str:
     """Each timing against the first (the baseline), in words computed from the medians (chapters 05+)."""
     base = timings[0]
-    lines = [str(base)]
+    lines = [str(base) + _surprise(base)]
     for t in timings[1:]:
-        lines.append(f"{t}\n    -> {measure.speed_ratio(base, t)} than {base.label} on this machine")
+        lines.append(f"{t}{_surprise(t)}\n    -> {measure.speed_ratio(base, t)} than {base.label} on this machine")
     return "\n".join(lines)
+
+
+def _surprise(timing) -> str:
+    """A word under a timing whose first call beat its median (after the warm-up lesson, that needs one)."""
+    faster = timing.warmup_ms and timing.warmup_ms[0] < timing.median
+    return f"\n    ({measure.first_call_note(timing)})" if faster else ""
 
 
 @dataclass
@@ -1162,9 +1168,9 @@ time_it = chapter.function_exercise(
 bf16_scaler = chapter.quiz(
     "bf16_scaler",
     title="Does bfloat16 need a GradScaler?",
-    question="You train with torch.autocast(device_type, dtype=torch.bfloat16). Do you need a GradScaler?",
+    question="You train with `torch.autocast(device_type, dtype=torch.bfloat16)`. Do you need a GradScaler?",
     options={"a": "Yes: bfloat16 has float16's 5 exponent bits, so small gradients underflow",
-             "b": "Yes: torch.autocast refuses bfloat16 unless a GradScaler is enabled",
+             "b": "Yes: `torch.autocast` refuses bfloat16 unless a GradScaler is enabled",
              "c": "No: bfloat16 has float32's 8 exponent bits, so small gradients survive",
              "d": "No: under autocast, backward computes all gradients in float64"},
     digest="659f8988bebabc50",
@@ -1184,14 +1190,14 @@ low_utilization = chapter.quiz(
     "low_utilization",
     title="The GPU sits at 30% utilization",
     kind="multiple",
-    question="nvidia-smi shows your GPU at about 30% utilization during training. This chapter's step timer "
-             "(wait = next(iterator) hands over a batch; compute = copy to the GPU, forward, backward, update) "
+    question="`nvidia-smi` shows your GPU at about 30% utilization during training. This chapter's step timer "
+             "(wait = `next(iterator)` hands over a batch; compute = copy to the GPU, forward, backward, update) "
              "says most of each step is spent waiting. Which changes shorten the wait? Choose all that apply.",
-    options={"a": "More DataLoader workers (num_workers), so batches are prepared in parallel",
-             "b": "pin_memory=True in the DataLoader, with .to(device, non_blocking=True)",
+    options={"a": "More DataLoader workers (`num_workers`), so batches are prepared in parallel",
+             "b": "`pin_memory=True` in the DataLoader, with `.to(device, non_blocking=True)`",
              "c": "Make the per-item preprocessing cheaper (or do it once, ahead of training)",
-             "d": "torch.cuda.empty_cache() after every step, so each batch finds free memory",
-             "e": "Wrap the model in nn.DataParallel, so the one GPU gets more work per step"},
+             "d": "`torch.cuda.empty_cache()` after every step, so each batch finds free memory",
+             "e": "Wrap the model in `nn.DataParallel`, so the one GPU gets more work per step"},
     digest="a167ae89d7f783cb",
     hints=["For each change, ask which part of the step it speeds up: building the next batch (the wait) "
            "or copying and computing on it (the compute).",
@@ -1211,9 +1217,9 @@ scale_after_overflow = chapter.quiz(
     "scale_after_overflow",
     title="The scale after an overflow",
     kind="numeric",
-    question="A torch.amp.GradScaler starts with its default scale 65536. In the first step a gradient overflows "
-             "to inf. scaler.step(optimizer) skips that update; then scaler.update() runs with the default "
-             "backoff_factor 0.5. What is scaler.get_scale() now?",
+    question="A `torch.amp.GradScaler` starts with its default scale 65536. In the first step a gradient "
+             "overflows to inf. `scaler.step(optimizer)` skips that update; then `scaler.update()` runs with the "
+             "default `backoff_factor` 0.5. What is `scaler.get_scale()` now?",
     digest="dc3fd0bbd381aee6",
     hints=["After a step with inf or nan gradients, update() multiplies the scale by backoff_factor.",
            "65536 times 0.5."],
@@ -1224,12 +1230,13 @@ scale_after_overflow = chapter.quiz(
 compile_control_flow = chapter.quiz(
     "compile_control_flow",
     title="Python control flow under torch.compile",
-    question="LoopNet's forward runs `for _ in range(depth): h = relu(self.middle(h))`, where depth is a Python "
-             "int passed to forward. You call the compiled model with depth=2, then with depth=3. What happens?",
+    question="LoopNet's forward runs `for _ in range(depth): h = relu(self.middle(h))`, where `depth` is a "
+             "Python int passed to forward. You call the compiled model with `depth=2`, then with `depth=3`. "
+             "What happens?",
     options={"a": "A graph break at the loop: the loop runs in plain Python, the layers around it compiled",
-             "b": "One graph for every depth: the loop stays a loop in the graph and reads depth at run time",
-             "c": "depth=3 raises an error: a compiled model's control flow is fixed by its first call",
-             "d": "The loop is unrolled for depth=2 and guarded; depth=3 fails the guard, so it recompiles"},
+             "b": "One graph for every depth: the loop stays a loop in the graph and reads `depth` at run time",
+             "c": "`depth=3` raises an error: a compiled model's control flow is fixed by its first call",
+             "d": "The loop is unrolled for `depth=2` and guarded; `depth=3` fails the guard, so it recompiles"},
     digest="5f0c12e0a7fc60ad",
     hints=["TorchDynamo reads the Python code while it runs once, and records the tensor operations it sees.",
            "A Python int is known while tracing; a tensor's value is not."],

@@ -90,13 +90,18 @@ FIRST_CALL_NOTES = (
 )
 
 
+def first_call_note(timing: Timing) -> str:
+    """What the first (warm-up) call's time says, compared with the median; '' without one (chapters 05+)."""
+    if not timing.warmup_ms:
+        return ""
+    first, median = timing.warmup_ms[0], timing.median
+    ratio = first / median if median else float("inf")
+    return next(text.format(ratio=ratio) for test, text in FIRST_CALL_NOTES if test(first, median))
+
+
 def timing_notes(timing: Timing) -> str:
     """What a Timing's own numbers say about warm-up and noise, one line each (chapters 05+)."""
-    lines = []
-    if timing.warmup_ms:
-        first, median = timing.warmup_ms[0], timing.median
-        ratio = first / median if median else float("inf")
-        lines += [text.format(ratio=ratio) for test, text in FIRST_CALL_NOTES if test(first, median)][:1]
+    lines = [first_call_note(timing)] if timing.warmup_ms else []
     spread = max(timing.ms) / min(timing.ms) if timing.ms and min(timing.ms) > 0 else float("nan")
     lines += [text.format(spread=spread) for test, text in TIMING_NOTES if test(timing)]
     return "\n".join(f"  - {line}" for line in lines)

@@ -642,3 +642,11 @@ def test_gpu_reference_names_the_recorded_figure(monkeypatch, capsys):
     ch.gpu_reference("AMP on a GPU", "ch05.amp")
     ch.nvidia_smi()
     assert seen == ["ch05.amp", "ch05.nvidia_smi"]
+
+
+def test_compare_explains_a_first_call_faster_than_the_median():
+    calm = measure.Timing("eager", [10.0, 10.5, 9.5], [30.0])
+    odd = measure.Timing("bf16", [10.0, 10.5, 9.5], [8.0])
+    text = ch.compare([calm, odd])
+    assert text.count("faster than the median") == 1 and "shared CPU" in text
+    assert text.index("bf16: median") < text.index("faster than the median")

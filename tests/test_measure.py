@@ -162,3 +162,7 @@ def test_timing_notes_read_the_numbers(first, times, expected):
 def test_timing_notes_flag_noise_and_need_no_warmup():
     notes = measure.timing_notes(measure.Timing("t", [1.0, 1.1, 9.0]))
     assert "first call" not in notes and "the slowest run took 9.0x the fastest" in notes
+
+
+def test_first_call_note_is_empty_without_a_warmup():
+    assert measure.first_call_note(measure.Timing("t", [1.0])) == ""
