@@ -301,7 +301,7 @@ JS_SCROLL = """(y) => {
 
 # Every option row of every quiz in cell i (the course's rows, or plain ipywidgets radio/checkbox
 # labels): where its text really is (a Range over its contents, so text spilling out of a fixed
-# height row is measured too) and whether its button is drawn.
+# height row is measured too) and whether its button is drawn inside its own row.
 JS_OPTION_ROWS = """(i) => {
   const cell = document.querySelector(`[data-course-cell="${i}"]`);
   if (!cell) return [];
@@ -313,9 +313,10 @@ JS_OPTION_ROWS = """(i) => {
     const box = row.getBoundingClientRect();
     const input = row.querySelector('input');
     const ib = input ? input.getBoundingClientRect() : null;
+    const middle = ib ? (ib.top + ib.bottom) / 2 : -1;  // its button must sit inside its own row
     return {text: row.innerText.trim().slice(0, 80), top: Math.min(text.top, box.top),
             bottom: Math.max(text.bottom, box.bottom), button: !!ib && ib.width > 2 && ib.height > 2
-              && getComputedStyle(input).visibility !== 'hidden'};
+              && getComputedStyle(input).visibility !== 'hidden' && middle > box.top && middle < box.bottom};
   }));
 }"""
 
