@@ -805,15 +805,15 @@ def _other_device(entries, device_type: str) -> str:
 # layers ran. The first row that matches is the feedback.
 FLOAT32_FORWARD = (
     (lambda entries, active, dt: any(e.spelling == "torch.cuda.amp.autocast" for e in entries),
-     "You used torch.cuda.amp.autocast(), the deprecated spelling: it only ever switches autocast on for "
+     "You used `torch.cuda.amp.autocast()`, the deprecated spelling: it only ever switches autocast on for "
      "CUDA, and the model ran on '{dt}' here, so the forward ran in float32.",
-     "torch.autocast takes the device type as its first argument and works on every device."),
+     "`torch.autocast` takes the device type as its first argument and works on every device."),
     (lambda entries, active, dt: _other_device(entries, dt) != "",
      "Your autocast was for '{other}', but the model and the data are on '{dt}' here: autocast for one "
      "device type leaves another's operations alone, so the forward ran in float32.",
      "Use the device_type your function is given instead of a device name written into the code."),
     (lambda entries, active, dt: entries and not any(e.enabled for e in entries),
-     "autocast was entered switched off (enabled=False), so the forward ran in float32.",
+     "autocast was entered switched off (`enabled=False`), so the forward ran in float32.",
      "An autocast context does nothing unless it is enabled (the default)."),
     (lambda entries, active, dt: entries and not any(active),
      "autocast was entered, but not while the model ran: the forward happened outside the `with` block.",
@@ -859,14 +859,14 @@ def _check_scaled_backward(candidate):
                    hint="The gradients come from a backward pass that starts at the (scaled) loss.")
     if "backward(scaled)" not in events:
         what = ("The scaler never saw the loss" if "scale" not in events
-                else "scaler.scale(loss) was computed, but backward() started from the loss itself")
-        raise Fail(f"{what}: backward() ran on the unscaled loss. With float16, small gradients underflow "
+                else "`scaler.scale(loss)` was computed, but `backward()` started from the loss itself")
+        raise Fail(f"{what}: `backward()` ran on the unscaled loss. With float16, small gradients underflow "
                    f"to 0 in exactly that case, before the scaler can help.",
-                   got="backward() on the unscaled loss" + rig.scaler_said(),
+                   got="`backward()` on the unscaled loss" + rig.scaler_said(),
                    hint="The scaler multiplies the loss (by 65536 here) BEFORE backward, so the gradients are "
                         "big enough for float16; backward must start from what the scaler returns.")
     if any(rig.trace.stale_at_backward):
-        raise Fail("Gradients accumulate: the previous batch's gradients were still there at backward().",
+        raise Fail("Gradients accumulate: the previous batch's gradients were still there at `backward()`.",
                    hint="Clear the old gradients first, as in every training step (chapter 03).")
 
 
@@ -875,20 +875,20 @@ def _check_scaled_backward(candidate):
 def _step_rows(scale: float):
     return (
         (lambda e: e["direct"] and not e["via_scaler"] and e["scaled"],
-         f"optimizer.step() used the gradients as backward left them: multiplied by the scale ({scale:g} "
+         f"`optimizer.step()` used the gradients as backward left them: multiplied by the scale ({scale:g} "
          f"here), so the update was {scale:g} times too big.",
-         "optimizer.step() after a scaled backward",
+         "`optimizer.step()` after a scaled backward",
          "Only the scaler knows the scale: its own step divides the gradients back, skips the update if any "
-         "is inf or nan, and then calls optimizer.step() for you."),
+         "is inf or nan, and then calls `optimizer.step()` for you."),
         (lambda e: e["direct"] and not e["via_scaler"],
-         "optimizer.step() was called directly, so the scaler never saw this step: it cannot skip a step "
+         "`optimizer.step()` was called directly, so the scaler never saw this step: it cannot skip a step "
          "whose gradients overflowed to inf or nan, and its scale never adapts.",
-         "optimizer.step() without the scaler",
+         "`optimizer.step()` without the scaler",
          "The GradScaler steps the optimizer for you, after checking the gradients."),
         (lambda e: e["direct"] and e["via_scaler"],
          "The optimizer stepped twice: once through the scaler and once directly.",
          "two optimizer steps per call",
-         "The scaler's step already calls optimizer.step()."),
+         "The scaler's step already calls `optimizer.step()`."),
         (lambda e: not e["via_scaler"],
          "The weights were never updated: nothing stepped the optimizer.", "no optimizer step",
          "After backward, the scaler steps the optimizer."),
@@ -966,13 +966,10 @@ amp_train_step = chapter.function_exercise(
            "autocast block, and the GradScaler takes part in backward and in the update.",
            "The GradScaler has three methods you need, used in this order: `scale` (the loss, before "
            "backward), `step` (takes the optimizer), `update` (no arguments).",
-           "The shape of it:\n"
-           "    clear the gradients\n"
-           "    with torch.autocast(<the device type>, dtype=<the dtype>):\n"
-           "        <forward pass>; <loss>\n"
-           "    <backward on the scaler's scaled loss>\n"
-           "    <the scaler steps the optimizer>; <the scaler updates>\n"
-           "    return <the loss as a Python float>"],
+           "The shape of it, in order: clear the gradients; a `with torch.autocast(...)` block (the device "
+           "type and the dtype you were given) around the forward pass and the loss; backward on what the "
+           "scaler's `scale` returns; the scaler's `step` with the optimizer; the scaler's `update`; return the "
+           "loss as a Python float."],
 )
 
 
@@ -1068,7 +1065,7 @@ def _diagnose_time(got: float, gpu: SimulatedGPU, repeats: int, where: str):
     median_hint = "The median is the middle value of the sorted times (the statistics module computes it)."
     spill_hint = "Wait for the device after the warm-up call too, before the first clock reading."
     known = [
-        (want / 1000, "in seconds, not milliseconds", "time.perf_counter() counts seconds."),
+        (want / 1000, "in seconds, not milliseconds", "`time.perf_counter()` counts seconds."),
         (statistics.mean(per_call), "the mean, which one slow run pulls up", median_hint),
         (min(per_call), "the fastest run, not the median", median_hint),
         (statistics.median(first_spill), "too high: the first timed run still waited for the warm-up's GPU work",
@@ -1089,10 +1086,10 @@ def _cuda_on_cpu_fail(gpu: SimulatedGPU, where: str) -> Fail:
     machine = ("on a machine without CUDA that raises (it did here)" if not gpu.machine_has_cuda else
                "on a GPU machine it waits for the GPU, which is not the device you are timing "
                "(and given a CPU device it raises)")
-    return Fail(f"While timing a CPU device your function called torch.cuda.synchronize() "
+    return Fail(f"While timing a CPU device your function called `torch.cuda.synchronize()` "
                 f"{len(gpu.cuda_calls)} time(s){where}: {machine}.",
                 got=f"{len(gpu.cuda_calls)} CUDA synchronize call(s) for device cpu",
-                hint="Whether to synchronize depends on the device being timed (look at its .type), not on "
+                hint="Whether to synchronize depends on the device being timed (look at its `.type`), not on "
                      "whether the machine has a GPU.")
 
 
@@ -1121,13 +1118,13 @@ def check_time_it(gpu_ms, repeats: int, device, where: str = "", machine_has_cud
         if gpu.calls == repeats:
             raise Fail(f"No warm-up: the slow first call (here {gpu.call_ms(0):.0f} ms) was among the timed "
                        f"runs{where}.", expected=f"{repeats + 1} calls (1 untimed warm-up)", got=f"{gpu.calls} calls",
-                       hint="Call fn() once before timing: the first call pays one-off costs (CUDA start-up, "
+                       hint="Call `fn()` once before timing: the first call pays one-off costs (CUDA start-up, "
                             "kernel selection, compilation).")
         if gpu.cuda and not gpu.syncs:
             raise Fail(f"You never synchronized: the clock measured how long it took to LAUNCH the GPU work, "
                        f"not to do it{where}.", got=f"a median of {got:.3f} ms, only the launch time",
                        hint="CUDA runs asynchronously: the clock may be read only after the GPU has finished "
-                            "its queue (torch.cuda.synchronize waits for that).")
+                            "its queue (`torch.cuda.synchronize` waits for that).")
         _diagnose_time(got, gpu, repeats, where)
     return run
 
@@ -1150,17 +1147,13 @@ time_it = chapter.function_exercise(
              check_time_it([3.0, 5.0, 4.0, 9.0, 2.0], 5, torch.device("cpu"), " (device cpu, GPU machine)",
                            machine_has_cuda=True)),
     ],
-    hints=["Three rules: one untimed warm-up call; on a CUDA device, wait for the GPU (torch.cuda.synchronize) "
+    hints=["Three rules: one untimed warm-up call; on a CUDA device, wait for the GPU (`torch.cuda.synchronize`) "
            "before each clock reading; report the median, in milliseconds.",
-           "Decide whether to synchronize from the device you were given (its .type), never from whether "
-           "the machine has a GPU: on a CPU device, torch.cuda has nothing to do with your timing.",
-           "The shape of it:\n"
-           "    fn()                                  # warm-up, untimed\n"
-           "    for each of the repeats:\n"
-           "        <wait for the device if it is CUDA>; start = time.perf_counter()\n"
-           "        fn()\n"
-           "        <wait for the device if it is CUDA>; keep (time.perf_counter() - start) in ms\n"
-           "    return <the median of the kept times>"],
+           "Decide whether to synchronize from the device you were given (its `.type`), never from whether "
+           "the machine has a GPU: on a CPU device, `torch.cuda` has nothing to do with your timing.",
+           "The shape of it: `fn()` once, untimed; then, `repeats` times: wait for the device if it is CUDA, "
+           "read the clock, call `fn()`, wait for the device if it is CUDA, read the clock again and keep the "
+           "difference in milliseconds; return the median of what you kept."],
 )
 
 

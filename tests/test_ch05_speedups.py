@@ -452,7 +452,7 @@ def plain_step(model, x, y, optimizer, criterion, scaler, device_type, dtype):
 
 def test_plain_backward_and_step_is_told_what_it_did():
     text = check(ch.amp_train_step, plain_step).text()
-    assert "the scaler never saw this step" in text and "backward() ran on the unscaled loss" in text, text
+    assert "the scaler never saw this step" in text and "`backward()` ran on the unscaled loss" in text, text
     assert "too big" not in text, "the update was not scaled in this code: it was not too big"
 
 

@@ -132,7 +132,7 @@ KEY = {
             wrong_amp("the forward outside autocast, only the loss inside", "not while the model ran",
                       autocast="outside"),
             wrong_amp("float16 hard-coded", "not with the dtype you were given", dtype_fixed=torch.float16),
-            wrong_amp("backward without scaler.scale", "backward() ran on the unscaled loss", scaled=False),
+            wrong_amp("backward without scaler.scale", "`backward()` ran on the unscaled loss", scaled=False),
             wrong_amp("optimizer.step instead of scaler.step", "times too big", step="optimizer"),
             wrong_amp("no scaler at all: loss.backward(); optimizer.step()", "the scaler never saw this step",
                       scaled=False, step="optimizer", update=False),
