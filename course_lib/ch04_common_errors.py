@@ -61,7 +61,7 @@ def wrapped_state_dict(model: nn.Module) -> dict:
 
 @dataclass
 class TrainConfig:
-    """A training configuration saved next to the weights: a class `torch.load` must be told to trust (chapter 04)."""
+    """A training configuration saved beside the weights: a class torch.load must be told to trust (chapter 04)."""
     lr: float = 0.1
     epochs: int = 3
 

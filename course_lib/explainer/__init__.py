@@ -92,7 +92,10 @@ def _message_block(lines: list, start: int) -> str:
 
 
 def exception_blocks(text: str) -> list:
-    """Each traceback's final exception (message included), in order; lone `XError: ...` lines if there is no traceback."""
+    """Each traceback's final exception (with its message), in order.
+
+    Without any traceback: every `XError: ...` line that starts a line.
+    """
     lines = text.split("\n")
     blocks, in_traceback = [], False
     for i, line in enumerate(lines):
@@ -152,7 +155,11 @@ def _explained(entry: Entry, block: str, context: str = "") -> Explanation:
 
 
 def explain_text(text: str) -> Explanation:
-    """Explain an error message, a traceback or a whole log: its last traceback's exception, else its last known error."""
+    """Explain a message, a traceback or a whole log.
+
+    Its last traceback's exception, else (or behind a wrapper such as ChildFailedError) the last
+    error the knowledge base recognises in the text.
+    """
     text = clean(str(text))
     blocks = exception_blocks(text)
     final = blocks[-1] if blocks else ""
@@ -266,7 +273,8 @@ def render_html(exp: Explanation) -> str:
                  + "".join(f"<li>{_inline(c)}</li>" for c in e.causes) + "</ul></div>")
     parts.append(f"<div><b>Fix:</b><pre style='margin:2px 0'>{html.escape(e.fix)}</pre></div>")
     if e.chapter:
-        parts.append(f"<div><b>Taught in:</b> <a href='{html.escape(exp.link)}'>{_inline(where_taught(e))}</a></div>")
+        link = f"<a href='{html.escape(exp.link)}'>{_inline(where_taught(e))}</a>"
+        parts.append(f"<div><b>Taught in:</b> {link}</div>")
     return box + "".join(parts) + "</div>"
 
 

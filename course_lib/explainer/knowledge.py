@@ -111,7 +111,8 @@ ENTRIES = (
     # ------------------------------------------------------------ devices
     Entry(
         "device_mismatch", "Tensors on two devices in one operation",
-        "Expected all tensors to be on the same device ... / Tensor on device cpu is not on the expected device ...",
+        "Expected all tensors to be on the same device ... / "
+        "Tensor on device cpu is not on the expected device ...",
         (r"Expected all tensors to be on the same device",
          r"Tensor on device \S+ is not on the expected device",
          r"Input type \(torch\.cuda\.\w+\) and (?:weight|bias) type \(torch\.(?!cuda\.)\w+\)",
@@ -122,7 +123,8 @@ ENTRIES = (
          r"expected device \S+ but got device \S+"),
         "One operation got tensors that live on different devices. PyTorch never moves a tensor for "
         "you: the model's parameters, the inputs and the labels must all be on one device.",
-        ("the model was moved with `model.to(device)` but the batch was not (`x.to(device)` returns a NEW tensor: keep it)",
+        ("the model was moved with `model.to(device)` but the batch was not "
+         "(`x.to(device)` returns a NEW tensor: keep it)",
          "the evaluation loop forgot the two `.to(device)` lines the training loop has",
          "a tensor created inside `forward` or the loss without `device=` is born on the CPU",
          "a loss or module with its own parameters or buffers was not moved"),
@@ -130,7 +132,8 @@ ENTRIES = (
         "x, y = x.to(device), y.to(device)            # every batch, in training AND evaluation\n"
         "torch.arange(n, device=x.device)             # tensors made inside forward",
         "04", "## 1. Model on the device, data on the CPU",
-        ((r"but got (?P<arg>\w+) is on (?P<a>" + _DEVICE + r"), different from other tensors on (?P<b>" + _DEVICE + ")",
+        ((r"but got (?P<arg>\w+) is on (?P<a>" + _DEVICE + r"), different from other tensors on "
+          r"(?P<b>" + _DEVICE + ")",
           "`{arg}` is on {a}; the other tensors are on {b}. (`mat1` is a linear layer's input, `index` "
           "an embedding's token ids, `target` the labels.)"),
          (r"found at least two devices, (?P<a>" + _DEVICE + r") and (?P<b>" + _DEVICE + ")",
@@ -310,7 +313,8 @@ ENTRIES = (
     # ------------------------------------------------------------ mixed precision and dtypes
     Entry(
         "cuda_amp_deprecated", "`torch.cuda.amp` is deprecated",
-        "FutureWarning: `torch.cuda.amp.autocast(args...)` is deprecated. Please use `torch.amp.autocast('cuda', args...)`",
+        "FutureWarning: `torch.cuda.amp.autocast(args...)` is deprecated. "
+        "Please use `torch.amp.autocast('cuda', args...)`",
         (r"torch\.cuda\.amp\.\w+\(args\.\.\.\)` is deprecated",
          r"torch\.cuda\.amp\.\w+ is deprecated"),
         "The old spelling still works, but PyTorch asks for the device-neutral API.",
@@ -355,7 +359,8 @@ ENTRIES = (
          r"Found dtype \w+ but expected \w+"),
         "An operation got float tensors of different types (float32, float16, bfloat16, float64) and "
         "does not convert them for you.",
-        ("the model was converted with `.half()`/`.bfloat16()` but the inputs were not (use `torch.autocast` instead)",
+        ("the model was converted with `.half()`/`.bfloat16()` but the inputs were not "
+         "(use `torch.autocast` instead)",
          "data from NumPy is float64 (`torch.from_numpy`) and the model is float32",
          "your own matmul mixes an autocast output (low precision) with a float32 tensor"),
         "x = x.to(device, dtype=torch.float32)\n"
@@ -478,7 +483,8 @@ ENTRIES = (
         "`x[...] = ...`) changed it before backward.",
         ("`x += ...` or `inplace=True` on an activation that autograd saved",
          "`optimizer.step()` between a forward pass and its backward"),
-        "x = x + bias            # instead of x += bias\nnn.ReLU()               # instead of nn.ReLU(inplace=True)",
+        "x = x + bias            # instead of x += bias\n"
+        "nn.ReLU()               # instead of nn.ReLU(inplace=True)",
         "03", "## 5. One training step, spelled out",
         ((r"which is output \d+ of (?P<op>\w+)", "The changed tensor was made by `{op}`."),),
     ),
