@@ -109,12 +109,13 @@ selected() {
 
 run_step() {  # run_step STEP SECONDS COMMAND...: timeboxed, logged, recorded; never fails the script
   local step=$1 want=$2; shift 2
-  local limit; limit=$(left)
+  local limit; limit=$(( $(left) - 20 ))  # room for the SIGKILL 15 s after the SIGINT
   [ "$want" -lt "$limit" ] && limit=$want
   if [ "$limit" -lt 10 ]; then record "$step" "skipped" 0 "out of time (the check stops at ${BUDGET} s)"; return; fi
   echo "running" > "$WORK/status/$step.running"
   local t0=$SECONDS
-  timeout -k 10 "$limit" "$@" > "$OUT/logs/$step.log" 2>&1
+  # SIGINT first: pytest then prints what ran so far; SIGKILL 15 s later if still alive
+  timeout -s INT -k 15 "$limit" "$@" > "$OUT/logs/$step.log" 2>&1
   local code=$? took=$((SECONDS - t0)) state
   case $code in
     0) state="ok" ;;
@@ -188,6 +189,7 @@ fi
 export PYTHONPATH="$WORK/site:$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 export COURSE_PROGRESS_FILE="$WORK/progress.json" MPLCONFIGDIR="$WORK/mpl"
 export JUPYTER_RUNTIME_DIR="$WORK/jupyter" IPYTHONDIR="$WORK/ipython" PYTHONDONTWRITEBYTECODE=1
+export PYTHONUNBUFFERED=1  # logs show progress even when a step is cut short
 PYTEST=("$PY" -m pytest -p no:cacheprovider -o addopts= -q -rs)
 
 step() {  # step NAME SECONDS COMMAND...: run_step when selected, else record why not
@@ -201,8 +203,9 @@ COURSE_DEVICE=cuda step figures-compile 100 "$PY" benchmarks/gpu_figures.py "$OU
 
 # The rest at once: separate processes on one GPU (the figures above were measured alone).
 PARALLEL=$(left); [ "$PARALLEL" -gt 240 ] && PARALLEL=240
+mapfile -t CUDA_FILES < <(grep -liE "cuda|gpu" tests/test_*.py)  # only these can hold CUDA-only tests
 step cuda-tests "$PARALLEL" env PYTHONPATH="$ROOT/benchmarks:$PYTHONPATH" \
-  "${PYTEST[@]}" -p gpu_cuda_tests tests --ignore=tests/browser &
+  "${PYTEST[@]}" -p gpu_cuda_tests "${CUDA_FILES[@]}" &
 for nb in "${NOTEBOOKS[@]}"; do
   COURSE_DEVICE=cuda OMP_NUM_THREADS=2 step "notebook-$(basename "$nb" .ipynb)" "$PARALLEL" \
     "${PYTEST[@]}" --nbval-lax --nbval-cell-timeout=200 "$nb" &
