@@ -107,31 +107,33 @@ def test_feedback_contains_is_specific(exercise, wrong):
         f"{wrong.feedback_contains!r} is in every verdict; name this failure's own feedback"
 
 
-def _fails_a_hidden_test(exercise, wrong) -> bool:
-    result = exercise.check(wrong.function, include_hidden=True, record=False)
-    return any(o.hidden and not o.passed for o in result.tests)
+def _result_failing_a_hidden_test(exercise):
+    """The learner's check (key installed) of the first wrong answer that fails a hidden test."""
+    for wrong in exercise.key().wrong_answers:
+        result = exercise.check(wrong.function, record=False)
+        if any(o.hidden and not o.passed for o in result.tests):
+            return result
+    return None
 
 
 @pytest.mark.parametrize("exercise", FUNCTIONS, ids=ids)
 def test_hidden_tests_do_not_leak_values(exercise):
     """Take a wrong answer that fails a hidden test: the learner sees that test's name and a note,
     never its message, values or hint."""
-    candidates = [w for w in exercise.key().wrong_answers if _fails_a_hidden_test(exercise, w)]
-    assert candidates, f"{exercise.id}: no wrong answer in the key fails a hidden test, so nothing shows " \
-                       f"that hidden values stay hidden; add one"
-    for result in [exercise.check(candidates[0].function, record=False)]:  # the learner's check, key installed
-        hidden = [o for o in result.tests if o.hidden]
-        assert len(hidden) == len(exercise.key().hidden_tests)
-        failed = [o for o in hidden if not o.passed]
-        assert failed
-        shown = result.text() + result._repr_html_() + json.dumps(result.as_dict())
-        visible_text = " ".join(line for o in result.tests if not o.hidden for line in o.public_lines())
-        for outcome in failed:
-            assert outcome.public_lines() == [HIDDEN_NOTE]
-            assert outcome.name in result.text()  # what failed is named, its values are not
-            for secret in (outcome.message, outcome.expected, outcome.got, outcome.hint):
-                assert not secret or secret in visible_text or secret not in shown, \
-                    f"{exercise.id}: hidden test {outcome.name!r} leaks {secret!r}"
+    result = _result_failing_a_hidden_test(exercise)
+    assert result is not None, f"{exercise.id}: no wrong answer in the key fails a hidden test, so nothing " \
+                               f"shows that hidden values stay hidden; add one"
+    hidden = [o for o in result.tests if o.hidden]
+    assert len(hidden) == len(exercise.key().hidden_tests)  # the learner's check ran them all
+    failed = [o for o in hidden if not o.passed]
+    shown = result.text() + result._repr_html_() + json.dumps(result.as_dict())
+    visible_text = " ".join(line for o in result.tests if not o.hidden for line in o.public_lines())
+    for outcome in failed:
+        assert outcome.public_lines() == [HIDDEN_NOTE]
+        assert outcome.name in result.text()  # what failed is named, its values are not
+        for secret in (outcome.message, outcome.expected, outcome.got, outcome.hint):
+            assert not secret or secret in visible_text or secret not in shown, \
+                f"{exercise.id}: hidden test {outcome.name!r} leaks {secret!r}"
 
 
 @pytest.mark.parametrize("exercise", QUIZZES, ids=ids)

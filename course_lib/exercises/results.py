@@ -15,6 +15,7 @@ HIDDEN_NOTE = "(a hidden test: its inputs and values are not shown)"
 @dataclass
 class TestOutcome:
     """One test's verdict; for hidden tests `message` is withheld from the learner."""
+    __test__ = False  # not a pytest class
     name: str
     passed: bool
     weight: float = 1.0
