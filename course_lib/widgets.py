@@ -108,7 +108,8 @@ def quiz_widget(quiz) -> W.VBox:
     parts = [W.HTML(QUIZ_CSS + f"<b>{text_html(quiz.title)}</b><div>{text_html(quiz.prompt)}</div>")]
     if quiz.code:
         parts.append(W.HTML(f"<pre style='background:#f6f8fa;color:#1f2328;padding:6px'>{escape(quiz.code)}</pre>"))
-    box = W.VBox(parts + [chooser, W.HBox([button]), verdict, hint_widget(quiz)],
+    hints = [hint_widget(quiz)] if quiz.hints else []
+    box = W.VBox(parts + [chooser, W.HBox([button]), verdict] + hints,
                  layout=W.Layout(border="1px solid #d0d7de", padding="6px"))
     box.add_class("course-quiz")
 
