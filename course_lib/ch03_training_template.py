@@ -299,7 +299,7 @@ seed_dynamicnet = chapter.quiz(
               "return?",
          "b": "forward is plain Python: for, if and print all work in it (section 9 ran a loop).",
          "d": "`x.shape[1]` is a plain Python int; a Python if on it is fine inside forward."},
-    explanation="linear2 maps 20 features to 5. The first pass gives 5 features; the second pass feeds those 5 "
+    explanation="`linear2` maps 20 features to 5. The first pass gives 5 features; the second pass feeds those 5 "
                 "into a layer that expects 20, and the matrix product fails.",
 )
 
@@ -321,8 +321,8 @@ seed_branch = chapter.quiz(
               "built for 10 inputs: what happens there?",
          "b": "`x.shape[0]` counts the samples; `x.shape[1]` counts the features of each sample.",
          "c": "Nothing random happens here: the branch depends only on `x.shape[1]`."},
-    explanation="x.shape[1] is fixed by linear1's in_features: an 11-feature input enters the else branch "
-                "and fails in linear1. The 'dynamic' choice is made once, by the constructor.",
+    explanation="`x.shape[1]` is fixed by `linear1`'s `in_features`: an 11-feature input enters the else "
+                "branch and fails in `linear1`. The 'dynamic' choice is made once, by the constructor.",
 )
 
 eval_vs_no_grad = chapter.quiz(
@@ -336,11 +336,12 @@ eval_vs_no_grad = chapter.quiz(
              "d": "`torch.no_grad()` switches dropout off"},
     digest="13e49cc2c3e50402",
     hints=["Section 6's cell printed `requires_grad` of the output after each switch, and compared two "
-           "passes in train and in eval mode."],
+           "passes in train and in eval mode.",
+           "Two of the four statements are true: one about each switch."],
     why={"b": "The cell above printed `graph recorded? True` after `model.eval()` alone.",
          "d": "Dropout is a layer's behaviour, set by `train()` / `eval()`; `no_grad` only concerns autograd."},
-    explanation="They are independent switches: eval() changes how layers behave, no_grad() whether autograd "
-                "records. An evaluation loop needs both.",
+    explanation="They are independent switches: `eval()` changes how layers behave, `no_grad()` whether "
+                "autograd records. An evaluation loop needs both.",
 )
 
 

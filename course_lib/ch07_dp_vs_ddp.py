@@ -88,7 +88,7 @@ def describe_ranks(result: ddp_worker.LaunchResult) -> str:
     for r in result.ranks:
         losses = ", ".join(f"{v:.3f}" for v in r["losses"])
         lines.append(f"  rank {r['rank']} (pid {r['pid']}, {r['device']}): shard of {len(r['orders'][0])} samples "
-                     f"starting {r['orders'][0][:6]}..., losses per step [{losses}]")
+                     f"starting {r['orders'][0][:6]}...\n      losses per step [{losses}]")
     return "\n".join(lines)
 
 
@@ -263,7 +263,7 @@ class Phase:
 
 
 def dp_phases(work: Workload, n: int, per_device_batch: int) -> list:
-    """One DataParallel step on n GPUs as the seed draws it: cuda:0 sends and collects everything."""
+    """One DataParallel step on n GPUs as article A draws it: cuda:0 sends and collects everything."""
     others = range(1, n)
     chunk_in, chunk_out = per_device_batch * work.input_bytes, per_device_batch * work.output_bytes
     everyone = tuple(range(n))
@@ -386,7 +386,7 @@ def plot_traffic(work: Workload, n: int, per_device_batch: int):
 
 
 class StepThrough:
-    """The seed's third interactive component: step through one training step of DP or DDP."""
+    """Article A's third interactive component: step through one training step of DP or DDP."""
 
     def __init__(self, n: int = 4, per_device_batch: int = 32):
         import ipywidgets as W
@@ -498,7 +498,8 @@ shard_indices = chapter.function_exercise(
     hints=["Every rank gets ceil(n_samples / world_size) indices.",
            "Pad 0..n-1 to total = ceil(n / world) * world by repeating indices from the start "
            "(more than once if n is tiny), then deal them out like cards.",
-           "indices = list(range(n)); indices += (indices * world_size)[:total - n]; return indices[rank:total:world_size]"],
+           "Shape: a list of 0..n-1; extend it with indices from its start (the list repeated as often as "
+           "needed, cut to the missing count); take a slice starting at `rank` with step `world_size`."],
 )
 
 
@@ -706,8 +707,8 @@ who_saves = chapter.quiz(
               "applied the same averaged gradient everywhere.",
          "c": "No rank is ahead: every rank applies the same update in the same step, and the all-reduce "
               "makes them wait for each other."},
-    explanation="Save model.module.state_dict() (no 'module.' prefix, chapter 04) from rank 0, then "
-                "dist.barrier() before anyone reads it.",
+    explanation="Save `model.module.state_dict()` (no `module.` prefix, chapter 04) from rank 0, then "
+                "`dist.barrier()` before anyone reads it.",
 )
 
 forgot_init = chapter.quiz(
@@ -729,8 +730,8 @@ forgot_init = chapter.quiz(
               "find both somewhere.",
          "b": "The sampler only needs `len(dataset)`; a range has a length.",
          "d": "The sampler reads no environment variables; `init_process_group` does (with `env://`)."},
-    explanation="DistributedSampler asks the default process group for the world size and this process's "
-                "rank. Call dist.init_process_group first (torchrun's env:// fills in RANK, WORLD_SIZE, ...).",
+    explanation="`DistributedSampler` asks the default process group for the world size and this process's "
+                "rank. Call `dist.init_process_group` first (torchrun's `env://` fills in `RANK`, `WORLD_SIZE`, ...).",
 )
 
 dp_vs_ddp = chapter.quiz(
@@ -751,8 +752,7 @@ dp_vs_ddp = chapter.quiz(
     why={"b": "Both are data parallel: every GPU holds the WHOLE model and sees part of each batch. Splitting "
               "the layers is model (pipeline) parallelism, another technique.",
          "c": "Swapped: the parameter-server picture, everything through `cuda:0`, belongs to the other one.",
-         "d": "DDP runs on one machine too (this chapter ran it on one) and PyTorch recommends it there; the "
-              "two differ in how many processes drive the GPUs."},
+         "d": "DDP runs on one machine too (this chapter ran it on one), and PyTorch recommends it there."},
     explanation="Both are data parallel: every GPU holds the whole model and sees part of the batch. The "
                 "difference is who coordinates (one process and a main GPU vs peers) and what moves each step.",
 )

@@ -42,6 +42,7 @@ from .seed import seed_everything
 
 ADDRESS = "127.0.0.1"
 CHECKPOINT = "checkpoint.pt"
+LAUNCH_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT")  # what torchrun sets, recorded per rank
 
 
 def free_port() -> int:
@@ -134,7 +135,7 @@ class RankLog:
     def __init__(self, rank: int, device: torch.device, config: DDPConfig):
         self.batch, self.in_epoch = config.per_device_batch, 0
         self.record = {"rank": rank, "pid": os.getpid(), "device": str(device), "backend": config.backend,
-                       "env": {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT")},
+                       "env": {k: os.environ.get(k) for k in LAUNCH_VARIABLES},
                        "orders": [], "batches": [], "losses": [], "local_grads": [], "synced_grads": []}
 
     def new_epoch(self, sampler) -> None:
@@ -150,10 +151,12 @@ class RankLog:
         self.in_epoch += 1
 
     def after_step(self, loss: float, model: nn.Module) -> None:
+        """Note the step's loss and the gradients backward left (averaged over the ranks)."""
         self.record["losses"].append(loss)
         self.record["synced_grads"].append(grads_of(model))
 
     def finish(self, model: nn.Module) -> dict:
+        """Note the final weights; the whole record, for rank<r>.pt."""
         self.record["weights"] = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
         return self.record
 

@@ -313,3 +313,24 @@ def test_stepper_widget_walks_through_the_phases():
     assert w.phase.value == 4 and "phase 4 of 4: step" in w.diagram.value
     w.n.value = 8
     assert "cuda:7" in w.diagram.value and "busiest GPU" in w.totals.value
+
+
+# ---------------------------------------------------------------- what the notebook teaches
+def markdown_text():
+    import json
+    from conftest import ROOT
+    nb = json.loads((ROOT / "notebooks" / "07_dp_vs_ddp.ipynb").read_text())
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def test_notebook_teaches_the_caveats_of_data_parallel_training():
+    text = markdown_text()
+    for needed in ("sampler.set_epoch(epoch)", "`LOCAL_RANK`", "torch.cuda.set_device(local_rank)",
+                   "SyncBatchNorm", "global interpreter lock", "divides each gradient by the world size"):
+        assert needed in text, needed
+
+
+def test_the_articles_are_named_by_title_not_as_seeds():
+    text = markdown_text()
+    assert "seed 00" not in text.lower() and "the seed's" not in text.lower()
+    assert "*PyTorch GPU 训练实战*" in text and "*PyTorch GPU训练翻车实录*" in text
