@@ -3,7 +3,6 @@ from contextlib import contextmanager
 from unittest import mock
 
 import torch
-import torch._dynamo  # noqa: F401 (a dispatch mode's first use imports it: seconds, kept out of timed checks)
 
 from .doctor import doctor_widget
 from .exercises import Chapter, Fail, Test

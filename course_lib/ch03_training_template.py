@@ -9,7 +9,6 @@ import math
 from dataclasses import dataclass, field
 
 import torch
-import torch._dynamo  # noqa: F401 (the first optimizer imports it: seconds, kept out of timed checks)
 from torch import nn
 
 from . import data, training

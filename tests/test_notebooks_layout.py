@@ -36,3 +36,11 @@ def test_every_chapter_module_has_a_notebook():
     for module in chapter_modules():
         assert module[2:] in stems, f"course_lib/{module}.py has no notebook notebooks/{module[2:]}.ipynb"
 
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=names)
+def test_first_code_cell_turns_the_error_explainer_on(path):
+    nb = json.loads(path.read_text())
+    first = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    calls = [line for line in "".join(first["source"]).splitlines() if line.startswith("explain_errors()")]
+    assert calls, f"{path.name}: the first code cell should call explain_errors() (issue: error explainer)"

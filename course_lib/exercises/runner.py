@@ -1,4 +1,5 @@
 """Running learner code safely inside a check: a time limit, and errors turned into text."""
+import functools
 import signal
 import threading
 import traceback
@@ -10,6 +11,16 @@ class CheckTimeout(BaseException):
 
     A BaseException (like KeyboardInterrupt), so a learner's `except Exception:` cannot swallow it.
     """
+
+
+@functools.lru_cache(maxsize=None)
+def warm_up() -> None:
+    """Import what torch loads lazily on first use, once, before any timed check (all chapters).
+
+    The first optimizer or dispatch mode imports torch._dynamo (seconds); an alarm that fires
+    inside that import leaves it half done and breaks every later check in the process.
+    """
+    import torch._dynamo  # noqa: F401
 
 
 REPEAT_S = 0.5  # after the limit, the alarm repeats: even a bare `except:` in a loop is interrupted again

@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 from . import progress, scoring
 from .results import CORRECT, INCORRECT, NOT_ATTEMPTED, CheckResult, TestOutcome
-from .runner import CheckTimeout, describe_exception, time_limit
+from .runner import CheckTimeout, describe_exception, time_limit, warm_up
 
 DEFAULT_TIME_LIMIT = 10.0
 
@@ -207,6 +207,7 @@ class FunctionExercise(Exercise):
                                  f"check() needs your function `{self.name}`, got {type(candidate).__name__}.")
             return self._finish(result, record)
         tests = self.all_tests(include_hidden)
+        warm_up()
         outcomes = []
         for test in tests:
             try:
