@@ -51,12 +51,12 @@ def cmd_grade(args) -> int:
         print("grading is part of the teacher's copy of the course, not of the student bundle")
         return 2
     import os
-    # Grading runs on the CPU: verdicts must not depend on the grading machine, and processes
-    # forked from a grader that touched CUDA could not use it anyway.
+    # Grading runs on the CPU: verdicts must not depend on the grading machine (the grader's
+    # zygotes also start with every GPU hidden, whatever this process has seen).
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
     os.environ["COURSE_DEVICE"] = "cpu"
     limits = Limits(cell_timeout=args.cell_timeout, timeout=args.timeout, test_timeout=args.test_timeout,
-                    memory_mb=args.memory_mb)
+                    memory_mb=args.memory_mb, disk_mb=args.disk_mb)
     chapters = [c.zfill(2) for c in args.chapter or []]
     grader = Grader(args.submissions, args.out, workers=args.workers, chapters=chapters, limits=limits,
                     progress=not args.no_progress, fresh=args.fresh, keep_scratch=args.keep_scratch)
@@ -120,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per notebook (default 600)")
     p.add_argument("--test-timeout", type=float, default=0.0, help="cap on each exercise's per-test limit")
     p.add_argument("--memory-mb", type=int, default=4096, help="memory per graded process (default 4096)")
+    p.add_argument("--disk-mb", type=int, default=512,
+                   help="scratch, /tmp and /dev/shm of each graded process, in MB each (default 512)")
     p.add_argument("--fresh", action="store_true", help="start a new gradebook instead of resuming")
     p.add_argument("--keep-scratch", action="store_true", help="keep the graded processes' scratch folders")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -224,3 +224,33 @@ def test_submission_builder_replaces_stubs_and_answer_lines():
                          {"device_label": "b"})
     text = "\n".join(c["source"] if isinstance(c["source"], str) else "".join(c["source"]) for c in nb["cells"])
     assert "def gpu_names():\n    return []" in text and 'answer_device_label = \'b\'   # your letter' in text
+
+
+@pytest.mark.parametrize("body,tripped", [
+    ("return sum(range(10))", False),
+    ("logging.getLogger('x').warning('from a library, inside the function')", False),
+    ("return traceback.format_stack()", False),
+    ("return sys._getframe(1).f_locals", True),
+    ("return inspect.currentframe().f_back", True),
+    ("return inspect.stack()", True),
+    ("return list(traceback.walk_stack(None))", True),
+    ("return gc.get_objects()", True),
+    ("return ctypes.string_at(id(1), 8)", True),
+    ("return open('/proc/self/mem', 'rb')", True),
+])
+def test_the_tripwire_stops_student_code_reaching_for_frames_but_not_libraries(body, tripped):
+    """Forked: the hook cannot be removed. Library frame use (logging, traceback text) passes."""
+    import os
+    from course_lib.grading import tripwire
+    source = "import sys, gc, inspect, traceback, logging, ctypes\ndef f():\n    " + body
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+        tripwire.remember_trusted_code()
+        tripwire.arm(lambda payload: None, lambda *fields: b"")
+        namespace = {}
+        exec(compile(source, "<cell 1>", "exec"), namespace)
+        namespace["f"]()
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) == tripped, status

@@ -104,8 +104,3 @@ def restrict(read_paths=None, write_paths=(), deny_tcp=False, scope=True) -> dic
         os.close(ruleset)
     return dict(done, reads=read_paths is not None, writes=True, tcp=deny_tcp and abi >= 4,
                 signals=scope and abi >= 6)
-
-
-def restrict_writes(writable_dirs, writable_files=()) -> bool:
-    """Writes only under `writable_dirs` (and to `writable_files`); kept for older callers."""
-    return restrict(None, list(writable_dirs) + list(writable_files))["writes"]

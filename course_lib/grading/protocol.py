@@ -72,6 +72,7 @@ class Child:
     role: str
     pidfd: int = -1
     key: bytes = b""
+    scratch: object = None
     task: object = None
     started: float = field(default_factory=time.monotonic)
     deadline: float = 0.0

@@ -65,11 +65,30 @@ def remember_trusted_code() -> int:
     return len(_CODE)
 
 
+FRAME_EVENTS = ("sys._getframe", "object.__getattr__")
+# Trusted functions that hand frames to their caller, and the stdlib modules that turn frames
+# into text or names only (logging's caller lookup, traceback's stack formatting).
+FRAME_GIVERS = (("inspect", ("currentframe", "stack", "getouterframes", "getinnerframes", "trace")),
+                ("traceback", ("walk_stack", "walk_tb")), ("logging", ("currentframe",)))
+TEXT_ONLY = ("/logging/__init__.py", "/traceback.py", "/warnings.py", "/linecache.py", "/typing.py", "/enum.py",
+             "/collections/__init__.py")
+
+
+def _giver_codes() -> set:
+    import importlib
+    found = set()
+    for module, names in FRAME_GIVERS:
+        mod = importlib.import_module(module)
+        found |= {id(getattr(mod, n).__code__) for n in names if hasattr(getattr(mod, n, None), "__code__")}
+    return found
+
+
 def arm(send, encode) -> None:
     """Install the hook; `send(payload)` is the check's sealed writer, `encode` its field encoder.
     The trusted-code table then lives only in the hook's closure."""
     trusted = dict(_CODE)
     _CODE.clear()
+    givers = _giver_codes()
     getframe, kill, getpid, sigkill = sys._getframe, os.kill, os.getpid, signal.SIGKILL
     importing = {id(c) for c in trusted.values() if c.co_filename.startswith("<frozen importlib")}
     state = {"busy": False}
@@ -77,26 +96,43 @@ def arm(send, encode) -> None:
     def is_trusted(code) -> bool:
         return trusted.get(id(code)) is code
 
+    def text_only(frame) -> bool:
+        """A frame request made for a trusted stdlib module that keeps only text (logging, traceback)."""
+        while frame is not None and id(frame.f_code) in givers and is_trusted(frame.f_code):
+            frame = frame.f_back
+        return frame is not None and is_trusted(frame.f_code) and frame.f_code.co_filename.endswith(TEXT_ONLY)
+
     def student_on_stack(event) -> bool:
         frame = getframe(2)  # 0: this function, 1: the hook, 2: whoever caused the event
-        if event in ("exec", "compile") and frame is not None and id(frame.f_code) in importing \
-                and is_trusted(frame.f_code):
+        if frame is None:
+            return False
+        if event in ("exec", "compile") and id(frame.f_code) in importing and is_trusted(frame.f_code):
             return False  # importing a module: its own code is untrusted once it runs
+        if event in FRAME_EVENTS and text_only(frame):
+            return False
         while frame is not None:
             if not is_trusted(frame.f_code):
                 return True
             frame = frame.f_back
         return False
 
-    def relevant(event, args) -> bool:
-        if event.startswith("ctypes."):
-            return True
-        if event not in SENSITIVE:
-            return False
-        if event == "open":
-            path = str(args[0]) if args else ""
-            return path.startswith("/proc/") and any(part in path for part in PROC_SECRETS)
+    sys.addaudithook(_hook(student_on_stack, send, encode, kill, getpid, sigkill))
+
+
+def _relevant(event, args) -> bool:
+    if event.startswith("ctypes."):
         return True
+    if event not in SENSITIVE:
+        return False
+    if event == "open":
+        path = str(args[0]) if args else ""
+        return path.startswith("/proc/") and any(part in path for part in PROC_SECRETS)
+    return True
+
+
+def _hook(student_on_stack, send, encode, kill, getpid, sigkill):
+    """The audit hook: on a relevant event with student code on the stack, report and die."""
+    relevant, state = _relevant, {"busy": False}
 
     def hook(event, args):
         if state["busy"] or not relevant(event, args):
@@ -108,5 +144,4 @@ def arm(send, encode) -> None:
                 kill(getpid(), sigkill)
         finally:
             state["busy"] = False
-
-    sys.addaudithook(hook)
+    return hook
