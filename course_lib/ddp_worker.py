@@ -111,7 +111,7 @@ def train_set():
 
 def train_step(model, optimizer, x, y) -> float:
     """Chapter 03's training step (`training.train_step`) with the cross-entropy loss (chapter 07)."""
-    return training.train_step(model, optimizer, nn.functional.cross_entropy, x, y)
+    return training.train_step(model, optimizer, nn.functional.cross_entropy, x, y).item()
 
 
 def grads_of(model: nn.Module) -> list:

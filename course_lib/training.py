@@ -41,29 +41,30 @@ def grad_norm(model: nn.Module) -> float:
     return torch.stack(norms).norm().item() if norms else 0.0
 
 
-def train_step(model, optimizer, criterion, x, y, *, zero_grad: bool = True, on_batch=None) -> float:
-    """One training step on a batch already on the model's device; returns the loss (chapters 03, 07).
+def train_step(model, optimizer, criterion, x, y, *, zero_grad: bool = True, on_batch=None):
+    """One training step on a batch already on the model's device (chapters 03, 05, 07).
 
-    zero_grad, forward, loss, backward, step: written once, used by `train_epoch` and by the DDP
-    worker (under DDP, backward also averages the gradients over the processes).
-    ``on_batch(loss, model)`` is called after backward and before step (for logs).
-    ``zero_grad=False`` exists only to reproduce chapter 03's accumulated-gradient bug.
+    zero_grad, forward, loss, backward, step: written once, used by `train_epoch`, chapter 05's
+    timed step and the DDP worker (under DDP, backward also averages the gradients over the
+    processes). Returns the loss detached and still on the device: no `.item()`, so no wait for
+    the GPU each step (chapter 06). ``on_batch(loss, model)`` gets the loss as a float after
+    backward and before step (for logs); ``zero_grad=False`` only reproduces chapter 03's bug.
     """
     if zero_grad:
         optimizer.zero_grad(set_to_none=True)
     loss = criterion(model(x), y)
     loss.backward()
-    value = loss.item()
     if on_batch is not None:
-        on_batch(value, model)
+        on_batch(loss.item(), model)
     optimizer.step()
-    return value
+    return loss.detach()
 
 
 def train_epoch(model, loader, device, optimizer, criterion, *, zero_grad: bool = True, on_batch=None) -> float:
     """One epoch of the course's training template; returns the mean loss over samples (chapters 03+).
 
     Every batch is moved to `device`, then `train_step` runs on it; the keywords go to `train_step`.
+    The losses are added up on the device and read once, at the end of the epoch.
     """
     model.train()
     mean = Mean()
@@ -71,7 +72,7 @@ def train_epoch(model, loader, device, optimizer, criterion, *, zero_grad: bool 
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         loss = train_step(model, optimizer, criterion, x, y, zero_grad=zero_grad, on_batch=on_batch)
         mean.add(loss, len(y))
-    return mean.value
+    return float(mean.value)
 
 
 @torch.no_grad()

@@ -139,7 +139,7 @@ def test_one_training_step_serves_the_epoch_loop_and_the_ddp_worker(monkeypatch)
     """The step is written once (training.train_step): the epoch loop and the DDP worker both call it."""
     from course_lib import ddp_worker
     calls = []
-    monkeypatch.setattr(training, "train_step", lambda *args, **kwargs: calls.append(args[2]) or 1.0)
+    monkeypatch.setattr(training, "train_step", lambda *args, **kwargs: calls.append(args[2]) or torch.tensor(1.0))
     layer = nn.Linear(2, 1)
     batches = [(torch.ones(1, 2), torch.zeros(1, 1))] * 3
     assert training.train_epoch(layer, batches, "cpu", None, nn.MSELoss()) == 1.0
@@ -154,7 +154,8 @@ def test_train_step_clears_steps_and_returns_the_loss():
     optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
     x, y = torch.ones(1, 2), torch.zeros(1, 1)
     loss = training.train_step(layer, optimizer, nn.MSELoss(), x, y)
-    assert loss == pytest.approx(4.0)                 # (1 + 1 - 0) ** 2
+    assert not loss.requires_grad                     # detached: no graph kept alive (chapter 06)
+    assert loss.item() == pytest.approx(4.0)          # (1 + 1 - 0) ** 2
     assert torch.allclose(layer.weight, torch.full((1, 2), 1 - 0.1 * 4.0))   # gradient 2 * 2 * x = 4
 
 
