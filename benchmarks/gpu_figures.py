@@ -8,10 +8,14 @@ Writes OUT.json in the format course_lib.device reads from docs/gpu/figures.json
 cannot be measured here gets ``{"missing": why}`` or ``{"error": what was raised}``; the file is
 rewritten after each figure, so a run cut short keeps what it measured. An existing OUT.json
 from the same GPU is extended (gpu_check.sh measures torch.compile in a second, timeboxed run).
-Only the course's public measurement helpers are used (measure, memory, training, data).
+Each figure reuses the course's own code: the public measurement helpers (measure, memory,
+training, data) and the chapters' public experiments (ch05, ch06), so a figure measures what
+its chapter shows; one training step everywhere (training.train_step, ch05's precision_step
+for autocast).
 """
 import argparse
 import datetime
+import functools
 import json
 import os
 import platform
@@ -28,8 +32,9 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
+from course_lib import ch05_speedups as ch05  # noqa: E402
+from course_lib import ch06_out_of_memory as ch06  # noqa: E402
 from course_lib import data, measure, memory, training  # noqa: E402
 from course_lib.device import FIGURE_KEYS, pick_device  # noqa: E402
 from course_lib.doctor import nvidia_smi_gpus  # noqa: E402
@@ -43,17 +48,10 @@ SMALL = {"width": 32, "batch": 16, "big_batch": 32, "copy_mib": 1, "matmul": 64,
 
 
 # ---------------------------------------------------------------- helpers
-def cuda_index(device) -> torch.device:
-    """The device with its index (set_per_process_memory_fraction refuses a bare "cuda")."""
-    device = torch.device(device)
-    return device if device.index is not None else torch.device("cuda", torch.cuda.current_device())
-
-
-def mlp(n_in: int, width: int, layers: int = 2, n_out: int = 10) -> nn.Sequential:
-    mods = [nn.Linear(n_in, width), nn.ReLU()]
-    for _ in range(layers - 1):
-        mods += [nn.Linear(width, width), nn.ReLU()]
-    return nn.Sequential(*mods, nn.Linear(width, n_out))
+def mlp(width: int) -> nn.Sequential:
+    """`width` features in, two hidden layers of `width`, 10 scores out (the model of ch05.amp_speed)."""
+    return nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
+                         nn.Linear(width, 10))
 
 
 def amp_dtype():
@@ -62,17 +60,15 @@ def amp_dtype():
 
 
 def amp_step(model, optimizer, x, y, dtype):
-    """One training step, under autocast when `dtype` is not None (float16 gets a GradScaler)."""
-    scaler = torch.amp.GradScaler("cuda", enabled=dtype == torch.float16)
+    """ch05's precision_step as ``step()``: autocast with `dtype` (float16 with a GradScaler)."""
+    device_type = x.device.type
+    scaler = torch.amp.GradScaler(device_type, enabled=dtype == torch.float16)
+    return functools.partial(ch05.precision_step, model, optimizer, scaler, device_type, dtype, x, y)
 
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None):
-            loss = F.cross_entropy(model(x), y)
-        scaler.scale(loss).backward()
-        scaler.step(optimizer)
-        scaler.update()
-    return step
+
+def plain_step(model, optimizer, x, y):
+    """training.train_step on one fixed batch as ``step()`` (cross-entropy)."""
+    return functools.partial(training.train_step, model, optimizer, nn.CrossEntropyLoss(), x, y)
 
 
 def batch_of(n: int, width: int, device, seed: int = 0):
@@ -81,9 +77,8 @@ def batch_of(n: int, width: int, device, seed: int = 0):
 
 
 def digits_batch(n: int, device):
-    images, labels = data.load_digits()
-    index = torch.randint(0, len(labels), (n,), generator=torch.Generator().manual_seed(0))
-    return images[index].to(device), labels[index].to(device)
+    """n digits drawn from all of them, as chapter 06 draws its batches."""
+    return ch06.digit_batch(data.DigitsDataset(*data.load_digits()), n, device)
 
 
 def gb_per_s(n_bytes: int, ms: float) -> float:
@@ -131,45 +126,15 @@ def sync_timing(device):
         {"launch_ms": launch_ms, "finished_ms": work_ms}
 
 
-class AugmentedOnTheFly(torch.utils.data.Dataset):
-    """Digits with a random affine warp at each read: per-item CPU work, as in chapter 05's loader."""
-
-    def __init__(self, base, size: int = 32):
-        self.base, self.size = base, size
-
-    def __len__(self):
-        return len(self.base)
-
-    def __getitem__(self, i):
-        x, y = self.base[i]
-        image = F.interpolate(x.reshape(1, 1, 8, 8), size=self.size, mode="bilinear", align_corners=False)
-        theta = torch.eye(2, 3).unsqueeze(0) + 0.1 * (torch.rand(1, 2, 3) - 0.5)
-        image = F.grid_sample(image, F.affine_grid(theta, list(image.shape), align_corners=False),
-                              align_corners=False)
-        return F.avg_pool2d(image, self.size // 8).reshape(64), y
-
-
 def data_wait(device):
     train_set, _ = data.digits_split(test_fraction=0.2, seed=0)
     if S["epoch_items"]:
         train_set = torch.utils.data.Subset(train_set, range(S["epoch_items"]))
     lines, values = [], {}
-    for label, dataset in (("digits in memory", train_set), ("augmented on the fly", AugmentedOnTheFly(train_set))):
-        torch.manual_seed(0)
-        model = training.digits_mlp().to(device)
-        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-
-        def step(x, y):
-            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            optimizer.zero_grad(set_to_none=True)
-            F.cross_entropy(model(x), y).backward()
-            optimizer.step()
-
-        loader = data.make_loader(dataset, device, batch_size=64, shuffle=True)
-        times = measure.loop_breakdown(step, loader, device, label=label)
-        lines.append(f"{label} (batch 64, num_workers=0): waiting for data {sum(times.wait_ms):.0f} ms "
+    for times in ch05.starving_experiment(train_set, device, batch_size=64):
+        lines.append(f"{times.label} (batch 64, num_workers=0): waiting for data {sum(times.wait_ms):.0f} ms "
                      f"({times.wait_share:.0%}), computing {sum(times.compute_ms):.0f} ms per epoch")
-        values[label] = {"wait_ms": sum(times.wait_ms), "compute_ms": sum(times.compute_ms)}
+        values[times.label] = {"wait_ms": sum(times.wait_ms), "compute_ms": sum(times.compute_ms)}
     return lines, values
 
 
@@ -201,7 +166,7 @@ def amp(device):
     results = {}
     for label, dtype in (("float32", None), (f"autocast {str(amp_dtype()).replace('torch.', '')}", amp_dtype())):
         torch.manual_seed(0)
-        model = mlp(width, width).to(device)
+        model = mlp(width).to(device)
         step = amp_step(model, torch.optim.SGD(model.parameters(), lr=1e-3), x, y, dtype)
         results[label] = measure.time_fn(step, device, repeats=10, warmup=3, label=label)
     base, fast = results.values()
@@ -211,21 +176,7 @@ def amp(device):
 
 
 def compile_(device, width: int = 256, batch: int = 256):
-    x, y = batch_of(batch, width, device)
-    results = {}
-    for label in ("eager", "torch.compile"):
-        torch.manual_seed(0)
-        model = nn.Sequential(nn.Linear(width, width), nn.GELU(), nn.LayerNorm(width), nn.Linear(width, width),
-                              nn.GELU(), nn.Linear(width, 10)).to(device)
-        run = torch.compile(model) if label == "torch.compile" else model
-        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-
-        def step():
-            optimizer.zero_grad(set_to_none=True)
-            F.cross_entropy(run(x), y).backward()
-            optimizer.step()
-
-        results[label] = measure.time_fn(step, device, repeats=20, warmup=1, label=label)
+    results = ch05.compile_timings(device, batch=batch, width=width, repeats=20)
     eager, compiled = results["eager"], results["torch.compile"]
     return ([f"first call with torch.compile (compiling): {compiled.warmup_ms[0] / 1000:.1f} s",
              f"training step of a small MLP ({width} wide, batch {batch}): eager {eager.median:.3f} ms, "
@@ -238,8 +189,8 @@ def nvidia_smi_during_training(device, seconds: float = 3.0):
     if shutil.which("nvidia-smi") is None:
         return None
     x, y = batch_of(S["batch"], S["width"], device)
-    model = mlp(S["width"], S["width"]).to(device)
-    step = amp_step(model, torch.optim.SGD(model.parameters(), lr=1e-3), x, y, None)
+    model = mlp(S["width"]).to(device)
+    step = plain_step(model, torch.optim.SGD(model.parameters(), lr=1e-3), x, y)
     stop = threading.Event()
 
     def train():
@@ -262,33 +213,19 @@ def nvidia_smi_during_training(device, seconds: float = 3.0):
 
 def estimate_vs_peak(device):
     width, batch = S["width"], S["batch"]
-    torch.manual_seed(0)
-    model = mlp(data.N_FEATURES, width).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    x, y = digits_batch(batch, device)
-    criterion = nn.CrossEntropyLoss()
-    memory.training_step_memory(model, optimizer, criterion, x, y)  # the first step makes Adam's state
-    counted = memory.training_step_memory(model, optimizer, criterion, x, y)
-    counted["batch"] = memory.tensor_bytes(x) + memory.tensor_bytes(y)
-    optimizer.zero_grad(set_to_none=True)
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        criterion(model(x), y).backward()
-        optimizer.step()
-
-    measured = memory.cuda_peak(step, device)
+    result = ch06.accounting_and_peak(device, data.DigitsDataset(*data.load_digits()), batch, hidden=width)
+    counted, measured = result["counted"], result["measured"]
     parts = ", ".join(f"{k.replace('_', ' ')} {fmt(v)}" for k, v in counted.items())
     total = sum(counted.values())
     return ([f"digits MLP {width} wide, Adam, batch {batch}: counted {fmt(total)} ({parts})",
              f"peak measured by torch.cuda.max_memory_allocated: {fmt(measured['peak'])} "
              f"({measured['peak'] / total:.2f}x the count; before the step {fmt(measured['before'])})"],
-            {"counted": counted, "measured": measured})
+            result)
 
 
 def real_oom(device):
-    limit, index = S["oom_limit"], cuda_index(device)
-    model = mlp(data.N_FEATURES, S["width"]).to(index)
+    limit, index = S["oom_limit"], torch.device("cuda", memory.cuda_index(device))
+    model = ch06.wide_mlp(S["width"]).to(index)
     before = torch.cuda.get_per_process_memory_fraction(index) \
         if hasattr(torch.cuda, "get_per_process_memory_fraction") else None
     start, batch, error = time.perf_counter(), 2**10, None
@@ -332,7 +269,7 @@ def amp_memory(device):
     peaks = {}
     for label, dtype in (("float32", None), (f"autocast {str(amp_dtype()).replace('torch.', '')}", amp_dtype())):
         torch.manual_seed(0)
-        model = mlp(data.N_FEATURES, width).to(device)
+        model = ch06.wide_mlp(width).to(device)
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
         step = amp_step(model, optimizer, x, y, dtype)
         step()  # Adam's state exists from here on
@@ -354,15 +291,9 @@ def data_parallel(device):
     results = {}
     for label in ("one GPU", f"DataParallel over {n} GPUs"):
         torch.manual_seed(0)
-        model = mlp(width, width).to(device)
+        model = mlp(width).to(device)
         run = model if label == "one GPU" else nn.DataParallel(model)
-        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-
-        def step():
-            optimizer.zero_grad(set_to_none=True)
-            F.cross_entropy(run(x), y).backward()
-            optimizer.step()
-
+        step = plain_step(run, torch.optim.SGD(model.parameters(), lr=1e-3), x, y)
         results[label] = measure.time_fn(step, device, repeats=5, warmup=2, label=label)
     one, dp = results.values()
     return ([f"training step, MLP {width} wide, batch {batch}: one GPU {one.median:.2f} ms, {dp.label} "

@@ -520,6 +520,29 @@ def payback_note(eager: measure.Timing, compiled: measure.Timing) -> str:
             f"about {math.ceil(extra / saved)} steps")
 
 
+def compile_timings(device, batch: int = 256, width: int = 256, repeats: int = 20) -> dict:
+    """Eager vs torch.compile steps of a small MLP: {label: Timing}, first call included (chapter 05).
+
+    The same step (`training.train_step`) on the same batch, from the same start; the compiled
+    model's first call (in ``warmup_ms[0]``) is where it compiles. Used by the notebook (through
+    `compile_experiment`) and by the GPU check's reference figures.
+    """
+    device = torch.device(device)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(batch, width, generator=g).to(device)
+    y = torch.randint(0, 10, (batch,), generator=g).to(device)
+    results = {}
+    for label in ("eager", "torch.compile"):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(width, width), nn.GELU(), nn.LayerNorm(width), nn.Linear(width, width),
+                              nn.GELU(), nn.Linear(width, 10)).to(device)
+        run_model = torch.compile(model) if label == "torch.compile" else model
+        step = functools.partial(training.train_step, run_model, torch.optim.SGD(model.parameters(), lr=1e-3),
+                                 nn.CrossEntropyLoss(), x, y)
+        results[label] = measure.time_fn(step, device, repeats=repeats, warmup=1, label=label)
+    return results
+
+
 def compile_experiment(device, run: bool, batch: int = 256, width: int = 256, repeats: int = 20) -> dict:
     """Eager vs torch.compile: first-call time and median step time; only when `run` is True (chapter 05)."""
     device = torch.device(device)
@@ -532,23 +555,7 @@ def compile_experiment(device, run: bool, batch: int = 256, width: int = 256, re
         print("[skipped] torch.compile's CPU backend needs a C++ compiler (g++ or clang++), "
               "and none was found on this machine.")
         return {}
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(batch, width, generator=g).to(device)
-    y = torch.randint(0, 10, (batch,), generator=g).to(device)
-    results = {}
-    for label in ("eager", "torch.compile"):
-        torch.manual_seed(0)
-        model = nn.Sequential(nn.Linear(width, width), nn.GELU(), nn.LayerNorm(width), nn.Linear(width, width),
-                              nn.GELU(), nn.Linear(width, 10)).to(device)
-        run_model = torch.compile(model) if label == "torch.compile" else model
-        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-
-        def step():
-            optimizer.zero_grad(set_to_none=True)
-            F.cross_entropy(run_model(x), y).backward()
-            optimizer.step()
-
-        results[label] = measure.time_fn(step, device, repeats=repeats, warmup=1, label=label)
+    results = compile_timings(device, batch, width, repeats)
     print(f"first call (compiling): {results['torch.compile'].warmup_ms[0] / 1000:.1f} s; "
           f"eager first call: {results['eager'].warmup_ms[0]:.1f} ms")
     print(compare([results["eager"], results["torch.compile"]]))

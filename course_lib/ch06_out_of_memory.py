@@ -147,19 +147,30 @@ def crossover(curve: dict) -> str:
             f"({format_bytes(curve[bigger[0]]['activations'])} vs {format_bytes(state(curve[bigger[0]]))}).")
 
 
-def cuda_vs_accounting(device, dataset, batch_size: int = 1024):
-    """On a CUDA GPU: our per-tensor accounting of a step next to the allocator's measured peak (chapter 06)."""
-    model, optimizer, criterion = fresh_setup(device)
+def accounting_and_peak(device, dataset, batch_size: int = 1024, **model_args) -> dict:
+    """On a CUDA GPU: a mid-training step counted per tensor and its allocator peak (chapter 06).
+
+    Returns ``{"counted": {component: bytes, ..., "batch": bytes}, "measured": memory.cuda_peak(...)}``;
+    `model_args` go to `wide_mlp` (the GPU check measures a wider model).
+    """
+    model, optimizer, criterion = fresh_setup(device, **model_args)
     x, y = digit_batch(dataset, batch_size, device)
     warm_step(model, optimizer, criterion, x, y)
     counted = memory.training_step_memory(model, optimizer, criterion, x, y)
-    batch = memory.tensor_bytes(x) + memory.tensor_bytes(y)
+    counted["batch"] = memory.tensor_bytes(x) + memory.tensor_bytes(y)
     optimizer.zero_grad(set_to_none=True)
     measured = memory.cuda_peak(lambda: warm_step(model, optimizer, criterion, x, y), device)
+    return {"counted": counted, "measured": measured}
+
+
+def cuda_vs_accounting(device, dataset, batch_size: int = 1024):
+    """On a CUDA GPU: our per-tensor accounting of a step next to the allocator's measured peak (chapter 06)."""
+    result = accounting_and_peak(device, dataset, batch_size)
+    measured = result["measured"]
     rows = [("in use before the step (weights, Adam state, the batch)", format_bytes(measured["before"])),
             ("peak during the step, measured by the CUDA allocator", format_bytes(measured["peak"])),
             ("weights + grads + Adam state + activations + batch, counted",
-             format_bytes(sum(counted.values()) + batch))]
+             format_bytes(sum(result["counted"].values())))]
     return html_table(["", "bytes"], rows)
 
 

@@ -169,6 +169,28 @@ def test_compile_needs_a_compiler_on_the_cpu(monkeypatch, capsys):
     assert "C++ compiler" in capsys.readouterr().out
 
 
+def test_compile_timings_time_the_course_step_eager_then_compiled(monkeypatch):
+    """Without compiling (slow): torch.compile gives a marked wrapper; every call goes through train_step."""
+    from course_lib import training
+    compiled, seen = [], []
+
+    def fake_compile(model, **kwargs):
+        compiled.append(nn.Sequential(model))
+        return compiled[-1]
+
+    def counting_step(model, *args, **kwargs):
+        seen.append(model)
+        return real_step(model, *args, **kwargs)
+
+    real_step = training.train_step
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    monkeypatch.setattr(training, "train_step", counting_step)
+    timings = ch.compile_timings("cpu", batch=8, width=16, repeats=3)
+    assert list(timings) == ["eager", "torch.compile"]
+    assert all(len(t.ms) == 3 and len(t.warmup_ms) == 1 and t.label == label for label, t in timings.items())
+    assert len(compiled) == 1 and seen[4:] == compiled * 4 and compiled[0] not in seen[:4]
+
+
 # ---------------------------------------------------------------- amp_train_step written differently
 def set_to_none_and_model_zero_grad(model, x, y, optimizer, criterion, scaler, device_type, dtype):
     model.zero_grad(set_to_none=True)

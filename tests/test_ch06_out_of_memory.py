@@ -1,4 +1,5 @@
 """Chapter 06: right answers written differently pass, and every measured claim of the notebook holds."""
+import math
 import re
 
 import nbformat
@@ -96,6 +97,18 @@ def test_estimate_matches_measurement(digits):
     assert est["weights"] == got["weights"] and est["grads"] == got["grads"]
     for k in ("optimizer_state", "activations"):  # Adam's step counters; the labels and the loss scalar
         assert abs(got[k] - est[k]) / est[k] < 0.01
+
+
+def test_accounting_and_peak_counts_a_mid_training_step(digits, monkeypatch):
+    """The CUDA allocator's peak is stood in for; the counted bytes are real (and Adam's state exists)."""
+    peaks = []
+    monkeypatch.setattr(memory, "cuda_peak", lambda fn, device=None: peaks.append(fn()) or {"peak": 1})
+    result = ch.accounting_and_peak("cpu", digits, batch_size=64, hidden=32)
+    counted, weights = result["counted"], 4 * sum(p.numel() for p in ch.wide_mlp(32).parameters())
+    assert result["measured"] == {"peak": 1} and len(peaks) == 1 and math.isfinite(peaks[0])
+    assert counted["weights"] == counted["grads"] == weights
+    assert counted["optimizer_state"] >= 2 * weights  # Adam's two moments, plus its step counters
+    assert counted["batch"] == 64 * data.N_FEATURES * 4 + 64 * 8 and counted["activations"] > 0
 
 
 def test_activations_grow_with_the_batch_and_the_state_does_not(digits):
