@@ -357,7 +357,7 @@ def amp_settings(device) -> list:
     return settings
 
 
-def precision_step(model, optimizer, scaler, device_type: str, dtype, x, y) -> float:
+def precision_step(model, optimizer, scaler, device_type: str, dtype, x, y) -> torch.Tensor:
     """One step in float32 (dtype None) or under autocast with `dtype`, through `scaler` (chapter 05)."""
     optimizer.zero_grad(set_to_none=True)
     with torch.autocast(device_type=device_type, dtype=dtype or torch.float32, enabled=dtype is not None):

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from . import memory
+from . import memory, training
 from .data import N_CLASSES, N_FEATURES
 from .exercises import Chapter, Fail, Test
 from .memory import OUT_OF_MEMORY, MemoryBudgetExceeded, OutOfMemoryError, format_bytes
@@ -56,12 +56,8 @@ def mid_training(device, x, y):
 
 
 def warm_step(model, optimizer, criterion, x, y) -> float:
-    """One plain training step (creates Adam's state, which is made lazily at the first step)."""
-    optimizer.zero_grad(set_to_none=True)
-    loss = criterion(model(x), y)
-    loss.backward()
-    optimizer.step()
-    return loss.item()
+    """One plain training step, `training.train_step` (creates Adam's lazy state) (chapter 06)."""
+    return training.train_step(model, optimizer, criterion, x, y).item()
 
 
 # ---------------------------------------------------------------- section 1: estimate vs measure
