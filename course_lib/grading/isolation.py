@@ -156,11 +156,11 @@ def build_root(scratch: str, disk_mb: int, sources: list) -> str:
     root = os.path.join(scratch, ".root")
     os.makedirs(root, exist_ok=True)
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16m")
+    _tmpfs(root + "/dev/shm", disk_mb)
+    _tmpfs(root + "/tmp", disk_mb)  # before the binds: course_lib itself may live under /tmp
     for path, link, fd in sources:
         _bind(root, path, link, fd, writable=path.startswith("/dev/"))
     _tmpfs(root + course_dir() + "/key", 1, "555")
-    _tmpfs(root + "/dev/shm", disk_mb)
-    _tmpfs(root + "/tmp", disk_mb)
     _tmpfs(root + scratch, disk_mb, "777")
     for sub in ("work", "tmp", "home"):  # the scratch copy: what the grader put there, nothing else
         shutil.copytree(os.path.join(scratch, sub), root + scratch + "/" + sub, symlinks=True)

@@ -12,6 +12,7 @@ or replay old ones (sequence numbers). The grader trusts only lines whose MAC an
 sequence number are right; anything else is counted as forged.
 """
 import binascii
+import builtins
 import hmac
 import json
 import os
@@ -24,13 +25,24 @@ MAX_REPORT_BYTES = 8 * 2**20
 
 
 class Channel:
-    """The child's end of the report pipe: JSON lines tagged with the token (notebook processes)."""
+    """The child's end of the report pipe: JSON lines tagged with the token (notebook processes).
+
+    Lines are encoded with the builtins as they were at fork time, so a notebook that patches
+    `isinstance` or `str` breaks only its own answers, not its report."""
 
     def __init__(self, fd: int, token: str):
         self.fd, self.token = fd, token
+        self._builtins = dict(vars(builtins))
 
     def send(self, kind: str, **data) -> None:
-        line = (json.dumps({"t": self.token, "kind": kind, **data}, default=repr) + "\n").encode()
+        table = vars(builtins)
+        current = dict(table)
+        table.update(self._builtins)
+        try:
+            line = (json.dumps({"t": self.token, "kind": kind, **data}, default=repr) + "\n").encode()
+        finally:
+            table.clear()
+            table.update(current)
         _write_all(self.fd, line)
 
 

@@ -91,7 +91,7 @@ class ZygoteClient:
                 except BlockingIOError:
                     break
                 if reply is None:
-                    break
+                    raise RuntimeError(f"the {self.role} zygote died (a graded process killed it?)")
                 if reply[0] == "exit":
                     self.exits[reply[1]] = reply[2]
         finally:
@@ -132,7 +132,7 @@ class Zygote:
         self.info = {}
 
     def prepare(self) -> None:
-        from . import isolation, tripwire
+        from . import executor, isolation, sandbox, verdict  # noqa: F401 - loaded before any fork
         import torch
         torch.set_num_threads(1)
         warm_common()
