@@ -78,9 +78,33 @@ def bundle_report(bundle):
 def test_bundle_has_notebooks_and_course_lib_but_no_key_grader_or_bytecode(bundle):
     files = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()}
     assert {f"notebooks/{p.name}" for p in NOTEBOOKS} <= files
-    assert {"README.md", "pyproject.toml", "course.sh", "course_lib/__init__.py"} <= files
+    assert {"README.md", "pyproject.toml", "course.sh", "course.py", "course_lib/__init__.py"} <= files
     assert not [f for f in files if f.startswith(("course_lib/key", "course_lib/grading"))]
     assert not [f for f in files if f.endswith((".pyc", ".pyo")) or "__pycache__" in f]
+
+
+def test_the_bundle_starts_with_its_own_launcher(bundle):
+    """course.sh runs course.py: both must be in the bundle, and course.py must run from there."""
+    assert "course.py" in (bundle / "course.sh").read_text()
+    proc = subprocess.run([sys.executable, str(bundle / "course.py"), "no-such-command"],
+                          capture_output=True, text=True, timeout=60, cwd=bundle)
+    assert proc.returncode == 2 and "usage: python course.py" in proc.stderr + proc.stdout
+
+
+def test_recorded_gpu_figures_travel_with_the_bundle(tmp_path, monkeypatch):
+    """Once a GPU run is recorded, a student without a GPU sees its figures beside the skip lines."""
+    import course_lib.grading.release as rel
+    fake_root = tmp_path / "checkout"
+    (fake_root / "docs" / "gpu").mkdir(parents=True)
+    (fake_root / "docs" / "gpu" / "figures.json").write_text("{}")
+    (fake_root / "notebooks").mkdir()
+    for name in ("course_lib", "pyproject.toml", "course.sh", "course.py"):
+        (fake_root / name).symlink_to(ROOT / name)
+    monkeypatch.setattr(rel, "_checkout", lambda: fake_root)
+    monkeypatch.setattr(rel, "find_leaks", lambda out: [])
+    out = tmp_path / "bundle"
+    release(out)
+    assert (out / "docs" / "gpu" / "figures.json").read_text() == "{}"
 
 
 def test_nothing_in_the_bundle_reveals_the_key(bundle):

@@ -2,7 +2,8 @@
 
 Writes the notebooks (outputs cleared) and course_lib WITHOUT the answer key
 (course_lib/key: reference solutions, hidden tests, known-wrong answers) and without the
-grader, no bytecode, plus pyproject.toml, course.sh and a student README so it installs
+grader, no bytecode, plus pyproject.toml, the launcher (course.sh, course.py), the reference GPU
+figures (docs/gpu/figures.json, when a GPU run is recorded) and a student README, so it installs
 the same way. In the bundle `Exercise.key()` is None: checks run the visible tests only
 and `.solution()` says the teacher withheld it. Before returning, the bundle is scanned
 for anything of the key (`find_leaks`); a leaking bundle is an error, never a warning.
@@ -13,7 +14,7 @@ import shutil
 from pathlib import Path
 
 LEFT_OUT = ("key", "grading", "__pycache__")
-TOP_FILES = ("pyproject.toml", "course.sh", "environment.yml")
+TOP_FILES = ("pyproject.toml", "course.sh", "course.py", "environment.yml", "docs/gpu/figures.json")
 
 STUDENT_README = """# PyTorch training on the GPU, hands-on (student copy)
 
@@ -23,7 +24,7 @@ This is your copy of the course. Start it with one command (Python 3.10+ and pip
 ./course.sh start
 ```
 
-The first run installs everything into `.venv/` and opens JupyterLab on the `notebooks/` folder.
+(Without bash, e.g. on Windows: `python course.py start`.) The first run installs everything into `.venv/` and opens JupyterLab on the `notebooks/` folder.
 Open `01_device_check.ipynb` and run the cells from the top.
 
 ## Exercises
@@ -33,7 +34,7 @@ code, run the cell, then run the check cell below it.
 
 ```python
 ch.choose_device.check(choose_device)   # Correct / Incorrect (with feedback) / Not attempted
-ch.choose_device.hint()                 # one more hint each time
+ch.choose_device.hint()                 # a "Show a hint" button: one more each click, earlier ones stay
 ```
 
 In this copy the reference solutions are withheld by your teacher, and the checks run the
@@ -89,6 +90,7 @@ def release(out_dir, force: bool = False) -> dict:
             shutil.copy(extra, out / "notebooks" / extra.name)
     for name in TOP_FILES:
         if (root / name).exists():
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(root / name, out / name)
     (out / "README.md").write_text(STUDENT_README)
     leaks = find_leaks(out)
