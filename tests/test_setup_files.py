@@ -61,3 +61,19 @@ def test_ci_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
     assert "./course.sh test" in readme and "./course.sh start" in readme
     assert "./course.sh test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_readme_chapter_table_lists_each_chapters_exercises_and_quizzes():
+    """The README's chapter table stays true: every function exercise named, the quiz count right."""
+    from collections import Counter
+
+    from course_lib.exercises import all_exercises
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(\d\d)_\w+\.ipynb` \|.*\| ([^|]+) \|$",
+                                                       (ROOT / "README.md").read_text(), re.M)}
+    quizzes = Counter(e.chapter.number for e in all_exercises() if e.kind != "function")
+    for ex in all_exercises():
+        assert ex.chapter.number in rows, f"README's chapter table has no row for chapter {ex.chapter.number}"
+        if ex.kind == "function":
+            assert f"`{ex.name}`" in rows[ex.chapter.number], f"README's row {ex.chapter.number} misses {ex.name}"
+    for number, n in quizzes.items():
+        assert f"{n} quizzes" in rows[number], f"README's row {number} should say {n} quizzes: {rows[number]}"
