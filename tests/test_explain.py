@@ -511,6 +511,7 @@ def test_chapter_04_cheat_sheet_is_rendered_from_the_knowledge_base():
 
 
 def test_no_notebook_keeps_a_hand_written_table_of_errors():
+    """Tables of errors (cheat sheets, wordings) are rendered from the knowledge base, not typed."""
     for path in NOTEBOOKS:
         nb = json.loads(path.read_text())
         for cell in nb["cells"]:
@@ -518,6 +519,21 @@ def test_no_notebook_keeps_a_hand_written_table_of_errors():
             if cell["cell_type"] == "markdown" and "|---|" in text:
                 header = text.split("|---|")[0].lower()
                 assert not ("error" in header and "fix" in header), f"{path.name}: render it from the explainer"
+                rows = [line for line in text.splitlines() if line.startswith("|")]
+                known = [row for row in rows if explainer.match(row) is not None]
+                assert not known, f"{path.name}: a table row quotes an error the explainer knows: {known[0]}"
+
+
+def test_wordings_tables_come_from_the_entries_they_illustrate():
+    shown = [e for e in ENTRIES if e.wordings]
+    assert shown, "chapter 02 shows the device-mismatch wordings from the knowledge base"
+    for entry in shown:
+        assert all(explainer.match(text) is entry for _, text in entry.wordings), entry.id
+        table = explainer.wordings_markdown(entry.id)
+        assert table.count("\n") == len(entry.wordings) + 1
+    ch02 = next(p for p in NOTEBOOKS if p.name.startswith("02_"))
+    code = ["".join(c["source"]) for c in json.loads(ch02.read_text())["cells"] if c["cell_type"] == "code"]
+    assert any('wordings("device_mismatch")' in source for source in code)
 
 
 def test_explaining_one_message_is_fast():

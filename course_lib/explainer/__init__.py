@@ -296,6 +296,20 @@ def table_markdown(entries=ENTRIES) -> str:
     return "\n".join(rows)
 
 
+def wordings_markdown(entry_id: str) -> str:
+    """One error's wordings across releases and devices, as a Markdown table (chapter 02)."""
+    entry = next(e for e in ENTRIES if e.id == entry_id)
+    rows = ["| where | what PyTorch prints |", "|---|---|"]
+    rows += [f"| {_cell(where)} | `{_cell(text)}` |" for where, text in entry.wordings]
+    return "\n".join(rows)
+
+
+def wordings(entry_id: str):
+    """The wordings table in a notebook (chapter 02), rendered from the knowledge base."""
+    from IPython.display import Markdown
+    return Markdown(wordings_markdown(entry_id))
+
+
 def cheat_sheet(entries=ENTRIES):
     """The cheat sheet as Markdown in a notebook (chapter 04), rendered from the knowledge base."""
     from IPython.display import Markdown
@@ -303,4 +317,5 @@ def cheat_sheet(entries=ENTRIES):
 
 
 __all__ = ["explain", "explain_text", "explain_exception", "enable", "cheat_sheet", "table_markdown",
+           "wordings", "wordings_markdown",
            "Explanation", "ENTRIES", "UNKNOWN"]

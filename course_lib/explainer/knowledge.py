@@ -31,6 +31,7 @@ class Entry:
     section: str = None     # the heading in that notebook, as written there
     readings: tuple = ()    # (regex with named groups, sentence with {names})
     wrapper: bool = False   # says "a process failed"; the real error is earlier in the log
+    wordings: tuple = ()    # (where it is printed, the text): the same error across releases/devices
 
 
 _DEVICE = r"[a-z]+(?::\d+)?"
@@ -143,6 +144,18 @@ ENTRIES = (
          (r"Input type \((?P<a>[\w.]+)\) and (?P<what>weight|bias) type \((?P<b>[\w.]+)\)",
           "The input is a `{a}`, the layer's {what} a `{b}`: `torch.cuda.*` tensors live on the GPU, "
           "the others on the CPU.")),
+        wordings=(
+            ("a CPU-only machine, torch 2.13, `meta` as the second device",
+             "Tensor on device cpu is not on the expected device meta!"),
+            ("a GPU with a recent release",
+             "Expected all tensors to be on the same device, but got mat1 is on cpu, different from "
+             "other tensors on cuda:0 (...)"),
+            ("older releases (the one article A quotes)",
+             "Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
+             "and cpu!"),
+            ("a convolution on the GPU, input left on the CPU",
+             "Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same"),
+        ),
     ),
     Entry(
         "generator_device", "A random generator on the wrong device",
