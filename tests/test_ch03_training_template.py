@@ -318,3 +318,15 @@ def test_the_articles_are_named_by_title_not_as_seeds():
     text = "\n".join(markdown_cells())
     assert "seed 00" not in text.lower() and "the seed's" not in text.lower()
     assert "*PyTorch GPU 训练实战*" in text and "*PyTorch GPU训练翻车实录*" in text
+
+
+def test_linear2_twice_is_one_linear_map_not_the_same_as_once(capsys):
+    """Article B: "linear2 twice without ReLU equals linear2 once". The notebook shows what is true."""
+    import json
+    from conftest import ROOT
+    nb = json.loads((ROOT / "notebooks" / "03_training_template.ipynb").read_text())
+    cell = next("".join(c["source"]) for c in nb["cells"]
+                if c["cell_type"] == "code" and "one_map" in "".join(c["source"]))
+    exec(cell, {"torch": torch, "nn": torch.nn})
+    out = capsys.readouterr().out
+    assert "applied once?      False" in out and "one linear layer?  True" in out
