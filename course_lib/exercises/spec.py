@@ -326,7 +326,8 @@ class Quiz(Exercise):
         else:
             summary = self.wrong_feedback(normalized)
         status = CORRECT if right else INCORRECT
-        result = CheckResult(self.id, self.title, status, self.points if right else 0, self.points, summary)
+        result = CheckResult(self.id, self.title, status, scoring.quiz_points(self.points, right), self.points,
+                             summary)
         return self._finish(result, record)
 
     def wrong_feedback(self, normalized: str) -> str:
