@@ -44,3 +44,13 @@ def test_first_code_cell_turns_the_error_explainer_on(path):
     first = next(c for c in nb["cells"] if c["cell_type"] == "code")
     calls = [line for line in "".join(first["source"]).splitlines() if line.startswith("explain_errors()")]
     assert calls, f"{path.name}: the first code cell should call explain_errors() (issue: error explainer)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=names)
+def test_text_before_a_hint_cell_describes_the_hint_button(path):
+    """Hints come from a button (Run All spends none), so no text may promise one per run."""
+    cells = json.loads(path.read_text())["cells"]
+    for before, cell in zip(cells, cells[1:]):
+        if cell["cell_type"] == "code" and ".hint()" in "".join(cell["source"]):
+            text = "".join(before["source"]).lower()
+            assert not ("each run" in text or "each time you run" in text), f"{path.name}: {text[-120:]}"
