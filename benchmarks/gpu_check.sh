@@ -86,7 +86,7 @@ fi
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); host: $(uname -n), $(nproc) CPUs"
   echo "- checkout: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo 'not a git checkout')"
   echo "- Python: $PY"
-  sed 's/^/- /' "$WORK/torch.txt"
+  if [ "$TORCH_OK" -eq 0 ]; then sed 's/^/- /' "$WORK/torch.txt"; else echo "- torch: not importable ($(tail -1 "$WORK/torch.txt"))"; fi
   echo "- nvidia-smi (name, driver, memory): $(echo "$SMI" | paste -sd ';' -)"
 } > "$ENV_MD"
 
