@@ -26,9 +26,19 @@ import gpu_figures  # noqa: E402
 import gpu_wheels  # noqa: E402
 
 SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
+SIMULATE = ROOT / "benchmarks" / "simulate_gpu"  # sitecustomize.py (torch's CUDA queries) and nvidia-smi
 needs_bash = pytest.mark.skipif(shutil.which("bash") is None or os.name != "posix",
                                 reason="gpu_check.sh is a bash script for the (Linux) GPU machine")
 STEPS = ["wheels", "figures", "figures-compile", "cuda-tests", "grader"] + [f"notebook-{nb.stem}" for nb in NOTEBOOKS]
+
+
+def simulated_h200(**extra) -> dict:
+    """The environment of a process on the lent GPU machine, simulated: torch's CUDA queries say
+    one NVIDIA H200 (benchmarks/simulate_gpu/sitecustomize.py), a fake nvidia-smi is on PATH."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPU_CHECK_") and k != "CUDA_VISIBLE_DEVICES"}
+    env.update(GPU_CHECK_SIMULATE="1", PYTHONPATH=os.pathsep.join([str(SIMULATE), str(ROOT)]),
+               PATH=f"{SIMULATE}{os.pathsep}{env['PATH']}", **extra)
+    return env
 
 
 def run_check(out, timeout=300, **env):
@@ -127,10 +137,15 @@ def simulate_cuda_on_the_cpu(monkeypatch):
     monkeypatch.setenv("COURSE_DEVICE", "cpu")  # else main() sets "cuda" for the rest of this process
 
 
-def test_gpu_figures_measure_every_key(monkeypatch, tmp_path):
+@pytest.mark.parametrize("nvidia_smi", ["absent", "on PATH"])
+def test_gpu_figures_measure_every_key(monkeypatch, tmp_path, nvidia_smi):
     """Every figure function runs and writes its lines (a real OOM needs a real GPU; torch.compile
-    is left out, as compiling takes tens of seconds: ch05.compile times the model uncompiled)."""
+    is left out, as compiling takes tens of seconds: ch05.compile times the model uncompiled).
+    Holds on both kinds of machine: nvidia-smi is made absent, or is the fake one (issue 16)."""
     simulate_cuda_on_the_cpu(monkeypatch)
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(SIMULATE) if nvidia_smi == "on PATH" else str(empty))
     monkeypatch.setattr(gpu_figures, "S", dict(gpu_figures.S))
     monkeypatch.setattr(torch, "compile", lambda model, **kwargs: model)
     out = tmp_path / "figures.json"
@@ -141,10 +156,12 @@ def test_gpu_figures_measure_every_key(monkeypatch, tmp_path):
     assert set(run["figures"]) == set(dev.FIGURE_KEYS) - set(skipped)
     for key, entry in run["figures"].items():
         assert "error" not in entry, (key, entry)
-        if key in ("ch07.data_parallel", "ch05.nvidia_smi"):  # 1 GPU; no nvidia-smi here
-            assert entry["missing"], key
+        if key == "ch07.data_parallel" or (key == "ch05.nvidia_smi" and nvidia_smi == "absent"):
+            assert entry["missing"], key  # 1 GPU; no nvidia-smi
         else:
             assert entry["lines"] and all(isinstance(line, str) for line in entry["lines"]), key
+    if nvidia_smi == "on PATH":
+        assert "NVIDIA H200, 87 %" in run["figures"]["ch05.nvidia_smi"]["lines"][0]
     # gpu_only shows them as recorded
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setenv(dev.FIGURES_ENV_VAR, str(out))
@@ -235,3 +252,24 @@ def test_the_prepare_command_is_the_documented_one():
     assert "bash benchmarks/gpu_check.sh --prepare-wheels benchmarks/wheels" in docs
     assert "--prepare-wheels" in SCRIPT.read_text()
     assert set(gpu_wheels.NEEDED) == {"nbval", "nbclient", "nbformat", "ipykernel", "ipywidgets"}
+
+
+# ---------------------------------------------------------------- on the GPU machine (simulated): issue 16
+def test_the_doctor_cli_test_holds_on_a_gpu_machine():
+    """test_cli_doctor_explains_an_unusable_gpu runs `doctor` in a subprocess: where torch sees a
+    usable GPU that subprocess must still be told it cannot, or the report says "none"."""
+    test = "tests/test_course_lib.py::test_cli_doctor_explains_an_unusable_gpu"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", "-q", test],
+                          cwd=ROOT, env=simulated_h200(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
+def test_grading_expectations_are_computed_as_the_grader_runs(tmp_path):
+    """gpu_grading.py's expected scores come from a process that sees the GPUs as the grader's
+    processes do (hidden): ch01's "only ever asks for GPU 0" scores 0.6 there, 1.2 with a GPU."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_grading.py"), str(tmp_path / "work"),
+                           "--chapter", "01", "--workers", "2"], cwd=tmp_path, env=simulated_h200(),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "3 of 3 submissions graded as the key expects" in proc.stdout
+    assert "DIFFERS" not in proc.stdout
