@@ -81,10 +81,6 @@ def digits_batch(n: int, device):
     return ch06.digit_batch(data.DigitsDataset(*data.load_digits()), n, device)
 
 
-def gb_per_s(n_bytes: int, ms: float) -> float:
-    return n_bytes / 1e9 / (ms / 1000)
-
-
 # ---------------------------------------------------------------- one function per figure key
 def device_memory(device):
     before = torch.cuda.memory_allocated(device)
@@ -147,8 +143,8 @@ def pinned_copy(device):
     for label, source in (("pageable", pageable), ("pinned", pinned)):
         timing = measure.time_fn(lambda: source.to(device), device, repeats=10, warmup=2)
         lines.append(f"{megabytes} MiB host-to-GPU from {label} memory: {timing.median:.2f} ms, "
-                     f"{gb_per_s(n_bytes, timing.median):.1f} GB/s")
-        values[label] = {"ms": timing.median, "gb_per_s": gb_per_s(n_bytes, timing.median)}
+                     f"{ch05.gb_per_s(n_bytes, timing.median):.1f} GB/s")  # chapter 05's unit
+        values[label] = {"ms": timing.median, "gb_per_s": ch05.gb_per_s(n_bytes, timing.median)}
     torch.cuda.synchronize(device)
     start = time.perf_counter()
     pinned.to(device, non_blocking=True)

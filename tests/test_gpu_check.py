@@ -18,7 +18,9 @@ import pytest
 import torch
 
 from conftest import NOTEBOOKS, ROOT
+from course_lib import ch05_speedups as ch05
 from course_lib import device as dev
+from course_lib import measure
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import gpu_cuda_tests  # noqa: E402
@@ -166,6 +168,21 @@ def test_gpu_figures_measure_every_key(monkeypatch, tmp_path, nvidia_smi):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setenv(dev.FIGURES_ENV_VAR, str(out))
     assert "measured on Simulated GPU" in " ".join(dev.reference_figures("ch05.amp"))
+
+
+def test_copy_bandwidth_is_in_gb_per_s_in_the_chapter_and_the_figures(monkeypatch, capsys):
+    """One unit for the host-to-GPU copy bandwidth, named right: GB/s (10**9 bytes per second) in
+    chapter 05's copy_benchmark and in the figures (64 MiB in 10 ms is 6.7 GB/s, 6.25 GiB/s)."""
+    simulate_cuda_on_the_cpu(monkeypatch)
+    monkeypatch.setattr(gpu_figures, "S", dict(gpu_figures.S, copy_mib=64))
+    monkeypatch.setattr(measure, "time_fn", lambda fn, *args, **kwargs: measure.Timing("copy", [10.0]))
+    monkeypatch.setattr(ch05, "is_cuda_or_say_so", lambda device, what: True)
+    ch05.copy_benchmark(torch.device("cpu"), megabytes=64)
+    printed = capsys.readouterr().out
+    assert printed.count("-> 6.7 GB/s") == 2, printed
+    lines, values = gpu_figures.pinned_copy(torch.device("cpu"))
+    assert "6.7 GB/s" in lines[0] and "6.7 GB/s" in lines[1]
+    assert values["pinned"]["gb_per_s"] == pytest.approx(64 * 2**20 / 1e9 / 0.010)
 
 
 def test_one_failing_figure_is_recorded_and_the_rest_measured(monkeypatch, tmp_path):
