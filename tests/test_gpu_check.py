@@ -290,3 +290,33 @@ def test_grading_expectations_are_computed_as_the_grader_runs(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "3 of 3 submissions graded as the key expects" in proc.stdout
     assert "DIFFERS" not in proc.stdout
+
+
+# ---------------------------------------------------------------- the nccl path (issue 16, item 4)
+def run_ddp_script(*args, env=None):
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_ddp.py"), *map(str, args)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_the_ddp_script_runs_chapter_07s_worker_at_world_size_1(tmp_path):
+    """The nccl step's code, with gloo on the CPU: both launchers of chapter 07's worker, world size 1,
+    checked against one process; nccl without a GPU is skipped (77) with the reason."""
+    proc = run_ddp_script(tmp_path, "--backend", "gloo")
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("torch.multiprocessing.spawn: world size 1, backend gloo on cpu, 3 steps")
+    assert lines[1].startswith("torchrun: world size 1, backend gloo on cpu, 3 steps")
+    assert "WRONG" not in proc.stdout and "2 of 2 launches" in lines[-1]
+    assert (tmp_path / "spawn" / "checkpoint.pt").exists() and (tmp_path / "torchrun" / "rank0.pt").exists()
+    # what the check would say if a launch had not used the backend asked for
+    import gpu_ddp
+    result = gpu_ddp.ddp_worker.LaunchResult(gpu_ddp.config_for(tmp_path, "spawn", "gloo"),
+                                             [torch.load(tmp_path / "spawn" / "rank0.pt")], 1.0, "spawn")
+    assert gpu_ddp.problems(result, "gloo") == []
+    assert gpu_ddp.problems(result, "nccl") == ["rank 0 ran with backend gloo on cpu, not nccl on cuda:0"]
+    if not torch.cuda.is_available():
+        skipped = run_ddp_script(tmp_path / "nccl")
+        assert skipped.returncode == 77 and skipped.stdout.startswith("skipped: nccl needs a CUDA GPU")
+    planned = run_ddp_script(tmp_path / "plan", "--dry-run", env=simulated_h200())
+    assert planned.returncode == 0 and "would launch course_lib.ddp_worker" in planned.stdout
+    assert "backend nccl" in planned.stdout
