@@ -141,8 +141,9 @@ def simulate_cuda_on_the_cpu(monkeypatch):
 
 @pytest.mark.parametrize("nvidia_smi", ["absent", "on PATH"])
 def test_gpu_figures_measure_every_key(monkeypatch, tmp_path, nvidia_smi):
-    """Every figure function runs and writes its lines (a real OOM needs a real GPU; torch.compile
-    is left out, as compiling takes tens of seconds: ch05.compile times the model uncompiled).
+    """Every figure function runs and writes its lines (a real OOM needs a real GPU, and so does
+    nn.DataParallel, which moves the model to cuda:0 itself; torch.compile is left out, as compiling
+    takes tens of seconds: ch05.compile times the model uncompiled).
     Holds on both kinds of machine: nvidia-smi is made absent, or is the fake one (issue 16)."""
     simulate_cuda_on_the_cpu(monkeypatch)
     empty = tmp_path / "empty-bin"
@@ -151,15 +152,15 @@ def test_gpu_figures_measure_every_key(monkeypatch, tmp_path, nvidia_smi):
     monkeypatch.setattr(gpu_figures, "S", dict(gpu_figures.S))
     monkeypatch.setattr(torch, "compile", lambda model, **kwargs: model)
     out = tmp_path / "figures.json"
-    skipped = ["ch06.real_oom"]
+    skipped = ["ch06.real_oom", "ch07.data_parallel"]
     assert gpu_figures.main([str(out), "--small", "--skip", *skipped]) == 0
     run = json.loads(out.read_text())
     assert run["run"]["gpu"] == "Simulated GPU" and run["run"]["torch"] == torch.__version__
     assert set(run["figures"]) == set(dev.FIGURE_KEYS) - set(skipped)
     for key, entry in run["figures"].items():
         assert "error" not in entry, (key, entry)
-        if key == "ch07.data_parallel" or (key == "ch05.nvidia_smi" and nvidia_smi == "absent"):
-            assert entry["missing"], key  # 1 GPU; no nvidia-smi
+        if key == "ch05.nvidia_smi" and nvidia_smi == "absent":
+            assert entry["missing"] == "missing: nvidia-smi is not on the check machine's PATH"
         else:
             assert entry["lines"] and all(isinstance(line, str) for line in entry["lines"]), key
     if nvidia_smi == "on PATH":
@@ -168,6 +169,36 @@ def test_gpu_figures_measure_every_key(monkeypatch, tmp_path, nvidia_smi):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setenv(dev.FIGURES_ENV_VAR, str(out))
     assert "measured on Simulated GPU" in " ".join(dev.reference_figures("ch05.amp"))
+
+
+def test_dataparallel_on_one_device_is_recorded_as_a_plain_call(monkeypatch):
+    """ch07.data_parallel on a 1-GPU machine: what nn.DataParallel does there (here: no GPU at all,
+    where it is a plain call too), counted: no replica made, nothing gathered, the same output."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # on any machine
+    lines, values = gpu_figures.data_parallel_on_one_gpu(torch.device("cpu"))
+    assert values == {"gpus": 1, "same_output": True, "replicate": 0, "gather": 0}
+    assert "plain call" in lines[0] and "needs 2 or more GPUs" in lines[0]
+
+
+def test_torch_compile_on_cuda_needs_a_c_compiler_and_python_headers(monkeypatch, tmp_path):
+    """Before torch.compile on CUDA the figures ask for what Triton builds with, and record what is
+    missing instead of an error; the figures-compile step is then skipped (exit 77) with that reason."""
+    need = gpu_figures.NEEDS["ch05.compile"]
+    assert need(torch.device("cpu")) == ""  # the CPU backend is chapter 05's own business
+    monkeypatch.setenv("PATH", str(tmp_path))  # no gcc, no clang
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setattr(gpu_figures.sysconfig, "get_paths", lambda: {"include": str(tmp_path)})
+    assert need(torch.device("cuda")).startswith("missing: no C compiler (CC, gcc or clang) / no Python headers")
+    simulate_cuda_on_the_cpu(monkeypatch)
+    monkeypatch.setattr(gpu_figures, "pick_device", lambda: torch.device("cuda"))
+    out = tmp_path / "figures.json"
+    assert gpu_figures.main([str(out), "--only", "ch05.compile"]) == gpu_figures.SKIPPED == 77
+    assert "no C compiler" in json.loads(out.read_text())["figures"]["ch05.compile"]["missing"]
+    cc = tmp_path / "gcc"
+    cc.write_text("#!/bin/sh\n")
+    cc.chmod(0o755)
+    (tmp_path / "Python.h").write_text("")
+    assert need(torch.device("cuda")) == ""
 
 
 def test_copy_bandwidth_is_in_gb_per_s_in_the_chapter_and_the_figures(monkeypatch, capsys):
@@ -224,24 +255,49 @@ def test_cuda_only_tests_collected_from_the_suite():
 
 
 # ---------------------------------------------------------------- the wheels, offline
-def tiny_wheel(folder, project="tinypkg", version="1.0"):
-    """A minimal wheel: a package, its dist-info, and a .data folder with purelib and scripts."""
+def tiny_wheel(folder, project="tinypkg", version="1.0", requires=()):
+    """A minimal wheel: a package, its dist-info (with `requires` as Requires-Dist), and a .data
+    folder with purelib and scripts."""
     path = folder / f"{project}-{version}-py3-none-any.whl"
     info = f"{project}-{version}.dist-info"
+    needs = "".join(f"Requires-Dist: {r}\n" for r in requires)
     with zipfile.ZipFile(path, "w") as z:
         z.writestr(f"{project}/__init__.py", "VALUE = 42\n")
         z.writestr(f"{project}-{version}.data/purelib/{project}_extra.py", "EXTRA = 1\n")
         z.writestr(f"{project}-{version}.data/scripts/tool", "#!/bin/sh\n")
-        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n")
+        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n{needs}")
         z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
         z.writestr(f"{info}/RECORD", "")
     return path
 
 
 def test_wheels_of_projects_already_installed_are_left_alone(tmp_path):
-    wheels = [tmp_path / "pytest-99.0-py3-none-any.whl", tmp_path / "Jupyter_Client-8.0-py3-none-any.whl"]
+    wheels = [tiny_wheel(tmp_path, "pytest", "99.0"), tiny_wheel(tmp_path, "Jupyter_Client", "8.0")]
     assert gpu_wheels.project_of(wheels[1]) == "jupyter-client"
-    assert gpu_wheels.wanted(wheels, installed=lambda p: p == "pytest") == [wheels[1]]
+    assert gpu_wheels.plan(wheels, version_of={"pytest": "8.3.0"}.get) == ([wheels[1]], [])
+
+
+def test_installed_versions_too_old_for_a_wheel_get_the_wheel_too(tmp_path):
+    """ipykernel needs tornado and pyzmq minimums: a machine's older tornado is shadowed by the wheel's
+    (and what that wheel needs is checked in turn); extras and other platforms' needs are ignored."""
+    kernel = tiny_wheel(tmp_path, "tinykernel", "6.29", ["tinytornado>=6.1", "tinyzmq>=24", "tinytest; extra == 'test'",
+                                                         "tinywin>=9; sys_platform == 'win32'"])
+    tornado = tiny_wheel(tmp_path, "tinytornado", "6.4", ["tiny_async>=2"])
+    old_tornado = tiny_wheel(tmp_path, "tinytornado", "5.0")
+    zmq = tiny_wheel(tmp_path, "tinyzmq", "26.0")
+    asyncio_ = tiny_wheel(tmp_path, "tiny_async", "2.1")
+    wheels = [kernel, old_tornado, tornado, zmq, asyncio_]
+    machine = {"tinytornado": "5.1", "tinyzmq": "25.1", "tiny-async": "1.0"}
+    todo, notes = gpu_wheels.plan(wheels, version_of=machine.get)
+    assert todo == [asyncio_, kernel, tornado]  # tinyzmq 25.1 satisfies >=24: the machine's stays
+    assert notes == ["installing tinytornado 6.4: tinykernel needs >=6.1 and this Python has 5.1",
+                     "installing tiny-async 2.1: tinytornado needs >=2 and this Python has 1.0"]
+    # a requirement nothing here satisfies is said, not hidden
+    todo, notes = gpu_wheels.plan([kernel, tornado, asyncio_], version_of={**machine, "tinyzmq": "23.0"}.get)
+    assert "WARNING: tinykernel needs tinyzmq>=24; this Python has 23.0 and the wheels folder has none" in notes
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_wheels.py"), "plan", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "would install 4 of 5 wheels" in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_wheels_install_offline_into_a_target(tmp_path):
