@@ -31,7 +31,8 @@ SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
 SIMULATE = ROOT / "benchmarks" / "simulate_gpu"  # sitecustomize.py (torch's CUDA queries) and nvidia-smi
 needs_bash = pytest.mark.skipif(shutil.which("bash") is None or os.name != "posix",
                                 reason="gpu_check.sh is a bash script for the (Linux) GPU machine")
-STEPS = ["wheels", "figures", "figures-compile", "cuda-tests", "grader"] + [f"notebook-{nb.stem}" for nb in NOTEBOOKS]
+STEPS = ["wheels"] + [f"notebook-{nb.stem}" for nb in NOTEBOOKS] + ["cuda-tests", "ddp-nccl", "grader", "figures",
+                                                                     "figures-compile"]  # in their order
 
 
 def simulated_h200(**extra) -> dict:
@@ -71,6 +72,9 @@ def test_without_a_gpu_every_step_is_skipped_with_the_reason(tmp_path, monkeypat
         assert result == "skipped" and "no CUDA GPU" in said, (step, result, said)
     report = (tmp_path / "out" / "report.md").read_text()
     assert f"torch: {torch.__version__}" in report and "nvidia-smi" in report
+    first = report.split("## Machine")[0]  # what matters, at a glance
+    assert f"**Result: 0 ok, 0 failed, {len(STEPS)} skipped;" in first and "- skipped, every GPU step: no CUDA GPU" in first
+    assert f'`PYTHON={sys.executable} GPU_CHECK_ONLY="STEP" bash benchmarks/gpu_check.sh {tmp_path / "out"}-rerun`' in first
     figures = json.loads((tmp_path / "out" / "figures.json").read_text())
     assert figures["run"]["gpu"] is None and "no CUDA GPU" in figures["run"]["reason"]
     assert figures["figures"] == {}
@@ -92,6 +96,11 @@ def test_a_failing_step_is_recorded_and_the_next_steps_still_run(tmp_path):
     assert rows["figures"][0] == "ok"  # ran after the failure
     assert all(rows[s] == ("skipped", "not in GPU_CHECK_ONLY") for s in STEPS if s not in ("wheels", "figures"))
     report = (tmp_path / "out" / "report.md").read_text()
+    first = report.split("## Machine")[0]  # the failure, why, and the command that reruns that step
+    assert "**Result: 1 ok, 1 failed, 11 skipped;" in first
+    assert "- **FAILED (exit 1): wheels**: no wheels in" in first
+    assert (f'`PYTHON={sys.executable} GPU_CHECK_WHEELS={tmp_path / "no-wheels"} GPU_CHECK_ASSUME_GPU=1 '
+            f'GPU_CHECK_ONLY="wheels" bash benchmarks/gpu_check.sh {tmp_path / "out"}-rerun`') in first
     assert "## wheels: last lines of logs/wheels.log" in report
     assert (tmp_path / "out" / "logs" / "figures.log").exists()
 
@@ -102,6 +111,73 @@ def test_the_time_budget_holds_every_step(tmp_path):
     rows = report_rows(tmp_path / "out")
     assert proc.returncode == 0 and sorted(rows) == sorted(STEPS)
     assert all(result == "skipped" and said.startswith("out of time") for result, said in rows.values())
+
+
+def planned_limits(rows) -> dict:
+    """{step: seconds} of a dry run's "dry run (limit N s)" results."""
+    return {step: int(re.fullmatch(r"dry run \(limit (\d+) s\)", result).group(1))
+            for step, (result, _) in rows.items() if result.startswith("dry run")}
+
+
+def dry_run_on_the_simulated_h200(tmp_path, **env):
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    tiny_wheel(wheels)
+    proc = run_check(tmp_path / "out", GPU_CHECK_SIMULATE="1", GPU_CHECK_WHEELS=str(wheels), **env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return report_rows(tmp_path / "out"), (tmp_path / "out" / "report.md").read_text()
+
+
+@needs_bash
+def test_a_dry_run_on_the_simulated_h200_goes_through_every_step(tmp_path):
+    """GPU_CHECK_SIMULATE=1: torch says H200, nvidia-smi is the fake; every step runs its selection
+    (pytest --collect-only, the scripts' --dry-run) and the budget is planned as if each step took
+    all its time: the notebooks get the group's full time first, the figures the rest."""
+    rows, report = dry_run_on_the_simulated_h200(tmp_path)
+    assert list(rows) == STEPS
+    limits = planned_limits(rows)
+    assert set(limits) == set(STEPS), rows
+    assert report.startswith(f"# GPU check report\n\n**Result: {len(STEPS)} ok (dry run), 0 failed, 0 skipped;")
+    planned = int(re.search(r"planned worst case: (\d+) s", report).group(1))
+    assert planned <= 450 and limits["figures-compile"] >= 10
+    group = {s: limits[s] for s in STEPS if s.startswith("notebook-") or s in ("cuda-tests", "ddp-nccl", "grader")}
+    assert set(group.values()) == {260}  # GROUP_MAX: the notebooks' time is never eaten by earlier steps
+    assert limits["wheels"] == 45 and limits["figures"] == 70
+    assert "NVIDIA H200, 580.95.05, 143771 MiB, Default" in report and "SIMULATED" in report
+    assert "GPU 0: NVIDIA H200, 140 GiB, capability 9.0" in report
+    logs = tmp_path / "out" / "logs"
+    # cuda-tests: only the tests that need a CUDA GPU, and none the grader step or the check runs
+    selected = [line for line in (logs / "cuda-tests.log").read_text().splitlines() if "::" in line]
+    assert "tests/test_memory.py::test_small_gpu_gives_a_real_oom_and_lifts_the_cap" in selected
+    assert selected and not [t for t in selected if "test_gpu_check" in t or "test_grading" in t]
+    # every notebook: nbval on cuda, in its own IPython, matplotlib and progress folders
+    homes = {re.search(r"IPYTHONDIR=(\S+)", (logs / f"{s}.log").read_text()).group(1)
+             for s in STEPS if s.startswith("notebook-")}
+    assert len(homes) == len(NOTEBOOKS)
+    assert "--nbval-cell-timeout=200" in (logs / "notebook-05_speedups.log").read_text()
+    assert "backend nccl" in rows["ddp-nccl"][1] and "CUDA_VISIBLE_DEVICES=''" in rows["grader"][1]
+    figures = (logs / "figures.log").read_text()
+    assert "ch06.real_oom: would measure" in figures and "ch05.compile:" not in figures
+    assert "ch05.compile: " in (logs / "figures-compile.log").read_text()
+
+
+@needs_bash
+def test_a_small_budget_still_gives_the_notebooks_their_time(tmp_path):
+    rows, report = dry_run_on_the_simulated_h200(tmp_path, GPU_CHECK_SECONDS="300")
+    limits = planned_limits(rows)
+    assert min(limits[s] for s in STEPS if s.startswith("notebook-")) >= 200  # GROUP_MIN
+    assert rows["figures-compile"] == ("skipped", "out of time (the check stops at 300 s)")
+    assert "figures-compile (out of time (the check stops at 300 s))" in report.split("## Machine")[0]
+
+
+@needs_bash
+def test_an_exclusive_compute_mode_runs_the_gpu_steps_one_after_another(tmp_path):
+    rows, report = dry_run_on_the_simulated_h200(tmp_path, GPU_CHECK_SIMULATE_COMPUTE_MODE="Exclusive_Process")
+    assert "compute mode Exclusive_Process: one CUDA process at a time" in report
+    limits = planned_limits(rows)
+    serial = [limits[s] for s in STEPS if s.startswith("notebook-") or s in ("cuda-tests", "ddp-nccl")]
+    assert sum(serial) <= 260 and min(serial) > 0  # the group's time, shared
+    assert limits["grader"] == 260  # it hides the GPU: beside them
 
 
 @needs_bash
@@ -231,27 +307,46 @@ def test_one_failing_figure_is_recorded_and_the_rest_measured(monkeypatch, tmp_p
     assert figures["ch06.empty_cache"]["lines"]
 
 
-# ---------------------------------------------------------------- which tests are the CUDA-only ones
-def fake_item(name, *reasons):
-    marks = [types.SimpleNamespace(kwargs={"reason": r}) for r in reasons]
-    return types.SimpleNamespace(name=name + "[param]", originalname=name, iter_markers=lambda kind: marks)
+# ---------------------------------------------------------------- which tests need a CUDA GPU
+def fake_item(name, *reasons, path="tests/test_memory.py", cuda_mark=False):
+    marks = {"skipif": [types.SimpleNamespace(kwargs={"reason": r}) for r in reasons],
+             "cuda": [types.SimpleNamespace(kwargs={})] if cuda_mark else []}
+    return types.SimpleNamespace(name=name + "[param]", originalname=name, path=ROOT / path,
+                                 iter_markers=lambda kind: iter(marks.get(kind, [])))
 
 
-def test_cuda_only_tests_are_selected_by_their_skip_reason_or_name():
-    assert gpu_cuda_tests.is_cuda_only(fake_item("test_real_oom", "needs a CUDA GPU"))
-    assert gpu_cuda_tests.is_cuda_only(fake_item("test_pinned_copy_on_the_gpu"))
-    assert not gpu_cuda_tests.is_cuda_only(fake_item("test_meter_counts", "checks the CPU-only behaviour"))
-    assert not gpu_cuda_tests.is_cuda_only(fake_item("test_format_bytes"))
+def test_only_tests_that_need_a_cuda_gpu_are_selected():
+    assert gpu_cuda_tests.selected(fake_item("test_real_oom", "needs a CUDA GPU"))
+    assert gpu_cuda_tests.selected(fake_item("test_anything", cuda_mark=True))
+    # a GPU in the name or in another skip reason is not a need for one (issue 16)
+    assert not gpu_cuda_tests.selected(fake_item("test_pinned_copy_on_the_gpu"))
+    assert not gpu_cuda_tests.selected(fake_item("test_script", "gpu_check.sh is a bash script for the GPU machine"))
+    assert not gpu_cuda_tests.selected(fake_item("test_meter_counts", "checks the CPU-only behaviour"))
+    assert not gpu_cuda_tests.selected(fake_item("test_format_bytes"))
+    # the check's own tests and the grading tests belong to other steps
+    assert not gpu_cuda_tests.selected(fake_item("test_x", "needs a CUDA GPU", path="tests/test_gpu_check.py"))
+    assert not gpu_cuda_tests.selected(fake_item("test_x", cuda_mark=True, path="tests/test_grading_gpu.py"))
 
 
-def test_cuda_only_tests_collected_from_the_suite():
+def collected_cuda_tests(*files) -> list:
     env = dict(os.environ, PYTHONPATH=f"{ROOT / 'benchmarks'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "gpu_cuda_tests", "-p", "no:cacheprovider",
-                           "-o", "addopts=", "--collect-only", "-q", "tests/test_memory.py"],
+                           "-o", "addopts=", "--collect-only", "-q", *files],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "test_memory.py::test_small_gpu_gives_a_real_oom_and_lifts_the_cap" in proc.stdout
-    assert "test_format_bytes" not in proc.stdout and "deselected" in proc.stdout
+    return [line for line in proc.stdout.splitlines() if "::" in line]
+
+
+def test_cuda_tests_collected_from_the_suite():
+    """Every file that says "needs a CUDA GPU": exactly the tests skipped for that reason."""
+    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py")
+                   if "needs a CUDA GPU" in p.read_text())
+    found = collected_cuda_tests(*files)
+    assert "tests/test_memory.py::test_small_gpu_gives_a_real_oom_and_lifts_the_cap" in found
+    assert "tests/test_ch06_out_of_memory.py::test_gpu_oom_demo_raises_the_real_error" in found
+    assert not [t for t in found if "test_gpu_check.py" in t or "test_grading" in t]
+    # a test that merely talks about GPUs is not among them
+    assert not [t for t in found if "test_small_gpu_undoes_the_cap_when_the_block_raises" in t]
 
 
 # ---------------------------------------------------------------- the wheels, offline
@@ -318,6 +413,20 @@ def test_wheels_install_offline_into_a_target(tmp_path):
     empty = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_wheels.py"), "install",
                             str(tmp_path / "nothing"), str(tmp_path / "site2")], capture_output=True, text=True)
     assert empty.returncode == 1 and "--prepare-wheels" in empty.stdout
+
+
+def test_the_docs_give_the_one_command_and_the_scripts_budget():
+    docs = (ROOT / "docs" / "gpu" / "README.md").read_text()
+    assert 'bash benchmarks/gpu_check.sh "$OUT/gpu"' in docs and 'carry:\n["benchmarks/wheels"]' in docs
+    assert 'GPU_CHECK_SIMULATE=1 PYTHON=.venv/bin/python bash benchmarks/gpu_check.sh "$(mktemp -d)"' in docs
+    script = SCRIPT.read_text()
+    knobs = dict(re.findall(r"(\w+)=(\d+)", re.search(r"^WHEELS_MAX=.*$", script, re.M).group(0)))
+    budget = re.search(r'BUDGET="\$\{GPU_CHECK_SECONDS:-(\d+)\}"', script).group(1)
+    assert f"default {budget} s for all steps" in docs
+    table = docs.split("| step | what it proves | seconds at most |")[1].split("\n\n")[0]
+    for step, knob in (("wheels", "WHEELS_MAX"), ("figures", "FIGURES_MAX"), ("figures-compile", "COMPILE_MAX")):
+        assert re.search(rf"^\| `{step}` \|.*\| {knobs[knob]} \|$", table, re.M), step
+    assert f"the group: {knobs['GROUP_MAX']}" in table and f"never less than {knobs['GROUP_MIN']} s" in docs
 
 
 def test_the_prepare_command_is_the_documented_one():
