@@ -25,7 +25,7 @@
 # The notebooks come first in the budget: the group gets GROUP_MAX seconds, less only when the
 # budget is small, and never less than GROUP_MIN while the budget has it; the figures get the
 # rest. A GPU in an exclusive compute mode takes one CUDA process at a time: then the group's
-# GPU steps run one after another, sharing the group's time. A step that exits 77 is recorded
+# GPU steps run one after another, sharing all the time left (what one leaves goes to the next). A step that exits 77 is recorded
 # as skipped, with its last line as the reason. Without a CUDA GPU it writes the report at
 # once, every GPU step listed as skipped with the reason. docs/gpu/README.md says how to
 # prepare, run and record a check.
@@ -142,6 +142,8 @@ selected() {
   return 1
 }
 
+clamp() { local v=$1; [ "$v" -lt "$2" ] && v=$2; [ "$v" -gt "$3" ] && v=$3; echo "$v"; }  # clamp V MIN MAX
+
 limit_for() {  # limit_for SECONDS: what a step that wants SECONDS may have now
   local limit=$(( $(left) - GRACE ))
   [ "$1" -lt "$limit" ] && limit=$1
@@ -150,6 +152,7 @@ limit_for() {  # limit_for SECONDS: what a step that wants SECONDS may have now
 
 group_limit() {  # the group's seconds: GROUP_MAX, less the figures' reserve only while GROUP_MIN stays
   local room=$(( $(left) - GRACE ))
+  if [ -n "$EXCLUSIVE" ]; then echo "$room"; return; fi  # one after another: all the time there is
   local limit=$(( room - FIGURES_RESERVE ))
   [ "$limit" -lt "$GROUP_MIN" ] && limit=$room
   [ "$limit" -gt "$GROUP_MAX" ] && limit=$GROUP_MAX
@@ -162,8 +165,8 @@ run_step() {  # run_step STEP LIMIT COMMAND...: timeboxed, logged, recorded; nev
   if [ -n "$DRY_RUN" ]; then
     case $step in cuda-tests|notebook-*) set -- "$@" --collect-only ;; *) set -- "$@" --dry-run ;; esac
   fi
-  local home="$WORK/steps/$step"  # this step's own IPython, matplotlib and progress files
-  mkdir -p "$home"
+  local home="$WORK/steps/$step"  # this step's own IPython, matplotlib, Jupyter and progress files
+  mkdir -p "$home/ipython" "$home/mpl" "$home/jupyter"
   echo "running" > "$WORK/status/$step.running"
   {
     echo "# $step: limit ${limit} s${DRY_RUN:+ (dry run)}; IPYTHONDIR=$home/ipython MPLCONFIGDIR=$home/mpl"
@@ -299,7 +302,7 @@ spend "$limit"
 
 # The group: separate processes on one GPU, at once (one after another in an exclusive compute mode).
 GROUP=$(group_limit)
-CELL_TIMEOUT=$((GROUP - 30 < 200 ? GROUP - 30 : 200))
+CELL_TIMEOUT=$(clamp $((GROUP - 30)) 10 200)
 mapfile -t CUDA_FILES < <(grep -lE "needs a CUDA GPU|mark\.cuda\b" tests/test_*.py)  # gpu_cuda_tests picks in them
 XDIST=()
 if [ -z "$EXCLUSIVE" ] && "$PY" -c "import xdist" 2>/dev/null; then XDIST=(-n 3); fi
@@ -313,13 +316,13 @@ group_step() {  # group_step NAME LIMIT: the command of each step of the group
   case $name in
     notebook-*)
       COURSE_DEVICE=cuda OMP_NUM_THREADS=2 step "$name" "$limit" \
-        "${PYTEST[@]}" --nbval-lax --nbval-cell-timeout=$((limit - 30 < CELL_TIMEOUT ? limit - 30 : CELL_TIMEOUT)) \
+        "${PYTEST[@]}" --nbval-lax --nbval-cell-timeout="$(clamp $((limit - 30)) 10 "$CELL_TIMEOUT")" \
         "notebooks/${name#notebook-}.ipynb" ;;
     cuda-tests)
       step cuda-tests "$limit" env PYTHONPATH="$ROOT/benchmarks:$PYTHONPATH" \
         "${PYTEST[@]}" "${XDIST[@]}" -p gpu_cuda_tests "${CUDA_FILES[@]}" ;;
     ddp-nccl)
-      step ddp-nccl "$limit" "$PY" benchmarks/gpu_ddp.py "$WORK/ddp" --deadline $(((limit - 20) / 2)) ;;
+      step ddp-nccl "$limit" "$PY" benchmarks/gpu_ddp.py "$WORK/ddp" --deadline "$(clamp $(((limit - 20) / 2)) 10 120)" ;;
     grader)
       step grader "$limit" "$PY" benchmarks/gpu_grading.py "$WORK/grading" --workers 4 \
         --seconds $((limit > 40 ? limit - 25 : 15)) ;;

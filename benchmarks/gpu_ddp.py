@@ -28,7 +28,7 @@ from course_lib import ch07_dp_vs_ddp as ch07  # noqa: E402
 from course_lib import ddp_worker  # noqa: E402
 
 SKIPPED = 77  # exit code: this machine cannot run it, and why was said (gpu_check.sh: "skipped")
-TOLERANCE = 1e-4  # cuda vs cpu float32 arithmetic of the same few steps
+TOLERANCE = 1e-3  # cuda vs cpu float32 arithmetic of the same few steps (the summary shows the real gap)
 LAUNCHERS = {"spawn": ddp_worker.launch_spawn, "torchrun": ddp_worker.launch_torchrun}
 
 

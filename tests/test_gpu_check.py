@@ -175,9 +175,11 @@ def test_an_exclusive_compute_mode_runs_the_gpu_steps_one_after_another(tmp_path
     rows, report = dry_run_on_the_simulated_h200(tmp_path, GPU_CHECK_SIMULATE_COMPUTE_MODE="Exclusive_Process")
     assert "compute mode Exclusive_Process: one CUDA process at a time" in report
     limits = planned_limits(rows)
+    group = 450 - 45 - 20  # all the time after the wheels: the figures come after, if time is left
     serial = [limits[s] for s in STEPS if s.startswith("notebook-") or s in ("cuda-tests", "ddp-nccl")]
-    assert sum(serial) <= 260 and min(serial) > 0  # the group's time, shared
-    assert limits["grader"] == 260  # it hides the GPU: beside them
+    assert sum(serial) <= group and min(serial) >= group // len(serial)  # shared, none starved
+    assert limits["grader"] == group  # it hides the GPU: beside them
+    assert rows["figures"][0] == "skipped" and rows["figures"][1].startswith("out of time")
 
 
 @needs_bash
