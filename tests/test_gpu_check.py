@@ -2,8 +2,11 @@
 
 The script's real job needs a CUDA GPU; here we prove what can be proved without one: it ends
 at once with every GPU step skipped and the reason; its bookkeeping records a failing step and
-goes on; the figures script measures every figure key (CUDA's queries simulated, the work done
-on the CPU); the CUDA-only tests are the ones selected; the wheels install offline.
+goes on; a dry run on a simulated H200 (benchmarks/simulate_gpu: torch's CUDA queries and a fake
+nvidia-smi) goes through every step's selection and budget; the figures script measures every
+figure key (CUDA's queries simulated, the work done on the CPU); only the tests that need a CUDA
+GPU are selected; the wheels install offline, with the machine's versions checked; the nccl
+step's code runs with gloo; and the tests that would fail on the GPU machine hold there.
 """
 import json
 import os
