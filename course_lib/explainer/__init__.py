@@ -23,7 +23,8 @@ UNKNOWN = "Not a GPU-training error this course knows"
 NO_ERROR = "No error to explain yet"
 
 _FLAGS = re.IGNORECASE | re.MULTILINE
-_PATTERNS = [(e, [re.compile(p, _FLAGS) for p in e.patterns]) for e in ENTRIES]
+_PATTERNS = [(e, [re.compile(p, _FLAGS) for p in e.patterns], [re.compile(p, _FLAGS) for p in e.unless])
+             for e in ENTRIES]
 _READINGS = {e.id: [(re.compile(r, _FLAGS), text) for r, text in e.readings] for e in ENTRIES}
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -61,7 +62,8 @@ class Explanation:
                 "chapter": e.chapter if e else None,
                 "section": heading_text(e.section) if e and e.section else None,
                 "notebook": f"notebooks/{NOTEBOOKS[e.chapter]}.ipynb" if e and e.chapter else None,
-                "link": self.link or None, "meaning": e.meaning if e else None,
+                "link": self.link or None, "taught": (not e.closest) if e else None,
+                "meaning": e.meaning if e else None,
                 "cause": "; ".join(e.causes) if e else None, "fix": e.fix if e else None,
                 "notes": list(self.notes), "error": self.error, "context": self.context or None}
 
@@ -109,10 +111,15 @@ def exception_blocks(text: str) -> list:
     return blocks
 
 
+def _steps_aside(unless, text: str) -> bool:
+    return any(p.search(text) for p in unless)
+
+
 def match(text: str, wrappers: bool = True) -> Optional[Entry]:
     """The first entry (in knowledge-base order) one of whose patterns occurs in `text`, or None."""
-    for entry, patterns in _PATTERNS:
-        if (wrappers or not entry.wrapper) and any(p.search(text) for p in patterns):
+    for entry, patterns, unless in _PATTERNS:
+        if (wrappers or not entry.wrapper) and any(p.search(text) for p in patterns) \
+                and not _steps_aside(unless, text):
             return entry
     return None
 
@@ -120,8 +127,8 @@ def match(text: str, wrappers: bool = True) -> Optional[Entry]:
 def last_known_error(text: str, wrappers: bool = True):
     """(entry, block) for the last line of `text` that a knowledge-base pattern matches, or None."""
     best = None  # (line number, -entry order, entry)
-    for order, (entry, patterns) in enumerate(_PATTERNS):
-        if entry.wrapper and not wrappers:
+    for order, (entry, patterns, unless) in enumerate(_PATTERNS):
+        if (entry.wrapper and not wrappers) or _steps_aside(unless, text):
             continue
         for pattern in patterns:
             last = None
@@ -232,6 +239,11 @@ def where_taught(entry: Entry) -> str:
     return f"chapter {entry.chapter}, {heading_text(entry.section)}" if entry.chapter else ""
 
 
+def _taught_label(entry: Entry) -> str:
+    """'Taught in', or for an error no chapter teaches, the section closest to it."""
+    return "Closest section (not taught as such)" if entry.closest else "Taught in"
+
+
 def render_text(exp: Explanation) -> str:
     """The explanation as plain text (terminal, logs, nbval)."""
     if not exp.known:
@@ -246,7 +258,8 @@ def render_text(exp: Explanation) -> str:
     lines += ["  Likely causes:"] + [f"    - {c}" for c in e.causes]
     lines += ["  Fix:"] + [f"    {line}" for line in e.fix.split("\n")]
     if e.chapter:
-        lines += [f"  Taught in: notebooks/{NOTEBOOKS[e.chapter]}.ipynb, section \"{heading_text(e.section)}\""]
+        lines += [f"  {_taught_label(e)}: notebooks/{NOTEBOOKS[e.chapter]}.ipynb, "
+                  f"section \"{heading_text(e.section)}\""]
     return "\n".join(lines)
 
 
@@ -274,7 +287,7 @@ def render_html(exp: Explanation) -> str:
     parts.append(f"<div><b>Fix:</b><pre style='margin:2px 0'>{html.escape(e.fix)}</pre></div>")
     if e.chapter:
         link = f"<a href='{html.escape(exp.link)}'>{_inline(where_taught(e))}</a>"
-        parts.append(f"<div><b>Taught in:</b> {link}</div>")
+        parts.append(f"<div><b>{_taught_label(e)}:</b> {link}</div>")
     return box + "".join(parts) + "</div>"
 
 
@@ -316,6 +329,7 @@ def cheat_sheet(entries=ENTRIES):
     return Markdown(table_markdown(entries))
 
 
-__all__ = ["explain", "explain_text", "explain_exception", "enable", "cheat_sheet", "table_markdown",
+__all__ = ["explain", "explain_text", "explain_exception", "enable", "cheat_sheet",
+           "table_markdown",
            "wordings", "wordings_markdown",
            "Explanation", "ENTRIES", "UNKNOWN"]
