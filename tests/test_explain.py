@@ -748,6 +748,58 @@ def test_no_panel_for_unknown_errors_or_for_expect_error(shell, capsys):
     assert "no longer mentions" in out and "course explainer" not in out
 
 
+def test_a_known_warning_is_delivered_and_explained_once_per_kind(shell, capsys, recwarn):
+    course_lib.explainer.enable(shell)
+    _, plain = _run(shell, "import warnings\nwarnings.warn('nothing the course knows', UserWarning)", capsys)
+    result = shell.run_cell("torch.cuda.amp.GradScaler()")
+    first = capsys.readouterr().out
+    assert result.error_in_exec is None
+    delivered = [str(w.message) for w in recwarn]          # the warning still goes where warnings go
+    assert any("`torch.cuda.amp.GradScaler(args...)` is deprecated" in m for m in delivered)
+    assert first.count("[course explainer] `torch.cuda.amp` is deprecated") == 1
+    assert "A warning, not an error" in first and "05_speedups.ipynb" in first
+    shell.run_cell("torch.cuda.amp.autocast()")           # the same kind again: delivered, no second panel
+    assert any("torch.cuda.amp.autocast(args...)` is deprecated" in str(w.message) for w in recwarn)
+    assert "course explainer" not in capsys.readouterr().out
+    assert "course explainer" not in plain
+    if not torch.cuda.is_available():                     # another kind: its own panel
+        shell.run_cell("list(torch.utils.data.DataLoader(range(2), pin_memory=True))")
+        assert capsys.readouterr().out.count("[course explainer] `pin_memory=True`") == 1
+
+
+def test_the_panel_calls_the_original_showwarning_first(shell, capsys, monkeypatch):
+    shown = []
+    monkeypatch.setattr(warnings, "showwarning", lambda *args: shown.append(args))
+    course_lib.explainer.enable(shell)
+    warnings.showwarning("`torch.cuda.amp.autocast(args...)` is deprecated.", FutureWarning, "t.py", 3, None, None)
+    assert shown == [("`torch.cuda.amp.autocast(args...)` is deprecated.", FutureWarning, "t.py", 3, None, None)]
+    assert "[course explainer] `torch.cuda.amp` is deprecated" in capsys.readouterr().out
+    from course_lib.explainer import notebook
+    notebook.disable(shell)
+    assert warnings.showwarning is not notebook._panel_after_warning and len(shown) == 1
+
+
+def test_disable_restores_the_original_showwarning(shell):
+    before = warnings.showwarning
+    course_lib.explainer.enable(shell)
+    course_lib.explainer.enable(shell)
+    assert warnings.showwarning is not before
+    from course_lib.explainer import notebook
+    notebook.disable(shell)
+    assert warnings.showwarning is before
+
+
+def test_explain_warning_reads_the_warning_as_python_prints_it():
+    from course_lib.explainer import explain_warning
+    exp = explain_warning("This DataLoader will create 12 worker processes in total. Our suggested max number of "
+                          "worker in current system is 8, which is smaller than what this DataLoader is going to "
+                          "create.", UserWarning, "/x/dataloader.py", 560)
+    assert exp.entry.id == "too_many_workers" and exp.notes == ("You asked for 12 workers; this machine suggests "
+                                                                 "at most 8.",)
+    assert exp.error.startswith("/x/dataloader.py:560: UserWarning: This DataLoader")
+    assert not explain_warning("the sky is blue", UserWarning).known
+
+
 def test_explain_without_argument_explains_the_last_error(shell, capsys):
     course_lib.explainer.enable(shell)
     _run(shell, "nn.Linear(20, 5)(torch.zeros(4, 5))", capsys)
@@ -797,10 +849,15 @@ def test_panel_follows_the_error_output_in_a_real_jupyter_kernel():
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("import torch\nfrom course_lib import explain_errors\nexplain_errors()"),
                 nbformat.v4.new_code_cell("torch.nn.Linear(4, 3)(torch.randn(2, 4, device='meta'))"),
-                nbformat.v4.new_code_cell("raise KeyError('cuda')")]
+                nbformat.v4.new_code_cell("raise KeyError('cuda')"),
+                nbformat.v4.new_code_cell("scaler = torch.cuda.amp.GradScaler(enabled=False)")]
     NotebookClient(nb, timeout=180, kernel_name="python3", allow_errors=True, cwd=str(ROOT)).execute()
     known, unknown = nb.cells[1].outputs, nb.cells[2].outputs
     assert [o["output_type"] for o in known] == ["error", "display_data"]
     assert known[0]["ename"] == "RuntimeError" and "expected device" in known[0]["evalue"]
     assert "Course explainer: Tensors on two devices" in known[1]["data"]["text/html"]
     assert [o["output_type"] for o in unknown] == ["error"]
+    warned = [o for o in nb.cells[3].outputs if o["output_type"] != "stream" or "deprecated" in o["text"]]
+    assert [o["output_type"] for o in warned] == ["stream", "display_data"]      # the warning, then its panel
+    assert warned[0]["name"] == "stderr" and "Course explainer: <code>torch.cuda.amp</code> is deprecated" in \
+        warned[1]["data"]["text/html"]

@@ -4,7 +4,8 @@ its panel in the first cell).
 
     course_lib.explain()               # the last error of this notebook
     course_lib.explain(err)            # an exception, or a message, a traceback, a whole log
-    course_lib.explain_errors()        # the panel under every failing cell (notebook.py)
+    course_lib.explain_errors()        # the panel under every failing cell, and under the first
+                                       # warning of each kind the course knows (notebook.py)
     python -m course_lib explain [--json] [FILE ...]
 
 The knowledge base is data (`knowledge.ENTRIES`). An error that matches no entry is answered
@@ -20,6 +21,7 @@ from typing import Optional
 from .knowledge import ENTRIES, NOTEBOOKS, Entry
 
 UNKNOWN = "Not a GPU-training error this course knows"
+WARNING_CONTEXT = "A warning, not an error: the code went on running. The warning:"
 NO_ERROR = "No error to explain yet"
 
 _FLAGS = re.IGNORECASE | re.MULTILINE
@@ -201,6 +203,15 @@ def explain_exception(err: BaseException) -> Explanation:
     return _explained(entry, text) if entry else Explanation(False, _first_line(text))
 
 
+def explain_warning(message, category=UserWarning, filename: str = "", lineno: int = 0) -> Explanation:
+    """Explain a warning (`warnings.showwarning`'s arguments) as Python prints it: `file:line: Category: text`."""
+    text = f"{filename or '<warning>'}:{lineno}: {category.__name__}: {message}"
+    found = last_known_error(clean(text))
+    if found is None:
+        return Explanation(False, _first_line(text))
+    return _explained(found[0], found[1], WARNING_CONTEXT)
+
+
 def last_error() -> Optional[BaseException]:
     """The last exception that reached the notebook (or the interactive prompt), if any."""
     from . import notebook
@@ -219,7 +230,8 @@ def explain(error=None) -> Explanation:
 
 
 def enable(shell=None) -> None:
-    """Show an explanation panel under every cell that fails with an error the course knows (idempotent)."""
+    """Show an explanation panel under every cell that fails with an error the course knows, and under the
+    first warning of each kind it knows (idempotent)."""
     from .notebook import enable as _enable
     _enable(shell)
 
@@ -329,7 +341,7 @@ def cheat_sheet(entries=ENTRIES):
     return Markdown(table_markdown(entries))
 
 
-__all__ = ["explain", "explain_text", "explain_exception", "enable", "cheat_sheet",
+__all__ = ["explain", "explain_text", "explain_exception", "explain_warning", "enable", "cheat_sheet",
            "table_markdown",
            "wordings", "wordings_markdown",
            "Explanation", "ENTRIES", "UNKNOWN"]
