@@ -647,6 +647,20 @@ def test_every_entry_is_complete_and_links_to_a_heading_that_exists():
             assert set(re.compile(pattern).groupindex) >= set(re.findall(r"{(\w+)}", sentence)), e.id
 
 
+@pytest.mark.parametrize("notebook,heading,entry_ids", [
+    ("01_device_check", "### When the driver is older than this PyTorch", ["driver_too_old"]),
+    ("07_dp_vs_ddp", "### When DDP complains about parameters: unused, or ready twice",
+     ["ddp_unused_parameters", "ddp_ready_twice"]),
+])
+def test_chapters_teach_the_common_new_errors_and_the_explainer_links_there(notebook, heading, entry_ids):
+    nb = json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text())
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "markdown" and "".join(c["source"]).startswith(heading))
+    quoted = re.findall(r"`([^`]{25,})`", " ".join("".join(cell["source"]).split()))
+    assert {explainer.match(q).id for q in quoted if explainer.match(q)} == set(entry_ids)
+    for entry_id in entry_ids:
+        assert ENTRY[entry_id].section == heading and not ENTRY[entry_id].closest
+
+
 def test_link_is_the_anchor_jupyterlab_gives_the_heading():
     exp = explain("Weights only load failed. ...")
     assert exp.link == "04_common_errors.ipynb#4b.-weights_only:-save-the-state_dict,-not-the-model"

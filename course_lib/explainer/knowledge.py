@@ -320,7 +320,7 @@ ENTRIES = (
         "nvidia-smi                   # 'CUDA Version' = the newest CUDA this driver supports\n"
         "python -c \"import torch; print(torch.__version__, torch.version.cuda)\"\n"
         "# update the driver, or install the torch build for an older CUDA (pytorch.org/get-started)",
-        "01", "## 1. Ask the machine",
+        "01", "### When the driver is older than this PyTorch",
         ((r"found version (?P<major>\d{1,2}?)0(?P<minor>\d)0\b",
           "This driver supports CUDA up to {major}.{minor}; this PyTorch needs a newer one."),),
     ),
@@ -1002,7 +1002,7 @@ ENTRIES = (
         "model = DDP(model, device_ids=[local_rank], find_unused_parameters=True)  # costs a graph walk per step\n"
         "# better: delete the unused layer, or make every output part of the loss\n"
         "TORCH_DISTRIBUTED_DEBUG=DETAIL torchrun ...   # names the parameters that got no gradient",
-        "07", "## 2. DistributedDataParallel, for real",
+        "07", "### When DDP complains about parameters: unused, or ready twice",
         ((r"Parameters which did not receive grad for rank (?P<rank>\d+): (?P<names>[\w.]+)",
           "On rank {rank}, `{names}` (and maybe more) got no gradient."),
          (r"Parameter indices which did not receive grad for rank (?P<rank>\d+): (?P<first>\d+)",
@@ -1021,7 +1021,7 @@ ENTRIES = (
          "two backward passes through one DDP forward"),
         "checkpoint(block, x, use_reentrant=False)           # the non-reentrant checkpoint works with DDP\n"
         "model = DDP(model, device_ids=[local_rank], static_graph=True)   # if the graph is the same every step",
-        "07", "## 2. DistributedDataParallel, for real",
+        "07", "### When DDP complains about parameters: unused, or ready twice",
         ((r"Parameter at index (?P<i>\d+) with name (?P<name>[\w.]+) has been marked as ready twice",
           "The parameter: `{name}` (number {i})."),),
     ),
