@@ -352,6 +352,19 @@ RELEASED = [
     ("nccl_failure", "[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: "
                      "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
                      "600351 milliseconds before timing out."),
+    # torch/csrc/distributed/c10d/reducer.cpp (torch 2.13, warnings and the static_graph form)
+    ("ddp_find_unused_not_needed", "UserWarning: find_unused_parameters=True was specified in DDP constructor, but "
+                                   "did not find any unused parameters in the forward pass. This flag results in an "
+                                   "extra traversal of the autograd graph every iteration,  which can adversely "
+                                   "affect performance."),
+    ("ddp_unused_parameters", "RuntimeError: Expected to have finished reduction in the prior iteration before "
+                              "starting a new one. This error indicates that your training graph has changed in "
+                              "this iteration, e.g., one parameter is used in first iteration, but then got unused "
+                              "in the second iteration. this is not compatible with static_graph set to True."),
+    # torch/nn/parallel/_functions.py (Gather.forward)
+    ("data_parallel_gather_scalars", "/x/torch/nn/parallel/_functions.py:68: UserWarning: Was asked to gather "
+                                     "along dimension 0, but all input tensors were scalars; will instead unsqueeze "
+                                     "and return a vector."),
     # third_party/gloo/gloo/transport/tcp/pair.cc
     ("gloo_failure", "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer "
                      "[10.0.0.2]:30001"),

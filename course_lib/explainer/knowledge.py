@@ -991,8 +991,7 @@ ENTRIES = (
         "find_unused_parameters=True",
         (r"Expected to have finished reduction in the prior iteration",
          r"Parameter indices which did not receive grad for rank \d+",
-         r"Parameters which did not receive grad for rank \d+",
-         r"find_unused_parameters=True was specified in DDP constructor, but did not find any unused"),
+         r"Parameters which did not receive grad for rank \d+"),
         "DDP averages every parameter's gradient across ranks as backward produces them, and waits for "
         "all of them. A parameter that did not contribute to this step's loss never gets a gradient, so "
         "the last reduction never finished, and DDP stops at the next forward pass.",
@@ -1007,6 +1006,21 @@ ENTRIES = (
           "On rank {rank}, `{names}` (and maybe more) got no gradient."),
          (r"Parameter indices which did not receive grad for rank (?P<rank>\d+): (?P<first>\d+)",
           "On rank {rank}, parameter number {first} of `model.parameters()` (and maybe more) got no gradient.")),
+    ),
+    Entry(
+        "ddp_find_unused_not_needed", "DDP searched for unused parameters and found none",
+        "UserWarning: find_unused_parameters=True was specified in DDP constructor, but did not find any "
+        "unused parameters in the forward pass.",
+        (r"find_unused_parameters=True was specified in DDP constructor, but did not find any unused",),
+        "A warning, not an error: with `find_unused_parameters=True` DDP walks the autograd graph after "
+        "every forward pass to find parameters that will get no gradient. This model has none, so the "
+        "walk only costs time.",
+        ("`find_unused_parameters=True` added once to silence the unused-parameters error, and kept "
+         "after the model was fixed",
+         "a model whose `forward` uses every parameter at every step"),
+        "model = DDP(model, device_ids=[local_rank])   # the default: find_unused_parameters=False\n"
+        "# keep the flag only if some steps really skip parameters (branches in forward)",
+        "07", "### When DDP complains about parameters: unused, or ready twice",
     ),
     Entry(
         "ddp_ready_twice", "DDP: a parameter's gradient arrived twice in one step",
