@@ -335,7 +335,9 @@ ENTRIES = (
         "This PyTorch is a CUDA build, but at run time it finds no GPU it can use.",
         ("`CUDA_VISIBLE_DEVICES` is empty or names GPUs that do not exist",
          "no NVIDIA driver, or one too old for this build (the CUDA 13 wheels of torch 2.11+ need the 580 series)",
-         "a container started without GPU access (`--gpus all`)"),
+         "a container started without GPU access (`--gpus all`)",
+         "'Error 802: system not yet initialized' on an NVSwitch server: the `nvidia-fabricmanager` service "
+         "is not running"),
         "print(torch.cuda.is_available(), torch.cuda.device_count())\n"
         "device = pick_device()        # falls back to the CPU instead of crashing",
         "01", "## 1. Ask the machine",
@@ -352,8 +354,8 @@ ENTRIES = (
          "`CUDA_VISIBLE_DEVICES=1` leaves one visible GPU, which is then `cuda:0`, not `cuda:1`",
          "more processes than GPUs (`torchrun --nproc_per_node` larger than the GPU count): rank N uses `cuda:N`"),
         "print(torch.cuda.device_count())          # valid numbers: 0 .. count-1\n"
-        "device = torch.device('cuda', local_rank if torch.cuda.device_count() > local_rank else 0)\n"
-        "torchrun --nproc_per_node=$(nvidia-smi -L | wc -l) train.py",
+        "device = pick_device()                    # never a hard-coded cuda:1 (chapter 01)\n"
+        "torchrun --nproc_per_node=$(nvidia-smi -L | wc -l) train.py   # one process per visible GPU",
         "01", "### Article B's production bug: a hard-coded `cuda:0`",
     ),
     Entry(
@@ -770,7 +772,8 @@ ENTRIES = (
          r"Target size \(torch\.Size\(\[[\d, ]*\]\)\) must be the same as input size"),
         "`MSELoss`, `L1Loss` and their kin compare prediction and target element by element. With "
         "different shapes PyTorch broadcasts them into a bigger grid, so the loss is computed on the wrong "
-        "pairs, silently. As a warning it does not stop training; the numbers are simply wrong.",
+        "pairs: the warning does not stop training, the numbers are simply wrong. (The BCE losses refuse "
+        "with an error instead.)",
         ("a model output of shape `(N, 1)` against a target of shape `(N,)` (or the other way round)",
          "a last batch of another size, or targets of the wrong resolution"),
         "loss = criterion(pred.squeeze(-1), y)     # (N, 1) -> (N,)\n"
