@@ -50,6 +50,9 @@ def cmd_grade(args) -> int:
     except ImportError:
         print("grading is part of the teacher's copy of the course, not of the student bundle")
         return 2
+    exporter = _grade_exporter(args)
+    if exporter is False:
+        return 2
     import os
     # Grading runs on the CPU: verdicts must not depend on the grading machine (the grader's
     # zygotes also start with every GPU hidden, whatever this process has seen).
@@ -68,7 +71,20 @@ def cmd_grade(args) -> int:
     print(json.dumps(report, indent=1) if args.json else
           f"graded {report['graded']} submission(s) in {report['seconds']:g} s"
           f" ({report['skipped']} already graded); gradebook: {report['gradebook']}")
-    return 1 if report["key_problems"] else 0
+    status = 1 if report["key_problems"] else 0
+    return max(status, exporter.run(lambda line: print(line, file=sys.stderr))) if exporter else status
+
+
+def _grade_exporter(args):
+    """grade's --export/--roster step (course_lib/classroom/exports.py), checked before grading:
+    None without --export, False (after saying why) for a bad roster."""
+    from .classroom.exports import Exporter, ExportError
+    from .classroom.roster import RosterError
+    try:
+        return Exporter.from_args(args)
+    except (ExportError, RosterError) as err:
+        print(f"nothing graded: {err}", file=sys.stderr)
+        return False
 
 
 def cmd_explain(args) -> int:
@@ -126,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-scratch", action="store_true", help="keep the graded processes' scratch folders")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the run's report as JSON")
+    p.add_argument("--export", action="append", choices=["nbgrader", "canvas"],
+                   help="also write GRADEBOOK.nbgrader.csv / GRADEBOOK.canvas.csv (repeatable)")
+    p.add_argument("--roster", help="CSV of id, name, email (optional username, section): who each submission is")
     p.set_defaults(run=cmd_grade)
     p = sub.add_parser("explain", help="explain a PyTorch GPU-training error from a message, a traceback or a log",
                        description="Explain the error in each FILE (a message, a traceback or a whole log; "
