@@ -87,6 +87,20 @@ def _grade_exporter(args):
         return False
 
 
+def cmd_gradescope(args) -> int:
+    """Write the Gradescope autograder zip of one chapter (course_lib/classroom/gradescope.py)."""
+    from .classroom.assignments import NoSuchChapter
+    from .classroom.gradescope import NotTheTeachersCopy, build
+    try:
+        info = build(args.chapter, args.out_zip, cell_timeout=args.cell_timeout, timeout=args.timeout)
+    except (NoSuchChapter, NotTheTeachersCopy) as err:
+        print(f"no autograder written: {err}", file=sys.stderr)
+        return 2
+    print(f"Gradescope autograder for chapter {info['chapter']} ({info['notebook']}): {info['zip']}, "
+          f"{info['files']} files, {info['bytes'] // 1024} KiB; it holds the answer key: upload it to Gradescope only")
+    return 0
+
+
 def cmd_explain(args) -> int:
     """Explain the error in each FILE (or stdin). Exit 0: every input explained; 1: some input holds
     no error the course knows; 2: a FILE could not be read."""
@@ -146,6 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write GRADEBOOK.nbgrader.csv / GRADEBOOK.canvas.csv (repeatable)")
     p.add_argument("--roster", help="CSV of id, name, email (optional username, section): who each submission is")
     p.set_defaults(run=cmd_grade)
+    p = sub.add_parser("gradescope", help="(teachers) write a chapter's Gradescope autograder zip")
+    p.add_argument("chapter", help="the chapter to grade, e.g. 01")
+    p.add_argument("out_zip", help="the zip to write (upload it as the assignment's autograder)")
+    p.add_argument("--cell-timeout", type=float, default=60.0, help="seconds per notebook cell (default 60)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per notebook (default 600)")
+    p.set_defaults(run=cmd_gradescope)
     p = sub.add_parser("explain", help="explain a PyTorch GPU-training error from a message, a traceback or a log",
                        description="Explain the error in each FILE (a message, a traceback or a whole log; "
                                    "without FILE, standard input). Exit status: 0 every input explained, "
