@@ -1,4 +1,4 @@
-"""Command line: python -m course_lib {doctor, exercises, digest, grade, release, explain}."""
+"""Command line: python -m course_lib {doctor, exercises, digest, grade, release, collect, gradescope, explain}."""
 import argparse
 import json
 import sys
@@ -87,6 +87,21 @@ def _grade_exporter(args):
         return False
 
 
+def cmd_collect(args) -> int:
+    """Copy every hub user's chapter notebook into SUBMISSIONS_DIR (course_lib/classroom/collect.py)."""
+    from .classroom.assignments import NoSuchChapter
+    from .classroom.collect import CollectError, collect
+    try:
+        collection = collect(args.source, args.out_dir, args.chapter, exchange=args.exchange,
+                             user_prefix=args.user_prefix, path=args.path, assignment_id=args.assignment,
+                             update=args.update)
+    except (CollectError, NoSuchChapter) as err:
+        print(f"nothing collected: {err}", file=sys.stderr)
+        return 2
+    print("\n".join(collection.lines()))
+    return 1 if collection.problems() else 0
+
+
 def cmd_gradescope(args) -> int:
     """Write the Gradescope autograder zip of one chapter (course_lib/classroom/gradescope.py)."""
     from .classroom.assignments import NoSuchChapter
@@ -160,6 +175,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write GRADEBOOK.nbgrader.csv / GRADEBOOK.canvas.csv (repeatable)")
     p.add_argument("--roster", help="CSV of id, name, email (optional username, section): who each submission is")
     p.set_defaults(run=cmd_grade)
+    p = sub.add_parser("collect", help="(teachers) copy each hub user's chapter notebook into a submissions folder",
+                       description="Copy each user's notebook of one chapter from a hub's home folders (or an "
+                                   "nbgrader exchange) into OUT_DIR/USER.ipynb, ready for `grade`. Exit status: "
+                                   "0 every user's notebook collected, 1 some users reported, 2 nothing collected.")
+    p.add_argument("source", help="folder of home folders (e.g. /home), or an nbgrader exchange course folder")
+    p.add_argument("out_dir", help="the submissions folder to fill")
+    p.add_argument("--chapter", required=True, help="the chapter whose notebook to collect, e.g. 01")
+    p.add_argument("--exchange", action="store_true", help="SOURCE is an nbgrader exchange (EXCHANGE/COURSE)")
+    p.add_argument("--assignment", help="with --exchange: the nbgrader assignment id (default: any holding the notebook)")
+    p.add_argument("--user-prefix", default="", help="home folders start with this, removed from the name (jupyter-)")
+    p.add_argument("--path", help="the notebook's path inside each home (default: pytorch-gpu-course/notebooks/...)")
+    p.add_argument("--update", action="store_true", help="replace copies collected before (kept in OUT_DIR.replaced)")
+    p.set_defaults(run=cmd_collect)
     p = sub.add_parser("gradescope", help="(teachers) write a chapter's Gradescope autograder zip")
     p.add_argument("chapter", help="the chapter to grade, e.g. 01")
     p.add_argument("out_zip", help="the zip to write (upload it as the assignment's autograder)")
