@@ -58,7 +58,7 @@ def proxy_command():
         import jupyterhub  # noqa: F401
     except ImportError:
         missing("the Python package jupyterhub is not installed")
-    command = os.environ.get("COURSE_CHP") or shutil.which("configurable-http-proxy")
+    command = shutil.which(os.environ.get("COURSE_CHP") or "configurable-http-proxy")
     if command is None:
         missing("configurable-http-proxy was not found")
     version = subprocess.run([command, "--version"], capture_output=True, text=True, timeout=60)
