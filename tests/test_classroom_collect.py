@@ -1,4 +1,4 @@
-"""`python -m course_lib collect`: every hub user's notebook into a submissions folder, named by user (issue 22, items 1, 5).
+"""`python -m course_lib collect`: each hub user's notebook into a submissions folder (issue 22, items 1, 5).
 
 Home folders as The Littlest JupyterHub lays them out (/home/jupyter-NAME) and as a local
 spawner does (/home/NAME), and an nbgrader exchange's inbound folder. The real hub run is

@@ -1,4 +1,4 @@
-"""A class beyond one laptop (teacher side): collect from a hub, the roster, grade exports, Gradescope.
+"""A class beyond one laptop (teacher side): hub collection, roster, grade exports, Gradescope.
 
 - `assignments.py` the course's chapters as assignments: number, title, points, notebook file.
 - `collect.py`     `python -m course_lib collect`: users' notebooks from a hub's home folders or

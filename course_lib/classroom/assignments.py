@@ -1,4 +1,4 @@
-"""The course's chapters seen as assignments: number, title, points, notebook file (teacher side)."""
+"""The course's chapters as assignments: number, title, points, notebook file (teacher side)."""
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -36,7 +36,8 @@ def all_assignments() -> dict:
     found = {}
     for number, (chapter, points) in sorted(chapters.items()):
         files = sorted(notebooks_folder().glob(f"{number}_*.ipynb"))
-        found[number] = Assignment(number, chapter.title, points, files[0].name if files else f"{number}_*.ipynb")
+        notebook = files[0].name if files else f"{number}_*.ipynb"
+        found[number] = Assignment(number, chapter.title, points, notebook)
     return found
 
 

@@ -1,4 +1,4 @@
-"""What Gradescope's `run_autograder` runs: one submission through the course's grader (Gradescope side).
+"""What Gradescope's `run_autograder` runs: one submission through the course's grader.
 
     python -m course_lib.classroom.autograder ROOT        (ROOT is /autograder on Gradescope)
 
@@ -20,49 +20,53 @@ import tempfile
 from pathlib import Path
 
 NAME = "submission"  # the submission's name inside the grader
+SKIPPED = {".ipynb_checkpoints", "__MACOSX"}
 
 
 def submitted_notebook(folder: Path, expected: str) -> tuple:
-    """(notebook path, None) or (None, what the student must do) for a Gradescope submission folder."""
-    found = sorted(p for p in folder.rglob("*.ipynb") if p.is_file()
-                   and not {".ipynb_checkpoints", "__MACOSX"} & set(p.relative_to(folder).parts))
-    if len(found) == 1:
-        return found[0], None
+    """(notebook, None), or (None, what the student must do), for a submission folder."""
+    found = sorted(p for p in folder.rglob("*.ipynb")
+                   if p.is_file() and not SKIPPED & set(p.relative_to(folder).parts))
     named = [p for p in found if p.name == expected]
-    if len(named) == 1:
-        return named[0], None
+    if len(found) == 1 or len(named) == 1:
+        return (found[0] if len(found) == 1 else named[0]), None
     if not found:
         return None, f"Your submission holds no notebook (.ipynb). Upload your {expected}."
     shown = ", ".join(p.relative_to(folder).as_posix() for p in found[:10])
-    return None, f"Your submission holds {len(found)} notebooks ({shown}). Upload only your {expected}."
+    return None, (f"Your submission holds {len(found)} notebooks ({shown}). "
+                  f"Upload only your {expected}.")
 
 
 def exercise_output(exercise: dict) -> str:
-    """One exercise's feedback for the student: visible tests with their feedback, hidden ones by name only."""
-    lines = [exercise.get("detail", "")] if exercise.get("detail") else []
+    """One exercise's feedback for the student: visible tests with their feedback, hidden
+    tests by name and verdict only."""
+    lines = [exercise["detail"]] if exercise.get("detail") else []
     if exercise.get("answer_shown"):
         lines.append(f"Your answer: {exercise['answer_shown'][:200]}")
     for t in exercise.get("tests", []):
         mark = "passed" if t.get("passed") else "FAILED"
         if t.get("hidden"):
             lines.append(f"- {t.get('name', '')} (hidden test): {mark}")
-        else:
-            lines.append(f"- {t.get('name', '')}: {mark}")
-            if not t.get("passed") and t.get("feedback"):
-                lines.append(f"  {str(t['feedback'])[:1500]}")
+            continue
+        lines.append(f"- {t.get('name', '')}: {mark}")
+        if not t.get("passed") and t.get("feedback"):
+            lines.append(f"  {str(t['feedback'])[:1500]}")
     return "\n".join(lines)
 
 
+def _test(number: int, row: dict, exercise: dict) -> dict:
+    name = f"{exercise.get('title', row['exercise'])} ({row['exercise']})"
+    output = exercise_output(exercise) if exercise else row.get("detail", "")
+    return {"name": name, "number": str(number), "score": float(row["points"]),
+            "max_score": float(row["max_points"]), "output": output, "visibility": "visible"}
+
+
 def results(rows: list, record: dict, settings: dict) -> dict:
-    """Gradescope's results.json from the gradebook rows and the feedback record of one submission."""
+    """Gradescope's results.json from one submission's gradebook rows and feedback record."""
     total = next(r for r in rows if r["exercise"] == "TOTAL")
     by_id = {e["exercise"]: e for e in record.get("exercises", [])}
-    tests = []
-    for number, row in enumerate((r for r in rows if r["exercise"] != "TOTAL"), 1):
-        ex = by_id.get(row["exercise"], {})
-        tests.append({"name": f"{ex.get('title', row['exercise'])} ({row['exercise']})", "number": str(number),
-                      "score": float(row["points"]), "max_score": float(row["max_points"]),
-                      "output": exercise_output(ex) if ex else row.get("detail", ""), "visibility": "visible"})
+    exercises = [r for r in rows if r["exercise"] != "TOTAL"]
+    tests = [_test(n, row, by_id.get(row["exercise"], {})) for n, row in enumerate(exercises, 1)]
     run = record.get("run", {})
     summary = [f"Chapter {settings['chapter']}: {settings['title']}. "
                f"Total: {float(total['points']):g} / {float(total['max_points']):g} points."]
@@ -70,17 +74,18 @@ def results(rows: list, record: dict, settings: dict) -> dict:
         summary.append(f"Your notebook, run from the top: {run['summary']}")
     errors = [c for c in run.get("cells", []) if c.get("status") != "ok"]
     summary += [f"cell {c.get('cell')}: {str(c.get('error', ''))[:300]}" for c in errors[:20]]
+    extra = {"status": total["status"], "flags": total.get("flags", ""),
+             "chapter": settings["chapter"]}
     return {"score": float(total["points"]), "output": "\n".join(summary), "visibility": "visible",
-            "stdout_visibility": "hidden", "tests": tests,
-            "extra_data": {"status": total["status"], "flags": total.get("flags", ""), "chapter": settings["chapter"]}}
+            "stdout_visibility": "hidden", "tests": tests, "extra_data": extra}
 
 
 def refusal(message: str, settings: dict) -> dict:
     """results.json for a submission that could not be graded as it was handed in."""
+    test = {"name": "Your notebook", "score": 0.0, "max_score": float(settings["points"]),
+            "output": message, "visibility": "visible"}
     return {"score": 0.0, "output": message, "visibility": "visible", "stdout_visibility": "hidden",
-            "tests": [{"name": "Your notebook", "score": 0.0, "max_score": float(settings["points"]),
-                       "output": message, "visibility": "visible"}],
-            "extra_data": {"status": "not graded", "chapter": settings["chapter"]}}
+            "tests": [test], "extra_data": {"status": "not graded", "chapter": settings["chapter"]}}
 
 
 def write_results(folder: Path, data: dict) -> Path:
@@ -93,7 +98,7 @@ def write_results(folder: Path, data: dict) -> Path:
 
 
 def grade(notebook: Path, settings: dict, work: Path) -> tuple:
-    """(gradebook rows, feedback record, grader report) of one notebook graded by the course's grader."""
+    """(gradebook rows, feedback record, grader report) of one notebook, by the course's grader."""
     from ..grading.feedback import file_name
     from ..grading.grader import Grader, hide_gpus
     from ..grading.sandbox import Limits
@@ -102,7 +107,8 @@ def grade(notebook: Path, settings: dict, work: Path) -> tuple:
     subs.mkdir(parents=True)
     shutil.copyfile(notebook, subs / f"{NAME}.ipynb")
     out = work / "out" / "gradebook.csv"
-    limits = Limits(cell_timeout=float(settings.get("cell_timeout", 60)), timeout=float(settings.get("timeout", 600)),
+    limits = Limits(cell_timeout=float(settings.get("cell_timeout", 60)),
+                    timeout=float(settings.get("timeout", 600)),
                     memory_mb=int(settings.get("memory_mb", 4096)))
     report = Grader(subs, out, chapters=[settings["chapter"]], limits=limits, progress=False).run()
     with open(out, newline="") as f:
@@ -116,7 +122,8 @@ def main(root) -> int:
     import course_lib
     root = Path(root)
     settings = json.loads((root / "source" / "autograder.json").read_text())
-    print(f"course autograder: chapter {settings['chapter']}, course_lib from {Path(course_lib.__file__).parent}")
+    print(f"course autograder: chapter {settings['chapter']}, "
+          f"course_lib from {Path(course_lib.__file__).parent}")
     notebook, problem = submitted_notebook(root / "submission", settings["notebook"])
     if problem:
         print(problem)
@@ -128,10 +135,12 @@ def main(root) -> int:
         for note in report["notes"]:
             print(f"grader note: {note}")
         if report["key_problems"] or not any(r["exercise"] == "TOTAL" for r in rows):
-            print(f"the grader could not grade this submission: {report['key_problems'] or 'no TOTAL row'}")
+            print("the grader could not grade this submission: "
+                  f"{report['key_problems'] or 'no TOTAL row'}")
             return 1
         data = results(rows, record, settings)
-        print(f"graded {notebook.name}: {data['score']:g} points, status {data['extra_data']['status']}")
+        print(f"graded {notebook.name}: {data['score']:g} points, "
+              f"status {data['extra_data']['status']}")
         write_results(root / "results", data)
         return 0
     finally:

@@ -1,4 +1,4 @@
-"""Collect a class's notebooks from a hub into a submissions folder, one file per user (teacher side).
+"""Collect a class's notebooks from a hub into a submissions folder, one file per user.
 
     python -m course_lib collect HOMES_DIR SUBMISSIONS_DIR --chapter 01 [--user-prefix jupyter-]
     python -m course_lib collect EXCHANGE/COURSE --exchange SUBMISSIONS_DIR --chapter 01
@@ -25,8 +25,9 @@ from pathlib import Path
 
 from .assignments import assignment
 
-COURSE_FOLDER = "pytorch-gpu-course"  # the nbgitpuller link's targetpath (README, docs/classroom.md)
-SKIPPED_DIRS = {".ipynb_checkpoints", ".git", ".cache", ".local", ".Trash", ".venv", "node_modules", "__pycache__"}
+COURSE_FOLDER = "pytorch-gpu-course"  # the nbgitpuller link's targetpath (README, docs)
+SKIPPED_DIRS = {".ipynb_checkpoints", ".git", ".cache", ".local", ".Trash", ".venv", "node_modules",
+                "__pycache__"}
 MANIFEST = "collected.csv"
 USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]*$")
 
@@ -58,8 +59,9 @@ class Collection:
 
     def lines(self) -> list:
         done = self.count("collected", "updated", "unchanged")
+        copied, there = self.count("collected", "updated"), self.count("unchanged")
         out = [f"{done} of {len(self.found)} user(s) have their notebook in {self.out} "
-               f"({self.count('collected', 'updated')} copied now, {self.count('unchanged')} already there)"]
+               f"({copied} copied now, {there} already there)"]
         out += [f"  {f.user}: {f.status}: {f.note}" for f in self.problems()]
         return out
 
@@ -90,8 +92,9 @@ def from_home(user: str, home: Path, notebook: str, path: str = None) -> Found:
     if not candidates:
         return Found(user, "missing", note=f"no {notebook} anywhere in {home}")
     shown = ", ".join(str(c.relative_to(home)) for c in candidates[:5])
-    return Found(user, "ambiguous", note=f"{len(candidates)} copies of {notebook} ({shown}); none collected: "
-                                         f"pass --path with the one to grade, relative to the home folder")
+    return Found(user, "ambiguous", note=f"{len(candidates)} copies of {notebook} ({shown}); none "
+                                         "collected: pass --path with the one to grade, relative "
+                                         "to the home folder")
 
 
 def homes(source: Path, prefix: str = "") -> list:
@@ -105,7 +108,8 @@ def homes(source: Path, prefix: str = "") -> list:
 
 
 def parse_exchange_name(name: str):
-    """(student, assignment, timestamp) of an nbgrader inbound folder `student+assignment+time[+random]`."""
+    """(student, assignment, time) of an nbgrader inbound folder named
+    `student+assignment+time[+random]`, or None."""
     parts = name.rsplit("+", 3)
     if len(parts) == 4 and ":" not in parts[3]:
         student, assign, stamp = parts[0], parts[1], parts[2]
@@ -121,7 +125,8 @@ def parse_exchange_name(name: str):
 def parse_time(text: str):
     """A UTC datetime of nbgrader's timestamps ('2026-11-29 10:00:00.123456 UTC'), or None."""
     text = text.strip().replace(" UTC", "").replace("Z", "")
-    for fmt in ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S"):
+    for fmt in ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S.%f",
+                "%Y-%m-%dT%H:%M:%S"):
         try:
             return datetime.strptime(text, fmt).replace(tzinfo=timezone.utc)
         except ValueError:
@@ -134,7 +139,7 @@ def from_exchange(source: Path, notebook: str, assignment_id: str = None) -> lis
     else of any assignment that holds `notebook`)."""
     inbound = source if source.name == "inbound" else source / "inbound"
     if not inbound.is_dir():
-        raise CollectError(f"{source} is not an nbgrader exchange course folder (no inbound/ in it)")
+        raise CollectError(f"{source} is not an nbgrader exchange course folder (no inbound/)")
     latest = {}
     for folder in inbound.iterdir():
         parsed = parse_exchange_name(folder.name) if folder.is_dir() else None
@@ -148,10 +153,14 @@ def from_exchange(source: Path, notebook: str, assignment_id: str = None) -> lis
     found = []
     for student, (when, folder) in sorted(latest.items()):
         candidates = _candidates(folder, notebook)
-        item = (Found(student, "found", str(candidates[0])) if len(candidates) == 1 else
-                Found(student, "missing", note=f"their latest submission {folder.name} has no {notebook}")
-                if not candidates else Found(student, "ambiguous", note=f"{len(candidates)} copies of {notebook} "
-                                                                         f"in {folder.name}; none collected"))
+        if len(candidates) == 1:
+            item = Found(student, "found", str(candidates[0]))
+        elif not candidates:
+            item = Found(student, "missing", note=f"their latest submission {folder.name} has no "
+                                                  f"{notebook}")
+        else:
+            item = Found(student, "ambiguous", note=f"{len(candidates)} copies of {notebook} in "
+                                                    f"{folder.name}; none collected")
         item.modified = when.timestamp()
         found.append(item)
     return found
@@ -169,7 +178,8 @@ def _place(item: Found, out: Path, update: bool) -> None:
         item.status, item.note = "unchanged", "same file as collected before"
         return
     if dst.exists() and not update:
-        item.status, item.note = "kept", f"{dst.name} collected before differs from {src}; pass --update to replace it"
+        item.status = "kept"
+        item.note = f"{dst.name} collected before differs from {src}; pass --update to replace it"
         return
     if dst.exists():
         backup = out.with_name(out.name + ".replaced")
@@ -185,7 +195,7 @@ def _place(item: Found, out: Path, update: bool) -> None:
 
 
 def write_manifest(collection: Collection) -> None:
-    """SUBMISSIONS_DIR/collected.csv: every user, status, source file and note (merged with earlier runs)."""
+    """SUBMISSIONS_DIR/collected.csv: every user, status, source and note (earlier runs kept)."""
     path = collection.out / MANIFEST
     rows = {}
     if path.exists():
@@ -202,8 +212,8 @@ def write_manifest(collection: Collection) -> None:
     path.write_text(buf.getvalue())
 
 
-def collect(source, out, chapter: str, exchange: bool = False, user_prefix: str = "", path: str = None,
-            assignment_id: str = None, update: bool = False) -> Collection:
+def collect(source, out, chapter: str, exchange: bool = False, user_prefix: str = "",
+            path: str = None, assignment_id: str = None, update: bool = False) -> Collection:
     """Collect chapter `chapter`'s notebook of every user under `source` into `out`."""
     notebook = assignment(chapter).notebook
     source, out = Path(source).resolve(), Path(out).resolve()
@@ -219,8 +229,8 @@ def collect(source, out, chapter: str, exchange: bool = False, user_prefix: str 
         if not USERNAME.match(item.user):
             item.status, item.note = "missing", "not collected: the user name cannot be a file name"
     if not found:
-        raise CollectError(f"no users found under {source}" + (f" (folders starting with {user_prefix!r})"
-                                                                if user_prefix else ""))
+        which = f" (folders starting with {user_prefix!r})" if user_prefix else ""
+        raise CollectError(f"no users found under {source}{which}")
     out.mkdir(parents=True, exist_ok=True)
     collection = Collection(out, found)
     for item in found:

@@ -1,6 +1,7 @@
-"""Grades where teachers keep them: the gradebook CSV as nbgrader's grade export or a Canvas import (teacher side).
+"""Grades where teachers keep them: the gradebook as nbgrader's grade export or a Canvas import.
 
-    python -m course_lib grade SUBMISSIONS --out GRADEBOOK.csv --export nbgrader|canvas [--roster CSV]
+    python -m course_lib grade SUBMISSIONS --out GRADEBOOK.csv --export nbgrader|canvas
+                                           [--roster CSV]
 
 Reads only the gradebook the grader wrote (one row per submission and exercise, a TOTAL
 row last). Each chapter is one assignment; a submission's score in it is the sum of its
@@ -19,8 +20,8 @@ from pathlib import Path
 from ..grading.gradebook import TOTAL, clean
 from .assignments import all_assignments, chapter_of
 
-NBGRADER_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
-                    "raw_score", "late_submission_penalty", "score", "max_score"]
+NBGRADER_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name",
+                    "email", "raw_score", "late_submission_penalty", "score", "max_score"]
 CANVAS_STUDENT_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 FORMATS = ("nbgrader", "canvas")
 
@@ -51,22 +52,32 @@ class Report:
 
     def lines(self) -> list:
         out = [f"{fmt} export: {path}" for fmt, path in self.files.items()]
-        out += [f"WARNING no roster entry for submission {name!r}: exported under that name with no student "
-                "id; add it to the roster (a username column) and run the same command again"
-                for name in self.unmatched]
+        out += [f"WARNING no roster entry for submission {name!r}: exported under that name with "
+                "no student id; add it to the roster (a username column) and run the same "
+                "command again" for name in self.unmatched]
         if self.no_submission:
-            shown = ", ".join(self.no_submission[:10]) + (" ..." if len(self.no_submission) > 10 else "")
-            out.append(f"note: {len(self.no_submission)} roster student(s) without a graded submission: {shown}")
+            more = " ..." if len(self.no_submission) > 10 else ""
+            shown = ", ".join(self.no_submission[:10]) + more
+            out.append(f"note: {len(self.no_submission)} roster student(s) without a graded "
+                       f"submission: {shown}")
         return out + [f"WARNING {w}" for w in self.warnings]
+
+
+def _number(text) -> float:
+    try:
+        return float(str(text).lstrip("'"))
+    except ValueError:
+        return 0.0
 
 
 def read_scores(gradebook_csv, submissions_dir=None) -> list:
     """Scores per (submission, chapter) from a gradebook CSV; complete submissions only."""
     path = Path(gradebook_csv)
     try:
-        rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8", errors="replace"))))
+        text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as err:
         raise ExportError(f"cannot read the gradebook {path}: {err.strerror or err}") from None
+    rows = list(csv.DictReader(io.StringIO(text)))
     if rows and not {"submission", "exercise", "points", "max_points", "status"} <= set(rows[0]):
         raise ExportError(f"{path} is not a gradebook written by `python -m course_lib grade`")
     stamps = submission_times(submissions_dir) if submissions_dir else {}
@@ -83,29 +94,23 @@ def read_scores(gradebook_csv, submissions_dir=None) -> list:
             chapter = chapters.setdefault(chapter_of(row["exercise"]), [0.0, 0.0])
             chapter[0] += _number(row["points"])
             chapter[1] += _number(row["max_points"])
-        for number, (points, max_points) in sorted(chapters.items()):
-            scores.append(Score(name, number, round(points, 3), max_points, status[name], stamps.get(name, "")))
-        if not chapters:
-            scores.append(Score(name, "", 0.0, 0.0, status[name], stamps.get(name, "")))
+        for number, (points, top) in sorted(chapters.items()) or [("", (0.0, 0.0))]:
+            stamp = stamps.get(name, "")
+            scores.append(Score(name, number, round(points, 3), top, status[name], stamp))
     return scores
-
-
-def _number(text) -> float:
-    try:
-        return float(str(text).lstrip("'"))
-    except ValueError:
-        return 0.0
 
 
 def submission_times(folder) -> dict:
     """{submission name: file modification time, UTC} with the grader's naming (file stem,
     or the relative path when two files share a stem)."""
     folder = Path(folder)
-    files = sorted(p for p in folder.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts and p.is_file())
+    files = sorted(p for p in folder.rglob("*.ipynb")
+                   if ".ipynb_checkpoints" not in p.parts and p.is_file())
     stems = [p.stem for p in files]
     times = {}
     for p in files:
-        name = p.stem if stems.count(p.stem) == 1 else p.relative_to(folder).with_suffix("").as_posix()
+        unique = stems.count(p.stem) == 1
+        name = p.stem if unique else p.relative_to(folder).with_suffix("").as_posix()
         stamp = datetime.fromtimestamp(p.stat().st_mtime, timezone.utc).replace(tzinfo=None)
         times[clean(name)] = str(stamp)
     return times
@@ -120,37 +125,42 @@ class Entry:
     scores: dict = field(default_factory=dict)  # chapter -> Score
 
 
+def _duplicate(entry: Entry, score: Score) -> ExportError:
+    st = entry.student
+    who = f"student {st.id} ({st.name})" if st else f"student {entry.name!r}"
+    one, two = sorted([entry.scores[score.chapter].submission, score.submission])
+    return ExportError(f"two submissions for {who} in chapter {score.chapter or '?'}: {one!r} and "
+                       f"{two!r}; keep one of them in the submissions folder and run the same "
+                       "command again (graded notebooks are not graded again); nothing was "
+                       "exported")
+
+
 def entries(scores: list, roster=None) -> tuple:
-    """([Entry] in roster order then unmatched, Report); ExportError on two submissions per student."""
+    """([Entry] in roster order, then unmatched ones; Report); ExportError when one student
+    has two submissions in a chapter."""
     report, table = Report(), {}
     if roster is not None:
         for st in roster.students:
             table[f"id:{st.id}"] = Entry(f"id:{st.id}", st, st.name)
-    unmatched = []
     for score in scores:
         st = roster.match(score.submission) if roster is not None else None
-        key = f"id:{st.id}" if st else f"sub:{score.submission.rsplit('/', 1)[-1]}"
-        entry = table.setdefault(key, Entry(key, None, score.submission.rsplit("/", 1)[-1]))
-        if st is None and roster is not None and score.submission not in unmatched:
-            unmatched.append(score.submission)
+        own = score.submission.rsplit("/", 1)[-1]
+        key = f"id:{st.id}" if st else f"sub:{own}"
+        entry = table.setdefault(key, Entry(key, None, own))
+        if st is None and roster is not None and score.submission not in report.unmatched:
+            report.unmatched.append(score.submission)
         if score.chapter in entry.scores:
-            first = entry.scores[score.chapter].submission
-            who = f"student {st.id} ({st.name})" if st else f"student {entry.name!r}"
-            one, two = sorted([first, score.submission])
-            raise ExportError(f"two submissions for {who} in chapter {score.chapter or '?'}: {one!r} and "
-                              f"{two!r}; keep one of them in the submissions folder and run the "
-                              "same command again (graded notebooks are not graded again); nothing was exported")
+            raise _duplicate(entry, score)
         entry.scores[score.chapter] = score
-    report.unmatched = unmatched
     report.no_submission = [e.student.id for e in table.values() if e.student and not e.scores]
     if "" in {s.chapter for s in scores}:
-        report.warnings.append("some submissions have no exercise of any chapter (unreadable or empty "
-                               "notebooks); they are exported with 0 points under the assignment '?'")
+        report.warnings.append("some submissions have no exercise of any chapter (unreadable or "
+                               "empty notebooks); they are exported with 0 points under '?'")
     return list(table.values()), report
 
 
 def chapters_of(scores: list) -> list:
-    """(number, title label, notebook stem, max points) of each chapter in the scores, in order."""
+    """(number, label, notebook stem, max points) of each chapter in the scores, in order."""
     known = all_assignments()
     found = []
     for number in sorted({s.chapter for s in scores}):
@@ -159,31 +169,33 @@ def chapters_of(scores: list) -> list:
             found.append((number, a.label, Path(a.notebook).stem, a.points))
         else:
             top = max((s.max_points for s in scores if s.chapter == number), default=0.0)
-            found.append((number, f"Chapter {number or '?'}", f"ch{number}" if number else "?", top))
+            name = f"ch{number}" if number else "?"
+            found.append((number, f"Chapter {number or '?'}", name, top))
     return found
 
 
 def nbgrader_rows(table: list, chapters: list, duedate: str = "") -> list:
-    """nbgrader's grade export: one row per chapter and student (0 points where nothing was handed in)."""
+    """nbgrader's grade export: one row per chapter and student (0 where nothing was handed in)."""
     rows = [NBGRADER_COLUMNS]
     for number, _label, assignment, max_score in chapters:
         for e in table:
             st, score = e.student, e.scores.get(number)
             raw = score.points if score else 0.0
-            rows.append([assignment, duedate, score.timestamp if score else "", st.id if st else e.name,
-                         st.last_name if st else "", st.first_name if st else "", st.email if st else "",
+            who = [st.id, st.last_name, st.first_name, st.email] if st else [e.name, "", "", ""]
+            rows.append([assignment, duedate, score.timestamp if score else "", *who,
                          raw, 0.0, max(0.0, raw - 0.0), max_score])
     return rows
 
 
 def canvas_rows(table: list, chapters: list) -> list:
-    """Canvas's gradebook import: student columns, one column per chapter, a Points Possible row;
-    a blank cell (nothing handed in) leaves that grade in Canvas unchanged."""
+    """Canvas's gradebook import: student columns, one column per chapter, a Points Possible
+    row; a blank cell (nothing handed in) leaves that grade in Canvas unchanged."""
     rows = [CANVAS_STUDENT_COLUMNS + [label for _, label, _, _ in chapters],
             ["Points Possible", "", "", "", ""] + [points for *_, points in chapters]]
     for e in table:
         st = e.student
-        ids = [st.name, st.canvas_id, st.id, st.sis_login_id, st.section] if st else [e.name, "", "", "", ""]
+        ids = ([st.name, st.canvas_id, st.id, st.sis_login_id, st.section] if st
+               else [e.name, "", "", "", ""])
         rows.append(ids + [e.scores[n].points if n in e.scores else "" for n, *_ in chapters])
     return rows
 
@@ -206,7 +218,7 @@ def export_path(gradebook_csv, fmt: str) -> Path:
 
 
 def export(gradebook_csv, formats, roster=None, submissions_dir=None, duedate: str = "") -> Report:
-    """Write each of `formats` beside the gradebook; ExportError (and nothing written) when it cannot."""
+    """Write each of `formats` beside the gradebook; ExportError, and nothing written, if not."""
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
         raise ExportError(f"unknown export format {unknown[0]!r}; choose from {', '.join(FORMATS)}")
@@ -215,9 +227,10 @@ def export(gradebook_csv, formats, roster=None, submissions_dir=None, duedate: s
     chapters = chapters_of(scores)
     report.students = len(table)
     if roster is None and "canvas" in formats:
-        report.warnings.append("without --roster the Canvas file has names only: Canvas then matches students "
-                               "by name; a roster gives it their SIS User ID")
-    built = {"nbgrader": lambda: nbgrader_rows(table, chapters, duedate), "canvas": lambda: canvas_rows(table, chapters)}
+        report.warnings.append("without --roster the Canvas file has names only: Canvas then "
+                               "matches students by name; a roster gives it their SIS User ID")
+    built = {"nbgrader": lambda: nbgrader_rows(table, chapters, duedate),
+             "canvas": lambda: canvas_rows(table, chapters)}
     for fmt in dict.fromkeys(formats):
         path = export_path(gradebook_csv, fmt)
         write_csv(path, built[fmt]())
@@ -226,7 +239,7 @@ def export(gradebook_csv, formats, roster=None, submissions_dir=None, duedate: s
 
 
 class Exporter:
-    """The `--export/--roster` step of `grade`: the roster is read before grading, the files after."""
+    """The `--export/--roster` step of `grade`: the roster is read before grading, files after."""
 
     def __init__(self, gradebook_csv, formats, roster=None, submissions_dir=None):
         self.gradebook_csv, self.formats = gradebook_csv, list(formats)
@@ -240,7 +253,8 @@ class Exporter:
             if args.roster:
                 raise ExportError("--roster is used by --export nbgrader|canvas; add one")
             return None
-        return cls(args.out, args.export, Roster.read(args.roster) if args.roster else None, args.submissions)
+        roster = Roster.read(args.roster) if args.roster else None
+        return cls(args.out, args.export, roster, args.submissions)
 
     def run(self, log=print) -> int:
         """Write the exports; 0 done, 1 done with submissions the roster lacks, 2 not written."""

@@ -1,4 +1,7 @@
-"""The Gradescope autograder zip of one chapter: `python -m course_lib gradescope CHAPTER OUT.zip` (teacher side).
+"""The Gradescope autograder zip of one chapter (teacher side).
+
+    python -m course_lib gradescope CHAPTER OUT.zip
+
 
 Gradescope's spec: a zip with `setup.sh` (run once, as root, when Gradescope builds the
 image) and `run_autograder` (run for each submission, from /autograder, with the zip's
@@ -82,8 +85,9 @@ def files(number: str) -> dict:
     root = _checkout()
     lib = root / "course_lib"
     if not (lib / "key").is_dir() or not (lib / "grading").is_dir():
-        raise NotTheTeachersCopy("the Gradescope autograder needs the answer key and the grader: build it from "
-                                 "the teacher's copy of the course, not from the student bundle")
+        raise NotTheTeachersCopy("the Gradescope autograder needs the answer key and the grader: "
+                                 "build it from the teacher's copy of the course, not from the "
+                                 "student bundle")
     chosen = {f"course/{p.relative_to(root).as_posix()}": p for p in lib.rglob("*")
               if p.is_file() and not LEFT_OUT.search(p.relative_to(root).as_posix())}
     notebooks = notebooks_folder()
@@ -94,7 +98,8 @@ def files(number: str) -> dict:
     return chosen
 
 
-def config(number: str, cell_timeout: float = 60.0, timeout: float = 600.0, memory_mb: int = 4096) -> dict:
+def config(number: str, cell_timeout: float = 60.0, timeout: float = 600.0,
+           memory_mb: int = 4096) -> dict:
     a = assignment(number)
     return {"chapter": a.number, "title": a.title, "notebook": a.notebook, "points": a.points,
             "cell_timeout": cell_timeout, "timeout": timeout, "memory_mb": memory_mb}
@@ -112,9 +117,11 @@ def build(chapter: str, out_zip, **limits) -> dict:
     settings = config(chapter, **limits)  # NoSuchChapter for a chapter the course lacks
     number, root = settings["chapter"], _checkout()
     if not (notebooks_folder() / settings["notebook"]).is_file():
-        raise NotTheTeachersCopy(f"chapter {number}'s notebook {settings['notebook']} is not in {notebooks_folder()}")
+        raise NotTheTeachersCopy(f"chapter {number}'s notebook {settings['notebook']} is not in "
+                                 f"{notebooks_folder()}")
     members = files(number)
-    setup = SETUP_SH.format(torch=torch_pin(root), dependencies=" ".join(f'"{d}"' for d in dependencies(root)))
+    quoted = " ".join(f'"{d}"' for d in dependencies(root))
+    setup = SETUP_SH.format(torch=torch_pin(root), dependencies=quoted)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         _add(zf, "setup.sh", setup.encode(), executable=True)
@@ -127,5 +134,5 @@ def build(chapter: str, out_zip, **limits) -> dict:
     tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
     tmp.write_bytes(buf.getvalue())
     os.replace(tmp, out)
-    return {"zip": str(out), "chapter": number, "notebook": settings["notebook"], "files": len(members) + 3,
-            "bytes": out.stat().st_size}
+    return {"zip": str(out), "chapter": number, "notebook": settings["notebook"],
+            "files": len(members) + 3, "bytes": out.stat().st_size}

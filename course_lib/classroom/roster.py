@@ -1,4 +1,4 @@
-"""The class roster: a CSV of student id, name and email that says which student a submission is (teacher side).
+"""The class roster: a CSV of student id, name and email, and which student a submission is.
 
 Columns (header names are case-insensitive; spaces, hyphens and underscores are alike):
 `id` (or `student_id`), `name` (or `first_name` and `last_name`), `email`; optional
@@ -15,10 +15,12 @@ from pathlib import Path
 REQUIRED = ("id", "name", "email")
 ALIASES = {"student_id": "id", "studentid": "id", "e_mail": "email", "email_address": "email",
            "first": "first_name", "firstname": "first_name", "given_name": "first_name",
-           "last": "last_name", "lastname": "last_name", "surname": "last_name", "family_name": "last_name",
-           "user": "username", "login": "username", "hub_user": "username", "submission": "username",
-           "canvas_user_id": "canvas_id", "sis_login": "sis_login_id"}
-KNOWN = set(REQUIRED) | {"first_name", "last_name", "username", "section", "canvas_id", "sis_login_id"}
+           "last": "last_name", "lastname": "last_name", "surname": "last_name",
+           "family_name": "last_name", "user": "username", "login": "username",
+           "hub_user": "username", "submission": "username", "canvas_user_id": "canvas_id",
+           "sis_login": "sis_login_id"}
+OPTIONAL = {"first_name", "last_name", "username", "section", "canvas_id", "sis_login_id"}
+KNOWN = set(REQUIRED) | OPTIONAL
 
 
 class RosterError(ValueError):
@@ -41,7 +43,8 @@ class Student:
 
 def canonical(header: str) -> str:
     """'Student ID' / 'student-id' -> 'student_id' -> 'id'."""
-    key = "_".join(header.strip().lstrip("\ufeff").lower().replace("-", " ").replace("_", " ").split())
+    words = header.strip().lstrip("\ufeff").lower().replace("-", " ").replace("_", " ").split()
+    key = "_".join(words)
     return ALIASES.get(key, key)
 
 
@@ -63,12 +66,14 @@ def _rows(text: str, source: str) -> tuple:
     try:
         header = [canonical(h) for h in next(reader)]
     except StopIteration:
-        raise RosterError(f"{source} is empty; a roster needs a header line with {', '.join(REQUIRED)}") from None
+        raise RosterError(f"{source} is empty; a roster needs a header line with "
+                          f"{', '.join(REQUIRED)}") from None
     if "name" not in header and {"first_name", "last_name"} <= set(header):
         header.append("name")
     missing = [c for c in REQUIRED if c not in header]
     if missing:
-        raise RosterError(f"{source} has no {' or '.join(repr(m) for m in missing)} column (its columns: "
+        names = " or ".join(repr(m) for m in missing)
+        raise RosterError(f"{source} has no {names} column (its columns: "
                           f"{', '.join(h for h in header if h) or 'none'}); a roster needs "
                           f"{', '.join(REQUIRED)} (docs/classroom.md)")
     doubled = sorted({h for h in header if h and header.count(h) > 1})
@@ -90,7 +95,8 @@ def _student(line: int, row: dict) -> Student:
         first, last = split_name(name)
     return Student(id=row.get("id", ""), name=name, email=row.get("email", ""), first_name=first,
                    last_name=last, username=row.get("username", ""), section=row.get("section", ""),
-                   canvas_id=row.get("canvas_id", ""), sis_login_id=row.get("sis_login_id", ""), row=line)
+                   canvas_id=row.get("canvas_id", ""), sis_login_id=row.get("sis_login_id", ""),
+                   row=line)
 
 
 class Roster:
@@ -106,8 +112,9 @@ class Roster:
                 key = getattr(st, field).lower()
                 other = self._by_key.get(key)
                 if key and other is not None and other is not st:
-                    raise RosterError(f"{source}: {key!r} is the {field} of lines {other.row} and {st.row}; "
-                                      "each student once, each id, username and email on one line only")
+                    raise RosterError(f"{source}: {key!r} is the {field} of lines {other.row} and "
+                                      f"{st.row}; each student once, each id, username and "
+                                      "email on one line only")
                 if key:
                     self._by_key[key] = st
             local = st.email.lower().partition("@")[0]

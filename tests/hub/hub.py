@@ -139,7 +139,8 @@ class Student:
         self.hub, self.name = hub, name
         self.session = requests.Session()
         self.prefix = f"{hub.url}/user/{name}"
-        self.token = hub.api("POST", f"/users/{name}/tokens", json={"note": "test student", "expires_in": 3600})["token"]
+        token = hub.api("POST", f"/users/{name}/tokens", json={"note": "test", "expires_in": 3600})
+        self.token = token["token"]
         self.headers = {"Authorization": f"token {self.token}"}
 
     def log_in(self) -> None:
