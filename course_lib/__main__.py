@@ -1,4 +1,5 @@
-"""Command line: python -m course_lib {doctor, exercises, digest, grade, release, collect, gradescope, explain}."""
+"""Command line: python -m course_lib {doctor, exercises, digest, grade, release, explain,
+collect, gradescope}."""
 import argparse
 import json
 import sys
@@ -112,7 +113,8 @@ def cmd_gradescope(args) -> int:
         print(f"no autograder written: {err}", file=sys.stderr)
         return 2
     print(f"Gradescope autograder for chapter {info['chapter']} ({info['notebook']}): {info['zip']}, "
-          f"{info['files']} files, {info['bytes'] // 1024} KiB; it holds the answer key: upload it to Gradescope only")
+          f"{info['files']} files, {info['bytes'] // 1024} KiB; it holds the answer key: "
+          "upload it to Gradescope only")
     return 0
 
 
