@@ -185,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out_dir", help="the submissions folder to fill")
     p.add_argument("--chapter", required=True, help="the chapter whose notebook to collect, e.g. 01")
     p.add_argument("--exchange", action="store_true", help="SOURCE is an nbgrader exchange (EXCHANGE/COURSE)")
-    p.add_argument("--assignment", help="with --exchange: the nbgrader assignment id (default: any holding the notebook)")
+    p.add_argument("--assignment", help="with --exchange: the nbgrader assignment id (default: any with the notebook)")
     p.add_argument("--user-prefix", default="", help="home folders start with this, removed from the name (jupyter-)")
     p.add_argument("--path", help="the notebook's path inside each home (default: pytorch-gpu-course/notebooks/...)")
     p.add_argument("--update", action="store_true", help="replace copies collected before (kept in OUT_DIR.replaced)")
