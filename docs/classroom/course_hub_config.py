@@ -30,5 +30,6 @@ c.Spawner.environment.update({  # added to whatever else the hub's configuration
     "OMP_NUM_THREADS": os.environ.get("COURSE_HUB_THREADS", "2"),
 })
 c.Spawner.default_url = "/lab"
-# Honoured by the spawners that can (SystemdSpawner in TLJH, KubeSpawner); the chapters run in 4 GB.
+# Honoured by the spawners that can (SystemdSpawner in TLJH, KubeSpawner); 4 GB is also what the
+# grader gives each graded notebook by default.
 c.Spawner.mem_limit = os.environ.get("COURSE_HUB_MEMORY", "4G")
