@@ -7,6 +7,7 @@ import torch
 from .doctor import doctor_widget
 from .exercises import Chapter, Fail, Test
 from .probes import DeviceLog, trace_devices  # noqa: F401 (trace_devices: used by the notebook)
+from .sections import section
 
 chapter = Chapter(__name__, title="Device check")
 
@@ -263,7 +264,7 @@ device_label = chapter.quiz(
              "c": "Nothing is allocated: `d` is a label; using it for a tensor fails",
              "d": "`d` quietly becomes the CPU device, so later code runs there"},
     digest="50d4fd0c137e169d",
-    hints=["Section 3 runs this very line on your machine: look at what it printed.",
+    hints=[f"{section('01', 'only a label', start=True)} runs this very line on your machine: look at what it printed.",
            "Ask yourself when memory is needed: when a name is written down, or when a tensor is put there?"],
     why={"a": "Making a `torch.device` checks only the spelling (`cuda`, `cuda:1`); it never asks the "
               "driver whether a GPU exists.",
@@ -320,7 +321,8 @@ created_on_device = chapter.quiz(
     digest="389eb561566447d9",
     hints=["For each line, ask: does the device appear at the moment the tensor is made, or afterwards?",
            "`*_like` functions copy the shape, dtype and device of the tensor they are given."],
-    why={"b": "`torch.randn(32, 10)` is born on the CPU; `.to(device)` then copies it over (section 4 traced it).",
+    why={"b": "`torch.randn(32, 10)` is born on the CPU; `.to(device)` then copies it over "
+              f"({section('01', 'Create tensors where they will be used')} traced it).",
          "d": "`torch.tensor([...])` is made on the CPU first; `.cuda()` is a copy, and it hard-codes CUDA too."},
     explanation="Factory functions with `device=`, and `*_like` functions, create in place; `.to`/`.cuda` copy.",
 )

@@ -27,6 +27,7 @@ from .device import gpu_only, mps_available
 from .exercises import CORRECT, INCORRECT, Chapter, Fail, Test
 from .exercises import progress as _progress
 from .probes import as_number, checker_threads, make_rig, tensor_fail
+from .sections import section
 
 chapter = Chapter(__name__, title="Speedups, measured")
 
@@ -1199,7 +1200,7 @@ low_utilization = chapter.quiz(
     digest="a167ae89d7f783cb",
     hints=["For each change, ask which part of the step it speeds up: building the next batch (the wait) "
            "or copying and computing on it (the compute).",
-           "Go back to the definition of wait and compute at the start of section 2."],
+           f"Go back to the definition of wait and compute at the start of {section('05', 'Is the GPU starving')}."],
     why={"b": "Pinned memory with non_blocking speeds up the copy to the GPU, which this timer counts as "
               "compute, not as waiting: the loader builds batches no faster.",
          "d": "empty_cache hands cached GPU memory back to the driver; it does not make the loader any faster "

@@ -17,6 +17,7 @@ from .exercises import Chapter, Fail, Test
 from .memory import OUT_OF_MEMORY, MemoryBudgetExceeded, OutOfMemoryError, format_bytes
 from .probes import Trace, check_moves_data, checker_threads, watch_gradients
 from .seed import seed_everything
+from .sections import section
 
 chapter = Chapter(__name__, title="Out of memory")
 
@@ -238,7 +239,8 @@ def oom_diagnosis(message: str) -> str:
     cap = f" of the {parts['allowed']} allowed" if parts["allowed"] else ""
     return (f"Not fragmentation: only {spare} is reserved but unused, less than the {tried} asked for. "
             f"Your tensors hold {used}{cap}: the memory is really taken, or the request alone is too big. "
-            f"No allocator setting helps: shrink what is big (section 1 says what).")
+            f"No allocator setting helps: shrink what is big ({section('06', 'Where the memory goes')} "
+            f"says what).")
 
 
 def read_oom_message(message: str, source: str = ""):
@@ -874,7 +876,7 @@ seed_question = chapter.quiz(
     title="Article A's question, asked of the measurement",
     kind="multiple",
     question="Article A asks: 'list at least three fixes for CUDA out of memory, and say which is most "
-             "fundamental'. In section 1 you measured that at batch 1024 the ACTIVATIONS are the largest part. "
+             "fundamental'. In " + section('06', 'Where the memory goes') + " you measured that at batch 1024 the ACTIVATIONS are the largest part. "
              "Which of these reduce the activation memory of one training step, with every weight of the model "
              "still trained? Choose all that apply.",
     options={"a": "a smaller batch",
@@ -887,7 +889,7 @@ seed_question = chapter.quiz(
     digest="e5ea4e321992cc72",
     hints=["Activations are what autograd saves in the forward pass for the backward pass. For each option ask: "
            "does it change what is saved, or how big each saved tensor is?",
-           "Four options are right. Section 3's table and measurements show each fix at work."],
+           f"Four options are right. {section('06', 'The fixes', start=True)}'s table and measurements show each fix at work."],
     why={"d": "`empty_cache()` hands back cached blocks that no tensor uses; saved activations are tensors in use.",
          "f": "SGD keeps less optimizer state, but the optimizer state is not activations.",
          "g": "Under `no_grad` nothing is saved, but there is no graph either: `loss.backward()` raises, so "
@@ -909,7 +911,8 @@ state_dominates = chapter.quiz(
              "c": "Gradient accumulation in micro-batches of 2, keeping the same effective batch of 8",
              "d": "`torch.cuda.empty_cache()` before each step, so every step starts from an empty cache"},
     digest="93a82f394a5d9243",
-    hints=["Which of the four components depend on the batch size at all? Section 1's curve shows it.",
+    hints=["Which of the four components depend on the batch size at all? "
+           f"{section('06', 'Where the memory goes', start=True)}'s curve shows it.",
            "A fix can at most remove the part it shrinks: how big is that part here?"],
     why={"b": "Only the activations depend on the batch: here they are 10%, so halving them saves about 5%.",
          "c": "Accumulation shrinks the activations, which are 10% here; weights, grads and Adam state stay.",
@@ -928,11 +931,12 @@ empty_cache = chapter.quiz(
              "c": "It hands cached blocks no tensor uses back to the driver; your own program gains no room",
              "d": "It clears the gradients like `zero_grad()`, and with them the activations saved for backward"},
     digest="abde798612087fe9",
-    hints=["Section 3.4's table: which number changed after `empty_cache()`, allocated or reserved?",
-           "Section 2 quotes what the allocator does before it raises an out-of-memory error. What is left "
+    hints=[f"{section('06', 'empty_cache', start=True)}'s table: which number changed after `empty_cache()`, allocated or reserved?",
+           f"{section('06', 'A real out-of-memory error', start=True)} quotes what the allocator does before it raises an out-of-memory error. What is left "
            "for `empty_cache()` to do afterwards?"],
     why={"a": "A tensor that is still referenced stays where it is: nothing in use is freed.",
-         "b": "PyTorch never moves a live tensor. Fragmentation has another answer (section 2's message).",
+         "b": "PyTorch never moves a live tensor. Fragmentation has another answer "
+              f"({section('06', 'A real out-of-memory error')}'s message).",
          "d": "It touches no tensor: `.grad` and the saved activations are tensors in use."},
     explanation="PyTorch's caching allocator would have reused those blocks anyway, and before raising an "
                 "out-of-memory error it already returned every cached block it could. empty_cache helps other "

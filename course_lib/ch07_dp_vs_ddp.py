@@ -17,6 +17,7 @@ from . import ddp_worker
 from .device import gpu_only
 from .exercises import Chapter, Fail, Test
 from .memory import format_bytes, weight_bytes
+from .sections import section
 
 chapter = Chapter(__name__, title="DataParallel vs DistributedDataParallel")
 
@@ -701,7 +702,8 @@ who_saves = chapter.quiz(
              "d": "Rank 0 only, then a barrier: after every step the replicas hold identical weights, so one "
                   "copy is complete"},
     digest="36e19008ec6a0bf2",
-    hints=["Compare the weights of rank 0 and rank 1 after the run in section 2 (or section 3's numbers)."],
+    hints=[f"Compare the weights of rank 0 and rank 1 after the run in "
+           f"{section('07', 'DistributedDataParallel, for real')} (or {section('07', 'faster, not smarter')}'s numbers)."],
     why={"a": "The 4 files would hold the same numbers 4 times: after every step all replicas are identical.",
          "b": "The ranks saw different samples, so their losses differ, but their weights do not: each step "
               "applied the same averaged gradient everywhere.",
@@ -770,12 +772,12 @@ faster_not_smarter = chapter.quiz(
              "d": "They do change it: each GPU adds its memory to the model, so N GPUs hold a model with N "
                   "times the parameters and a higher ceiling"},
     digest="154aa99b2aa1e9a6",
-    hints=["Section 3 compared the DDP run with one process: on which batch did the weights match?"],
+    hints=[f"{section('07', 'faster, not smarter', start=True)} compared the DDP run with one process: on which batch did the weights match?"],
     why={"a": "The gradients are averaged at full precision: the DDP gradients matched one process's to "
               "rounding error.",
          "c": "The replicas never diverge: rank 0 and rank 1 ended with weights that differ by exactly 0.",
          "d": "Data parallelism copies the WHOLE model to every GPU: the parameter count does not change."},
     explanation="You saw it for real: the DDP weights equal one process's weights on the full batch (this "
-                "model has no BatchNorm; with BatchNorm, see section 3). What changes is the batch size per "
+                "model has no BatchNorm; with BatchNorm, see " + section('07', 'faster, not smarter') + "). What changes is the batch size per "
                 "step and the time per epoch.",
 )

@@ -11,6 +11,8 @@ Order matters: the first entry that matches wins, so specific entries come befor
 """
 from dataclasses import dataclass
 
+from ..sections import section
+
 NOTEBOOKS = {
     "01": "01_device_check", "02": "02_same_device_rule", "03": "03_training_template",
     "04": "04_common_errors", "05": "05_speedups", "06": "06_out_of_memory", "07": "07_dp_vs_ddp",
@@ -259,7 +261,8 @@ ENTRIES = (
         "Chapter 06 counts the bytes of weights, gradients, optimizer state and activations against a "
         "budget, to show on any machine what a small GPU does. It is not a CUDA error.",
         ("the batch's activations plus the model's state are more than the budget",),
-        "step with a smaller batch, or accumulate gradients over micro-batches (chapter 06, 3.5)",
+        "step with a smaller batch, or accumulate gradients over micro-batches "
+        f"({section('06', 'Gradient accumulation', chapter_too=True)})",
         "06", "## 2. A real out-of-memory error",
     ),
     Entry(
