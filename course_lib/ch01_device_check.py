@@ -291,8 +291,9 @@ model_vs_input = chapter.quiz(
          "b": "That is article B's \"silently slow\" claim: PyTorch does not move the model to make an "
               "operation work.",
          "c": "The shapes fit: `nn.Linear(4, 2)` takes 4 features, and `x` has 4."},
-    explanation="Mixing devices is an error, not a slowdown: PyTorch does not move the model or the data for "
-                "you (one narrow exception, a 0-dim CPU tensor, comes right after this quiz).",
+    explanation="Mixing devices is an error, not a slowdown: PyTorch does not move the model or the data "
+                "for you (two narrow exceptions, 0-dim CPU tensors and CPU indices, come right after "
+                "this quiz).",
 )
 
 tensor_bytes = chapter.quiz(
@@ -306,6 +307,9 @@ tensor_bytes = chapter.quiz(
            "element takes.",
            "Let PyTorch count: `t = torch.zeros(256, 1024)`, then `t.element_size() * t.nelement()`."],
     explanation="256 * 1024 elements * 4 bytes each: one mebibyte.",
+    why={262144: "That is the number of elements (256 x 1024); the question asks for bytes.",
+         8388608: "8 bytes per element is float64; the default dtype is float32.",
+         2097152: "2 bytes per element is float16 or bfloat16; the default dtype is float32."},
 )
 
 created_on_device = chapter.quiz(
