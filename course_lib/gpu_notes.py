@@ -29,9 +29,11 @@ NOTES = {
         "torch.cuda.synchronize() waits until the queue is empty, so only a clock read after it times the work.",
         "the 'CUDA semantics' notes, Asynchronous execution"),
     "ch05.data_wait": (
-        "the compute part of each step is much shorter than on a CPU; the wait part is not.",
-        "forward, backward and the update run on the GPU, while the DataLoader still builds each batch on "
-        "the CPU: the slower the data pipeline, the larger its share of each step.",
+        "for the augmented digits, the same kind of waiting as here, next to a compute part that now runs "
+        "on the GPU.",
+        "forward, backward and the update run as GPU kernels, while the DataLoader still builds every batch "
+        "on the CPU: a faster device does not shorten the wait, so the slower the data pipeline, the larger "
+        "its share of each step.",
         "the torch.utils.data documentation (batches are prepared by the loader, in CPU processes)"),
     "ch05.pinned_copy": (
         "more GB/s from pinned than from pageable memory; with non_blocking=True from pinned memory, Python "

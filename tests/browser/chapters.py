@@ -13,7 +13,7 @@ in CHAPTERS, keyed by the notebook's name without .ipynb:
 """
 from dataclasses import dataclass
 
-from .steps import Choose, Click, Expect, ExpectImages, ExpectNot, RunCell, Select, Toggle
+from .steps import Choose, Click, Expect, ExpectFits, ExpectImages, ExpectNot, RunCell, Select, Toggle
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,7 @@ CHAPTERS = {
     "07_dp_vs_ddp": BrowserSpec(
         interactions=(
             Interaction("DP vs DDP, one training step phase by phase", "ch.step_through()", (
-                Expect(r"DataParallel, phase 1 of 8: scatter"), ExpectImages(1),
+                Expect(r"DataParallel, phase 1 of 8: scatter"), ExpectImages(1), ExpectFits(1000), ExpectFits(800),
                 Click("next ▶"), Expect(r"phase 2 of 8: replicate"), Expect(r"cuda:0 \(main\)"),
                 Toggle("strategy:", "DistributedDataParallel"), Expect(r"phase 1 of 4: load"),
                 Click("next ▶"), Click("next ▶"), Expect(r"phase 3 of 4: backward \+ all-reduce"),
