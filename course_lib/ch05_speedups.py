@@ -266,7 +266,8 @@ def pin_memory_demo(dataset) -> torch.Tensor:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         batch = pinned_batch(dataset)
-    does, why = next((d, w) for k, d, w in PINNING if k == kind or k is None)
+    known = {k: (d, w) for k, d, w in PINNING}
+    does, why = known.get(kind, known["cuda"])  # another accelerator (xpu, ...) pins as CUDA does
     print(f"accelerator PyTorch sees: {kind or 'none'} | batch in pinned memory: {batch.is_pinned()}")
     for w in caught:
         print(f"PyTorch warned: {str(w.message).splitlines()[0]}")
