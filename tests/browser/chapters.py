@@ -163,7 +163,8 @@ CHAPTERS = {
     "06_out_of_memory": BrowserSpec(
         interactions=(
             Interaction("memory per component vs batch size", "ch.plot_curve(curve)", (
-                RunCell(), ExpectImages(1), Expect(r"activations alone outweigh"))),
+                RunCell(), ExpectImages(1), Expect(r"the activations are the largest of the four parts"),
+                Expect(r"they outweigh the other three together"))),
             Interaction("quiz: read the out-of-memory message", "ch.oom_message.ask()", (
                 Choose("a) Call torch.cuda.empty_cache()"), Click("Check"), Expect(r"Incorrect"),
                 Expect(r"already returned every cached block"), ExpectNot(r"Correct:"),
