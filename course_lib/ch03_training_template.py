@@ -15,6 +15,7 @@ from . import data, training
 from .exercises import Chapter, Fail, Test
 from .probes import Rig, as_number, check_every_batch, check_moves_data, make_rig, tensor_fail
 from .seed import seed_everything
+from .sections import section
 
 chapter = Chapter(__name__, title="The training template")
 
@@ -150,8 +151,8 @@ train_one_epoch = chapter.function_exercise(
              check_mean_loss(70, 32, " (70 samples in batches of 32, 32, 6)")),
         Test("goes through every batch", check_every_batch(run_train)),
     ],
-    hints=["Start from the template in section 5: `model.train()` once, then a for loop over the loader.",
-           "Inside the loop go the lines of section 5's single step, in the same order: move x AND y "
+    hints=[f"Start from the template in {section('03', 'One training step')}: `model.train()` once, then a for loop over the loader.",
+           f"Inside the loop go the lines of {section('03', 'One training step')}'s single step, in the same order: move x AND y "
            "(assigning the results), clear the gradients, forward and loss, backward, step.",
            "For the mean: before the loop, a running total and a sample count at 0; per batch, add "
            "`loss.item()` times the batch size to the total and the batch size to the count; after the "
@@ -296,7 +297,8 @@ seed_dynamicnet = chapter.quiz(
            "Can the output of `linear2` (D_out = 5 features) go back into `linear2`?"],
     why={"a": "Follow the shapes through both passes: what does `linear2` expect as input, and what does it "
               "return?",
-         "b": "forward is plain Python: for, if and print all work in it (section 9 ran a loop).",
+         "b": f"forward is plain Python: for, if and print all work in it ({section('03', 'plain Python')} "
+              "ran a loop).",
          "d": "`x.shape[1]` is a plain Python int; a Python if on it is fine inside forward."},
     explanation="`linear2` maps 20 features to 5. The first pass gives 5 features; the second pass feeds those 5 "
                 "into a layer that expects 20, and the matrix product fails.",
@@ -334,7 +336,7 @@ eval_vs_no_grad = chapter.quiz(
              "c": "`torch.no_grad()` stops autograd from recording a graph, which saves memory",
              "d": "`torch.no_grad()` switches dropout off"},
     digest="13e49cc2c3e50402",
-    hints=["Section 6's cell printed `requires_grad` of the output after each switch, and compared two "
+    hints=[f"{section('03', 'The evaluation loop', start=True)}'s cell printed `requires_grad` of the output after each switch, and compared two "
            "passes in train and in eval mode.",
            "Two of the four statements are true: one about each switch."],
     why={"b": "The cell above printed `graph recorded? True` after `model.eval()` alone.",
