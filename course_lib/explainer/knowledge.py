@@ -20,6 +20,7 @@ from ..sections import section
 NOTEBOOKS = {
     "01": "01_device_check", "02": "02_same_device_rule", "03": "03_training_template",
     "04": "04_common_errors", "05": "05_speedups", "06": "06_out_of_memory", "07": "07_dp_vs_ddp",
+    "08": "08_sharding",
 }
 
 
