@@ -1,35 +1,45 @@
-"""pytest plugin for gpu_check.sh: run only the CUDA-only tests (``-p gpu_cuda_tests``).
+"""pytest plugin for gpu_check.sh: run only the tests that need a CUDA GPU (``-p gpu_cuda_tests``).
 
-A CUDA-only test is one the suite marks ``skipif(not torch.cuda.is_available(), reason=...)``
-with a reason that names CUDA or a GPU (e.g. "needs a CUDA GPU"); tests that check the
-CPU-only behaviour say so in their reason ("CPU-only") and are left out. Tests whose name
-says cuda or gpu run too (they simulate CUDA; on a real GPU they must still pass). On a
-machine without a GPU the CUDA-only ones are collected and skipped, which shows what would run.
+A test needs a CUDA GPU when the suite marks it ``skipif(not torch.cuda.is_available(),
+reason="needs a CUDA GPU")`` (a reason that says exactly that: NEEDS_CUDA) or marks it
+``@pytest.mark.cuda``. Nothing else is selected: not a test whose name or skip reason merely
+mentions a GPU (those simulate one, and run on every CPU machine), not the GPU check's own
+tests (one reruns the whole check), not the grading tests (the grader step checks grading on
+the GPU). On a machine without a GPU the selected tests are collected and skipped, which shows
+what would run; ``--collect-only`` lists them (gpu_check.sh's dry run).
 """
-import re
+from pathlib import Path
 
-CUDA_REASON = re.compile(r"cuda|gpu", re.I)
-CPU_REASON = re.compile(r"cpu[- ]only", re.I)
+NEEDS_CUDA = "needs a cuda gpu"  # the skip reason, lower-cased
+LEFT_TO_OTHER_STEPS = ("test_gpu_check.py", "test_grading_*.py")  # the check itself; the grader step
 
 
-def is_cuda_only(item) -> bool:
-    """Has a skipif mark whose reason names CUDA or a GPU (not CPU-only behaviour), or a cuda/gpu name."""
-    if CUDA_REASON.search(getattr(item, "originalname", item.name)):
+def needs_cuda(item) -> bool:
+    """Marked cuda, or skipped without CUDA with the reason "needs a CUDA GPU"."""
+    if any(True for _ in item.iter_markers("cuda")):
         return True
-    for mark in item.iter_markers("skipif"):
-        reason = str(mark.kwargs.get("reason", ""))
-        if CUDA_REASON.search(reason) and not CPU_REASON.search(reason):
-            return True
-    return False
+    return any(NEEDS_CUDA in str(mark.kwargs.get("reason", "")).lower() for mark in item.iter_markers("skipif"))
+
+
+def left_to_another_step(item) -> bool:
+    path = Path(str(getattr(item, "path", getattr(item, "fspath", ""))))
+    return any(path.match(pattern) for pattern in LEFT_TO_OTHER_STEPS)
+
+
+def selected(item) -> bool:
+    return needs_cuda(item) and not left_to_another_step(item)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda: the test needs a CUDA GPU (gpu_check.sh's cuda-tests step runs it)")
 
 
 def pytest_collection_modifyitems(config, items):
-    keep = [item for item in items if is_cuda_only(item)]
-    dropped = [item for item in items if not is_cuda_only(item)]
+    dropped = [item for item in items if not selected(item)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-    items[:] = keep
+    items[:] = [item for item in items if selected(item)]
 
 
 def pytest_report_header(config):
-    return "gpu_cuda_tests: only tests marked skipif(no CUDA) run"
+    return "gpu_cuda_tests: only the tests that need a CUDA GPU run"

@@ -1,12 +1,14 @@
 """The figures each chapter measures, measured once on a real CUDA GPU (run by gpu_check.sh).
 
-    python benchmarks/gpu_figures.py OUT.json [--only KEY ...] [--skip KEY ...]
+    python benchmarks/gpu_figures.py OUT.json [--only KEY ...] [--skip KEY ...] [--dry-run]
 
 Writes OUT.json in the format course_lib.device reads from docs/gpu/figures.json:
 ``{"run": {"gpu", "driver", "torch", "cuda", "date", ...}, "figures": {KEY: {"lines": [...],
 "values": {...}}}}``, one key of course_lib.device.FIGURE_KEYS per GPU-only cell. A figure that
-cannot be measured here gets ``{"missing": why}`` or ``{"error": what was raised}``; the file is
-rewritten after each figure, so a run cut short keeps what it measured. An existing OUT.json
+cannot be measured here gets ``{"missing": why}`` (what the machine lacks, asked before the
+figure runs: NEEDS) or ``{"error": what was raised}``; the file is rewritten after each figure,
+so a run cut short keeps what it measured. Exit 0, 1 when a figure raised, 77 (skipped) when
+every figure asked for is missing; ``--dry-run`` says what each key would do and measures nothing. An existing OUT.json
 from the same GPU is extended (gpu_check.sh measures torch.compile in a second, timeboxed run).
 Each figure reuses the course's own code: the public measurement helpers (measure, memory,
 training, data) and the chapters' public experiments (ch05, ch06), so a figure measures what
@@ -22,6 +24,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import sysconfig
 import threading
 import time
 import traceback
@@ -79,10 +82,6 @@ def batch_of(n: int, width: int, device, seed: int = 0):
 def digits_batch(n: int, device):
     """n digits drawn from all of them, as chapter 06 draws its batches."""
     return ch06.digit_batch(data.DigitsDataset(*data.load_digits()), n, device)
-
-
-def gb_per_s(n_bytes: int, ms: float) -> float:
-    return n_bytes / 1e9 / (ms / 1000)
 
 
 # ---------------------------------------------------------------- one function per figure key
@@ -147,8 +146,8 @@ def pinned_copy(device):
     for label, source in (("pageable", pageable), ("pinned", pinned)):
         timing = measure.time_fn(lambda: source.to(device), device, repeats=10, warmup=2)
         lines.append(f"{megabytes} MiB host-to-GPU from {label} memory: {timing.median:.2f} ms, "
-                     f"{gb_per_s(n_bytes, timing.median):.1f} GB/s")
-        values[label] = {"ms": timing.median, "gb_per_s": gb_per_s(n_bytes, timing.median)}
+                     f"{ch05.gb_per_s(n_bytes, timing.median):.1f} GB/s")  # chapter 05's unit
+        values[label] = {"ms": timing.median, "gb_per_s": ch05.gb_per_s(n_bytes, timing.median)}
     torch.cuda.synchronize(device)
     start = time.perf_counter()
     pinned.to(device, non_blocking=True)
@@ -186,8 +185,6 @@ def compile_(device, width: int = 256, batch: int = 256):
 
 
 def nvidia_smi_during_training(device, seconds: float = 3.0):
-    if shutil.which("nvidia-smi") is None:
-        return None
     x, y = batch_of(S["batch"], S["width"], device)
     model = mlp(S["width"]).to(device)
     step = plain_step(model, torch.optim.SGD(model.parameters(), lr=1e-3), x, y)
@@ -282,11 +279,28 @@ def amp_memory(device):
              f"{fmt(b['before'])} vs {fmt(a['before'])}"], peaks)
 
 
+def data_parallel_on_one_gpu(device):
+    """With one GPU, nn.DataParallel is a plain call of its module: no replicas, no gather."""
+    x, _ = batch_of(S["batch"], S["width"], device)
+    model = mlp(S["width"]).to(device)
+    dp = nn.DataParallel(model)
+    calls = {"replicate": 0, "gather": 0}
+    for name in calls:
+        real = getattr(dp, name)
+        setattr(dp, name, lambda *a, _real=real, _name=name, **k: calls.__setitem__(_name, calls[_name] + 1)
+                or _real(*a, **k))
+    with torch.no_grad():
+        same = torch.equal(dp(x), model(x))
+    return ([f"with 1 GPU, nn.DataParallel(model)(x) is a plain call of model(x): device_ids {dp.device_ids}, "
+             f"{calls['replicate']} replicas made, {calls['gather']} gathers, the same output: {same}; "
+             "a speed comparison needs 2 or more GPUs"], {"gpus": 1, "same_output": same, **calls})
+
+
 def data_parallel(device):
     batch, width = 4 * S["batch"], S["width"]
     n = torch.cuda.device_count()
     if n < 2:
-        return None
+        return data_parallel_on_one_gpu(device)
     x, y = batch_of(batch, width, device)
     results = {}
     for label in ("one GPU", f"DataParallel over {n} GPUs"):
@@ -315,8 +329,31 @@ FIGURES = {
     "ch07.data_parallel": data_parallel,
     "ch05.compile": compile_,  # last: the slowest, and gpu_check.sh runs it on its own
 }
-MISSING = {"ch07.data_parallel": "it needs 2 or more GPUs and the check machine had {n}",
-           "ch05.nvidia_smi": "nvidia-smi is not on the check machine's PATH"}
+
+
+def triton_build_tools_missing(device) -> str:
+    """What Triton lacks to build its CUDA driver module here (torch.compile on CUDA): "" if nothing.
+
+    Triton compiles a small C module at its first use with the compiler named by CC, else gcc,
+    else clang, against Python.h of this Python; without them torch.compile fails on CUDA."""
+    if torch.device(device).type != "cuda":
+        return ""
+    lacking = []
+    if not any(shutil.which(cc) for cc in (os.environ.get("CC", ""), "gcc", "clang") if cc):
+        lacking.append("no C compiler (CC, gcc or clang)")
+    include = sysconfig.get_paths().get("include", "")
+    if not (Path(include) / "Python.h").exists():
+        lacking.append(f"no Python headers (no Python.h in {include})")
+    return ("missing: " + " / ".join(lacking) + ": Triton builds its driver module with them, so "
+            "torch.compile cannot run on CUDA here") if lacking else ""
+
+
+# What each figure needs from the machine, asked before it runs: (device) -> why it is missing, or "".
+NEEDS = {
+    "ch05.nvidia_smi": lambda device: "" if shutil.which("nvidia-smi") else
+    "missing: nvidia-smi is not on the check machine's PATH",
+    "ch05.compile": triton_build_tools_missing,
+}
 
 
 # ---------------------------------------------------------------- the run
@@ -357,9 +394,9 @@ def measure_all(path: Path, keys: list) -> dict:
     for key in keys:
         start = time.perf_counter()
         try:
-            out = FIGURES[key](device)
-            entry = {"missing": MISSING[key].format(n=info["gpus"])} if out is None else \
-                {"lines": out[0], "values": out[1]}
+            why = NEEDS.get(key, lambda d: "")(device)
+            out = None if why else FIGURES[key](device)
+            entry = {"missing": why} if why else {"lines": out[0], "values": out[1]}
         except Exception as err:  # noqa: BLE001 - one figure's failure is recorded, the others go on
             entry = {"error": f"{type(err).__name__}: {' '.join(str(err).split())[:300]}"}
             traceback.print_exc()
@@ -381,6 +418,7 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="*", default=None, help="measure these keys only")
     parser.add_argument("--skip", nargs="*", default=[], help="leave these keys out")
     parser.add_argument("--small", action="store_true", help="tiny workloads (the CPU smoke test)")
+    parser.add_argument("--dry-run", action="store_true", help="say what each key would do; measure nothing")
     args = parser.parse_args(argv)
     if args.small:
         S.update(SMALL)
@@ -389,9 +427,28 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"unknown figure keys {unknown}; see course_lib.device.FIGURE_KEYS")
     os.environ.setdefault("COURSE_DEVICE", "cuda" if torch.cuda.is_available() else "cpu")
+    if args.dry_run:
+        return dry_run(wanted)
     result = measure_all(args.out, wanted)
-    failed = [k for k in wanted if "error" in result["figures"].get(k, {})]
-    return 1 if failed else 0
+    entries = [result["figures"].get(k, {}) for k in wanted]
+    if any("error" in e for e in entries):
+        return 1
+    if wanted and all("missing" in e for e in entries):
+        print("; ".join(sorted({e["missing"] for e in entries})))  # the step's summary line
+        return SKIPPED
+    return 0
+
+
+SKIPPED = 77  # exit code: nothing could be measured here, and why was said (gpu_check.sh: "skipped")
+
+
+def dry_run(keys: list) -> int:
+    """What measure_all would do for each key on this machine, measuring nothing."""
+    device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    for key in keys:
+        print(f"{key}: " + (NEEDS.get(key, lambda d: "")(device) or f"would measure ({FIGURE_KEYS[key]})"))
+    print(f"dry run: {len(keys)} figure(s) planned on {device}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Command line: python -m course_lib {doctor, exercises, digest, grade, release, explain}."""
+"""Command line: python -m course_lib {doctor, exercises, digest, grade, release, explain,
+collect, gradescope}."""
 import argparse
 import json
 import sys
@@ -50,6 +51,9 @@ def cmd_grade(args) -> int:
     except ImportError:
         print("grading is part of the teacher's copy of the course, not of the student bundle")
         return 2
+    exporter = _grade_exporter(args)
+    if exporter is False:
+        return 2
     import os
     # Grading runs on the CPU: verdicts must not depend on the grading machine (the grader's
     # zygotes also start with every GPU hidden, whatever this process has seen).
@@ -68,7 +72,50 @@ def cmd_grade(args) -> int:
     print(json.dumps(report, indent=1) if args.json else
           f"graded {report['graded']} submission(s) in {report['seconds']:g} s"
           f" ({report['skipped']} already graded); gradebook: {report['gradebook']}")
-    return 1 if report["key_problems"] else 0
+    status = 1 if report["key_problems"] else 0
+    return max(status, exporter.run(lambda line: print(line, file=sys.stderr))) if exporter else status
+
+
+def _grade_exporter(args):
+    """grade's --export/--roster step (course_lib/classroom/exports.py), checked before grading:
+    None without --export, False (after saying why) for a bad roster."""
+    from .classroom.exports import Exporter, ExportError
+    from .classroom.roster import RosterError
+    try:
+        return Exporter.from_args(args)
+    except (ExportError, RosterError) as err:
+        print(f"nothing graded: {err}", file=sys.stderr)
+        return False
+
+
+def cmd_collect(args) -> int:
+    """Copy every hub user's chapter notebook into SUBMISSIONS_DIR (course_lib/classroom/collect.py)."""
+    from .classroom.assignments import NoSuchChapter
+    from .classroom.collect import CollectError, collect
+    try:
+        collection = collect(args.source, args.out_dir, args.chapter, exchange=args.exchange,
+                             user_prefix=args.user_prefix, path=args.path, assignment_id=args.assignment,
+                             update=args.update)
+    except (CollectError, NoSuchChapter) as err:
+        print(f"nothing collected: {err}", file=sys.stderr)
+        return 2
+    print("\n".join(collection.lines()))
+    return 1 if collection.problems() else 0
+
+
+def cmd_gradescope(args) -> int:
+    """Write the Gradescope autograder zip of one chapter (course_lib/classroom/gradescope.py)."""
+    from .classroom.assignments import NoSuchChapter
+    from .classroom.gradescope import NotTheTeachersCopy, build
+    try:
+        info = build(args.chapter, args.out_zip, cell_timeout=args.cell_timeout, timeout=args.timeout)
+    except (NoSuchChapter, NotTheTeachersCopy) as err:
+        print(f"no autograder written: {err}", file=sys.stderr)
+        return 2
+    print(f"Gradescope autograder for chapter {info['chapter']} ({info['notebook']}): {info['zip']}, "
+          f"{info['files']} files, {info['bytes'] // 1024} KiB; it holds the answer key: "
+          "upload it to Gradescope only")
+    return 0
 
 
 def cmd_explain(args) -> int:
@@ -126,7 +173,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-scratch", action="store_true", help="keep the graded processes' scratch folders")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the run's report as JSON")
+    p.add_argument("--export", action="append", choices=["nbgrader", "canvas"],
+                   help="also write GRADEBOOK.nbgrader.csv / GRADEBOOK.canvas.csv (repeatable)")
+    p.add_argument("--roster", help="CSV of id, name, email (optional username, section): who each submission is")
     p.set_defaults(run=cmd_grade)
+    p = sub.add_parser("collect", help="(teachers) copy each hub user's chapter notebook into a submissions folder",
+                       description="Copy each user's notebook of one chapter from a hub's home folders (or an "
+                                   "nbgrader exchange) into OUT_DIR/USER.ipynb, ready for `grade`. Exit status: "
+                                   "0 every user's notebook collected, 1 some users reported, 2 nothing collected.")
+    p.add_argument("source", help="folder of home folders (e.g. /home), or an nbgrader exchange course folder")
+    p.add_argument("out_dir", help="the submissions folder to fill")
+    p.add_argument("--chapter", required=True, help="the chapter whose notebook to collect, e.g. 01")
+    p.add_argument("--exchange", action="store_true", help="SOURCE is an nbgrader exchange (EXCHANGE/COURSE)")
+    p.add_argument("--assignment", help="with --exchange: the nbgrader assignment id (default: any with the notebook)")
+    p.add_argument("--user-prefix", default="", help="home folders start with this, removed from the name (jupyter-)")
+    p.add_argument("--path", help="the notebook's path inside each home (default: pytorch-gpu-course/notebooks/...)")
+    p.add_argument("--update", action="store_true", help="replace copies collected before (kept in OUT_DIR.replaced)")
+    p.set_defaults(run=cmd_collect)
+    p = sub.add_parser("gradescope", help="(teachers) write a chapter's Gradescope autograder zip")
+    p.add_argument("chapter", help="the chapter to grade, e.g. 01")
+    p.add_argument("out_zip", help="the zip to write (upload it as the assignment's autograder)")
+    p.add_argument("--cell-timeout", type=float, default=60.0, help="seconds per notebook cell (default 60)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per notebook (default 600)")
+    p.set_defaults(run=cmd_gradescope)
     p = sub.add_parser("explain", help="explain a PyTorch GPU-training error from a message, a traceback or a log",
                        description="Explain the error in each FILE (a message, a traceback or a whole log; "
                                    "without FILE, standard input). Exit status: 0 every input explained, "

@@ -230,6 +230,11 @@ def is_cuda_or_say_so(device, what: str) -> bool:
     return False
 
 
+def gb_per_s(n_bytes: int, ms: float) -> float:
+    """Bandwidth in GB/s (10**9 bytes per second, the unit of GPU spec sheets) (chapter 05)."""
+    return n_bytes / 1e9 / (ms / 1000)
+
+
 def copy_benchmark(device, megabytes: int = 64, repeats: int = 5) -> dict:
     """GPU only: host-to-GPU copy time from pageable vs pinned memory, and what non_blocking returns (chapter 05)."""
     if not is_cuda_or_say_so(device, "copy time from pageable vs pinned memory"):
@@ -241,7 +246,7 @@ def copy_benchmark(device, megabytes: int = 64, repeats: int = 5) -> dict:
     for label, source in (("pageable", pageable), ("pinned", pinned)):
         timing = measure.time_fn(lambda: source.to(device), device, repeats=repeats, label=f"copy from {label}")
         out[label] = timing
-        print(f"{timing}  -> {megabytes / 1024 / (timing.median / 1000):.1f} GB/s")
+        print(f"{timing}  -> {gb_per_s(pageable.nbytes, timing.median):.1f} GB/s")
     for label, source in (("pageable", pageable), ("pinned", pinned)):
         measure.synchronize(device)
         start = time.perf_counter()

@@ -192,9 +192,16 @@ def test_doctor_sees_cuda_unavailable_with_a_recent_driver(monkeypatch, tmp_path
     assert gpu_problem() == ""
 
 
+# `python -m course_lib ARGS...` in a torch that sees no usable GPU, even on a machine with one
+WITHOUT_A_USABLE_GPU = ("import runpy, sys, torch; torch.cuda.is_available = lambda: False; "
+                        "sys.argv[0] = 'course_lib'; runpy.run_module('course_lib', run_name='__main__')")
+
+
 def test_cli_doctor_explains_an_unusable_gpu(monkeypatch, tmp_path):
-    fake_nvidia_smi(monkeypatch, tmp_path)  # PATH reaches the subprocess; this torch is the CPU build
-    report = json.loads(run_cli("doctor", "--json").stdout)
+    fake_nvidia_smi(monkeypatch, tmp_path)  # PATH reaches the subprocess; its torch sees no usable GPU
+    out = subprocess.run([sys.executable, "-c", WITHOUT_A_USABLE_GPU, "doctor", "--json"],
+                         capture_output=True, text=True, timeout=120)
+    report = json.loads(out.stdout)
     assert report["nvidia-smi"] == "NVIDIA GeForce RTX 3090, driver 550.54.14"
     assert ("CPU-only build" if torch.version.cuda is None else "550.54.14") in report["gpu problem"]
 

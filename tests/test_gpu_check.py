@@ -2,8 +2,11 @@
 
 The script's real job needs a CUDA GPU; here we prove what can be proved without one: it ends
 at once with every GPU step skipped and the reason; its bookkeeping records a failing step and
-goes on; the figures script measures every figure key (CUDA's queries simulated, the work done
-on the CPU); the CUDA-only tests are the ones selected; the wheels install offline.
+goes on; a dry run on a simulated H200 (benchmarks/simulate_gpu: torch's CUDA queries and a fake
+nvidia-smi) goes through every step's selection and budget; the figures script measures every
+figure key (CUDA's queries simulated, the work done on the CPU); only the tests that need a CUDA
+GPU are selected; the wheels install offline, with the machine's versions checked; the nccl
+step's code runs with gloo; and the tests that would fail on the GPU machine hold there.
 """
 import json
 import os
@@ -18,7 +21,9 @@ import pytest
 import torch
 
 from conftest import NOTEBOOKS, ROOT
+from course_lib import ch05_speedups as ch05
 from course_lib import device as dev
+from course_lib import measure
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import gpu_cuda_tests  # noqa: E402
@@ -26,9 +31,20 @@ import gpu_figures  # noqa: E402
 import gpu_wheels  # noqa: E402
 
 SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
+SIMULATE = ROOT / "benchmarks" / "simulate_gpu"  # sitecustomize.py (torch's CUDA queries) and nvidia-smi
 needs_bash = pytest.mark.skipif(shutil.which("bash") is None or os.name != "posix",
                                 reason="gpu_check.sh is a bash script for the (Linux) GPU machine")
-STEPS = ["wheels", "figures", "figures-compile", "cuda-tests", "grader"] + [f"notebook-{nb.stem}" for nb in NOTEBOOKS]
+STEPS = ["wheels"] + [f"notebook-{nb.stem}" for nb in NOTEBOOKS] + ["cuda-tests", "ddp-nccl", "grader", "figures",
+                                                                     "figures-compile"]  # in their order
+
+
+def simulated_h200(**extra) -> dict:
+    """The environment of a process on the lent GPU machine, simulated: torch's CUDA queries say
+    one NVIDIA H200 (benchmarks/simulate_gpu/sitecustomize.py), a fake nvidia-smi is on PATH."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPU_CHECK_") and k != "CUDA_VISIBLE_DEVICES"}
+    env.update(GPU_CHECK_SIMULATE="1", PYTHONPATH=os.pathsep.join([str(SIMULATE), str(ROOT)]),
+               PATH=f"{SIMULATE}{os.pathsep}{env['PATH']}", **extra)
+    return env
 
 
 def run_check(out, timeout=300, **env):
@@ -59,6 +75,9 @@ def test_without_a_gpu_every_step_is_skipped_with_the_reason(tmp_path, monkeypat
         assert result == "skipped" and "no CUDA GPU" in said, (step, result, said)
     report = (tmp_path / "out" / "report.md").read_text()
     assert f"torch: {torch.__version__}" in report and "nvidia-smi" in report
+    first = report.split("## Machine")[0]  # what matters, at a glance
+    assert f"**Result: 0 ok, 0 failed, {len(STEPS)} skipped;" in first and "- skipped, every GPU step: no CUDA GPU" in first
+    assert f'`PYTHON={sys.executable} GPU_CHECK_ONLY="STEP" bash benchmarks/gpu_check.sh {tmp_path / "out"}-rerun`' in first
     figures = json.loads((tmp_path / "out" / "figures.json").read_text())
     assert figures["run"]["gpu"] is None and "no CUDA GPU" in figures["run"]["reason"]
     assert figures["figures"] == {}
@@ -80,6 +99,11 @@ def test_a_failing_step_is_recorded_and_the_next_steps_still_run(tmp_path):
     assert rows["figures"][0] == "ok"  # ran after the failure
     assert all(rows[s] == ("skipped", "not in GPU_CHECK_ONLY") for s in STEPS if s not in ("wheels", "figures"))
     report = (tmp_path / "out" / "report.md").read_text()
+    first = report.split("## Machine")[0]  # the failure, why, and the command that reruns that step
+    assert "**Result: 1 ok, 1 failed, 11 skipped;" in first
+    assert "- **FAILED (exit 1): wheels**: no wheels in" in first
+    assert (f'`PYTHON={sys.executable} GPU_CHECK_WHEELS={tmp_path / "no-wheels"} GPU_CHECK_ASSUME_GPU=1 '
+            f'GPU_CHECK_ONLY="wheels" bash benchmarks/gpu_check.sh {tmp_path / "out"}-rerun`') in first
     assert "## wheels: last lines of logs/wheels.log" in report
     assert (tmp_path / "out" / "logs" / "figures.log").exists()
 
@@ -90,6 +114,75 @@ def test_the_time_budget_holds_every_step(tmp_path):
     rows = report_rows(tmp_path / "out")
     assert proc.returncode == 0 and sorted(rows) == sorted(STEPS)
     assert all(result == "skipped" and said.startswith("out of time") for result, said in rows.values())
+
+
+def planned_limits(rows) -> dict:
+    """{step: seconds} of a dry run's "dry run (limit N s)" results."""
+    return {step: int(re.fullmatch(r"dry run \(limit (\d+) s\)", result).group(1))
+            for step, (result, _) in rows.items() if result.startswith("dry run")}
+
+
+def dry_run_on_the_simulated_h200(tmp_path, **env):
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    tiny_wheel(wheels)
+    proc = run_check(tmp_path / "out", GPU_CHECK_SIMULATE="1", GPU_CHECK_WHEELS=str(wheels), **env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return report_rows(tmp_path / "out"), (tmp_path / "out" / "report.md").read_text()
+
+
+@needs_bash
+def test_a_dry_run_on_the_simulated_h200_goes_through_every_step(tmp_path):
+    """GPU_CHECK_SIMULATE=1: torch says H200, nvidia-smi is the fake; every step runs its selection
+    (pytest --collect-only, the scripts' --dry-run) and the budget is planned as if each step took
+    all its time: the notebooks get the group's full time first, the figures the rest."""
+    rows, report = dry_run_on_the_simulated_h200(tmp_path)
+    assert list(rows) == STEPS
+    limits = planned_limits(rows)
+    assert set(limits) == set(STEPS), rows
+    assert report.startswith(f"# GPU check report\n\n**Result: {len(STEPS)} ok (dry run), 0 failed, 0 skipped;")
+    planned = int(re.search(r"planned worst case: (\d+) s", report).group(1))
+    assert planned <= 450 and limits["figures-compile"] >= 10
+    group = {s: limits[s] for s in STEPS if s.startswith("notebook-") or s in ("cuda-tests", "ddp-nccl", "grader")}
+    assert set(group.values()) == {260}  # GROUP_MAX: the notebooks' time is never eaten by earlier steps
+    assert limits["wheels"] == 45 and limits["figures"] == 70
+    assert "NVIDIA H200, 580.95.05, 143771 MiB, Default" in report and "SIMULATED" in report
+    assert "GPU 0: NVIDIA H200, 140 GiB, capability 9.0" in report
+    logs = tmp_path / "out" / "logs"
+    # cuda-tests: only the tests that need a CUDA GPU, and none the grader step or the check runs
+    selected = [line for line in (logs / "cuda-tests.log").read_text().splitlines() if "::" in line]
+    assert "tests/test_memory.py::test_small_gpu_gives_a_real_oom_and_lifts_the_cap" in selected
+    assert selected and not [t for t in selected if "test_gpu_check" in t or "test_grading" in t]
+    # every notebook: nbval on cuda, in its own IPython, matplotlib and progress folders
+    homes = {re.search(r"IPYTHONDIR=(\S+)", (logs / f"{s}.log").read_text()).group(1)
+             for s in STEPS if s.startswith("notebook-")}
+    assert len(homes) == len(NOTEBOOKS)
+    assert "--nbval-cell-timeout=200" in (logs / "notebook-05_speedups.log").read_text()
+    assert "backend nccl" in rows["ddp-nccl"][1] and "CUDA_VISIBLE_DEVICES=''" in rows["grader"][1]
+    figures = (logs / "figures.log").read_text()
+    assert "ch06.real_oom: would measure" in figures and "ch05.compile:" not in figures
+    assert "ch05.compile: " in (logs / "figures-compile.log").read_text()
+
+
+@needs_bash
+def test_a_small_budget_still_gives_the_notebooks_their_time(tmp_path):
+    rows, report = dry_run_on_the_simulated_h200(tmp_path, GPU_CHECK_SECONDS="300")
+    limits = planned_limits(rows)
+    assert min(limits[s] for s in STEPS if s.startswith("notebook-")) >= 200  # GROUP_MIN
+    assert rows["figures-compile"] == ("skipped", "out of time (the check stops at 300 s)")
+    assert "figures-compile (out of time (the check stops at 300 s))" in report.split("## Machine")[0]
+
+
+@needs_bash
+def test_an_exclusive_compute_mode_runs_the_gpu_steps_one_after_another(tmp_path):
+    rows, report = dry_run_on_the_simulated_h200(tmp_path, GPU_CHECK_SIMULATE_COMPUTE_MODE="Exclusive_Process")
+    assert "compute mode Exclusive_Process: one CUDA process at a time" in report
+    limits = planned_limits(rows)
+    group = 450 - 45 - 20  # all the time after the wheels: the figures come after, if time is left
+    serial = [limits[s] for s in STEPS if s.startswith("notebook-") or s in ("cuda-tests", "ddp-nccl")]
+    assert sum(serial) <= group and min(serial) >= group // len(serial)  # shared, none starved
+    assert limits["grader"] == group  # it hides the GPU: beside them
+    assert rows["figures"][0] == "skipped" and rows["figures"][1].startswith("out of time")
 
 
 @needs_bash
@@ -127,28 +220,81 @@ def simulate_cuda_on_the_cpu(monkeypatch):
     monkeypatch.setenv("COURSE_DEVICE", "cpu")  # else main() sets "cuda" for the rest of this process
 
 
-def test_gpu_figures_measure_every_key(monkeypatch, tmp_path):
-    """Every figure function runs and writes its lines (a real OOM needs a real GPU; torch.compile
-    is left out, as compiling takes tens of seconds: ch05.compile times the model uncompiled)."""
+@pytest.mark.parametrize("nvidia_smi", ["absent", "on PATH"])
+def test_gpu_figures_measure_every_key(monkeypatch, tmp_path, nvidia_smi):
+    """Every figure function runs and writes its lines (a real OOM needs a real GPU, and so does
+    nn.DataParallel, which moves the model to cuda:0 itself; torch.compile is left out, as compiling
+    takes tens of seconds: ch05.compile times the model uncompiled).
+    Holds on both kinds of machine: nvidia-smi is made absent, or is the fake one (issue 16)."""
     simulate_cuda_on_the_cpu(monkeypatch)
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(SIMULATE) if nvidia_smi == "on PATH" else str(empty))
     monkeypatch.setattr(gpu_figures, "S", dict(gpu_figures.S))
     monkeypatch.setattr(torch, "compile", lambda model, **kwargs: model)
     out = tmp_path / "figures.json"
-    skipped = ["ch06.real_oom"]
+    skipped = ["ch06.real_oom", "ch07.data_parallel"]
     assert gpu_figures.main([str(out), "--small", "--skip", *skipped]) == 0
     run = json.loads(out.read_text())
     assert run["run"]["gpu"] == "Simulated GPU" and run["run"]["torch"] == torch.__version__
     assert set(run["figures"]) == set(dev.FIGURE_KEYS) - set(skipped)
     for key, entry in run["figures"].items():
         assert "error" not in entry, (key, entry)
-        if key in ("ch07.data_parallel", "ch05.nvidia_smi"):  # 1 GPU; no nvidia-smi here
-            assert entry["missing"], key
+        if key == "ch05.nvidia_smi" and nvidia_smi == "absent":
+            assert entry["missing"] == "missing: nvidia-smi is not on the check machine's PATH"
         else:
             assert entry["lines"] and all(isinstance(line, str) for line in entry["lines"]), key
+    if nvidia_smi == "on PATH":
+        assert "NVIDIA H200, 87 %" in run["figures"]["ch05.nvidia_smi"]["lines"][0]
     # gpu_only shows them as recorded
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setenv(dev.FIGURES_ENV_VAR, str(out))
     assert "measured on Simulated GPU" in " ".join(dev.reference_figures("ch05.amp"))
+
+
+def test_dataparallel_on_one_device_is_recorded_as_a_plain_call(monkeypatch):
+    """ch07.data_parallel on a 1-GPU machine: what nn.DataParallel does there (here: no GPU at all,
+    where it is a plain call too), counted: no replica made, nothing gathered, the same output."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # on any machine
+    lines, values = gpu_figures.data_parallel_on_one_gpu(torch.device("cpu"))
+    assert values == {"gpus": 1, "same_output": True, "replicate": 0, "gather": 0}
+    assert "plain call" in lines[0] and "needs 2 or more GPUs" in lines[0]
+
+
+def test_torch_compile_on_cuda_needs_a_c_compiler_and_python_headers(monkeypatch, tmp_path):
+    """Before torch.compile on CUDA the figures ask for what Triton builds with, and record what is
+    missing instead of an error; the figures-compile step is then skipped (exit 77) with that reason."""
+    need = gpu_figures.NEEDS["ch05.compile"]
+    assert need(torch.device("cpu")) == ""  # the CPU backend is chapter 05's own business
+    monkeypatch.setenv("PATH", str(tmp_path))  # no gcc, no clang
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setattr(gpu_figures.sysconfig, "get_paths", lambda: {"include": str(tmp_path)})
+    assert need(torch.device("cuda")).startswith("missing: no C compiler (CC, gcc or clang) / no Python headers")
+    simulate_cuda_on_the_cpu(monkeypatch)
+    monkeypatch.setattr(gpu_figures, "pick_device", lambda: torch.device("cuda"))
+    out = tmp_path / "figures.json"
+    assert gpu_figures.main([str(out), "--only", "ch05.compile"]) == gpu_figures.SKIPPED == 77
+    assert "no C compiler" in json.loads(out.read_text())["figures"]["ch05.compile"]["missing"]
+    cc = tmp_path / "gcc"
+    cc.write_text("#!/bin/sh\n")
+    cc.chmod(0o755)
+    (tmp_path / "Python.h").write_text("")
+    assert need(torch.device("cuda")) == ""
+
+
+def test_copy_bandwidth_is_in_gb_per_s_in_the_chapter_and_the_figures(monkeypatch, capsys):
+    """One unit for the host-to-GPU copy bandwidth, named right: GB/s (10**9 bytes per second) in
+    chapter 05's copy_benchmark and in the figures (64 MiB in 10 ms is 6.7 GB/s, 6.25 GiB/s)."""
+    simulate_cuda_on_the_cpu(monkeypatch)
+    monkeypatch.setattr(gpu_figures, "S", dict(gpu_figures.S, copy_mib=64))
+    monkeypatch.setattr(measure, "time_fn", lambda fn, *args, **kwargs: measure.Timing("copy", [10.0]))
+    monkeypatch.setattr(ch05, "is_cuda_or_say_so", lambda device, what: True)
+    ch05.copy_benchmark(torch.device("cpu"), megabytes=64)
+    printed = capsys.readouterr().out
+    assert printed.count("-> 6.7 GB/s") == 2, printed
+    lines, values = gpu_figures.pinned_copy(torch.device("cpu"))
+    assert "6.7 GB/s" in lines[0] and "6.7 GB/s" in lines[1]
+    assert values["pinned"]["gb_per_s"] == pytest.approx(64 * 2**20 / 1e9 / 0.010)
 
 
 def test_one_failing_figure_is_recorded_and_the_rest_measured(monkeypatch, tmp_path):
@@ -166,48 +312,92 @@ def test_one_failing_figure_is_recorded_and_the_rest_measured(monkeypatch, tmp_p
     assert figures["ch06.empty_cache"]["lines"]
 
 
-# ---------------------------------------------------------------- which tests are the CUDA-only ones
-def fake_item(name, *reasons):
-    marks = [types.SimpleNamespace(kwargs={"reason": r}) for r in reasons]
-    return types.SimpleNamespace(name=name + "[param]", originalname=name, iter_markers=lambda kind: marks)
+# ---------------------------------------------------------------- which tests need a CUDA GPU
+def fake_item(name, *reasons, path="tests/test_memory.py", cuda_mark=False):
+    marks = {"skipif": [types.SimpleNamespace(kwargs={"reason": r}) for r in reasons],
+             "cuda": [types.SimpleNamespace(kwargs={})] if cuda_mark else []}
+    return types.SimpleNamespace(name=name + "[param]", originalname=name, path=ROOT / path,
+                                 iter_markers=lambda kind: iter(marks.get(kind, [])))
 
 
-def test_cuda_only_tests_are_selected_by_their_skip_reason_or_name():
-    assert gpu_cuda_tests.is_cuda_only(fake_item("test_real_oom", "needs a CUDA GPU"))
-    assert gpu_cuda_tests.is_cuda_only(fake_item("test_pinned_copy_on_the_gpu"))
-    assert not gpu_cuda_tests.is_cuda_only(fake_item("test_meter_counts", "checks the CPU-only behaviour"))
-    assert not gpu_cuda_tests.is_cuda_only(fake_item("test_format_bytes"))
+def test_only_tests_that_need_a_cuda_gpu_are_selected():
+    assert gpu_cuda_tests.selected(fake_item("test_real_oom", "needs a CUDA GPU"))
+    assert gpu_cuda_tests.selected(fake_item("test_anything", cuda_mark=True))
+    # a GPU in the name or in another skip reason is not a need for one (issue 16)
+    assert not gpu_cuda_tests.selected(fake_item("test_pinned_copy_on_the_gpu"))
+    assert not gpu_cuda_tests.selected(fake_item("test_script", "gpu_check.sh is a bash script for the GPU machine"))
+    assert not gpu_cuda_tests.selected(fake_item("test_meter_counts", "checks the CPU-only behaviour"))
+    assert not gpu_cuda_tests.selected(fake_item("test_format_bytes"))
+    # the check's own tests and the grading tests belong to other steps
+    assert not gpu_cuda_tests.selected(fake_item("test_x", "needs a CUDA GPU", path="tests/test_gpu_check.py"))
+    assert not gpu_cuda_tests.selected(fake_item("test_x", cuda_mark=True, path="tests/test_grading_gpu.py"))
 
 
-def test_cuda_only_tests_collected_from_the_suite():
+def collected_cuda_tests(*files) -> list:
     env = dict(os.environ, PYTHONPATH=f"{ROOT / 'benchmarks'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "gpu_cuda_tests", "-p", "no:cacheprovider",
-                           "-o", "addopts=", "--collect-only", "-q", "tests/test_memory.py"],
+                           "-o", "addopts=", "--collect-only", "-q", *files],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "test_memory.py::test_small_gpu_gives_a_real_oom_and_lifts_the_cap" in proc.stdout
-    assert "test_format_bytes" not in proc.stdout and "deselected" in proc.stdout
+    return [line for line in proc.stdout.splitlines() if "::" in line]
+
+
+def test_cuda_tests_collected_from_the_suite():
+    """Every file that says "needs a CUDA GPU": exactly the tests skipped for that reason."""
+    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py")
+                   if "needs a CUDA GPU" in p.read_text())
+    found = collected_cuda_tests(*files)
+    assert "tests/test_memory.py::test_small_gpu_gives_a_real_oom_and_lifts_the_cap" in found
+    assert "tests/test_ch06_out_of_memory.py::test_gpu_oom_demo_raises_the_real_error" in found
+    assert not [t for t in found if "test_gpu_check.py" in t or "test_grading" in t]
+    # a test that merely talks about GPUs is not among them
+    assert not [t for t in found if "test_small_gpu_undoes_the_cap_when_the_block_raises" in t]
 
 
 # ---------------------------------------------------------------- the wheels, offline
-def tiny_wheel(folder, project="tinypkg", version="1.0"):
-    """A minimal wheel: a package, its dist-info, and a .data folder with purelib and scripts."""
+def tiny_wheel(folder, project="tinypkg", version="1.0", requires=()):
+    """A minimal wheel: a package, its dist-info (with `requires` as Requires-Dist), and a .data
+    folder with purelib and scripts."""
     path = folder / f"{project}-{version}-py3-none-any.whl"
     info = f"{project}-{version}.dist-info"
+    needs = "".join(f"Requires-Dist: {r}\n" for r in requires)
     with zipfile.ZipFile(path, "w") as z:
         z.writestr(f"{project}/__init__.py", "VALUE = 42\n")
         z.writestr(f"{project}-{version}.data/purelib/{project}_extra.py", "EXTRA = 1\n")
         z.writestr(f"{project}-{version}.data/scripts/tool", "#!/bin/sh\n")
-        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n")
+        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n{needs}")
         z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
         z.writestr(f"{info}/RECORD", "")
     return path
 
 
 def test_wheels_of_projects_already_installed_are_left_alone(tmp_path):
-    wheels = [tmp_path / "pytest-99.0-py3-none-any.whl", tmp_path / "Jupyter_Client-8.0-py3-none-any.whl"]
+    wheels = [tiny_wheel(tmp_path, "pytest", "99.0"), tiny_wheel(tmp_path, "Jupyter_Client", "8.0")]
     assert gpu_wheels.project_of(wheels[1]) == "jupyter-client"
-    assert gpu_wheels.wanted(wheels, installed=lambda p: p == "pytest") == [wheels[1]]
+    assert gpu_wheels.plan(wheels, version_of={"pytest": "8.3.0"}.get) == ([wheels[1]], [])
+
+
+def test_installed_versions_too_old_for_a_wheel_get_the_wheel_too(tmp_path):
+    """ipykernel needs tornado and pyzmq minimums: a machine's older tornado is shadowed by the wheel's
+    (and what that wheel needs is checked in turn); extras and other platforms' needs are ignored."""
+    kernel = tiny_wheel(tmp_path, "tinykernel", "6.29", ["tinytornado>=6.1", "tinyzmq>=24", "tinytest; extra == 'test'",
+                                                         "tinywin>=9; sys_platform == 'win32'"])
+    tornado = tiny_wheel(tmp_path, "tinytornado", "6.4", ["tiny_async>=2"])
+    old_tornado = tiny_wheel(tmp_path, "tinytornado", "5.0")
+    zmq = tiny_wheel(tmp_path, "tinyzmq", "26.0")
+    asyncio_ = tiny_wheel(tmp_path, "tiny_async", "2.1")
+    wheels = [kernel, old_tornado, tornado, zmq, asyncio_]
+    machine = {"tinytornado": "5.1", "tinyzmq": "25.1", "tiny-async": "1.0"}
+    todo, notes = gpu_wheels.plan(wheels, version_of=machine.get)
+    assert todo == [asyncio_, kernel, tornado]  # tinyzmq 25.1 satisfies >=24: the machine's stays
+    assert notes == ["installing tinytornado 6.4: tinykernel needs >=6.1 and this Python has 5.1",
+                     "installing tiny-async 2.1: tinytornado needs >=2 and this Python has 1.0"]
+    # a requirement nothing here satisfies is said, not hidden
+    todo, notes = gpu_wheels.plan([kernel, tornado, asyncio_], version_of={**machine, "tinyzmq": "23.0"}.get)
+    assert "WARNING: tinykernel needs tinyzmq>=24; this Python has 23.0 and the wheels folder has none" in notes
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_wheels.py"), "plan", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "would install 4 of 5 wheels" in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_wheels_install_offline_into_a_target(tmp_path):
@@ -230,8 +420,73 @@ def test_wheels_install_offline_into_a_target(tmp_path):
     assert empty.returncode == 1 and "--prepare-wheels" in empty.stdout
 
 
+def test_the_docs_give_the_one_command_and_the_scripts_budget():
+    docs = (ROOT / "docs" / "gpu" / "README.md").read_text()
+    assert 'bash benchmarks/gpu_check.sh "$OUT/gpu"' in docs and 'carry:\n["benchmarks/wheels"]' in docs
+    assert 'GPU_CHECK_SIMULATE=1 PYTHON=.venv/bin/python bash benchmarks/gpu_check.sh "$(mktemp -d)"' in docs
+    script = SCRIPT.read_text()
+    knobs = dict(re.findall(r"(\w+)=(\d+)", re.search(r"^WHEELS_MAX=.*$", script, re.M).group(0)))
+    budget = re.search(r'BUDGET="\$\{GPU_CHECK_SECONDS:-(\d+)\}"', script).group(1)
+    assert f"default {budget} s for all steps" in docs
+    table = docs.split("| step | what it proves | seconds at most |")[1].split("\n\n")[0]
+    for step, knob in (("wheels", "WHEELS_MAX"), ("figures", "FIGURES_MAX"), ("figures-compile", "COMPILE_MAX")):
+        assert re.search(rf"^\| `{step}` \|.*\| {knobs[knob]} \|$", table, re.M), step
+    assert f"the group: {knobs['GROUP_MAX']}" in table and f"never less than {knobs['GROUP_MIN']} s" in docs
+
+
 def test_the_prepare_command_is_the_documented_one():
     docs = (ROOT / "docs" / "gpu" / "README.md").read_text()
     assert "bash benchmarks/gpu_check.sh --prepare-wheels benchmarks/wheels" in docs
     assert "--prepare-wheels" in SCRIPT.read_text()
     assert set(gpu_wheels.NEEDED) == {"nbval", "nbclient", "nbformat", "ipykernel", "ipywidgets"}
+
+
+# ---------------------------------------------------------------- on the GPU machine (simulated): issue 16
+def test_the_doctor_cli_test_holds_on_a_gpu_machine():
+    """test_cli_doctor_explains_an_unusable_gpu runs `doctor` in a subprocess: where torch sees a
+    usable GPU that subprocess must still be told it cannot, or the report says "none"."""
+    test = "tests/test_course_lib.py::test_cli_doctor_explains_an_unusable_gpu"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", "-q", test],
+                          cwd=ROOT, env=simulated_h200(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
+def test_grading_expectations_are_computed_as_the_grader_runs(tmp_path):
+    """gpu_grading.py's expected scores come from a process that sees the GPUs as the grader's
+    processes do (hidden): ch01's "only ever asks for GPU 0" scores 0.6 there, 1.2 with a GPU."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_grading.py"), str(tmp_path / "work"),
+                           "--chapter", "01", "--workers", "2"], cwd=tmp_path, env=simulated_h200(),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "3 of 3 submissions graded as the key expects" in proc.stdout
+    assert "DIFFERS" not in proc.stdout
+
+
+# ---------------------------------------------------------------- the nccl path (issue 16, item 4)
+def run_ddp_script(*args, env=None):
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_ddp.py"), *map(str, args)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_the_ddp_script_runs_chapter_07s_worker_at_world_size_1(tmp_path):
+    """The nccl step's code, with gloo on the CPU: both launchers of chapter 07's worker, world size 1,
+    checked against one process; nccl without a GPU is skipped (77) with the reason."""
+    proc = run_ddp_script(tmp_path, "--backend", "gloo")
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("torch.multiprocessing.spawn: world size 1, backend gloo on cpu, 3 steps")
+    assert lines[1].startswith("torchrun: world size 1, backend gloo on cpu, 3 steps")
+    assert "WRONG" not in proc.stdout and "2 of 2 launches" in lines[-1]
+    assert (tmp_path / "spawn" / "checkpoint.pt").exists() and (tmp_path / "torchrun" / "rank0.pt").exists()
+    # what the check would say if a launch had not used the backend asked for
+    import gpu_ddp
+    result = gpu_ddp.ddp_worker.LaunchResult(gpu_ddp.config_for(tmp_path, "spawn", "gloo"),
+                                             [torch.load(tmp_path / "spawn" / "rank0.pt")], 1.0, "spawn")
+    assert gpu_ddp.problems(result, "gloo") == []
+    assert gpu_ddp.problems(result, "nccl") == ["rank 0 ran with backend gloo on cpu, not nccl on cuda:0"]
+    if not torch.cuda.is_available():
+        skipped = run_ddp_script(tmp_path / "nccl")
+        assert skipped.returncode == 77 and skipped.stdout.startswith("skipped: nccl needs a CUDA GPU")
+    planned = run_ddp_script(tmp_path / "plan", "--dry-run", env=simulated_h200())
+    assert planned.returncode == 0 and "would launch course_lib.ddp_worker" in planned.stdout
+    assert "backend nccl" in planned.stdout

@@ -4,7 +4,8 @@ its panel in the first cell).
 
     course_lib.explain()               # the last error of this notebook
     course_lib.explain(err)            # an exception, or a message, a traceback, a whole log
-    course_lib.explain_errors()        # the panel under every failing cell (notebook.py)
+    course_lib.explain_errors()        # the panel under every failing cell, and under the first
+                                       # warning of each kind the course knows (notebook.py)
     python -m course_lib explain [--json] [FILE ...]
 
 The knowledge base is data (`knowledge.ENTRIES`). An error that matches no entry is answered
@@ -20,10 +21,12 @@ from typing import Optional
 from .knowledge import ENTRIES, NOTEBOOKS, Entry
 
 UNKNOWN = "Not a GPU-training error this course knows"
+WARNING_CONTEXT = "A warning, not an error: the code went on running. The warning:"
 NO_ERROR = "No error to explain yet"
 
 _FLAGS = re.IGNORECASE | re.MULTILINE
-_PATTERNS = [(e, [re.compile(p, _FLAGS) for p in e.patterns]) for e in ENTRIES]
+_PATTERNS = [(e, [re.compile(p, _FLAGS) for p in e.patterns], [re.compile(p, _FLAGS) for p in e.unless])
+             for e in ENTRIES]
 _READINGS = {e.id: [(re.compile(r, _FLAGS), text) for r, text in e.readings] for e in ENTRIES}
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -61,7 +64,8 @@ class Explanation:
                 "chapter": e.chapter if e else None,
                 "section": heading_text(e.section) if e and e.section else None,
                 "notebook": f"notebooks/{NOTEBOOKS[e.chapter]}.ipynb" if e and e.chapter else None,
-                "link": self.link or None, "meaning": e.meaning if e else None,
+                "link": self.link or None, "taught": (not e.closest) if e else None,
+                "meaning": e.meaning if e else None,
                 "cause": "; ".join(e.causes) if e else None, "fix": e.fix if e else None,
                 "notes": list(self.notes), "error": self.error, "context": self.context or None}
 
@@ -109,10 +113,15 @@ def exception_blocks(text: str) -> list:
     return blocks
 
 
+def _steps_aside(unless, text: str) -> bool:
+    return any(p.search(text) for p in unless)
+
+
 def match(text: str, wrappers: bool = True) -> Optional[Entry]:
     """The first entry (in knowledge-base order) one of whose patterns occurs in `text`, or None."""
-    for entry, patterns in _PATTERNS:
-        if (wrappers or not entry.wrapper) and any(p.search(text) for p in patterns):
+    for entry, patterns, unless in _PATTERNS:
+        if (wrappers or not entry.wrapper) and any(p.search(text) for p in patterns) \
+                and not _steps_aside(unless, text):
             return entry
     return None
 
@@ -120,8 +129,8 @@ def match(text: str, wrappers: bool = True) -> Optional[Entry]:
 def last_known_error(text: str, wrappers: bool = True):
     """(entry, block) for the last line of `text` that a knowledge-base pattern matches, or None."""
     best = None  # (line number, -entry order, entry)
-    for order, (entry, patterns) in enumerate(_PATTERNS):
-        if entry.wrapper and not wrappers:
+    for order, (entry, patterns, unless) in enumerate(_PATTERNS):
+        if (entry.wrapper and not wrappers) or _steps_aside(unless, text):
             continue
         for pattern in patterns:
             last = None
@@ -194,6 +203,15 @@ def explain_exception(err: BaseException) -> Explanation:
     return _explained(entry, text) if entry else Explanation(False, _first_line(text))
 
 
+def explain_warning(message, category=UserWarning, filename: str = "", lineno: int = 0) -> Explanation:
+    """Explain a warning (`warnings.showwarning`'s arguments) as Python prints it: `file:line: Category: text`."""
+    text = f"{filename or '<warning>'}:{lineno}: {category.__name__}: {message}"
+    found = last_known_error(clean(text))
+    if found is None:
+        return Explanation(False, _first_line(text))
+    return _explained(found[0], found[1], WARNING_CONTEXT)
+
+
 def last_error() -> Optional[BaseException]:
     """The last exception that reached the notebook (or the interactive prompt), if any."""
     from . import notebook
@@ -212,7 +230,8 @@ def explain(error=None) -> Explanation:
 
 
 def enable(shell=None) -> None:
-    """Show an explanation panel under every cell that fails with an error the course knows (idempotent)."""
+    """Show an explanation panel under every cell that fails with an error the course knows, and under the
+    first warning of each kind it knows (idempotent)."""
     from .notebook import enable as _enable
     _enable(shell)
 
@@ -232,6 +251,11 @@ def where_taught(entry: Entry) -> str:
     return f"chapter {entry.chapter}, {heading_text(entry.section)}" if entry.chapter else ""
 
 
+def _taught_label(entry: Entry) -> str:
+    """'Taught in', or for an error no chapter teaches, the section closest to it."""
+    return "Closest section (not taught as such)" if entry.closest else "Taught in"
+
+
 def render_text(exp: Explanation) -> str:
     """The explanation as plain text (terminal, logs, nbval)."""
     if not exp.known:
@@ -246,7 +270,8 @@ def render_text(exp: Explanation) -> str:
     lines += ["  Likely causes:"] + [f"    - {c}" for c in e.causes]
     lines += ["  Fix:"] + [f"    {line}" for line in e.fix.split("\n")]
     if e.chapter:
-        lines += [f"  Taught in: notebooks/{NOTEBOOKS[e.chapter]}.ipynb, section \"{heading_text(e.section)}\""]
+        lines += [f"  {_taught_label(e)}: notebooks/{NOTEBOOKS[e.chapter]}.ipynb, "
+                  f"section \"{heading_text(e.section)}\""]
     return "\n".join(lines)
 
 
@@ -274,7 +299,7 @@ def render_html(exp: Explanation) -> str:
     parts.append(f"<div><b>Fix:</b><pre style='margin:2px 0'>{html.escape(e.fix)}</pre></div>")
     if e.chapter:
         link = f"<a href='{html.escape(exp.link)}'>{_inline(where_taught(e))}</a>"
-        parts.append(f"<div><b>Taught in:</b> {link}</div>")
+        parts.append(f"<div><b>{_taught_label(e)}:</b> {link}</div>")
     return box + "".join(parts) + "</div>"
 
 
@@ -316,6 +341,7 @@ def cheat_sheet(entries=ENTRIES):
     return Markdown(table_markdown(entries))
 
 
-__all__ = ["explain", "explain_text", "explain_exception", "enable", "cheat_sheet", "table_markdown",
+__all__ = ["explain", "explain_text", "explain_exception", "explain_warning", "enable", "cheat_sheet",
+           "table_markdown",
            "wordings", "wordings_markdown",
            "Explanation", "ENTRIES", "UNKNOWN"]

@@ -4,8 +4,15 @@ It listens to IPython's `post_run_cell` event: IPython has already printed the t
 the panel is an extra output below it, only for errors the course knows. Errors raised on purpose
 inside `expect_error` never get here (it catches them), and its own failure (the expected error
 did not come) is shown plainly, without a panel.
+
+Warnings get a panel too: `warnings.showwarning` is wrapped so that the warning is printed exactly
+as before, and then, for the first warning of each kind the course knows (one kind = one knowledge-
+base entry), the panel follows it. Later warnings of that kind are printed without a panel.
 """
-_state = {"last": None}
+import sys
+import warnings
+
+_state = {"last": None, "warned": set(), "showwarning": None}
 
 
 def last_error():
@@ -37,6 +44,34 @@ def _panel_after_cell(result) -> None:
         pass
 
 
+def _panel_after_warning(message, category, filename, lineno, file=None, line=None):
+    """warnings.showwarning wrapper: print the warning as always, then its panel, once per kind."""
+    _state["showwarning"](message, category, filename, lineno, file, line)
+    try:
+        from IPython.display import display
+
+        from . import explain_warning
+        explanation = explain_warning(message, category, filename, lineno)
+        if explanation.known and explanation.entry.id not in _state["warned"]:
+            _state["warned"].add(explanation.entry.id)
+            (file or sys.stderr).flush()          # the warning's text first, then the panel
+            display(explanation)
+    except Exception:  # never turn a warning into an error
+        pass
+
+
+def _hook_warnings() -> None:
+    if warnings.showwarning is not _panel_after_warning:
+        _state["showwarning"] = warnings.showwarning
+        warnings.showwarning = _panel_after_warning
+
+
+def _unhook_warnings() -> None:
+    if warnings.showwarning is _panel_after_warning:
+        warnings.showwarning = _state["showwarning"]
+    _state["warned"].clear()
+
+
 def _current_shell():
     try:
         from IPython import get_ipython
@@ -50,6 +85,7 @@ def enable(shell=None) -> None:
     shell = shell or _current_shell()
     if shell is None or not hasattr(shell, "events"):
         return
+    _hook_warnings()
     callbacks = shell.events.callbacks.get("post_run_cell", [])
     if any(getattr(cb, "__qualname__", "") == _panel_after_cell.__qualname__
            and getattr(cb, "__module__", "") == __name__ for cb in callbacks):
@@ -58,7 +94,8 @@ def enable(shell=None) -> None:
 
 
 def disable(shell=None) -> None:
-    """Remove the panel (tests, or a learner who wants plain tracebacks)."""
+    """Remove the panel (tests, or a learner who wants plain tracebacks and warnings)."""
+    _unhook_warnings()
     shell = shell or _current_shell()
     if shell is None or not hasattr(shell, "events"):
         return

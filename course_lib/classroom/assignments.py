@@ -1,0 +1,65 @@
+"""The course's chapters as assignments: number, title, points, notebook file (teacher side)."""
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+
+class NoSuchChapter(ValueError):
+    """A chapter number the course does not have (or one without exercises)."""
+
+
+@dataclass(frozen=True)
+class Assignment:
+    number: str
+    title: str
+    points: float
+    notebook: str  # file name of the chapter's notebook, e.g. 01_device_check.ipynb
+
+    @property
+    def label(self) -> str:
+        """How the assignment is called in an LMS: 'Chapter 01: Device check'."""
+        return f"Chapter {self.number}: {self.title}"
+
+
+def notebooks_folder() -> Path:
+    """notebooks/ beside course_lib (the teacher's checkout, or the bundle)."""
+    import course_lib
+    return Path(course_lib.__file__).resolve().parent.parent / "notebooks"
+
+
+def all_assignments() -> dict:
+    """{chapter number: Assignment} of every chapter that has exercises, in order."""
+    from ..exercises import all_exercises
+    chapters = {}
+    for ex in all_exercises():
+        chapters.setdefault(ex.chapter.number, [ex.chapter, 0.0])[1] += float(ex.points)
+    found = {}
+    for number, (chapter, points) in sorted(chapters.items()):
+        files = sorted(notebooks_folder().glob(f"{number}_*.ipynb"))
+        notebook = files[0].name if files else f"{number}_*.ipynb"
+        found[number] = Assignment(number, chapter.title, points, notebook)
+    return found
+
+
+@lru_cache(maxsize=1)
+def _chapter_by_exercise() -> dict:
+    from ..exercises import all_exercises
+    return {ex.id: ex.chapter.number for ex in all_exercises()}
+
+
+def chapter_of(exercise_id: str) -> str:
+    """'ch01.make_batch' -> '01' (the registry's number when it knows the exercise)."""
+    if exercise_id in _chapter_by_exercise():
+        return _chapter_by_exercise()[exercise_id]
+    head = exercise_id.split(".", 1)[0]
+    return head[2:] if head.startswith("ch") and head[2:].isdigit() else ""
+
+
+def assignment(number: str) -> Assignment:
+    """The chapter `number` ('1', '01'), or NoSuchChapter naming the chapters there are."""
+    known = all_assignments()
+    key = str(number).strip().zfill(2)
+    if key not in known:
+        raise NoSuchChapter(f"the course has no chapter {number!r} with exercises; "
+                            f"its chapters are {', '.join(known)}")
+    return known[key]
