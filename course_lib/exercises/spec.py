@@ -157,7 +157,7 @@ class Exercise:
         """This exercise's answer key, or None in the student bundle."""
         try:
             module = importlib.import_module(self.chapter.key_module)
-        except ModuleNotFoundError:
+        except (ModuleNotFoundError, PermissionError):  # not installed, or walled off (a graded process)
             return None
         return getattr(module, "KEY", {}).get(self.name)
 
@@ -258,6 +258,14 @@ class FunctionExercise(Exercise):
             summary = "All visible tests passed; the grader also runs hidden tests on what you hand in."
         return CheckResult(self.id, self.title, status, earned, self.points, summary, outcomes, hidden_left)
 
+    def unusable(self, got_type) -> CheckResult:
+        """The verdict when there is no function to test: None (not attempted) or a `got_type` value."""
+        if got_type is None:
+            return CheckResult(self.id, self.title, NOT_ATTEMPTED, 0, self.points,
+                               f"Define `{self.name}` and pass it to check().")
+        return CheckResult(self.id, self.title, INCORRECT, 0, self.points,
+                           f"check() needs your function `{self.name}`, got {got_type}.")
+
     def check(self, candidate, *, include_hidden=None, record=True) -> CheckResult:
         """Run the tests on `candidate`: the visible ones, and the answer key's hidden ones wherever
         the key is installed (the full course, the grader), their values kept hidden. In the student
@@ -268,12 +276,8 @@ class FunctionExercise(Exercise):
         key = self.key()
         if include_hidden is None:
             include_hidden = key is not None
-        if candidate is None:
-            return self._not_attempted(f"Define `{self.name}` and pass it to check().", record)
         if not callable(candidate):
-            result = CheckResult(self.id, self.title, INCORRECT, 0, self.points,
-                                 f"check() needs your function `{self.name}`, got {type(candidate).__name__}.")
-            return self._finish(result, record)
+            return self._finish(self.unusable(None if candidate is None else type(candidate).__name__), record)
         warm_up()
         outcomes = []
         for test in self.all_tests(include_hidden):

@@ -66,8 +66,9 @@ def paths(out: Path) -> dict:
 
 
 def write_atomic(path: Path, text: str) -> None:
+    """Write `text` as UTF-8 (anything unencodable, a lone surrogate say, becomes '?'), atomically."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w", newline="") as f:
+    with open(tmp, "w", newline="", encoding="utf-8", errors="replace") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
@@ -108,7 +109,7 @@ class Gradebook:
         """Write one submission's rows (TOTAL last) in one write, then flush them to disk."""
         assert rows and rows[-1]["exercise"] == TOTAL
         block = render(rows)
-        with open(self.path, "a", newline="") as f:
+        with open(self.path, "a", newline="", encoding="utf-8", errors="replace") as f:
             f.write(block)
             f.flush()
             os.fsync(f.fileno())
