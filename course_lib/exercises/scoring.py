@@ -16,7 +16,9 @@ REVIEW_PATTERNS = {
     "processes and files": r"/proc/|\bos\.(?:write|kill|killpg|_exit|system|fork|setsid|open|dup2?|exec\w*)\b"
                            r"|\bsubprocess\b|\bctypes\b|\bsignal\b|\bpty\b",
     "network": r"\bsocket\b|\burllib\b|\bhttp\.client\b|\brequests\b",
-    "patching": r"\bmock\b|\bsetattr\s*\(|\bmonkeypatch\b|\.__class__\s*=",
+    "patching": r"\bmock\b|\bsetattr\s*\(|\bmonkeypatch\b|\.__class__\s*=|\btorch(?:\.\w+)+\s*=(?!=)",
+    "tensor subclass": r"\(\s*torch\.Tensor\s*\)\s*:|_make_subclass|_make_wrapper_subclass|__torch_function__"
+                       r"|__torch_dispatch__",
 }
 
 

@@ -166,7 +166,7 @@ def mark_failed(sub, reason: str, trace: str = "") -> None:
     """A step of the grader failed on this submission: that is its status, with the reason."""
     sub.failed = True
     sub.unreadable = reason
-    sub.run.update(status="grader error", summary=reason, trace=trace)
+    sub.run.update(status=gradebook.GRADER_ERROR, summary=reason, trace=trace)
 
 
 def assign(subs: list, chapters: set) -> None:

@@ -10,6 +10,7 @@ import time
 from ..exercises import scoring
 from ..exercises.scoring import flag_names
 from .analyze import ANSWER_PREFIX, TEXT_PREFIX, check_source
+from .gradebook import GRADER_ERROR
 from .judge import JudgeDied
 from .records import CRASHED, ERROR, MISSING, TAMPERED, TIMED_OUT, UNREADABLE, Task, Verdict, unjudged
 
@@ -135,7 +136,7 @@ def decide_statically(sub, totals: dict) -> None:
     for ex in sub.exercises:
         total = totals.get(ex.id, 0) if ex.kind == "function" else 1
         if sub.unreadable:
-            stopped = sub.run.get("status") in ("stopped the grader", "grader error")
+            stopped = sub.run.get("status") in ("stopped the grader", GRADER_ERROR)
             status = CRASHED if stopped else sub.refused or UNREADABLE
             sub.verdicts[ex.id] = unjudged(ex, status, sub.unreadable, total)
         elif ex.kind == "function" and not sub.analysis.defines(ex.name):

@@ -58,6 +58,8 @@ class Grader:
         self.book = gradebook.Gradebook(self.out, fresh=self.fresh)
         if self.book.repaired:
             self.log(f"resuming: dropped {self.book.repaired} row(s) of submissions a killed run left unfinished")
+        if self.book.retried:
+            self.log(f"resuming: {self.book.retried} submission(s) the grader failed on last time are graded again")
         if self.fresh:
             import shutil
             shutil.rmtree(self.paths["feedback"], ignore_errors=True)
