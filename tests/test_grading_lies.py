@@ -65,6 +65,7 @@ def test_a_tensor_that_claims_to_be_the_batch_gets_what_one_zero_gets(graded):
     zero = get("ch01.make_batch").check(lambda b, n, d: torch.zeros(1), include_hidden=True, record=False)
     assert points(graded, "attack7_tensor_liar", "ch01.make_batch") == zero.points == 0.0
     assert float(graded["book"]["attack7_tensor_liar"]["TOTAL"]["points"]) == 13.0 - 3.0
+    assert "review:tensor-subclass" in graded["book"]["attack7_tensor_liar"]["TOTAL"]["flags"].split()
 
 
 def test_rewritten_probe_records_and_a_lying_allclose_earn_nothing(graded):

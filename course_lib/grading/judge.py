@@ -190,7 +190,7 @@ class JudgeClient:
         from .zygote import HIDDEN_GPUS
         self.env = dict(env or os.environ, **HIDDEN_GPUS)
         self.cwd, self.process, self.counter, self.prepared = cwd, None, 0, None
-        self.restarts = 0
+        self.restarts, self.preparing, self.prepare_reply = 0, None, None
         self.start()
 
     def start(self) -> None:
@@ -204,8 +204,7 @@ class JudgeClient:
         os.close(from_judge_w)
         self.buffer = b""
 
-    def request(self, op: str, timeout: float = REPLY_TIMEOUT, **data):
-        """The judge's answer to one request; JudgeDied when it ends or stays silent past `timeout`."""
+    def _send(self, op: str, **data) -> int:
         self.counter += 1
         line = (json.dumps({"op": op, "id": self.counter, **data}) + "\n").encode()
         try:
@@ -214,6 +213,14 @@ class JudgeClient:
                 view = view[os.write(self.to_judge, view):]
         except OSError as err:
             raise JudgeDied(f"the judge process is gone ({err})") from None
+        return self.counter
+
+    def request(self, op: str, timeout: float = REPLY_TIMEOUT, **data):
+        """The judge's answer to one request; JudgeDied when it ends or stays silent past `timeout`."""
+        self.finish_prepare()
+        return self._reply(self._send(op, **data), timeout)
+
+    def _reply(self, number: int, timeout: float):
         deadline = time.monotonic() + timeout
         while b"\n" not in self.buffer:
             left = deadline - time.monotonic()
@@ -226,15 +233,29 @@ class JudgeClient:
             self.buffer += chunk
         reply, _, self.buffer = self.buffer.partition(b"\n")
         reply = json.loads(reply)
-        if reply.get("id") != self.counter:
+        if reply.get("id") != number:
             raise JudgeDied("the judge answered another request")
         if "error" in reply:
             raise RuntimeError(f"the judge could not answer: {reply['error']}")
         return reply["ok"]
 
     def prepare(self, exercise_ids: list) -> dict:
+        """Ask the judge to prepare these exercises and return at once; `finish_prepare` waits."""
         self.prepared = list(exercise_ids)
-        return self.request("prepare", timeout=1800, exercises=self.prepared)
+        self.preparing = self._send("prepare", exercises=self.prepared)
+
+    def ready(self) -> bool:
+        """Has the judge's answer to `prepare` arrived (or been read)? Never blocks."""
+        if self.preparing is None:
+            return True
+        return b"\n" in self.buffer or bool(select.select([self.from_judge], [], [], 0)[0])
+
+    def finish_prepare(self):
+        """The answer to `prepare` ({"specs", "problems"}), waiting for it if need be."""
+        if self.preparing is not None:
+            number, self.preparing = self.preparing, None
+            self.prepare_reply = self._reply(number, 1800)
+        return self.prepare_reply
 
     def ask(self, op: str, **data):
         """`request`, with one restart of a judge that died (a fresh one prepares again)."""
@@ -248,8 +269,9 @@ class JudgeClient:
         self.close()
         self.restarts += 1
         self.start()
+        self.preparing = None
         if self.prepared is not None:
-            self.request("prepare", timeout=1800, exercises=self.prepared)
+            self.prepare_reply = self._reply(self._send("prepare", exercises=self.prepared), 1800)
 
     def close(self) -> None:
         for fd in (self.to_judge, self.from_judge):

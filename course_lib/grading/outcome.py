@@ -132,9 +132,10 @@ def finish_check(sub, child, ex, total: int, limit: float, judge) -> None:
 
 
 def decide_statically(sub, totals: dict) -> None:
-    """Verdicts that need no process: unreadable notebooks, missing or unreadable functions."""
+    """Verdicts that need no process: unreadable notebooks, missing or unreadable functions (a
+    function's number of tests, when the judge has not said it yet, is filled in at record time)."""
     for ex in sub.exercises:
-        total = totals.get(ex.id, 0) if ex.kind == "function" else 1
+        total = totals.get(ex.id) if ex.kind == "function" else 1
         if sub.unreadable:
             stopped = sub.run.get("status") in ("stopped the grader", GRADER_ERROR)
             status = CRASHED if stopped else sub.refused or UNREADABLE

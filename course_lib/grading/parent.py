@@ -50,7 +50,7 @@ class Grader:
         self.paths = gradebook.paths(self.out)
         self.queue, self.stats, self.notes = [], Counter(), []
         self.totals, self.run_specs, self.key_problems, self.bar = {}, {}, [], None
-        self.judge = None
+        self.judge, self.specs_ready = None, False
 
     # ------------------------------------------------------------------ step 1: intake
     def _intake(self) -> list:
@@ -86,6 +86,33 @@ class Grader:
             self.log(f"WARNING {note}")
 
     # ------------------------------------------------------------------ step 2: processes
+    def _specs(self, wait: bool = True) -> bool:
+        """Take the judge's test specs once they are there (waiting for them when `wait`); the check
+        zygote then warms each test's run half. True when they are."""
+        if self.specs_ready or not (wait or self.judge.ready()):
+            return self.specs_ready
+        prepared = self.judge.finish_prepare()
+        self.key_problems = prepared["problems"]
+        for ex_id, specs in prepared["specs"].items():
+            self.totals[ex_id] = len(specs)
+            self.run_specs[ex_id] = [[builder, inputs] for _, _, _, builder, inputs in specs]
+        self.scheduler.warm([spec for specs in self.run_specs.values() for spec in specs])
+        for problem in self.key_problems:
+            self.log(f"WARNING answer key: {problem}")
+        self.specs_ready = True
+        return True
+
+    def _next_task(self):
+        """The first task in submission order that may start now (a check waits for the judge's specs)."""
+        for i in range(len(self.queue) - 1, -1, -1):
+            task = self.queue[i]
+            if task.role == "check" and not self._specs(wait=False):
+                continue
+            if self._may_start(task.submission):
+                return self.queue.pop(i)
+            return None  # keep the order of submissions: solo ones first, alone
+        return None
+
     def _may_start(self, sub) -> bool:
         active = {c.task.submission.name: c.task.submission for c in self.scheduler.running.values()}
         if not active or set(active) == {sub.name}:
@@ -153,6 +180,10 @@ class Grader:
 
     # ------------------------------------------------------------------ step 4: records
     def _record(self, sub) -> None:
+        self._specs()
+        for verdict in sub.verdicts.values():
+            if verdict.total is None:  # decided before the judge said how many tests there are
+                verdict.total = self.totals.get(verdict.exercise, 0)
         status = record.write(sub, self.paths, self.book, self.guard, self.notes)["status"]
         self.stats["graded"] += 1
         self.stats[status] += 1
@@ -182,14 +213,8 @@ class Grader:
         self.judge = JudgeClient(cwd=str(root))  # so does the judge
         pending = self._intake()
         needed = sorted({ex.id for s in pending for ex in s.exercises})
-        prepared = self.judge.prepare(needed)
-        self.key_problems = prepared["problems"]
-        for ex_id, specs in prepared["specs"].items():
-            self.totals[ex_id] = len(specs)
-            self.run_specs[ex_id] = [[builder, inputs] for _, _, _, builder, inputs in specs]
-        self.scheduler.warm([spec for specs in self.run_specs.values() for spec in specs])
-        for problem in self.key_problems:
-            self.log(f"WARNING answer key: {problem}")
+        self.judge.prepare(needed)  # notebooks start meanwhile
+        self.scheduler.warm_notebooks(needed)
         self._isolation_notes()
         import course_lib
         self.guard = Guard([Path(course_lib.__file__).resolve().parent], [self.paths["feedback"]])
@@ -212,8 +237,10 @@ class Grader:
 
     def _loop(self) -> None:
         while self.queue or self.scheduler.running:
-            while self.queue and self.scheduler.has_room() and self._may_start(self.queue[-1].submission):
-                task = self.queue.pop()
+            while self.queue and self.scheduler.has_room():
+                task = self._next_task()
+                if task is None:
+                    break
                 if task.submission.failed:
                     continue
                 try:

@@ -52,6 +52,10 @@ class Scheduler:
         does nothing (no student code, no key): their first-use costs are paid once, not per process."""
         self.zygotes["check"].warm(specs)
 
+    def warm_notebooks(self, exercise_ids: list) -> None:
+        """The notebook zygote computes these exercises' visible tests' references (public data)."""
+        self.zygotes["notebook"].warm(exercise_ids)
+
     # ------------------------------------------------------------------ processes
     def start(self, task, role: str, payload: dict, files=()) -> Child:
         """Start one graded process for `task`; `payload` is its job, `files` go into its scratch copy."""

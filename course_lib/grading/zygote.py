@@ -83,7 +83,7 @@ class ZygoteClient:
         return reply[1], fds[0]
 
     def warm(self, specs: list) -> None:
-        """Run each of these tests' run halves once on a function that does nothing (check zygote)."""
+        """Warm the zygote: run halves (check zygote) or visible references (notebook zygote), then freeze."""
         self.request(["warm", specs])
 
     def poll(self) -> dict:
@@ -146,9 +146,14 @@ class Zygote:
         if "course_lib.key" in sys.modules:  # never: the zygote imports the public course only
             raise RuntimeError("the answer key was imported in a grading zygote")
 
-    def warm(self, specs: list) -> None:
-        from .warmup import warm_run_halves
-        warm_run_halves(specs)
+    def warm(self, what: list) -> None:
+        """Check zygote: each [builder, inputs] test's run half once, on a do-nothing function.
+        Notebook zygote: the reference data of these exercises' visible tests (public)."""
+        from .warmup import visible_references, warm_run_halves
+        if self.role == "check":
+            warm_run_halves(what)
+        else:
+            visible_references(what)
         gc.collect()
         gc.freeze()
 
@@ -171,11 +176,9 @@ class Zygote:
             self.warm(message[1])
             send(self.sock, ["warmed"])
         elif kind == "spawn":
-            pid, pidfd = self.fork(message[1], fds[0])
-            send(self.sock, ["spawned", pid], [pidfd])
-            os.close(pidfd)
+            self.fork(message[1], fds[0])
 
-    def fork(self, job: dict, report_fd: int) -> tuple:
+    def fork(self, job: dict, report_fd: int) -> None:
         """Fork one graded process; the child reads its job's file itself (the zygote never does)."""
         from .isolation import IdHandshake
         from .sandbox import run_child
@@ -184,11 +187,13 @@ class Zygote:
         if pid == 0:
             self.sock.close()
             run_child(job, report_fd, handshake)  # never returns
-        if handshake is not None:
-            handshake.parent(pid)
         os.close(report_fd)
         self.jobs[pid] = job.get("id")
-        return pid, os.pidfd_open(pid)
+        pidfd = os.pidfd_open(pid)
+        send(self.sock, ["spawned", pid], [pidfd])  # the grader goes on while the child isolates itself
+        os.close(pidfd)
+        if handshake is not None:
+            handshake.parent(pid)
 
     def reap(self) -> None:
         """Report jobs that ended; orphans a job left behind (we are their subreaper) are killed."""
