@@ -129,8 +129,12 @@ class Grader:
             intake.journal_start(self.paths["journal"], sub)
         now = time.monotonic()
         if task.role == "notebook":
+            try:  # its own file beside it, read again without following a link
+                own = [(sub.path.name, intake.read_bytes(sub.path))]
+            except OSError:
+                own = []
             child = self.scheduler.start(task, "notebook", {"cells": sub.analysis.cells},
-                                         files=[sub.path] + self.support)
+                                         files=own + self.support)
             child.deadline = now + self.limits.timeout
         else:
             specs = self.run_specs.get(ex.id, [])

@@ -58,11 +58,15 @@ class Scheduler:
 
     # ------------------------------------------------------------------ processes
     def start(self, task, role: str, payload: dict, files=()) -> Child:
-        """Start one graded process for `task`; `payload` is its job, `files` go into its scratch copy."""
+        """Start one graded process for `task`; `payload` is its job, `files` ((name, bytes) pairs or
+        paths of course files) go into its scratch copy."""
         self.started += 1
         scratch = make_scratch(self.root, f"{self.started}{role[0]}")
         for source in files:
-            shutil.copy(source, scratch / "work" / Path(source).name)
+            if isinstance(source, tuple):
+                (scratch / "work" / source[0]).write_bytes(source[1])
+            else:
+                shutil.copy(source, scratch / "work" / Path(source).name)
         job_file = self.root / f"{scratch.name}.job"
         write_job(job_file, payload)  # read by the child itself, after the fork
         read_fd, write_fd = os.pipe()
