@@ -6,6 +6,7 @@ from .checks.devices import MACHINES, expected_device_type, simulated_machine  #
 from .checks.rig import DeviceLog, trace_devices  # noqa: F401 (trace_devices: used by the notebook)
 from .doctor import doctor_widget
 from .exercises import Chapter, Test
+from .sections import section
 
 chapter = Chapter(__name__, title="Device check")
 
@@ -78,7 +79,7 @@ device_label = chapter.quiz(
              "c": "Nothing is allocated: `d` is a label; using it for a tensor fails",
              "d": "`d` quietly becomes the CPU device, so later code runs there"},
     digest="50d4fd0c137e169d",
-    hints=["Section 3 runs this very line on your machine: look at what it printed.",
+    hints=[f"{section('01', 'only a label', start=True)} runs this very line on your machine: look at what it printed.",
            "Ask yourself when memory is needed: when a name is written down, or when a tensor is put there?"],
     why={"a": "Making a `torch.device` checks only the spelling (`cuda`, `cuda:1`); it never asks the "
               "driver whether a GPU exists.",
@@ -105,8 +106,9 @@ model_vs_input = chapter.quiz(
          "b": "That is article B's \"silently slow\" claim: PyTorch does not move the model to make an "
               "operation work.",
          "c": "The shapes fit: `nn.Linear(4, 2)` takes 4 features, and `x` has 4."},
-    explanation="Mixing devices is an error, not a slowdown: PyTorch does not move the model or the data for "
-                "you (one narrow exception, a 0-dim CPU tensor, comes right after this quiz).",
+    explanation="Mixing devices is an error, not a slowdown: PyTorch does not move the model or the data "
+                "for you (two narrow exceptions, 0-dim CPU tensors and CPU indices, come right after "
+                "this quiz).",
 )
 
 tensor_bytes = chapter.quiz(
@@ -120,6 +122,9 @@ tensor_bytes = chapter.quiz(
            "element takes.",
            "Let PyTorch count: `t = torch.zeros(256, 1024)`, then `t.element_size() * t.nelement()`."],
     explanation="256 * 1024 elements * 4 bytes each: one mebibyte.",
+    why={262144: "That is the number of elements (256 x 1024); the question asks for bytes.",
+         8388608: "8 bytes per element is float64; the default dtype is float32.",
+         2097152: "2 bytes per element is float16 or bfloat16; the default dtype is float32."},
 )
 
 created_on_device = chapter.quiz(
@@ -135,7 +140,8 @@ created_on_device = chapter.quiz(
     digest="389eb561566447d9",
     hints=["For each line, ask: does the device appear at the moment the tensor is made, or afterwards?",
            "`*_like` functions copy the shape, dtype and device of the tensor they are given."],
-    why={"b": "`torch.randn(32, 10)` is born on the CPU; `.to(device)` then copies it over (section 4 traced it).",
+    why={"b": "`torch.randn(32, 10)` is born on the CPU; `.to(device)` then copies it over "
+              f"({section('01', 'Create tensors where they will be used')} traced it).",
          "d": "`torch.tensor([...])` is made on the CPU first; `.cuda()` is a copy, and it hard-codes CUDA too."},
     explanation="Factory functions with `device=`, and `*_like` functions, create in place; `.to`/`.cuda` copy.",
 )

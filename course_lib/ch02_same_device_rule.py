@@ -16,6 +16,7 @@ from . import exercises
 from .checks import batches
 from .device import device_report, devices_of, second_device  # noqa: F401 (used by the notebook)
 from .exercises import Chapter, Test
+from .sections import section
 
 chapter = Chapter(__name__, title="The same-device rule")
 
@@ -329,10 +330,10 @@ forgot_assignment = chapter.quiz(
              "c": "TypeError: `model.to` returned None, so `model` can no longer be called",
              "d": "AttributeError: a plain tensor has no `.to` method; only modules do"},
     hints=["Look at the two `.to` lines: which result is kept, and which is thrown away?",
-           "Section 3 printed where `x` was after a lone `x.to(other)`."],
+           f"{section('02', '`Module.to` and `Tensor.to`', start=True)} printed where `x` was after a lone `x.to(other)`."],
     why={"b": "Only a module moves in place; the comment on the fourth line says what happened to the copy.",
-         "c": "`Module.to` returns the module itself: section 3 printed `returned is model: True`.",
-         "d": "Tensors do have `.to` (section 3 used `x.to(other)`): the line runs, it just does not move `x`."},
+         "c": f"`Module.to` returns the module itself: {section('02', '`Module.to` and `Tensor.to`')} printed `returned is model: True`.",
+         "d": f"Tensors do have `.to` ({section('02', '`Module.to` and `Tensor.to`')} used `x.to(other)`): the line runs, it just does not move `x`."},
     explanation="`Module.to` moves the module in place (and returns it); `Tensor.to` returns a NEW tensor. "
                 "Write `x = x.to(device)`.",
 )

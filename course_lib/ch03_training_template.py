@@ -18,6 +18,7 @@ from .checks.loops import averaging_fail as _averaging_fail  # noqa: F401 (the t
 from .checks.rig import MovesData, Rig, make_rig  # noqa: F401 (Rig, make_rig: tests and the notebook)
 from .exercises import Chapter, Test
 from .seed import seed_everything
+from .sections import section
 
 chapter = Chapter(__name__, title="The training template")
 
@@ -39,8 +40,8 @@ train_one_epoch = chapter.function_exercise(
              loops.MeanLoss(70, 32, " (70 samples in batches of 32, 32, 6)")),
         Test("goes through every batch", loops.EveryBatch("train")),
     ],
-    hints=["Start from the template in section 5: `model.train()` once, then a for loop over the loader.",
-           "Inside the loop go the lines of section 5's single step, in the same order: move x AND y "
+    hints=[f"Start from the template in {section('03', 'One training step')}: `model.train()` once, then a for loop over the loader.",
+           f"Inside the loop go the lines of {section('03', 'One training step')}'s single step, in the same order: move x AND y "
            "(assigning the results), clear the gradients, forward and loss, backward, step.",
            "For the mean: before the loop, a running total and a sample count at 0; per batch, add "
            "`loss.item()` times the batch size to the total and the batch size to the count; after the "
@@ -108,7 +109,8 @@ seed_dynamicnet = chapter.quiz(
            "Can the output of `linear2` (D_out = 5 features) go back into `linear2`?"],
     why={"a": "Follow the shapes through both passes: what does `linear2` expect as input, and what does it "
               "return?",
-         "b": "forward is plain Python: for, if and print all work in it (section 9 ran a loop).",
+         "b": f"forward is plain Python: for, if and print all work in it ({section('03', 'plain Python')} "
+              "ran a loop).",
          "d": "`x.shape[1]` is a plain Python int; a Python if on it is fine inside forward."},
     explanation="`linear2` maps 20 features to 5. The first pass gives 5 features; the second pass feeds those 5 "
                 "into a layer that expects 20, and the matrix product fails.",
@@ -146,7 +148,7 @@ eval_vs_no_grad = chapter.quiz(
              "c": "`torch.no_grad()` stops autograd from recording a graph, which saves memory",
              "d": "`torch.no_grad()` switches dropout off"},
     digest="13e49cc2c3e50402",
-    hints=["Section 6's cell printed `requires_grad` of the output after each switch, and compared two "
+    hints=[f"{section('03', 'The evaluation loop', start=True)}'s cell printed `requires_grad` of the output after each switch, and compared two "
            "passes in train and in eval mode.",
            "Two of the four statements are true: one about each switch."],
     why={"b": "The cell above printed `graph recorded? True` after `model.eval()` alone.",

@@ -203,7 +203,7 @@ which_tensor = chapter.quiz(
     question=f"A language model on the GPU stops with: `{UNSEEN_MESSAGES['which_tensor']}`. "
              "Which tensor is on the CPU?",
     options={"a": "The batch of token ids fed to the `nn.Embedding` layer (its `index` argument)",
-             "b": "The embedding's own weight table, left behind when the model was moved",
+             "b": "The embedding's own weight table, left behind on the CPU when the model was moved",
              "c": "The labels given to the loss: `index` is the name of the loss's `target`",
              "d": "The optimizer's state, created on the CPU before the model was moved"},
     digest="84ba636e13aea9d5",

@@ -26,6 +26,7 @@ from .checks.speedups import (AmpRig, AmpTrace, ScalerSpy, SimulatedGPU, TimeIt,
                               recording_autocast, simulated)
 from .exercises import CORRECT, INCORRECT, Chapter, Test
 from .exercises import progress as _progress
+from .sections import section
 
 chapter = Chapter(__name__, title="Speedups, measured")
 
@@ -199,6 +200,32 @@ def workers_notes(results: dict) -> str:
     return "\n".join(lines)
 
 
+# (start method, where it is the default, what starting a DataLoader worker costs and needs)
+START_METHODS = (
+    ("fork", "Linux with Python up to 3.13",
+     "the worker is a copy of this process: fast to start, nothing to import or pickle; but once this "
+     "process has used CUDA, a forked child cannot use CUDA at all"),
+    ("forkserver", "Linux with Python 3.14 and newer",
+     "a small server process, started once, forks each worker: the dataset is pickled and its class "
+     "must be importable (as with spawn); the server has not used CUDA, so its workers can"),
+    ("spawn", "macOS and Windows",
+     "each worker is a fresh Python that imports torch and your dataset's module: seconds per start; "
+     "the dataset is pickled and its class must be importable"),
+)
+
+
+def start_method_note() -> str:
+    """How DataLoader workers start on this machine, and what that means (chapter 05)."""
+    import multiprocessing
+    import platform
+    import sys
+    method = multiprocessing.get_start_method(allow_none=False)
+    where, means = next(((w, m) for name, w, m in START_METHODS if name == method),
+                        ("set explicitly", "see Python's multiprocessing documentation"))
+    return (f"Here (Python {platform.python_version()} on {sys.platform}) workers start with {method!r}, "
+            f"the default on {where}: {means}.")
+
+
 def machine_cores() -> str:
     """How many CPU cores this process may use, and torch's compute threads (chapter 05)."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -215,6 +242,36 @@ def pinned_batch(dataset, batch_size: int = 64) -> torch.Tensor:
     """The first batch of a DataLoader built with pin_memory=True, whatever the device (chapter 05)."""
     loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, pin_memory=True)
     return next(iter(loader))[0]
+
+
+# (accelerator PyTorch sees, what DataLoader(pin_memory=True) does there, why) from
+# torch/utils/data/dataloader.py (_BaseDataLoaderIter.__init__), torch 2.x
+PINNING = (
+    ("cuda", "pins every batch (a host-to-host copy into page-locked memory)",
+     "the GPU's copy engine can then read the batch directly, and `.to(device, non_blocking=True)` "
+     "returns before the copy is done"),
+    ("mps", "turns pinning OFF, with a warning: the batch is not pinned",
+     "the DataLoader's own code switches it off on MPS: pinned memory is 'not supported on MPS now' "
+     "(its comment points to PyTorch issue 86060), so on a Mac 'pinned: False' is expected"),
+    (None, "ignores the flag, with a warning: the batch is not pinned",
+     "there is no accelerator to copy to, so there is nothing to pin for"),
+)
+
+
+def pin_memory_demo(dataset) -> torch.Tensor:
+    """Build a pin_memory=True loader here; print what PyTorch did and said, and why (chapter 05)."""
+    accelerator = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
+    kind = accelerator.type if accelerator is not None else None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        batch = pinned_batch(dataset)
+    known = {k: (d, w) for k, d, w in PINNING}
+    does, why = known.get(kind, known["cuda"])  # another accelerator (xpu, ...) pins as CUDA does
+    print(f"accelerator PyTorch sees: {kind or 'none'} | batch in pinned memory: {batch.is_pinned()}")
+    for w in caught:
+        print(f"PyTorch warned: {str(w.message).splitlines()[0]}")
+    print(f"Here DataLoader(pin_memory=True) {does}. Why: {why}.")
+    return batch
 
 
 def is_cuda_or_say_so(device, what: str) -> bool:
@@ -297,7 +354,7 @@ def round_trip(values=(1e-8, 1e-3, 70000.0)) -> str:
 
 
 def _accumulate(step: float, n: int, dtype) -> float:
-    """Add `step` to a running total `n` times, the total kept in `dtype` (a low-precision reduction)."""
+    """Add `step` to a running total `n` times in a Python loop, the total kept in `dtype`."""
     total = torch.zeros((), dtype=dtype)
     for _ in range(n):
         total += step
@@ -310,17 +367,78 @@ PRECISION_CASES = (
     ("exp(12), as in a softmax", lambda d: torch.tensor(12.0).to(d).exp().item()),
     ("a weight 1.0 plus an update of 1e-3", lambda d: (torch.tensor(1.0).to(d) + 1e-3).item()),
     ("256 + 1", lambda d: (torch.tensor(256.0).to(d) + 1).item()),
-    ("0.01 added 1000 times (a sum kept in the dtype)", lambda d: _accumulate(0.01, 1000, d)),
+    ("0.01 added 1000 times, a Python loop (total in the dtype)", lambda d: _accumulate(0.01, 1000, d)),
+    ("the same 1000 x 0.01 by torch.sum (float32 inside)",
+     lambda d: torch.full((1000,), 0.01, dtype=d).sum().item()),
 )
+PRECISION_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def precision_rows() -> dict:
+    """{what: [value in float32, float16, bfloat16]}, each case of PRECISION_CASES computed live (chapter 05)."""
+    return {what: [compute(d) for d in PRECISION_DTYPES] for what, compute in PRECISION_CASES}
 
 
 def precision_pitfalls() -> str:
     """Where 16-bit arithmetic goes wrong, computed on this machine in three dtypes (chapter 05)."""
-    dtypes = (torch.float32, torch.float16, torch.bfloat16)
-    width = max(len(what) for what, _ in PRECISION_CASES)
-    lines = [f"{'':<{width}}  " + "".join(f"{str(d).replace('torch.', ''):>12}" for d in dtypes)]
-    for what, compute in PRECISION_CASES:
-        lines.append(f"{what:<{width}}  " + "".join(f"{compute(d):>12.6g}" for d in dtypes))
+    rows = precision_rows()
+    width = max(len(what) for what in rows)
+    lines = [f"{'':<{width}}  " + "".join(f"{str(d).replace('torch.', ''):>12}" for d in PRECISION_DTYPES)]
+    for i, (what, values) in enumerate(rows.items(), 1):
+        lines.append(f"{what:<{width}}  " + "".join(f"{v:>12.6g}" for v in values) + f"   (row {i})")
+    return "\n".join(lines)
+
+
+# (op, how it is called on `a`, an (8, 16) input; w is a (16, 16) float32 weight, y 8 class labels).
+# Which dtype each returns under autocast is decided per device: PyTorch's AMP documentation lists
+# the ops per device ("Autocast Op Reference"); autocast_op_dtypes asks the device itself.
+AUTOCAST_OPS = (
+    ("matmul (a @ w)", lambda a, w, y: a @ w),
+    ("linear", lambda a, w, y: F.linear(a, w)),
+    ("relu", lambda a, w, y: torch.relu(a)),
+    ("exp", lambda a, w, y: a.exp()),
+    ("log", lambda a, w, y: (a.abs() + 1).log()),
+    ("sum", lambda a, w, y: a.sum()),
+    ("mean", lambda a, w, y: a.mean()),
+    ("cumsum", lambda a, w, y: a.cumsum(1)),
+    ("softmax", lambda a, w, y: F.softmax(a, dim=1)),
+    ("log_softmax", lambda a, w, y: F.log_softmax(a, dim=1)),
+    ("layer_norm", lambda a, w, y: F.layer_norm(a, a.shape[1:])),
+    ("batch_norm", lambda a, w, y: F.batch_norm(a, None, None, training=True)),
+    ("cross_entropy", lambda a, w, y: F.cross_entropy(a, y)),
+    ("mse_loss", lambda a, w, y: F.mse_loss(a, torch.zeros_like(a))),
+)
+
+
+def autocast_op_dtypes(device_type: str, dtype) -> list:
+    """(op, dtype out from a float32 input, from a `dtype` input) under torch.autocast here (chapter 05)."""
+    g = torch.Generator().manual_seed(0)
+    a, w = torch.randn(8, 16, generator=g).to(device_type), torch.randn(16, 16, generator=g).to(device_type)
+    y = torch.randint(0, 16, (8,), generator=g).to(device_type)
+    with torch.autocast(device_type=device_type, dtype=dtype):
+        return [(name, op(a, w, y).dtype, op(a.to(dtype), w, y).dtype) for name, op in AUTOCAST_OPS]
+
+
+def autocast_groups(rows, dtype) -> dict:
+    """The ops of autocast_op_dtypes rows by what autocast did to them (chapter 05)."""
+    groups = {"run in the low-precision dtype, even from float32": [],
+              "run in float32, even from the low-precision dtype": [],
+              "kept the dtype they were given": []}
+    for name, from_fp32, from_low in rows:
+        key = (0 if from_fp32 == dtype else 1 if from_low == torch.float32 else 2)
+        groups[list(groups)[key]].append(name)
+    return groups
+
+
+def show_autocast_ops(device_type: str, dtype) -> str:
+    """The op table of autocast_op_dtypes, then the ops grouped by what autocast did (chapter 05)."""
+    rows = autocast_op_dtypes(device_type, dtype)
+    low = str(dtype).replace("torch.", "")
+    lines = [f"torch.autocast({device_type!r}, {low}), measured here:",
+             f"{'op':<16}{'float32 input ->':>20}{low + ' input ->':>22}"]
+    lines += [f"{name:<16}{str(a).replace('torch.', ''):>20}{str(b).replace('torch.', ''):>22}" for name, a, b in rows]
+    for what, names in autocast_groups(rows, dtype).items():
+        lines.append(f"{what}: {', '.join(names) or 'none'}")
     return "\n".join(lines)
 
 
@@ -731,8 +849,8 @@ bf16_scaler = chapter.quiz(
          "d": "Nothing under autocast runs in float64: the table above shows the gradients in the weights' "
               "dtype, float32."},
     explanation="bfloat16 keeps float32's 8 exponent bits (smallest normal about 1e-38); float16 has 5 (about "
-                "6e-5), which is why float16 needs the loss scaled up before backward. bfloat16 pays with "
-                "precision instead: 8 bits of mantissa.",
+                "6e-5, and 0 below about 3e-8), which is why float16 needs the loss scaled up before "
+                "backward. bfloat16 pays with precision instead: 7 stored mantissa bits, float16 10.",
 )
 
 low_utilization = chapter.quiz(
@@ -750,7 +868,7 @@ low_utilization = chapter.quiz(
     digest="a167ae89d7f783cb",
     hints=["For each change, ask which part of the step it speeds up: building the next batch (the wait) "
            "or copying and computing on it (the compute).",
-           "Go back to the definition of wait and compute at the start of section 2."],
+           f"Go back to the definition of wait and compute at the start of {section('05', 'Is the GPU starving')}."],
     why={"b": "Pinned memory with non_blocking speeds up the copy to the GPU, which this timer counts as "
               "compute, not as waiting: the loader builds batches no faster.",
          "d": "empty_cache hands cached GPU memory back to the driver; it does not make the loader any faster "
@@ -772,6 +890,9 @@ scale_after_overflow = chapter.quiz(
     digest="dc3fd0bbd381aee6",
     hints=["After a step with inf or nan gradients, update() multiplies the scale by backoff_factor.",
            "65536 times 0.5."],
+    why={65536: "That is the scale before `update()`: after a step with inf or nan gradients, it changes.",
+         131072: "The scale grows (x2) only after 2000 clean steps in a row; an overflow makes it smaller.",
+         0: "The scale is multiplied by the backoff factor 0.5: halved, not replaced by 0.5 or set to 0."},
     explanation="The scale is multiplied by backoff_factor (0.5) after a step with inf or nan gradients, and grows "
                 "by growth_factor (2) only after growth_interval (2000) clean steps in a row.",
 )

@@ -4,18 +4,21 @@ Every number is measured on the learner's machine with course_lib.memory: tensor
 optimizer hold, activations counted by saved-tensor hooks (any device), the CUDA allocator's
 counters on a GPU, and a memory budget that stands in for a small GPU on the CPU.
 """
-import time
+import math
+import statistics
 
 import torch
 from torch import nn
 
 from . import memory, training
+from .measure import Timer
 from .data import N_CLASSES, N_FEATURES
 from .checks import memory as checks
 from .checks.rig import MovesData
 from .exercises import Chapter, Test
 from .memory import OUT_OF_MEMORY, MemoryBudgetExceeded, OutOfMemoryError, format_bytes  # noqa: F401
 from .seed import seed_everything
+from .sections import section
 
 chapter = Chapter(__name__, title="Out of memory")
 
@@ -133,12 +136,18 @@ def plot_curve(curve: dict):
 
 
 def crossover(curve: dict) -> str:
-    """One sentence: from which measured batch size on activations outweigh weights+grads+optimizer state."""
+    """Two sentences: from which measured batch on the activations are the largest part, and from which
+    on they outweigh weights + grads + optimizer state together (chapter 06)."""
     state = lambda r: r["weights"] + r["grads"] + r["optimizer_state"]
+    largest = [b for b, r in curve.items() if max(memory.COMPONENTS, key=r.get) == "activations"]
     bigger = [b for b, r in curve.items() if r["activations"] > state(r)]
+    if not largest:
+        return "At every measured batch size some part of the model's state is larger than the activations."
+    first = (f"From batch {largest[0]} on, the activations are the largest of the four parts "
+             f"({format_bytes(curve[largest[0]]['activations'])} at batch {largest[0]}).")
     if not bigger:
-        return "At every measured batch size the model's state outweighs the activations."
-    return (f"From batch {bigger[0]} on, the activations alone outweigh weights + grads + optimizer state "
+        return first + " At no measured batch do they outweigh weights + grads + optimizer state together."
+    return (first + f" From batch {bigger[0]} on, they outweigh the other three together "
             f"({format_bytes(curve[bigger[0]]['activations'])} vs {format_bytes(state(curve[bigger[0]]))}).")
 
 
@@ -237,7 +246,8 @@ def oom_diagnosis(message: str) -> str:
     cap = f" of the {parts['allowed']} allowed" if parts["allowed"] else ""
     return (f"Not fragmentation: only {spare} is reserved but unused, less than the {tried} asked for. "
             f"Your tensors hold {used}{cap}: the memory is really taken, or the request alone is too big. "
-            f"No allocator setting helps: shrink what is big (section 1 says what).")
+            f"No allocator setting helps: shrink what is big ({section('06', 'Where the memory goes')} "
+            f"says what).")
 
 
 def read_oom_message(message: str, source: str = ""):
@@ -264,17 +274,16 @@ def accumulation_step(model, optimizer, criterion, x, y, micro: int):
     optimizer.step()                             # one step: the big batch's step
 
 
-def _autocast(device):
-    """torch.autocast for this device: bfloat16 where supported, else float16 (chapter 06)."""
+def amp_dtype(device) -> torch.dtype:
+    """bfloat16 where the device supports it, else float16 (chapter 06)."""
     device = torch.device(device)
-    dtype = torch.bfloat16 if device.type != "cuda" or torch.cuda.is_bf16_supported() else torch.float16
-    return torch.autocast(device_type=device.type, dtype=dtype)
+    return torch.bfloat16 if device.type != "cuda" or torch.cuda.is_bf16_supported() else torch.float16
 
 
 def amp_step(model, optimizer, criterion, x, y):
     """A training step with the forward under autocast (bf16 needs no GradScaler) (chapter 06)."""
     optimizer.zero_grad(set_to_none=True)
-    with _autocast(x.device):                    # matrix products run (and save) in bfloat16/float16
+    with torch.autocast(device_type=x.device.type, dtype=amp_dtype(x.device)):  # matmuls in 16 bits
         loss = criterion(model(x), y)
     loss.backward()
     optimizer.step()
@@ -347,12 +356,35 @@ def leak_experiment(device, dataset, n_batches: int = 8, batch_size: int = 256) 
             for label, (keep, no_grad) in LEAK_RUNS.items()}
 
 
+def usual_loop_peak(device, dataset, n_batches: int = 4, batch_size: int = 256) -> str:
+    """The peak of saved activations in the usual evaluation loop without no_grad (no `del loss`),
+    in graphs of one batch (chapter 06)."""
+    model, _, criterion = fresh_setup(device)
+    model.eval()
+    batches = [digit_batch(dataset, batch_size, device, seed=i) for i in range(n_batches)]
+    _, one_graph = memory.saved_bytes(lambda: criterion(model(batches[0][0]), batches[0][1]), model)
+    total = 0.0
+    with memory.ActivationMeter(model) as meter:
+        for x, y in batches:
+            loss = criterion(model(x), y)   # the previous loss keeps its graph until this assignment
+            total += loss.item()
+    return (f"the usual loop (grad on, `total += loss.item()`, no `del`): peak {format_bytes(meter.peak)} "
+            f"saved = {meter.peak / one_graph:.1f} x one batch's graph ({format_bytes(one_graph)})")
+
+
 def plot_leak(runs: dict):
     """Live saved activations after each batch, one line per evaluation loop (chapter 06)."""
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6.5, 3.2))
-    for label, live in runs.items():
-        ax.plot(range(1, len(live) + 1), [v / 2**20 for v in live], "o-", label=label)
+    # lines that lie on top of each other stay visible: a big hollow marker under a small filled one
+    styles = ({"marker": "o", "ms": 6, "ls": "-"}, {"marker": "s", "ms": 11, "ls": "-", "mfc": "none", "lw": 3},
+              {"marker": "x", "ms": 7, "ls": "--"})
+    drawn = {}
+    for (label, live), style in zip(runs.items(), styles * len(runs)):
+        same = [other for other, values in drawn.items() if values == live]
+        shown = label + (f"\n    (the same values as: {'; '.join(same)})" if same else "")
+        ax.plot(range(1, len(live) + 1), [v / 2**20 for v in live], label=shown, zorder=3 - len(drawn), **style)
+        drawn[label] = live
     ax.set(xlabel="batches evaluated", ylabel="MiB kept for a backward that never comes",
            title="activations still alive after each batch")
     ax.legend(fontsize=8)
@@ -377,30 +409,78 @@ def empty_cache_demo(device):
 
 
 # ---------------------------------------------------------------- AMP
+_VIEWS = ("TBackward0", "TransposeBackward0", "ViewBackward0", "PermuteBackward0", "ExpandBackward0",
+          "AliasBackward0", "UnsqueezeBackward0")
+
+
+def weight_copy_of(t: torch.Tensor, params: dict):
+    """The parameter `t` is a low-precision copy of (autocast casts weights for its matmuls), or None."""
+    fn = t.grad_fn
+    while fn is not None and type(fn).__name__ in _VIEWS:   # a transposed or reshaped view of the copy
+        fn = fn.next_functions[0][0]
+    if fn is None or type(fn).__name__ != "ToCopyBackward0":
+        return None
+    source = fn.next_functions[0][0]
+    return params.get(id(getattr(source, "variable", None)))
+
+
+class AutocastMeter(memory.ActivationMeter):
+    """An ActivationMeter that counts autocast's 16-bit copies of the weights apart (chapter 06).
+
+    Under autocast a Linear layer saves for backward a bfloat16/float16 COPY of its weight: bytes
+    that depend on the model, not on the batch. `weight_copies` holds them; `peak` and `live`
+    count only the real activations.
+    """
+
+    def __init__(self, model):
+        super().__init__(model)
+        self._params = {id(p): p for p in model.parameters()}
+        self._copies = {}  # storage address -> bytes
+
+    @property
+    def weight_copies(self) -> int:
+        return sum(self._copies.values())
+
+    def _pack(self, t):
+        if weight_copy_of(t, self._params) is not None:
+            storage = t.untyped_storage()
+            self._copies[storage.data_ptr()] = storage.nbytes()
+            return t
+        return super()._pack(t)
+
+
+AMP_ROWS = memory.COMPONENTS + ("weight_copies",)   # weight_copies: autocast's 16-bit copies, saved for backward
+
+
 def amp_compare(device, dataset, batch_size: int = 1024) -> dict:
-    """Bytes per component of a float32 step and an autocast step, same model and batch (chapter 06)."""
+    """Bytes per component of a float32 step and an autocast step, same model and batch (chapter 06).
+
+    Autocast's 16-bit copies of the weights, which it saves for backward too, are reported apart
+    (`weight_copies`) from the activations.
+    """
     x, y = digit_batch(dataset, batch_size, device)
     result = {}
     for label, autocast in (("float32", False), ("autocast", True)):
         model, optimizer, criterion = fresh_setup(device)
         warm_step(model, optimizer, criterion, x, y)
-        with memory.ActivationMeter(model) as meter:
-            if autocast:
-                with _autocast(device):
-                    loss = criterion(model(x), y)
-            else:
-                loss = criterion(model(x), y)
+        with AutocastMeter(model) as meter, \
+                torch.autocast(device_type=torch.device(device).type, dtype=amp_dtype(device), enabled=autocast):
+            loss = criterion(model(x), y)
         loss.backward()
-        result[label] = {**memory.state_bytes(model, optimizer), "activations": meter.peak}
+        result[label] = {**memory.state_bytes(model, optimizer), "activations": meter.peak,
+                         "weight_copies": meter.weight_copies}
     return result
+
+
+ROW_NAMES = {"weight_copies": "16-bit weight copies (autocast)"}
 
 
 def side_by_side(result: dict):
     """Two measured steps {label: {component: bytes}} side by side, with the ratio second/first (chapter 06)."""
     (a, first), (b, second) = result.items()
     ratio = lambda x, y: f"{y / x:.2f}" if x else "-"
-    rows = [(k.replace("_", " "), format_bytes(first[k]), format_bytes(second[k]), ratio(first[k], second[k]))
-            for k in memory.COMPONENTS]
+    rows = [(ROW_NAMES.get(k, k.replace("_", " ")), format_bytes(first[k]), format_bytes(second[k]),
+             ratio(first[k], second[k])) for k in first]
     rows.append(("total", format_bytes(sum(first.values())), format_bytes(sum(second.values())),
                  ratio(sum(first.values()), sum(second.values()))))
     return html_table(["component", a, b, "ratio"], rows)
@@ -422,7 +502,8 @@ def amp_verdict(result: dict, batch_size: int) -> str:
     acts = amp["activations"] / fp32["activations"]
     total = sum(amp.values()) / sum(fp32.values())
     return (f"batch {batch_size}: autocast {_change(acts)} on the activations "
-            f"({format_bytes(fp32['activations'])} -> {format_bytes(amp['activations'])}) and "
+            f"({format_bytes(fp32['activations'])} -> {format_bytes(amp['activations'])}), added "
+            f"{format_bytes(amp['weight_copies'])} of 16-bit weight copies saved for backward, and "
             f"{_change(total)} on the whole step; weights, gradients and Adam's state did not change.")
 
 
@@ -467,11 +548,15 @@ def deep_mlp(depth: int = 8, width: int = 256) -> nn.Sequential:
     return nn.Sequential(*blocks, nn.Linear(width, N_CLASSES))
 
 
-def checkpoint_compare(device, dataset, batch_size: int = 512, segments: int = 3, repeats: int = 3) -> dict:
-    """Saved bytes, block forward calls and time of a step, plain vs checkpoint_sequential (chapter 06)."""
+def checkpoint_compare(device, dataset, batch_size: int = 512, segments: int = 3, repeats: int = 7) -> dict:
+    """Saved bytes, module forward calls and time of a step, plain vs checkpoint_sequential (chapter 06).
+
+    The forward calls are counted by hooks (exact); the time is the median of `repeats` steps after
+    one warm-up step, the two variants taking turns so that a busy machine slows both alike.
+    """
     from torch.utils.checkpoint import checkpoint_sequential
     x, y = digit_batch(dataset, batch_size, device)
-    criterion, result = nn.CrossEntropyLoss(), {}
+    criterion, result, steps = nn.CrossEntropyLoss(), {}, {}
     for label, segs in (("plain", 0), (f"checkpointed, {segments} segments", segments)):
         seed_everything(0)
         model = deep_mlp().to(device)
@@ -482,16 +567,39 @@ def checkpoint_compare(device, dataset, batch_size: int = 512, segments: int = 3
         with memory.ActivationMeter(model) as meter:
             loss = criterion(forward(), y)
         loss.backward()
-        grads = [p.grad.clone() for p in model.parameters()]
-        start = time.perf_counter()
-        for _ in range(repeats):
-            model.zero_grad()
-            criterion(forward(), y).backward()
-        if torch.device(device).type == "cuda":
-            torch.cuda.synchronize(device)
-        seconds = (time.perf_counter() - start) / repeats
-        result[label] = dict(saved=meter.peak, calls=len(calls) // (repeats + 1), seconds=seconds, grads=grads)
+        result[label] = dict(saved=meter.peak, calls=len(calls), grads=[p.grad.clone() for p in model.parameters()],
+                             modules=len(model), times_ms=[])
+        steps[label] = lambda model=model, forward=forward: (model.zero_grad(), criterion(forward(), y).backward())
+    for _ in range(repeats):           # taking turns: plain, checkpointed, plain, ...
+        for label, step in steps.items():
+            with Timer(device) as t:
+                step()
+            result[label]["times_ms"].append(t.ms)
+    for r in result.values():
+        r["seconds"] = statistics.median(r["times_ms"]) / 1000
     return result
+
+
+def checkpoint_notes(result: dict) -> str:
+    """What the checkpointing table's columns show, from its own numbers (chapter 06)."""
+    (_, plain), (label, ckpt) = result.items()
+    segments = int(label.split(", ")[1].split()[0])
+    per_segment = math.ceil(plain["modules"] / segments)
+    recomputed = ckpt["calls"] - plain["calls"]
+    lines = [f"{plain['modules']} modules in the Sequential (8 Linear+ReLU blocks and the output layer): "
+             f"{plain['calls']} forward calls per plain step. checkpoint_sequential cut them into {segments} "
+             f"segments of up to {per_segment} and ran the last one without checkpointing, so backward "
+             f"recomputed the other {segments - 1}: {recomputed} more calls, {ckpt['calls']} in all. That count "
+             f"is exact: it is the extra compute checkpointing costs."]
+    spread = lambda r: f"{min(r['times_ms']):.1f} to {max(r['times_ms']):.1f} ms"
+    lines.append(f"Time per step, median of {len(plain['times_ms'])} steps each, taking turns: plain "
+                 f"{1000 * plain['seconds']:.1f} ms ({spread(plain)}), checkpointed {1000 * ckpt['seconds']:.1f} ms "
+                 f"({spread(ckpt)}).")
+    if ckpt["seconds"] <= plain["seconds"]:
+        lines.append("Here the checkpointed step did not come out slower: the timing noise of this machine (other "
+                     "programs on the same cores) is larger than the recomputation. Trust the forward calls; "
+                     "run the cell again on a quiet machine to see the time follow them.")
+    return "\n".join(lines)
 
 
 def checkpoint_table(result: dict):
@@ -501,7 +609,8 @@ def checkpoint_table(result: dict):
     rows.append(("checkpointed / plain", f"{ckpt['saved'] / plain['saved']:.2f}", f"{ckpt['calls'] / plain['calls']:.2f}",
                  f"{ckpt['seconds'] / plain['seconds']:.2f}"))
     print("same gradients with and without checkpointing:", same)
-    return html_table(["training step", "saved for backward", "block forward calls", "time per step"], rows)
+    return html_table(["training step", "saved for backward", "module forward calls (counted)",
+                       "time per step (median, measured)"], rows, above=checkpoint_notes(result))
 
 
 # ---------------------------------------------------------------- exercise 1: model_state_bytes
@@ -605,7 +714,8 @@ seed_question = chapter.quiz(
     title="Article A's question, asked of the measurement",
     kind="multiple",
     question="Article A asks: 'list at least three fixes for CUDA out of memory, and say which is most "
-             "fundamental'. In section 1 you measured that at batch 1024 the ACTIVATIONS are the largest part. "
+             "fundamental'. In " + section('06', 'Where the memory goes') + " you measured that at batch 1024 the ACTIVATIONS are the "
+             "largest of the four parts (not yet more than the other three together). "
              "Which of these reduce the activation memory of one training step, with every weight of the model "
              "still trained? Choose all that apply.",
     options={"a": "a smaller batch",
@@ -618,7 +728,7 @@ seed_question = chapter.quiz(
     digest="e5ea4e321992cc72",
     hints=["Activations are what autograd saves in the forward pass for the backward pass. For each option ask: "
            "does it change what is saved, or how big each saved tensor is?",
-           "Four options are right. Section 3's table and measurements show each fix at work."],
+           f"Four options are right. {section('06', 'The fixes', start=True)}'s table and measurements show each fix at work."],
     why={"d": "`empty_cache()` hands back cached blocks that no tensor uses; saved activations are tensors in use.",
          "f": "SGD keeps less optimizer state, but the optimizer state is not activations.",
          "g": "Under `no_grad` nothing is saved, but there is no graph either: `loss.backward()` raises, so "
@@ -636,11 +746,12 @@ state_dominates = chapter.quiz(
     question="Another run: a large model at batch 8, trained with Adam. The measurement shows weights + grads + "
              "Adam state are 90% of the peak and activations 10%. Which change buys the most memory?",
     options={"a": "A smaller model, or an optimizer with less state (SGD keeps 0 or 1 copy of the weights, Adam 2)",
-             "b": "Halve the batch to 4: the batch is always the first thing to shrink, whatever the model's size",
+             "b": "Halve the batch to 4: the batch is always the first thing to shrink, whatever the size of the model",
              "c": "Gradient accumulation in micro-batches of 2, keeping the same effective batch of 8",
              "d": "`torch.cuda.empty_cache()` before each step, so every step starts from an empty cache"},
     digest="93a82f394a5d9243",
-    hints=["Which of the four components depend on the batch size at all? Section 1's curve shows it.",
+    hints=["Which of the four components depend on the batch size at all? "
+           f"{section('06', 'Where the memory goes', start=True)}'s curve shows it.",
            "A fix can at most remove the part it shrinks: how big is that part here?"],
     why={"b": "Only the activations depend on the batch: here they are 10%, so halving them saves about 5%.",
          "c": "Accumulation shrinks the activations, which are 10% here; weights, grads and Adam state stay.",
@@ -659,11 +770,12 @@ empty_cache = chapter.quiz(
              "c": "It hands cached blocks no tensor uses back to the driver; your own program gains no room",
              "d": "It clears the gradients like `zero_grad()`, and with them the activations saved for backward"},
     digest="abde798612087fe9",
-    hints=["Section 3.4's table: which number changed after `empty_cache()`, allocated or reserved?",
-           "Section 2 quotes what the allocator does before it raises an out-of-memory error. What is left "
+    hints=[f"{section('06', 'empty_cache', start=True)}'s table: which number changed after `empty_cache()`, allocated or reserved?",
+           f"{section('06', 'A real out-of-memory error', start=True)} quotes what the allocator does before it raises an out-of-memory error. What is left "
            "for `empty_cache()` to do afterwards?"],
     why={"a": "A tensor that is still referenced stays where it is: nothing in use is freed.",
-         "b": "PyTorch never moves a live tensor. Fragmentation has another answer (section 2's message).",
+         "b": "PyTorch never moves a live tensor. Fragmentation has another answer "
+              f"({section('06', 'A real out-of-memory error')}'s message).",
          "d": "It touches no tensor: `.grad` and the saved activations are tensors in use."},
     explanation="PyTorch's caching allocator would have reused those blocks anyway, and before raising an "
                 "out-of-memory error it already returned every cached block it could. empty_cache helps other "
@@ -727,4 +839,10 @@ adam_bytes = chapter.quiz(
            "Each running average holds one float32 (4 bytes) per parameter, and Adam keeps two of them."],
     explanation="1000 x 1000 + 1000 = 1,001,000 parameters; two float32 copies of each: 2 x 4 x 1,001,000 bytes. "
                 "Weights + grads + Adam = 4 copies of the model before a single activation.",
+    why={4004000: "That is ONE float32 copy of the parameters: Adam keeps two running averages.",
+         8000000: "The bias is missing: its 1000 numbers get running averages too.",
+         2002000: "That counts numbers, not bytes: each float32 number takes 4 bytes.",
+         16016000: "That adds the weights and the gradients; the question asks for Adam's two averages only.",
+         8008008: "That includes Adam's two step counters (4 bytes each); the question asks for the two "
+                  "running averages alone."},
 )

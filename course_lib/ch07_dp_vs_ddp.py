@@ -18,6 +18,7 @@ from .device import gpu_only
 from .checks import distributed
 from .exercises import Chapter, Test
 from .memory import format_bytes, weight_bytes
+from .sections import section
 
 chapter = Chapter(__name__, title="DataParallel vs DistributedDataParallel")
 
@@ -77,8 +78,29 @@ def failure_demo(deadline_s: float = 60.0) -> str:
         last = [line for line in str(err).strip().splitlines() if line.strip()][-1]
         return (f"the launch raised {type(err).__name__} after {time.perf_counter() - start:.1f} s\n"
                 f"rank 1's error: {last}\n"
+                "(The red 'Terminating process ... via signal SIGTERM' line above is torch.multiprocessing's "
+                "own log: once rank 1 failed, it stopped rank 0, which was waiting for rank 1 inside a "
+                "collective. That is the clean-up working, not a second error.)\n"
                 f"worker processes still running: {len(multiprocessing.active_children())}")
     raise AssertionError("the launch with a failing rank did not raise")
+
+
+def sync_batchnorm_on_cpu(world_size: int = 2) -> list:
+    """SyncBatchNorm's forward on CPU tensors in a real gloo group: each rank's error (chapter 07).
+
+    SyncBatchNorm all-gathers each rank's batch statistics in forward (all-reduces their gradients
+    in backward), and refuses input that is not on a GPU (or XPU, HPU): with CPU tensors it raises
+    ValueError before any communication. Outside a process group it acts as plain BatchNorm.
+    """
+    results = ddp_worker.run_in_group(_sync_batchnorm_task, world_size)
+    if any(status == "ok" for status, _ in results):
+        raise AssertionError("SyncBatchNorm ran on CPU tensors in a gloo group: the text above is out of date")
+    return [f"rank {rank}: {value}" for rank, (_, value) in enumerate(results)]
+
+
+def _sync_batchnorm_task(rank: int, world_size: int):
+    """One rank: a SyncBatchNorm layer in training mode, fed 4 CPU samples."""
+    return nn.SyncBatchNorm(4)(torch.randn(4, 4)).shape
 
 
 def describe_ranks(result: ddp_worker.LaunchResult) -> str:
@@ -290,7 +312,7 @@ def dp_phases(work: Workload, n: int, per_device_batch: int) -> list:
 
 
 def ddp_phases(work: Workload, n: int, per_device_batch: int) -> list:
-    """One DDP step on n GPUs: one process each, gradients averaged by a ring all-reduce."""
+    """One DDP step on n GPUs: one process each, gradients averaged by an all-reduce (drawn as a ring)."""
     everyone = tuple(range(n))
     ring = ring_allreduce_bytes(work.param_bytes, n)
     return [
@@ -298,9 +320,11 @@ def ddp_phases(work: Workload, n: int, per_device_batch: int) -> list:
                       "them from host memory to its own GPU: nothing passes through a main GPU.", everyone),
         Phase("forward", "Each process runs forward on its own replica, in parallel, with no Python lock "
                          "shared between GPUs.", everyone),
-        Phase("backward + all-reduce", "Gradients are averaged in buckets while backward is still running. Ring "
-                                       f"all-reduce: {n - 1} reduce-scatter + {n - 1} all-gather steps, each "
-                                       f"sending 1/{n} of the gradients to the next GPU.", everyone,
+        Phase("backward + all-reduce", "Gradients are averaged in buckets while backward is still running. Drawn "
+                                       f"as a ring all-reduce: {n - 1} reduce-scatter + {n - 1} all-gather steps, "
+                                       f"each sending 1/{n} of the gradients to the next GPU. (NCCL picks ring, "
+                                       "tree, NVLS or another algorithm by size and topology; the ring's count "
+                                       "is its bandwidth bound.)", everyone,
               tuple(Transfer(i, (i + 1) % n, ring, "gradient chunks") for i in everyone) if n > 1 else ()),
         Phase("step", "Every process applies the same averaged gradient to its own replica: the replicas stay "
                       "identical without ever copying weights.", everyone),
@@ -362,8 +386,9 @@ def totals_html(work: Workload, n: int, per_device_batch: int) -> str:
             f"One step on {n} GPUs, {per_device_batch} samples each (bytes sent + received):<ul>"
             f"<li>DataParallel: cuda:0 (main) moves {format_bytes(sum(dp[0]))}; every other GPU "
             f"{format_bytes(sum(dp[-1]))}</li>"
-            f"<li>DDP: every GPU moves {format_bytes(sum(ddp[0]))} (ring all-reduce: each device sends "
-            f"2(N-1)/N x model = {format_bytes(ring_allreduce_bytes(work.param_bytes, n))} and receives as much)"
+            f"<li>DDP: every GPU moves {format_bytes(sum(ddp[0]))} (counted as a ring all-reduce: each device "
+            f"sends 2(N-1)/N x model = {format_bytes(ring_allreduce_bytes(work.param_bytes, n))} and receives "
+            f"as much)"
             f"</li><li>busiest GPU: DP / DDP = {busiest(dp) / busiest(ddp):.2f}</li></ul></div>")
 
 
@@ -386,20 +411,26 @@ def plot_traffic(work: Workload, n: int, per_device_batch: int):
     return fig
 
 
+LABEL_WIDTH = "110px"   # wide enough for "batch per GPU:"
+MAX_WIDTH_PX = 960      # the widget fits a 1000 px notebook window
+
+
 class StepThrough:
     """Article A's third interactive component: step through one training step of DP or DDP."""
 
     def __init__(self, n: int = 4, per_device_batch: int = 32):
         import ipywidgets as W
+        label = {"description_width": LABEL_WIDTH}
         self.model = W.Dropdown(options=list(MODELS), value=list(MODELS)[2], description="model:",
-                                layout=W.Layout(width="560px"), style={"description_width": "90px"})
-        self.n = W.IntSlider(value=n, min=2, max=8, description="GPUs:", style={"description_width": "90px"})
+                                layout=W.Layout(width="100%", max_width="600px"), style=label)
+        self.n = W.IntSlider(value=n, min=2, max=8, description="GPUs:", style=label,
+                             layout=W.Layout(width="340px"))
         self.batch = W.Dropdown(options=[8, 32, 128], value=per_device_batch, description="batch per GPU:",
-                                style={"description_width": "90px"})
+                                style=label, layout=W.Layout(width="230px"))
         self.strategy = W.ToggleButtons(options=list(STRATEGIES), value="DataParallel", description="strategy:",
-                                        style={"description_width": "90px", "button_width": "190px"})
+                                        style={**label, "button_width": "190px"})
         self.phase = W.IntSlider(value=1, min=1, max=len(dp_phases(workload(self.model.value), 2, 1)),
-                                 description="phase:", style={"description_width": "90px"})
+                                 description="phase:", style=label, layout=W.Layout(width="340px"))
         self.back, self.next = W.Button(description="◀ back"), W.Button(description="next ▶")
         self.diagram, self.totals, self.chart = W.HTML(), W.HTML(), W.Output()
         self.back.on_click(lambda _: self._move(-1))
@@ -408,9 +439,12 @@ class StepThrough:
             control.observe(self._redraw_all, names="value")
         self.strategy.observe(self._new_strategy, names="value")
         self.phase.observe(self._redraw_phase, names="value")
-        self.box = W.VBox([self.model, W.HBox([self.n, self.batch]), self.strategy,
-                           W.HBox([self.back, self.phase, self.next]), self.diagram, self.totals, self.chart],
-                          layout=W.Layout(border="1px solid #d0d7de", padding="6px"))
+        wrap = W.Layout(flex_flow="row wrap", width="100%")
+        self.box = W.VBox([self.model, W.HBox([self.n, self.batch], layout=wrap), self.strategy,
+                           W.HBox([self.back, self.phase, self.next], layout=wrap), self.diagram, self.totals,
+                           self.chart],
+                          layout=W.Layout(border="1px solid #d0d7de", padding="6px", width="100%",
+                                          max_width=f"{MAX_WIDTH_PX}px", overflow="hidden"))
         self._redraw_all()
 
     def work(self) -> Workload:
@@ -505,6 +539,7 @@ local_rank_device = chapter.quiz(
     digest="717a4c1eb6eeae3c",
     hints=["Ranks 0 to 3 run on the first machine, ranks 4 to 7 on the second.",
            "Each machine numbers its own processes from 0: that number is LOCAL_RANK."],
+    why={5: "5 is the RANK, numbered over both machines; a GPU is named by its number on its own machine."},
     explanation="RANK 5 is the second process of the second machine: LOCAL_RANK 1, so cuda:1. cuda:5 does not "
                 "exist on a 4-GPU machine.",
 )
@@ -518,6 +553,8 @@ effective_batch = chapter.quiz(
     digest="abab5d08f69221f5",
     hints=["Each process averages the gradient over its own batch; the all-reduce then averages those "
            "averages over the processes."],
+    why={32: "That is one process's batch; the all-reduce then averages over both processes.",
+         16: "batch_size=32 is per process: each of the two reads 32 samples per step."},
     explanation="2 x 32 = 64: the all-reduce averages the two ranks' mean gradients.",
 )
 
@@ -534,7 +571,8 @@ who_saves = chapter.quiz(
              "d": "Rank 0 only, then a barrier: after every step the replicas hold identical weights, so one "
                   "copy is complete"},
     digest="36e19008ec6a0bf2",
-    hints=["Compare the weights of rank 0 and rank 1 after the run in section 2 (or section 3's numbers)."],
+    hints=[f"Compare the weights of rank 0 and rank 1 after the run in "
+           f"{section('07', 'DistributedDataParallel, for real')} (or {section('07', 'faster, not smarter')}'s numbers)."],
     why={"a": "The 4 files would hold the same numbers 4 times: after every step all replicas are identical.",
          "b": "The ranks saw different samples, so their losses differ, but their weights do not: each step "
               "applied the same averaged gradient everywhere.",
@@ -575,8 +613,8 @@ dp_vs_ddp = chapter.quiz(
                   "step. DDP: one process per GPU, each with a replica; backward all-reduces the gradients",
              "b": "DP splits the model's layers across the GPUs (model parallelism), while DDP splits each "
                   "batch across the GPUs, so DDP is the only one of the two that is data parallel",
-             "c": "DP averages the gradients with a ring all-reduce among peer GPUs, while DDP sends every "
-                  "gradient to a parameter server on `cuda:0`, which is why it needs one process per GPU",
+             "c": "DP averages the gradients with an all-reduce among peer GPUs, while DDP sends every "
+                  "gradient to a parameter server on `cuda:0`, which is why DDP needs one Python process per GPU",
              "d": "DP works only inside one machine and DDP only across machines; on one machine with several "
                   "GPUs both run as one single process, so there they train at the same speed"},
     digest="ccab4bd296e14534",
@@ -598,17 +636,17 @@ faster_not_smarter = chapter.quiz(
                   "little worse; the speed is what they buy in exchange",
              "b": "Each step applies the gradient one device would compute on the N x b batch (the mean of the "
                   "shard gradients): same model, same math, more samples per second",
-             "c": "The N replicas each learn a different part of the data, and at the end the best replica is "
-                  "kept and the others are thrown away, so nothing is added",
+             "c": "The N replicas each learn a different part of the data, and at the end only the best replica "
+                  "is kept while the others are thrown away, so nothing is added to the model",
              "d": "They do change it: each GPU adds its memory to the model, so N GPUs hold a model with N "
                   "times the parameters and a higher ceiling"},
     digest="154aa99b2aa1e9a6",
-    hints=["Section 3 compared the DDP run with one process: on which batch did the weights match?"],
+    hints=[f"{section('07', 'faster, not smarter', start=True)} compared the DDP run with one process: on which batch did the weights match?"],
     why={"a": "The gradients are averaged at full precision: the DDP gradients matched one process's to "
               "rounding error.",
          "c": "The replicas never diverge: rank 0 and rank 1 ended with weights that differ by exactly 0.",
          "d": "Data parallelism copies the WHOLE model to every GPU: the parameter count does not change."},
     explanation="You saw it for real: the DDP weights equal one process's weights on the full batch (this "
-                "model has no BatchNorm; with BatchNorm, see section 3). What changes is the batch size per "
+                "model has no BatchNorm; with BatchNorm, see " + section('07', 'faster, not smarter') + "). What changes is the batch size per "
                 "step and the time per epoch.",
 )

@@ -381,7 +381,10 @@ def main(argv=None) -> None:
     come from the environment."""
     torch.set_num_threads(1)
     config = parse_config(argv)
-    run_rank(int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"]), config, init_method="env://")
+    rank = int(os.environ["RANK"])
+    run_rank(rank, int(os.environ["LOCAL_RANK"]), config, init_method="env://")
+    if rank == 0:  # a learner who pasted the torchrun line should learn where the results went
+        print(f"rank 0: done; {CHECKPOINT} and rank<r>.pt (one per rank) are in {config.out_dir}", flush=True)
 
 
 if __name__ == "__main__":

@@ -99,7 +99,8 @@ def gpu_only(what: str, figure: str = None) -> bool:
         return True
     lines = [f"[GPU only] skipped ({why_not_cuda(device)}): {what}"]
     if figure is not None:
-        lines += reference_figures(figure)
+        from .gpu_notes import note_lines  # what a GPU shows here and why (learner-facing text)
+        lines += note_lines(figure) + reference_figures(figure)
     print("\n".join(_wrap(line) for line in lines))
     return False
 

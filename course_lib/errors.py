@@ -10,6 +10,11 @@ class ExpectationFailed(AssertionError):
     """A taught error did not happen as the cell says (the error explainer never explains this one)."""
 
 
+def who_raised(err: BaseException) -> str:
+    """'The course' for the course's own errors (its memory budget), else 'PyTorch' (chapters 01-07)."""
+    return "The course" if type(err).__module__.split(".")[0] == "course_lib" else "PyTorch"
+
+
 @contextmanager
 def expect_error(types, *fragments: str):
     """Run the block; it MUST raise one of `types` whose message contains every fragment.
@@ -25,10 +30,10 @@ def expect_error(types, *fragments: str):
         message = ANSI_CODES.sub("", str(err))  # torch bolds some warnings with terminal codes
         missing = [f for f in fragments if f.lower() not in message.lower()]
         if missing:
-            raise ExpectationFailed(f"PyTorch raised {type(err).__name__}, but its message no longer "
+            raise ExpectationFailed(f"{who_raised(err)} raised {type(err).__name__}, but its message no longer "
                                     f"mentions {missing}: {message}") from err
         first_lines = "\n".join(message.splitlines()[:4])
-        print(f"PyTorch raised, as expected:\n{type(err).__name__}: {first_lines}")
+        print(f"{who_raised(err)} raised, as expected:\n{type(err).__name__}: {first_lines}")
         caught.error = err.with_traceback(None)  # kept to be read; its frames (and tensors) are freed
     else:
         names = types.__name__ if isinstance(types, type) else " or ".join(t.__name__ for t in types)

@@ -35,6 +35,10 @@ EMPTY_ANSWER = {  # what the Check button says when nothing is chosen yet: it sp
     "multiple": "Tick the options you choose above, then press Check.",
 }
 CHOOSE_ONE = "Choose an option above, then press Check."
+# under a right answer in the widget: the one place an answer is kept is the answer cell below it
+ANSWER_CELL = ("<div class='course-answer-cell' style='color:#57606a;margin:2px 0'>Now write it in the answer "
+               "cell below (<code>answer_{name} = ...</code>) and run that cell: the Check button is for "
+               "practice, the cell is what is saved with the notebook and graded.</div>")
 
 
 def hint_widget(exercise) -> W.VBox:
@@ -97,7 +101,7 @@ def quiz_widget(quiz) -> W.VBox:
 
     def on_click(_):
         result = quiz.check(read(), empty=EMPTY_ANSWER.get(quiz.kind, CHOOSE_ONE))
-        verdict.value = result._repr_html_()
+        verdict.value = result._repr_html_() + (ANSWER_CELL.format(name=quiz.name) if result.status == CORRECT else "")
 
     def clear_verdict(_):  # a verdict belongs to the answer it judged
         verdict.value = ""

@@ -594,12 +594,12 @@ def test_code_shown_in_the_notebook_is_the_code_that_runs(where, function):
 
 # ---------------------------------------------------------------- what the new demos show
 def test_precision_pitfalls_are_computed_live():
-    rows = {line[:48].strip(): line[48:].split() for line in ch.precision_pitfalls().splitlines()[1:]}
-    assert rows["a small gradient, 1e-8, stored"][1] == "0"
-    assert rows["exp(12), as in a softmax"][1] == "inf"
-    assert rows["a weight 1.0 plus an update of 1e-3"][2] == "1"
-    assert rows["256 + 1"] == ["257", "257", "256"]
-    assert float(rows["0.01 added 1000 times (a sum kept in the dtype)"][2]) < 9
+    rows = list(ch.precision_rows().values())   # float32, float16, bfloat16 per row, in the table's order
+    assert rows[0][1] == 0 and rows[1][1] == float("inf") and rows[2][2] == 1 and rows[3] == [257, 257, 256]
+    assert rows[4][2] < 9                                    # a running total kept in bfloat16 stalls
+    assert rows[5][1] == rows[5][2] == 10                    # torch.sum accumulates in float32 inside
+    table = ch.precision_pitfalls().splitlines()
+    assert len(table) == len(rows) + 1 and all(f"(row {i})" in table[i] for i in range(1, len(table)))
 
 
 def test_amp_vs_fp32_trains_both_from_the_same_start(train_set):

@@ -136,12 +136,20 @@ def test_summing_loss_tensors_keeps_graphs_alive(digits):
 
 
 def test_amp_shrinks_activations_only(digits):
-    result = ch.amp_compare("cpu", digits, batch_size=1024)  # at small batches the bf16 weight copies weigh more
+    result = ch.amp_compare("cpu", digits, batch_size=1024)
     fp32, amp = result["float32"], result["autocast"]
     for k in ("weights", "grads", "optimizer_state"):
         assert fp32[k] == amp[k]
     assert amp["activations"] < 0.8 * fp32["activations"]
     assert sum(amp.values()) > 0.6 * sum(fp32.values())  # not "halved"
+
+
+def test_autocasts_weight_copies_are_counted_apart_from_the_activations(digits):
+    small, large = (ch.amp_compare("cpu", digits, batch_size=b)["autocast"] for b in (64, 1024))
+    model = ch.wide_mlp()
+    copied = sum(2 * m.weight.numel() for m in list(model)[2::2])   # bf16 weights of the Linears after the first
+    assert small["weight_copies"] == large["weight_copies"] == copied   # the model's size, not the batch's
+    assert ch.amp_compare("cpu", digits, batch_size=64)["float32"]["weight_copies"] == 0
 
 
 def test_checkpointing_saves_memory_costs_compute_same_gradients(digits):
@@ -199,8 +207,9 @@ def test_expect_error_keeps_the_error_for_reading():
 def test_the_amp_verdict_reports_what_was_measured(digits):
     small = ch.amp_verdict(ch.amp_compare("cpu", digits, batch_size=64), 64)
     large = ch.amp_verdict(ch.amp_compare("cpu", digits, batch_size=1024), 1024)
-    assert "COST" in small.split(" on the activations")[0]   # autocast's bf16 weight copies outweigh
-    assert "saved" in large.split(" on the activations")[0]
+    assert "saved" in small.split(" on the activations")[0] and "saved" in large.split(" on the activations")[0]
+    assert "COST" in small.split("weight copies")[1]   # at batch 64 the bf16 weight copies outweigh the saving
+    assert "saved" in large.split("weight copies")[1]
     assert ch._change(0.62) == "saved 38%" and ch._change(1.45) == "COST 45% more"
 
 

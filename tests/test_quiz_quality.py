@@ -4,7 +4,9 @@ Parametrized over the registry (a new quiz is covered). Issue 9.1 and 12.2:
 - each quiz is shown with `ch.<name>.ask()` before its answer cell, or its question and every
   option are written in the notebook before it;
 - in single-choice and "error" quizzes the right option is not the longest by more than 10%,
-  and over the course no letter is right in more than 40% of them;
+  over the course it is the strictly longest option in at most a third of them (and the strictly
+  shortest in at most a third: "never the longest" would be a rule to game too), and no letter
+  is right in more than 40% of them (issue 15.4);
 - a wrong answer gets more than "Not quite.": a `why` for the option, or a hint; no `why` is
   ever attached to a right option.
 """
@@ -24,6 +26,7 @@ CHOICE = [q for q in QUIZZES if q.kind in ("single", "error")]
 ids = lambda q: q.id
 
 LONGEST_RIGHT = 1.1   # the right option may be at most this much longer than the longest wrong one
+EXTREME_SHARE = 1 / 3  # the right option may be the strictly longest (or shortest) in at most this share
 MOST_OFTEN = 0.40     # no letter may be the right one in more of the course's single/error quizzes
 
 
@@ -77,6 +80,27 @@ def test_right_option_is_not_given_away_by_its_length(quiz):
         f"{quiz.id}: the right option {right}) has {length(right)} characters, the longest wrong one "
         f"{longest_wrong}: picking the longest option wins without reading. Write the wrong options as "
         f"detailed as the right one (at most {LONGEST_RIGHT:g} x).")
+
+
+def option_lengths(quiz) -> tuple:
+    """(the right option's length, the longest and the shortest wrong one's), Markdown marks removed."""
+    right = right_letters(quiz)
+    wrong = [len(without_marks(v)) for k, v in quiz.options.items() if k != right]
+    return len(without_marks(quiz.options[right])), max(wrong), min(wrong)
+
+
+@pytest.mark.parametrize("kinds", [("single",), ("single", "error")], ids=["single", "single+error"])
+@pytest.mark.parametrize("extreme", ["longest", "shortest"])
+def test_the_right_option_is_rarely_the_longest_or_the_shortest(kinds, extreme):
+    quizzes = [q for q in CHOICE if q.kind in kinds]
+    lengths = {q.id: option_lengths(q) for q in quizzes}
+    hits = sorted(qid for qid, (right, longest, shortest) in lengths.items()
+                  if (right > longest if extreme == "longest" else right < shortest))
+    allowed = int(EXTREME_SHARE * len(quizzes))
+    assert len(hits) <= allowed, (
+        f"the right option is the strictly {extreme} in {len(hits)} of {len(quizzes)} {'/'.join(kinds)} "
+        f"quizzes (at most {allowed} allowed): {', '.join(hits)}. Picking the {extreme} option must not win: "
+        f"rewrite a wrong option of some of them to be {'longer' if extreme == 'longest' else 'shorter'}.")
 
 
 def test_right_letters_are_spread_over_the_course():

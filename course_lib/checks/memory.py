@@ -46,6 +46,12 @@ def state_case(kind: str):
         return model, opt, STATE_CASES[kind]
 
 
+def step_counter_bytes(optimizer) -> int:
+    """Bytes of the optimizer's `step` tensors (Adam: one 0-dim float32 per parameter)."""
+    return sum(memory.tensor_bytes(v) for state in optimizer.state.values() for name, v in state.items()
+               if name == "step" and isinstance(v, torch.Tensor))
+
+
 STATE_HINTS = {"weights": "Every parameter counts once: its number of elements times the bytes of one element.",
                "grads": "Only parameters whose .grad is not None have gradient memory.",
                "optimizer_state": "optimizer.state holds one dict per parameter: add up the values in those dicts "
@@ -63,7 +69,7 @@ class State(Check):
 
     def reference(self, solution):
         model, opt, what = state_case(self.kind)
-        return {"want": memory.state_bytes(model, opt), "what": what,
+        return {"want": memory.state_bytes(model, opt), "what": what, "counters": step_counter_bytes(opt),
                 "elements": {"weights": sum(p.numel() for p in model.parameters()),
                              "grads": sum(p.grad.numel() for p in model.parameters() if p.grad is not None)}}
 
@@ -84,6 +90,12 @@ class State(Check):
             if k == "grads" and want[k] == 0:
                 raise Fail(f"grads: there are no gradients yet ({what}).", expected=0, got=got[k],
                            hint="p.grad is None until a backward() (and again after zero_grad(set_to_none=True)).")
+            counters = ref["counters"]
+            if k == "optimizer_state" and counters and got[k] == want[k] - counters:
+                raise Fail(f"optimizer_state: {counters} bytes short ({what}): you left out Adam's step counters.",
+                           expected=want[k], got=got[k],
+                           hint="Besides exp_avg and exp_avg_sq, Adam keeps `step` for each parameter: a 0-dim "
+                                "float32 tensor, 4 bytes. Count every tensor value in optimizer.state[p].")
             if k == "optimizer_state" and got[k] == 2 * want["weights"] and want[k] != got[k]:
                 raise Fail(f"optimizer_state: you estimated 2 x weights instead of measuring ({what}).",
                            expected=want[k], got=got[k],
@@ -120,7 +132,7 @@ def run_acc(candidate, loader, accum_steps, model=None, device="cpu", seed=0):
     return model, trace
 
 
-def reference_big_batch(loader, accum_steps, seed=0, divide_by=None) -> nn.Module:
+def reference_big_batch(loader, accum_steps, seed=0, divide_by=None, skip_short_group=False) -> nn.Module:
     """The same data in big batches of accum_steps micro-batches, one ordinary SGD step per big batch.
 
     `divide_by(g)`: what each micro-batch loss of a group of g micro-batches was divided by; the
@@ -130,6 +142,8 @@ def reference_big_batch(loader, accum_steps, seed=0, divide_by=None) -> nn.Modul
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     for x, y in DataLoader(loader.dataset, batch_size=loader.batch_size * accum_steps):
         group = math.ceil(len(x) / loader.batch_size)
+        if skip_short_group and group < accum_steps:   # a known mistake: no step for a last, shorter group
+            break
         factor = group / divide_by(group) if divide_by else 1.0
         optimizer.zero_grad()
         (factor * nn.functional.cross_entropy(model(x), y)).backward()
@@ -224,6 +238,11 @@ def _accumulation_mistakes(loader, k, seed):
          "Your weights are those of ordinary small-batch training with a smaller learning rate: the optimizer "
          "stepped after every micro-batch",
          "Gradients add up in .grad while you do not step: step only once per group."),
+        (reference_big_batch(loader, k, seed, skip_short_group=True),
+         "All full groups match the big batch, but the last, shorter group never took its step: its gradients "
+         "were computed, then thrown away",
+         "After the loop, if micro-batches were accumulated since the last step, step once more (that group's "
+         "losses divided by its own number of micro-batches)."),
         (reference_big_batch(loader, k, seed, divide_by=lambda g: k),
          "All groups but the last match the big batch; the last, shorter group does not: its losses were "
          "divided as if it were a full group, so its step came out too small",

@@ -227,7 +227,7 @@ def _moved_fail(name: str, what: str, got, device, discarded: bool) -> Fail:
                     got=f"{name}.to(device) whose result was thrown away; {name} stayed on {got}",
                     hint="model.to(device) moves a module in place; tensor.to(device) does not. Assign the result.")
     return Fail(f"The {what} reached the {'model' if name == 'x' else 'loss'} on {got}, not on {_where(device)}: "
-                f"a DataLoader always yields CPU tensors, and moving the model does not move the data.",
+                f"a DataLoader yields the CPU tensors its Dataset holds, and moving the model does not move the data.",
                 expected=f"{name} on {device}", got=f"{name} on {got}",
                 hint="Inside the loop, move every batch: x, y = x.to(device), y.to(device).")
 

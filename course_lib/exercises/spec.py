@@ -323,8 +323,9 @@ class Quiz(Exercise):
         self.code = code
         self.decimals = decimals
         self.explanation = explanation
-        self.why = dict(why or {})
-        unknown = sorted(set(self.why) - set(self.options))
+        # numeric quizzes: why={wrong number: reason}, keyed by the number as normalize() writes it
+        self.why = {self.normalize(k) if kind == "numeric" else k: v for k, v in (why or {}).items()}
+        unknown = [] if kind == "numeric" else sorted(set(self.why) - set(self.options))
         if unknown:
             raise ValueError(f"{self.id}: why= names options that do not exist: {unknown}")
 
@@ -396,8 +397,9 @@ class Quiz(Exercise):
 
     def wrong_feedback(self, normalized: str) -> str:
         """'Not quite.' plus why each chosen option is off, or else the next hint."""
-        chosen = list(normalized) if self.kind in ("single", "multiple", "error") else []
-        reasons = [f"{letter}) {self.why[letter]}" for letter in chosen if letter in self.why]
+        chosen = list(normalized) if self.kind in ("single", "multiple", "error") else [normalized]
+        mark = ")" if self.kind != "numeric" else ":"
+        reasons = [f"{letter}{mark} {self.why[letter]}" for letter in chosen if letter in self.why]
         if reasons:
             return "Not quite. " + " ".join(reasons)
         if self.hints:

@@ -15,6 +15,8 @@ The patterns were written from a corpus of real messages posted in public issue 
 """
 from dataclasses import dataclass
 
+from ..sections import section
+
 NOTEBOOKS = {
     "01": "01_device_check", "02": "02_same_device_rule", "03": "03_training_template",
     "04": "04_common_errors", "05": "05_speedups", "06": "06_out_of_memory", "07": "07_dp_vs_ddp",
@@ -211,8 +213,9 @@ ENTRIES = (
          r"indices should be either on cpu or on the same device as the indexed tensor",
          r"Expected object of (?:device type|backend) \w+ but got (?:device type|backend) \w+",
          r"expected device \S+ but got device \S+"),
-        "One operation got tensors that live on different devices. PyTorch never moves a tensor for "
-        "you: the model's parameters, the inputs and the labels must all be on one device.",
+        "One operation got tensors that live on different devices. PyTorch does not move data for you: "
+        "the model's parameters, the inputs and the labels must all be on one device. (Only 0-dim CPU "
+        "tensors, read as plain numbers, and CPU indices or masks used to index are let through.)",
         ("the model was moved with `model.to(device)` but the batch was not "
          "(`x.to(device)` returns a NEW tensor: keep it)",
          "the evaluation loop forgot the two `.to(device)` lines the training loop has",
@@ -460,7 +463,8 @@ ENTRIES = (
         "Chapter 06 counts the bytes of weights, gradients, optimizer state and activations against a "
         "budget, to show on any machine what a small GPU does. It is not a CUDA error.",
         ("the batch's activations plus the model's state are more than the budget",),
-        "step with a smaller batch, or accumulate gradients over micro-batches (chapter 06, 3.5)",
+        "step with a smaller batch, or accumulate gradients over micro-batches "
+        f"({section('06', 'Gradient accumulation', chapter_too=True)})",
         "06", "## 2. A real out-of-memory error",
     ),
     Entry(
@@ -482,10 +486,12 @@ ENTRIES = (
         "This process touched CUDA, then forked a child (a DataLoader worker, a `multiprocessing` "
         "process) that tried to use CUDA too. CUDA cannot be carried across `fork`.",
         ("the Dataset moves samples to the GPU inside `__getitem__`, with `num_workers > 0`",
-         "`multiprocessing` uses the default `fork` start method on Linux"),
+         "the children start with `fork`: Python's default on Linux up to 3.13 (from Python 3.14 on, Linux "
+         "defaults to `forkserver`; macOS and Windows to `spawn`: their children do not inherit this "
+         "process's CUDA state), or a script asks for `fork` itself"),
         "# keep Dataset and workers on the CPU; move whole batches in the training loop:\n"
         "x, y = x.to(device), y.to(device)\n"
-        "# or start children with 'spawn':\n"
+        "# or start children with 'spawn' (or 'forkserver'):\n"
         "DataLoader(data, num_workers=2, multiprocessing_context='spawn')",
         "05", "## 3. `num_workers`: preparing batches in parallel",
     ),
@@ -606,10 +612,14 @@ ENTRIES = (
         (r"expected scalar type Long but found \w+", r"expected target dtype to be Long",
          r"Expected object of scalar type Long but got scalar type \w+ for argument #\d+ '\s*target'",
          r"\"nll_loss\w*\" not implemented for '\w+'"),
-        "`CrossEntropyLoss`/`NLLLoss` want class indices as `int64` (`torch.long`); the labels are "
-        "floats or a smaller integer type.",
-        ("labels read from a float array or made with `torch.tensor([...], dtype=torch.float32)`",
-         "labels given as one-hot float vectors where class indices are expected"),
+        "With one label per sample, `CrossEntropyLoss`/`NLLLoss` want class indices of type `int64` "
+        "(`torch.long`) or `uint8` (\"Long or Byte\"). These labels have one value per sample but another "
+        "dtype. (A float target of the logits' shape (N, C) is not this error: `CrossEntropyLoss` reads it "
+        "as class probabilities, and it runs.)",
+        ("float labels of shape (N,): read from a float array, or made with "
+         "`torch.tensor([...], dtype=torch.float32)`",
+         "integer labels of another width: `int32` (e.g. from a NumPy int32 array) or `int16`",
+         "boolean labels (`y > 0.5`) for a two-class problem"),
         "y = y.long()    # class indices 0..C-1",
         "03", "## 4. Loss and optimizer",
     ),

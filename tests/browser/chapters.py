@@ -13,7 +13,7 @@ in CHAPTERS, keyed by the notebook's name without .ipynb:
 """
 from dataclasses import dataclass
 
-from .steps import Choose, Click, Expect, ExpectImages, ExpectNot, RunCell, Select, Toggle
+from .steps import Choose, Click, Expect, ExpectFits, ExpectImages, ExpectNot, RunCell, Select, Toggle
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,8 @@ CHAPTERS = {
     "06_out_of_memory": BrowserSpec(
         interactions=(
             Interaction("memory per component vs batch size", "ch.plot_curve(curve)", (
-                RunCell(), ExpectImages(1), Expect(r"activations alone outweigh"))),
+                RunCell(), ExpectImages(1), Expect(r"the activations are the largest of the four parts"),
+                Expect(r"they outweigh the other three together"))),
             Interaction("quiz: read the out-of-memory message", "ch.oom_message.ask()", (
                 Choose("a) Call torch.cuda.empty_cache()"), Click("Check"), Expect(r"Incorrect"),
                 Expect(r"already returned every cached block"), ExpectNot(r"Correct:"),
@@ -197,7 +198,7 @@ CHAPTERS = {
     "07_dp_vs_ddp": BrowserSpec(
         interactions=(
             Interaction("DP vs DDP, one training step phase by phase", "ch.step_through()", (
-                Expect(r"DataParallel, phase 1 of 8: scatter"), ExpectImages(1),
+                Expect(r"DataParallel, phase 1 of 8: scatter"), ExpectImages(1), ExpectFits(1000), ExpectFits(800),
                 Click("next ▶"), Expect(r"phase 2 of 8: replicate"), Expect(r"cuda:0 \(main\)"),
                 Toggle("strategy:", "DistributedDataParallel"), Expect(r"phase 1 of 4: load"),
                 Click("next ▶"), Click("next ▶"), Expect(r"phase 3 of 4: backward \+ all-reduce"),

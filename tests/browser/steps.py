@@ -118,3 +118,34 @@ class ExpectImages:
 
     def __str__(self):
         return f"see at least {self.count} plot image(s)"
+
+
+@dataclass(frozen=True)
+class ExpectFits:
+    """In a browser window `window_px` wide, the widget fits its output area (no part of it sticks
+    out to the right) and every description label in it shows its whole text (none cut short)."""
+    window_px: int = 1000
+
+    def __call__(self, page, index):
+        size = page.page.viewport_size
+        page.page.set_viewport_size({"width": self.window_px, "height": size["height"]})
+        try:
+            time.sleep(0.5)  # let JupyterLab lay the notebook out again
+            report = page.cell_locator(index).locator(".jp-OutputArea-output .widget-vbox").first.evaluate(
+                """root => {
+                    const area = root.closest('.jp-OutputArea-output').getBoundingClientRect();
+                    const out = [root, ...root.querySelectorAll('*')].filter(
+                        e => e.getBoundingClientRect().width > 0 && e.getBoundingClientRect().right > area.right + 1);
+                    const cut = [...root.querySelectorAll('.widget-label')].filter(
+                        l => l.scrollWidth > l.clientWidth + 1);
+                    return {out: out.slice(0, 3).map(e => (e.className || e.tagName).toString().slice(0, 60)),
+                            cut: cut.map(l => l.textContent)};
+                }""")
+        finally:
+            page.page.set_viewport_size(size)
+        problems = [f"sticks out of a {self.window_px} px window: {report['out']}"] if report["out"] else []
+        problems += [f"labels cut short: {report['cut']}"] if report["cut"] else []
+        return "; ".join(problems) or None
+
+    def __str__(self):
+        return f"fit a {self.window_px} px window with every label whole"

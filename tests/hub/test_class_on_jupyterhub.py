@@ -5,6 +5,7 @@ link (the student bundle from a git repository), answer chapter 01 and run it in
 kernels through the hub; the teacher collects every user's notebook and grades them.
 """
 import asyncio
+import concurrent.futures
 import csv
 import json
 import subprocess
@@ -49,6 +50,13 @@ def cli(*args, timeout=600):
                           timeout=timeout)
 
 
+
+def run_in_own_loop(coroutine):
+    """asyncio.run in a thread of its own: another test (Playwright's sync API) may leave an
+    event loop running in this thread, where asyncio.run refuses to start."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
 @pytest.fixture(scope="module")
 def classroom(tmp_path_factory, proxy_command):
     tmp = tmp_path_factory.mktemp("class")
@@ -86,7 +94,7 @@ def classroom(tmp_path_factory, proxy_command):
                 students[name].save(NOTEBOOK, notebook)  # "save" in JupyterLab, with the outputs
                 seen["users"][name]["results"] = results
             await asyncio.gather(*(one(name) for name in USERS))
-        asyncio.run(run_all())
+        run_in_own_loop(run_all())
         seen["class_seconds"] = round(time.monotonic() - started, 1)
         # the teacher's side
         (tmp / "roster.csv").write_text(ROSTER)
