@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import torch

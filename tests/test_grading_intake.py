@@ -124,7 +124,8 @@ GARBAGE = r'''
 import os, sys
 print("lone surrogate \ud800 and \udfff; binary \x00\x01\x02 done")
 sys.stderr.write("\udcff\n")
-lines = [b"[" * 100_000, b"x" * (9 * 2**20), bytes(range(256)) * 4, b'{"kind": "cell_done", "answers": {"answer_device_label": "\\ud800"}}',
+lines = [b"[" * 100_000, b"x" * (9 * 2**20), bytes(range(256)) * 4,
+         b'{"kind": "cell_done", "answers": {"answer_device_label": "\\ud800"}}',
          ('{"kind": "cell", "cell": ' + "9" * 5000 + "}").encode(), b'"\\udfff"' * 1000]
 for fd in range(3, 64):
     try:

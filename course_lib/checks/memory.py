@@ -100,7 +100,8 @@ class State(Check):
                 raise Fail(f"optimizer_state: you estimated 2 x weights instead of measuring ({what}).",
                            expected=want[k], got=got[k],
                            hint="Add up the tensors the optimizer really holds: every tensor value in "
-                                "optimizer.state[p] (Adam makes them at its first step; SGD without momentum keeps none).")
+                                "optimizer.state[p] (Adam makes them at its first step; SGD without momentum "
+                                "keeps none).")
             raise Fail(f"{k} is not right ({what}).", expected=want[k], got=shown(got[k]), hint=STATE_HINTS[k])
 
 
@@ -207,7 +208,8 @@ class StepPattern(Check):
         if got == want[:-1] and n_micro % accum_steps:
             raise Fail(f"The last, shorter group never got its step: its gradients were computed and then "
                        f"thrown away{where}.", expected=f"steps after micro-batches {want}", got=f"steps after {got}",
-                       hint="After the loop, if some micro-batches were accumulated since the last step, step once more.")
+                       hint="After the loop, if some micro-batches were accumulated since the last step, "
+                            "step once more.")
         if got != want:
             raise Fail(f"The optimizer stepped at the wrong moments{where}.", expected=f"after micro-batches {want}",
                        got=f"after {got}", hint="Count micro-batches with enumerate(loader).")
@@ -265,8 +267,8 @@ class EqualsBigBatch(Check):
     def reference(self, solution):
         k = self.accum_steps
         loader = acc_loader(self.n_micro, 8, seed=k)
-        return roundtrip({"right": _weights(reference_big_batch(loader, k, seed=k)),
-                          "mistakes": [[_weights(w), what, hint] for w, what, hint in _accumulation_mistakes(loader, k, k)]})
+        mistakes = [[_weights(w), what, hint] for w, what, hint in _accumulation_mistakes(loader, k, k)]
+        return roundtrip({"right": _weights(reference_big_batch(loader, k, seed=k)), "mistakes": mistakes})
 
     def judge(self, seen, ref):
         if _same(seen, [w.values for w in ref["right"]]):
@@ -367,9 +369,9 @@ class OtherErrors(Check):
             raise Fail(f"Your code raised {error['text']}")
         raise Fail("A shape error at batch 8 was swallowed as if it were out of memory.",
                    expected="the RuntimeError about shapes raised to the caller", got=f"returned {shown(seen['got'])}",
-                   hint="Catch only out-of-memory errors: except memory.OUT_OF_MEMORY (a tuple of torch.OutOfMemoryError "
-                        "and the course's MemoryBudgetExceeded). `except RuntimeError` catches far more: shape errors, "
-                        "device mismatches...")
+                   hint="Catch only out-of-memory errors: except memory.OUT_OF_MEMORY (a tuple of "
+                        "torch.OutOfMemoryError and the course's MemoryBudgetExceeded). `except RuntimeError` "
+                        "catches far more: shape errors, device mismatches...")
 
 
 def budget_card(n_max: int = 2048, budget: int = None):

@@ -110,10 +110,10 @@ class Judge:
         detail = result.summary
         if problems and result.status == INCORRECT:  # e.g. a failed import explains a NameError
             detail += " Note: " + problems
-        return Verdict(ex.id, result.status, float(result.points), float(ex.points), sum(o.passed for o in result.tests),
-                       len(tests), detail, [{"name": o.name, "hidden": o.hidden, "passed": bool(o.passed),
-                                             "feedback": "" if o.hidden else " ".join(o.public_lines())[:1500]}
-                                            for o in result.tests])
+        shown = [{"name": o.name, "hidden": o.hidden, "passed": bool(o.passed),
+                  "feedback": "" if o.hidden else " ".join(o.public_lines())[:1500]} for o in result.tests]
+        return Verdict(ex.id, result.status, float(result.points), float(ex.points),
+                       sum(o.passed for o in result.tests), len(tests), detail, shown)
 
     @staticmethod
     def quiz(exercise_id: str, value, present: bool) -> Verdict:
