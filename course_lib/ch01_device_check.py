@@ -1,117 +1,17 @@
 """Chapter 01, device check: exercises, the machine simulator and the chapter's widgets."""
-from contextlib import contextmanager
-from unittest import mock
-
 import torch
 
+from .checks import devices
+from .checks.devices import MACHINES, expected_device_type, simulated_machine  # noqa: F401 (widgets, tests)
+from .checks.rig import DeviceLog, trace_devices  # noqa: F401 (trace_devices: used by the notebook)
 from .doctor import doctor_widget
-from .exercises import Chapter, Fail, Test
-from .probes import DeviceLog, trace_devices  # noqa: F401 (trace_devices: used by the notebook)
+from .exercises import Chapter, Test
 from .sections import section
 
 chapter = Chapter(__name__, title="Device check")
 
-# Machines a learner's code may meet; the simulator makes torch believe it runs on them.
-MACHINES = {
-    "CPU-only laptop": dict(gpus=[], mps=False),
-    "Mac with Apple GPU": dict(gpus=[], mps=True),
-    "1-GPU workstation": dict(gpus=["NVIDIA GeForce RTX 4090"], mps=False),
-    "4-GPU server": dict(gpus=[f"NVIDIA A100-SXM4-80GB #{i}" for i in range(4)], mps=False),
-}
-
-
-@contextmanager
-def simulated_machine(gpus=(), mps=False):
-    """Make torch's availability queries answer as on another machine (no tensors are made)."""
-    gpus = list(gpus)
-
-    def device_name(device=None):
-        index = 0 if device is None else torch.device("cuda", device).index if isinstance(device, int) \
-            else (torch.device(device).index or 0)
-        if not gpus:
-            raise RuntimeError("No CUDA GPUs are available")
-        if not 0 <= index < len(gpus):
-            raise AssertionError("Invalid device id")
-        return gpus[index]
-
-    accelerator = torch.device("cuda") if gpus else torch.device("mps") if mps else None
-    patches = [
-        mock.patch.object(torch.cuda, "is_available", lambda: bool(gpus)),
-        mock.patch.object(torch.cuda, "device_count", lambda: len(gpus)),
-        mock.patch.object(torch.cuda, "get_device_name", device_name),
-        mock.patch.object(torch.backends.mps, "is_available", lambda: mps),
-    ]
-    if hasattr(torch, "accelerator"):
-        patches += [
-            mock.patch.object(torch.accelerator, "is_available", lambda: accelerator is not None),
-            mock.patch.object(torch.accelerator, "current_accelerator", lambda *a, **k: accelerator),
-            mock.patch.object(torch.accelerator, "device_count", lambda: len(gpus) or int(mps)),
-        ]
-    for p in patches:
-        p.start()
-    try:
-        yield
-    finally:
-        for p in reversed(patches):
-            p.stop()
-
-
-def expected_device_type(machine: dict) -> str:
-    return "cuda" if machine["gpus"] else "mps" if machine["mps"] else "cpu"
-
 
 # ---------------------------------------------------------------- exercise 1: choose_device
-def _device_on(candidate, machine_name):
-    with simulated_machine(**MACHINES[machine_name]):
-        return candidate()
-
-
-# (device the machine wants, device the code chose) -> what to tell the learner
-CHOICE_HINTS = {
-    ("cuda", "cpu"): "`torch.cuda.is_available()` is True here: a CUDA GPU is waiting and the cpu leaves it idle.",
-    ("cuda", "mps"): "Ask for CUDA first: this machine has an NVIDIA GPU and no Apple GPU.",
-    ("mps", "cpu"): "There is no CUDA GPU on a Mac, but `torch.backends.mps.is_available()` is True: "
-                    "the cpu leaves Apple's GPU idle.",
-    ("mps", "cuda"): "A Mac has no CUDA GPU: ask `torch.cuda.is_available()` before choosing cuda, then try mps.",
-    ("cpu", "cuda"): "This machine has no CUDA GPU: never hard-code `cuda`; ask `torch.cuda.is_available()` first.",
-    ("cpu", "mps"): "This machine has no Apple GPU either: ask `torch.backends.mps.is_available()` before mps.",
-}
-DEFAULT_CHOICE_HINT = "Ask `torch.cuda.is_available()` first, then `torch.backends.mps.is_available()`, else cpu."
-
-
-NOT_A_DEVICE_HINTS = {  # the type choose_device returned instead -> what to tell the learner
-    "str": "Wrap the name in `torch.device(...)`. A plain string works in some places but not all.",
-    "NoneType": "`torch.accelerator.current_accelerator()` is None on a machine without an accelerator: "
-                "fall back to the cpu device there.",
-}
-
-
-def _judge_choice(got, want: str, where: str):
-    if not isinstance(got, torch.device):
-        kind = type(got).__name__
-        raise Fail(f"{where}, choose_device() returned a {kind}, not a torch.device.",
-                   expected="a torch.device", got=repr(got),
-                   hint=NOT_A_DEVICE_HINTS.get(kind, "Return a `torch.device`, made with `torch.device(...)`."))
-    if got.type != want:
-        raise Fail(f"{where}, your choose_device() returned {got}.", expected=f"a device of type {want}",
-                   got=repr(got), hint=CHOICE_HINTS.get((want, got.type), DEFAULT_CHOICE_HINT))
-
-
-def check_choice(machine_name):
-    """A test: on the simulated machine, `candidate()` returns a torch.device of the right type (chapter 01)."""
-    def run(candidate):
-        got = _device_on(candidate, machine_name)
-        _judge_choice(got, expected_device_type(MACHINES[machine_name]), f"On a {machine_name}")
-    return run
-
-
-def check_choice_here(candidate):
-    """A test: the choice on the real machine matches what torch can use here (chapter 01)."""
-    from .device import gpu_available
-    want = "cuda" if torch.cuda.is_available() else "mps" if gpu_available() else "cpu"
-    _judge_choice(candidate(), want, "On this machine")
-
-
 choose_device = chapter.function_exercise(
     "choose_device",
     title="Choose the device without hard-coding it",
@@ -119,10 +19,10 @@ choose_device = chapter.function_exercise(
            "Apple's GPU is, else cpu.",
     points=3,
     tests=[
-        Test("returns a torch.device that exists on this machine", check_choice_here),
-        Test("picks cuda on a 1-GPU workstation", check_choice("1-GPU workstation")),
-        Test("uses the Apple GPU on a Mac", check_choice("Mac with Apple GPU")),
-        Test("falls back to cpu on a CPU-only laptop", check_choice("CPU-only laptop")),
+        Test("returns a torch.device that exists on this machine", devices.ChoiceHere()),
+        Test("picks cuda on a 1-GPU workstation", devices.Choice("1-GPU workstation")),
+        Test("uses the Apple GPU on a Mac", devices.Choice("Mac with Apple GPU")),
+        Test("falls back to cpu on a CPU-only laptop", devices.Choice("CPU-only laptop")),
     ],
     hints=["Start from article A's one-liner: `torch.device('cuda' if torch.cuda.is_available() else 'cpu')`.",
            "Add the middle case: `torch.backends.mps.is_available()` tells whether a Mac's GPU can be used.",
@@ -132,53 +32,6 @@ choose_device = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise 2: gpu_names
-def _names_on(candidate, machine_name):
-    """Call candidate() on a simulated machine; a crash becomes feedback that says what it did."""
-    try:
-        with simulated_machine(**MACHINES[machine_name]):
-            return candidate()
-    except NotImplementedError:
-        raise
-    except Exception as err:
-        raise Fail(f"On a {machine_name}, gpu_names() crashed: {type(err).__name__}: {err}",
-                   hint="With no GPU the list is empty; `get_device_name(0)` raises there, so ask "
-                        "`torch.cuda.device_count()` (or `is_available()`) before naming any GPU.") from None
-
-
-def _compare_names(got, want, where):
-    if not isinstance(got, list):
-        raise Fail(f"{where}, gpu_names() returned a {type(got).__name__}; it must return a list.",
-                   expected="a list of str", got=repr(got))
-    if len(got) != len(want):
-        raise Fail(f"{where}, gpu_names() returned {len(got)} name(s); the machine has {len(want)} GPU(s).",
-                   expected=want, got=got,
-                   hint="One name per GPU: loop over `range(torch.cuda.device_count())` (indices start at 0).")
-    if got != want:
-        raise Fail(f"{where}, the names are not the GPUs' names in index order.", expected=want, got=got,
-                   hint="`torch.cuda.get_device_name(i)` names GPU i; keep the order of the indices.")
-
-
-def check_names(machine_name):
-    """A test: gpu_names() on a simulated machine lists its CUDA GPUs in order (chapter 01)."""
-    def run(candidate):
-        _compare_names(_names_on(candidate, machine_name), MACHINES[machine_name]["gpus"], f"On a {machine_name}")
-    return run
-
-
-def check_names_here(candidate):
-    """A test: gpu_names() on the real machine (chapter 01)."""
-    want = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] \
-        if torch.cuda.is_available() else []
-    try:
-        got = candidate()
-    except NotImplementedError:
-        raise
-    except Exception as err:
-        raise Fail(f"On this machine gpu_names() crashed: {type(err).__name__}: {err}",
-                   hint="An empty list is the right answer on a machine without a CUDA GPU.") from None
-    _compare_names(got, want, "On this machine")
-
-
 gpu_names = chapter.function_exercise(
     "gpu_names",
     title="List the GPUs (and survive having none)",
@@ -186,9 +39,9 @@ gpu_names = chapter.function_exercise(
            "an empty list on a machine without one.",
     points=3,
     tests=[
-        Test("works on this machine", check_names_here),
-        Test("returns [] on a CPU-only laptop without crashing", check_names("CPU-only laptop")),
-        Test("lists all four GPUs of a 4-GPU server", check_names("4-GPU server")),
+        Test("works on this machine", devices.NamesHere()),
+        Test("returns [] on a CPU-only laptop without crashing", devices.Names("CPU-only laptop")),
+        Test("lists all four GPUs of a 4-GPU server", devices.Names("4-GPU server")),
     ],
     hints=["`torch.cuda.device_count()` says how many; `torch.cuda.get_device_name(i)` names GPU i.",
            "On a CPU-only machine `get_device_name(0)` raises, so only call it for the indices "
@@ -199,44 +52,6 @@ gpu_names = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise 3: make_batch
-def check_batch(batch_size, n_features, device, detour_check=True):
-    """A test: make_batch returns the right tensor, made on `device` without a CPU detour (chapter 01)."""
-    def run(candidate):
-        with DeviceLog() as log:
-            got = candidate(batch_size, n_features, device)
-        if not isinstance(got, torch.Tensor):
-            raise Fail(f"make_batch returned a {type(got).__name__}, not a tensor.", expected="torch.Tensor",
-                       got=type(got).__name__)
-        if tuple(got.shape) != (batch_size, n_features):
-            raise Fail(f"make_batch({batch_size}, {n_features}, ...) returned shape {tuple(got.shape)}.",
-                       expected=(batch_size, n_features), got=tuple(got.shape), hint="The batch dimension comes first.")
-        if got.device.type != torch.device(device).type:
-            raise Fail(f"The batch is not on {device}: it came back on {got.device}.", expected=str(device),
-                       got=str(got.device), hint="Pass `device=device` to the factory function.")
-        if got.dtype != torch.float32:
-            raise Fail(f"The batch came back as {got.dtype}; use the default float32.", expected="torch.float32",
-                       got=got.dtype)
-        detour = [op for op, dev, shape in log.ops if dev != str(torch.device(device)) and shape == got.shape]
-        if detour_check and detour:
-            raise Fail("The batch was first made on another device and then copied.",
-                       expected=f"one operation that creates it on {device}",
-                       got=f"{detour[0]} made it on the CPU first",
-                       hint="A factory function given `device=` creates the tensor there: no CPU copy, no transfer.")
-    return run
-
-
-def check_normal(batch_size=2000, n_features=8):
-    """A test: the values look standard-normal (mean near 0, spread near 1) on the CPU (chapter 01)."""
-    def run(candidate):
-        got = candidate(batch_size, n_features, "cpu")
-        mean, std = got.float().mean().item(), got.float().std().item()
-        if not (abs(mean) < 0.1 and 0.9 < std < 1.1):
-            raise Fail(f"The values have mean {mean:.2f} and spread {std:.2f}: not standard-normal noise.",
-                       expected="mean near 0, standard deviation near 1", got=f"mean {mean:.2f}, std {std:.2f}",
-                       hint="`torch.randn` draws standard-normal noise; `empty`, `zeros` and `rand` do not.")
-    return run
-
-
 make_batch = chapter.function_exercise(
     "make_batch",
     title="Create a batch directly on the device",
@@ -244,9 +59,9 @@ make_batch = chapter.function_exercise(
            "noise, shape (batch_size, n_features), created directly on `device` (no CPU detour).",
     points=3,
     tests=[
-        Test("shape, dtype and device on the CPU", check_batch(4, 3, "cpu")),
-        Test("lands on a second device (meta)", check_batch(8, 5, "meta", detour_check=False)),
-        Test("is created there, not copied from the CPU", check_batch(8, 5, "meta")),
+        Test("shape, dtype and device on the CPU", devices.Batch(4, 3, "cpu")),
+        Test("lands on a second device (meta)", devices.Batch(8, 5, "meta", detour_check=False)),
+        Test("is created there, not copied from the CPU", devices.Batch(8, 5, "meta")),
     ],
     hints=["Factory functions such as `torch.randn`, `torch.zeros` and `torch.ones` take a `device=` argument.",
            "`torch.randn(32, 10).to(device)` makes the tensor on the CPU and then copies it: twice the work.",

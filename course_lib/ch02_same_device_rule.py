@@ -5,7 +5,6 @@ machine, else `meta`, which PyTorch treats as a genuine second device. The devic
 errors shown here are therefore PyTorch's real errors on any machine.
 """
 import itertools
-import re
 from dataclasses import dataclass
 from html import escape
 
@@ -13,8 +12,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import exercises
+from .checks import batches
 from .device import device_report, devices_of, second_device  # noqa: F401 (used by the notebook)
-from .exercises import Chapter, Fail, Test
+from .exercises import Chapter, Test
 from .sections import section
 
 chapter = Chapter(__name__, title="The same-device rule")
@@ -220,166 +221,12 @@ def placements_reveal(other=None):
 
 
 # ---------------------------------------------------------------- exercise 1: move_to
-META = torch.device("meta")
-CONTAINERS = (list, tuple, dict)
-
-# the type whose missing .to() crashed move_to -> what to tell the learner
-CRASH_HINTS = {
-    "tuple": "A tuple is a container, not a tensor: call move_to on each of its items and build a new tuple.",
-    "list": "A list is a container, not a tensor: call move_to on each item and build a new list.",
-    "dict": "A dict is a container, not a tensor: build a new dict with move_to applied to each value.",
-    "int": "Numbers have no `.to()`: give ints and floats back unchanged.",
-    "float": "Numbers have no `.to()`: give ints and floats back unchanged.",
-    "bool": "`True` and `False` have no `.to()`: give them back unchanged.",
-    "str": "Strings have no `.to()`: give them back unchanged.",
-    "NoneType": "`None` has no `.to()`: give it back unchanged.",
-}
-DEFAULT_CRASH_HINT = "Only tensors have `.to()`: give every other value back unchanged."
-
-
-def _holds_tensor(thing) -> bool:
-    return any(True for _ in _tensors_in(thing))
-
-
-def _moved_tensor(orig, got, device, path, given):
-    if not isinstance(got, torch.Tensor):
-        raise Fail(f"{path} was a tensor; your move_to returned a {type(got).__name__} there.",
-                   expected="a tensor", got=repr(got))
-    if got.device.type != device.type:
-        same = " (the very tensor it was given)" if got is given else ""
-        hint = ("`x.to(device)` returns a NEW tensor and leaves `x` where it was: return that result."
-                if got is given else "Move every tensor: `x.to(device)`, and return the moved one.")
-        raise Fail(f"{path} came back on {got.device}{same}.", expected=str(device), got=str(got.device), hint=hint)
-    if got.shape != orig.shape or got.dtype != orig.dtype:
-        raise Fail(f"{path} changed its shape or dtype.", expected=f"{tuple(orig.shape)} {orig.dtype}",
-                   got=f"{tuple(got.shape)} {got.dtype}", hint="Only the device should change: use `.to(device)`.")
-
-
-def _not_looked_inside(got, given, device, path):
-    """Fail when a container holding tensors came back as the same object, its tensors not moved."""
-    if got is given and any(t.device.type != device.type for _, t in _tensors_in(got)):
-        raise Fail(f"{path} came back as the very {type(got).__name__} it was given, its tensors still on "
-                   f"{next(t.device for _, t in _tensors_in(got))}: move_to never looked inside it.",
-                   hint="Containers can hold containers: call move_to on every item, and the same code then "
-                        "handles any depth.")
-
-
-def _moved_sequence(orig, got, device, path, given):
-    _not_looked_inside(got, given, device, path)
-    if type(got) is not type(orig):
-        raise Fail(f"{path} was a {type(orig).__name__}; your move_to returned a {type(got).__name__}.",
-                   expected=type(orig).__name__, got=type(got).__name__,
-                   hint="Keep the container's type: a tuple stays a tuple, a list stays a list.")
-    if len(got) != len(orig):
-        raise Fail(f"{path} had {len(orig)} items; yours has {len(got)}: something was dropped.",
-                   expected=len(orig), got=len(got),
-                   hint="Keep every item: non-tensors go back unchanged, they are not left out.")
-    givens = given if isinstance(given, (list, tuple)) and len(given) == len(orig) else [None] * len(orig)
-    for i, (a, b, g) in enumerate(zip(orig, got, givens)):
-        _compare_moved(a, b, device, f"{path}[{i}]", g)
-
-
-def _moved_dict(orig, got, device, path, given):
-    _not_looked_inside(got, given, device, path)
-    if not isinstance(got, dict):
-        raise Fail(f"{path} was a dict; your move_to returned a {type(got).__name__}.", expected="dict",
-                   got=type(got).__name__, hint="Build a new dict, with the same keys, from the moved values.")
-    if list(got) != list(orig):
-        dropped = [k for k in orig if k not in got]
-        what = f"keys were dropped: {dropped}" if dropped else "the keys changed"
-        raise Fail(f"In {path}, {what}.", expected=list(orig), got=list(got),
-                   hint="Keep every key, in order; non-tensor values go back unchanged.")
-    for k in orig:
-        _compare_moved(orig[k], got[k], device, f"{path}[{k!r}]", given.get(k) if isinstance(given, dict) else None)
-
-
-def _compare_moved(orig, got, device, path="batch", given=None):
-    """Fail unless `got` is `orig` with every tensor on `device`, all else unchanged (chapter 02 checks).
-    `given` is what the learner's function received, to tell 'result dropped' from 'never visited'."""
-    if isinstance(orig, torch.Tensor):
-        _moved_tensor(orig, got, device, path, given)
-    elif isinstance(orig, (list, tuple)):
-        _moved_sequence(orig, got, device, path, given)
-    elif isinstance(orig, dict):
-        _moved_dict(orig, got, device, path, given)
-    elif type(got) is not type(orig) or got != orig:
-        raise Fail(f"{path} is not a tensor, so it must come back unchanged.", expected=repr(orig), got=repr(got),
-                   hint="Return ints, strings, None and other non-tensors as they are.")
-
-
-def _call_move_to(candidate, batch, device, container_hint=""):
-    """Call the learner's move_to; a `.to()` on a non-tensor becomes feedback that fits what crashed."""
-    try:
-        return candidate(batch, device)
-    except AttributeError as err:
-        found = re.match(r"'(\w+)' object has no attribute 'to'", str(err))
-        if not found:
-            raise
-        kind = found.group(1)
-        hint = CRASH_HINTS.get(kind, DEFAULT_CRASH_HINT)
-        if container_hint and kind in {c.__name__ for c in CONTAINERS}:
-            hint = container_hint
-        article = "an" if kind[0].lower() in "aeiou" else "a"
-        raise Fail(f"move_to called `.to()` on {article} {kind}, which is not a tensor: AttributeError: {err}.",
-                   hint=hint) from None
-
-
-def _tensors_in(batch, path="batch"):
-    """(path, tensor) for every tensor inside a nested batch (chapter 02 checks)."""
-    if isinstance(batch, torch.Tensor):
-        yield path, batch
-    elif isinstance(batch, (list, tuple)):
-        for i, item in enumerate(batch):
-            yield from _tensors_in(item, f"{path}[{i}]")
-    elif isinstance(batch, dict):
-        for k, item in batch.items():
-            yield from _tensors_in(item, f"{path}[{k!r}]")
-
-
-def check_move(make_batch, device=META, container_hint=""):
-    """A test: move_to(make_batch(), device) moves every tensor and keeps everything else (chapter 02)."""
-    def run(candidate):
-        given = make_batch()
-        got = _call_move_to(candidate, given, device, container_hint)
-        _compare_moved(make_batch(), got, torch.device(device), "batch", given)
-    return run
-
-
-def check_batch_untouched(make_batch):
-    """A test: move_to leaves the caller's batch as it was (chapter 02)."""
-    def run(candidate):
-        batch = make_batch()
-        got = _call_move_to(candidate, batch, META)
-        moved = [f"{p} is now on {t.device}" for p, t in _tensors_in(batch) if t.device.type != "cpu"]
-        lost = len(list(_tensors_in(batch))) != len(list(_tensors_in(make_batch())))
-        if moved or lost:
-            same = " and returned that same object" if got is batch else ""
-            raise Fail(f"Your move_to changed the batch it was given{same}: the caller's own data moved.",
-                       expected="the caller's batch still on cpu", got=", ".join(moved) or "tensors went missing",
-                       hint="Build and return new containers; leave the caller's batch as it was.")
-    return run
-
-
-def tuple_batch():
-    """(inputs, labels), as a DataLoader over a TensorDataset yields it (chapter 02 tests)."""
-    return (torch.randn(4, 3), torch.arange(4))
-
-
-def dict_batch():
-    """A dict batch with tensors and non-tensors side by side (chapter 02 tests)."""
-    return {"x": torch.randn(2, 5), "y": torch.tensor([0, 1]), "ids": [7, 8], "name": "batch-0", "mask": None}
-
-
-def nested_batch():
-    """Containers inside containers (chapter 02 tests)."""
-    return {"inputs": (torch.randn(2, 3), [torch.zeros(2), torch.ones(2, 2)]),
-            "extra": {"lengths": torch.tensor([3, 1]), "source": "train.csv", "epoch": 0}}
-
-
-def list_batch():
-    """A list batch, as a caller builds it and then keeps using it (chapter 02 tests)."""
-    return {"images": [torch.randn(3, 2), torch.randn(3, 4)], "labels": torch.tensor([1, 0])}
-
+# The checks live in course_lib/checks/batches.py; these names stay here for the notebook and tests.
+META, CONTAINERS = batches.META, batches.CONTAINERS
+_tensors_in, _compare_moved = batches._tensors_in, batches.compare_moved
+tuple_batch, dict_batch, nested_batch, list_batch = (batches.tuple_batch, batches.dict_batch, batches.nested_batch,
+                                                     batches.list_batch)
+Fail = exercises.Fail
 
 move_to = chapter.function_exercise(
     "move_to",
@@ -391,13 +238,13 @@ move_to = chapter.function_exercise(
            "build new containers: the batch you were given is left as it was.",
     points=4,
     tests=[
-        Test("a single tensor lands on the device", check_move(lambda: torch.randn(3, 2))),
-        Test("an (inputs, labels) tuple stays a tuple", check_move(tuple_batch)),
-        Test("a dict keeps its keys; non-tensors are left alone", check_move(dict_batch)),
-        Test("containers inside containers are moved too", check_move(
-            nested_batch, container_hint="Containers hold containers here: call move_to on every item of a "
-                                         "container, and the same code then handles any depth.")),
-        Test("the batch you were given is left as it was", check_batch_untouched(list_batch)),
+        Test("a single tensor lands on the device", batches.Moves(batches.randn(3, 2))),
+        Test("an (inputs, labels) tuple stays a tuple", batches.Moves(tuple_batch())),
+        Test("a dict keeps its keys; non-tensors are left alone", batches.Moves(dict_batch())),
+        Test("containers inside containers are moved too", batches.Moves(
+            nested_batch(), container_hint="Containers hold containers here: call move_to on every item of a "
+                                           "container, and the same code then handles any depth.")),
+        Test("the batch you were given is left as it was", batches.Untouched(list_batch())),
     ],
     hints=["Three cases: a tensor (return its moved copy), a container (handle each item), anything else "
            "(return it unchanged).",
@@ -408,91 +255,8 @@ move_to = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise 2: where_is
-WHERE_KEYS = ("model", "tensors", "same_device")
-
-
-def _where_type_checks(got):
-    if not isinstance(got, dict) or set(got) != set(WHERE_KEYS):
-        raise Fail("where_is must return a dict with exactly the keys 'model', 'tensors' and 'same_device'.",
-                   expected="{'model': [...], 'tensors': [...], 'same_device': ...}", got=repr(got))
-    listed = list(got["model"]) + list(got["tensors"]) if isinstance(got["model"], list) and \
-        isinstance(got["tensors"], list) else None
-    if listed is None:
-        raise Fail("'model' and 'tensors' must both be lists.", got=repr(got))
-    if any(not isinstance(d, str) for d in listed):
-        raise Fail("Report devices as strings such as 'cpu', 'cuda:0' or 'meta', not torch.device objects.",
-                   got=repr(got), hint="`str(t.device)` turns a device into its string.")
-    if not isinstance(got["same_device"], bool):
-        raise Fail("'same_device' must be True or False.", got=repr(got["same_device"]))
-
-
-def _missed_holder(model, devices) -> tuple:
-    """('buffer', 'bn.running_var', 'cpu') for the first parameter or buffer on a device in `devices`."""
-    named = [("parameter", n, t) for n, t in model.named_parameters()] + \
-            [("buffer", n, t) for n, t in model.named_buffers()]
-    return next((kind, name, str(t.device)) for kind, name, t in named if str(t.device) in devices)
-
-
-MISSED_HINTS = {
-    "parameter": "`next(model.parameters())` looks at the first parameter only: look at all of them.",
-    "buffer": "`model.parameters()` has no buffers (BatchNorm's running statistics): add `model.buffers()`.",
-}
-
-
-def _check_model_devices(model, got, want):
-    missing = [d for d in want if d not in got]
-    if missing:
-        kind, name, device = _missed_holder(model, missing)
-        raise Fail(f"Your 'model' list is {got}, but the model's {kind} `{name}` is on {device}.",
-                   expected=want, got=got, hint=MISSED_HINTS[kind])
-    if got != want:
-        raise Fail(f"Your 'model' list is {got}: list each device once, sorted.", expected=want, got=got,
-                   hint="A set keeps each device once; `sorted(...)` turns it into a sorted list.")
-
-
-def check_where(build, expected):
-    """A test: where_is on the (model, tensors) from `build()` returns `expected` (chapter 02)."""
-    def run(candidate):
-        model, tensors = build()
-        got = candidate(model, *tensors)
-        _where_type_checks(got)
-        _check_model_devices(model, got["model"], expected["model"])
-        if got["tensors"] != expected["tensors"]:
-            raise Fail(f"Your 'tensors' list is {got['tensors']}: one entry per tensor, in the order given.",
-                       expected=expected["tensors"], got=got["tensors"])
-        if got["same_device"] != expected["same_device"]:
-            seen = sorted(set(expected["model"]) | set(expected["tensors"]))
-            raise Fail(f"'same_device' came back {got['same_device']}, with the model and tensors on {seen}.",
-                       expected=expected["same_device"], got=got["same_device"],
-                       hint="Put the model's devices and the tensors' devices in one set: the same device "
-                            "means one element.")
-    return run
-
-
-def _on_cpu():
-    return nn.Linear(4, 2), (torch.randn(8, 4), torch.arange(8))
-
-
-def _inputs_elsewhere():
-    return nn.Linear(4, 2), (torch.randn(8, 4, device="meta"), torch.arange(8))
-
-
-def _split_model():
-    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
-    model[2].to("meta")
-    return model, (torch.randn(8, 4, device="meta"),)
-
-
-def buffer_left_behind():
-    """A model on meta whose BatchNorm buffer was put back on the CPU (chapter 02 tests)."""
-    model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)).to("meta")
-    model[1].running_var = torch.ones(3)  # a buffer put back on the CPU
-    return model, (torch.randn(8, 4, device="meta"),)
-
-
-def all_on_meta():
-    """Model and tensors all on meta (chapter 02 tests)."""
-    return nn.Linear(4, 2).to("meta"), (torch.randn(8, 4, device="meta"), torch.arange(8, device="meta"))
+def _where(layers, tensors, model, tensor_devices, same):
+    return batches.Where(layers, tensors, {"model": model, "tensors": tensor_devices, "same_device": same})
 
 
 where_is = chapter.function_exercise(
@@ -504,14 +268,17 @@ where_is = chapter.function_exercise(
            "one device, else False. Devices are strings: str(t.device), e.g. 'cpu', 'cuda:0', 'meta'.",
     points=3,
     tests=[
-        Test("everything on the CPU", check_where(
-            _on_cpu, {"model": ["cpu"], "tensors": ["cpu", "cpu"], "same_device": True})),
-        Test("inputs on another device", check_where(
-            _inputs_elsewhere, {"model": ["cpu"], "tensors": ["meta", "cpu"], "same_device": False})),
-        Test("a model split across two devices", check_where(
-            _split_model, {"model": ["cpu", "meta"], "tensors": ["meta"], "same_device": False})),
-        Test("a buffer left on the CPU", check_where(
-            buffer_left_behind, {"model": ["cpu", "meta"], "tensors": ["meta"], "same_device": False})),
+        Test("everything on the CPU", _where(
+            [("Linear", (4, 2), "cpu")], [batches.randn(8, 4), torch.arange(8)], ["cpu"], ["cpu", "cpu"], True)),
+        Test("inputs on another device", _where(
+            [("Linear", (4, 2), "cpu")], [torch.empty(8, 4, device="meta"), torch.arange(8)], ["cpu"],
+            ["meta", "cpu"], False)),
+        Test("a model split across two devices", _where(
+            [("Linear", (4, 8), "cpu"), ("ReLU", (), "cpu"), ("Linear", (8, 2), "meta")],
+            [torch.empty(8, 4, device="meta")], ["cpu", "meta"], ["meta"], False)),
+        Test("a buffer left on the CPU", _where(  # a model on meta whose BatchNorm buffer was put back
+            [("Linear", (4, 3), "meta"), ("BatchNorm1d", (3,), "meta", {"running_var": "cpu"})],
+            [torch.empty(8, 4, device="meta")], ["cpu", "meta"], ["meta"], False)),
     ],
     hints=["`next(model.parameters()).device` is article A's quick look, but it sees only the first parameter.",
            "Collect the device string of every tensor in `model.parameters()` and in `model.buffers()`, in a set.",

@@ -1,9 +1,10 @@
-"""Chapter 03, the training template: exercises, the probes behind their checks, and the demos.
+"""Chapter 03, the training template: exercises, quizzes and the demos.
 
-The checks run the learner's loop on a tiny "rig": a model, loss and optimizer wrapped in
-probes that record, per batch, where the data arrived, whether the model was in train or
-eval mode, whether autograd was recording, and the state of the gradients at backward()
-and step(). Each mistake then shows as one precise message.
+The checks (course_lib/checks/loops.py) run the learner's loop on a tiny "rig": a model, loss
+and optimizer with probes that record, per batch, where the data arrived, train or eval mode,
+whether autograd was recording, and the state of the gradients; each mistake changes one value
+the judge recomputes (the weights, BatchNorm's statistics, a returned number) and shows as one
+precise message.
 """
 import math
 from dataclasses import dataclass, field
@@ -12,126 +13,14 @@ import torch
 from torch import nn
 
 from . import data, training
-from .exercises import Chapter, Fail, Test
-from .probes import Rig, as_number, check_every_batch, check_moves_data, make_rig, tensor_fail
+from .checks import loops
+from .checks.loops import averaging_fail as _averaging_fail  # noqa: F401 (the table of known mistakes)
+from .checks.rig import MovesData, Rig, make_rig  # noqa: F401 (Rig, make_rig: tests and the notebook)
+from .exercises import Chapter, Test
 from .seed import seed_everything
 from .sections import section
 
 chapter = Chapter(__name__, title="The training template")
-
-
-def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-6)
-
-
-def _averaging_fail(what: str, got: float, values: list, sizes: list, where: str) -> Fail:
-    """Name the averaging mistake behind a wrong mean, when it is a known one."""
-    want = sum(v * n for v, n in zip(values, sizes)) / sum(sizes)
-    known = [
-        (sum(v * n for v, n in zip(values, sizes)), "a sum over the samples, not the mean",
-         "Divide the total by the number of samples."),
-        (sum(values), "a sum of the batch means, not the mean", "Weight each batch's mean by its size, "
-                                                                "then divide by the number of samples."),
-        (values[-1], "the last batch's value only", "Accumulate over all batches, not just the last one."),
-        (sum(values) / len(values), "a mean over batches, not over samples",
-         "The last batch is smaller: weight each batch by its batch size (x.size(0)), then divide by the "
-         "number of samples."),
-    ]
-    for value, problem, hint in known:
-        if _close(got, value):
-            return Fail(f"The {what} you returned is {problem}{where}.", expected=f"{want:.6f}",
-                        got=f"{got:.6f}", hint=hint)
-    return Fail(f"The {what} is not the mean over all samples{where}.", expected=f"{want:.6f}", got=f"{got:.6f}",
-                hint="Keep two running numbers over the batches, the sum of (batch value x batch size) and "
-                     "the number of samples; divide once, after the loop.")
-
-
-def _loss_values(rig: Rig, where: str):
-    calls = [c for c in rig.trace.losses if c.value is not None]
-    if not calls:
-        raise Fail(f"Your function never called criterion(logits, y){where}.")
-    return [c.value for c in calls], [c.n for c in calls]
-
-
-# ---------------------------------------------------------------- exercise: train_one_epoch
-def run_train(rig, candidate):
-    """Run a learner's train_one_epoch on a probe rig (chapter 03's checks)."""
-    return rig.train(candidate)
-
-
-def _check_train_mode(candidate):
-    rig = make_rig(mode="eval")  # as if evaluate() had just run
-    rig.train(candidate)
-    modes = [f.training for f in rig.trace.forwards]
-    if not modes:
-        raise Fail("Your function never called the model.")
-    if not all(modes):
-        raise Fail("The model ran in eval mode during training: call model.train() at the start of the epoch.",
-                   expected="model.training == True in every forward pass",
-                   got=f"{modes.count(False)} of {len(modes)} forward passes in eval mode",
-                   hint="evaluate() switches dropout and batch norm to eval mode; without model.train() "
-                        "the next epoch trains with dropout silently off.")
-
-
-def _check_gradient_order(candidate):
-    rig = make_rig()
-    rig.train(candidate)
-    trace = rig.trace
-    if not trace.steps:
-        raise Fail("optimizer.step() was never called: the weights never change.")
-    if not trace.backwards:
-        raise Fail("loss.backward() was never called: there are no gradients to step with.")
-    early = [i for i, s in enumerate(trace.steps) if s["backwards"] < i + 1]
-    if early:
-        raise Fail("optimizer.step() came before loss.backward(): it updated the weights with gradients "
-                   "that were not computed yet.", expected="zero_grad, forward, backward, step",
-                   got=f"step() {len(early)} time(s) before that batch's backward()",
-                   hint="loss.backward() computes the gradients; optimizer.step() uses them. In that order.")
-    dirty = [i for i, b in enumerate(trace.backwards) if not b["clean"]]
-    if dirty:
-        raise Fail(f"Gradients accumulate: at batch {dirty[0] + 1}, backward() added this batch's gradients "
-                   "to the previous batch's.", expected="clean gradients before every backward()",
-                   got=f"stale gradients at {len(dirty)} of {len(trace.backwards)} backward() calls",
-                   hint="Call optimizer.zero_grad() once per batch, before loss.backward().")
-    wiped = [i for i, s in enumerate(trace.steps) if s["grad"] != "set"]
-    if wiped:
-        raise Fail("step() found no gradients: zero_grad() ran between backward() and step() and wiped "
-                   "this batch's gradients.", expected="zero_grad, forward, backward, step",
-                   got=f"empty gradients at {len(wiped)} of {len(trace.steps)} steps",
-                   hint="Move zero_grad() to the start of the loop body (or right after step()).")
-
-
-def _check_returns_float(candidate):
-    result = make_rig().train(candidate)
-    if isinstance(result, torch.Tensor):
-        raise tensor_fail(result, "the loss")
-    if not isinstance(result, float):
-        raise Fail("Return the epoch's mean loss as a Python float.", expected="float",
-                   got=type(result).__name__)
-
-
-def check_mean_loss(n, batch_size, where):
-    """A check: train_one_epoch returns the mean loss over n samples in batches of batch_size."""
-    def run(candidate):
-        rig = make_rig(n=n, batch_size=batch_size)
-        got = as_number(rig.train(candidate))
-        values, sizes = _loss_values(rig, where)
-        if got is None:
-            raise Fail(f"Return the mean loss as a number{where}.", expected="a float")
-        if not _close(got, sum(v * s for v, s in zip(values, sizes)) / sum(sizes)):
-            raise _averaging_fail("loss", got, values, sizes, where)
-    return run
-
-
-def check_matches_reference(candidate):
-    """A check: one epoch from the same start leaves the same weights as the reference loop."""
-    ours, theirs = make_rig(), make_rig()
-    ours.train(lambda *args: training.train_epoch(*args))
-    theirs.train(candidate)
-    same = all(torch.allclose(a, b, atol=1e-6) for a, b in zip(ours.parameters(), theirs.parameters()))
-    if not same:
-        raise Fail("After one epoch from the same start, your weights differ from the reference run's.",
-                   hint="One zero_grad, forward, backward and step per batch, nothing more.")
 
 
 train_one_epoch = chapter.function_exercise(
@@ -143,13 +32,13 @@ train_one_epoch = chapter.function_exercise(
            "the epoch's mean loss over all samples (each batch weighted by its size) as a Python float.",
     points=6,
     tests=[
-        Test("moves the inputs and the labels to `device`", check_moves_data(run_train)),
-        Test("puts the model in training mode", _check_train_mode),
-        Test("clears gradients each batch, in the right order", _check_gradient_order),
-        Test("returns a Python float", _check_returns_float),
+        Test("moves the inputs and the labels to `device`", MovesData("train")),
+        Test("puts the model in training mode", loops.TrainMode()),
+        Test("clears gradients each batch, in the right order", loops.GradientOrder()),
+        Test("returns a Python float", loops.ReturnsFloat()),
         Test("returns the mean over samples (the last batch is smaller)",
-             check_mean_loss(70, 32, " (70 samples in batches of 32, 32, 6)")),
-        Test("goes through every batch", check_every_batch(run_train)),
+             loops.MeanLoss(70, 32, " (70 samples in batches of 32, 32, 6)")),
+        Test("goes through every batch", loops.EveryBatch("train")),
     ],
     hints=[f"Start from the template in {section('03', 'One training step')}: `model.train()` once, then a for loop over the loader.",
            f"Inside the loop go the lines of {section('03', 'One training step')}'s single step, in the same order: move x AND y "
@@ -161,83 +50,6 @@ train_one_epoch = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise: evaluate
-def run_evaluate(rig, candidate):
-    """Run a learner's evaluate on a probe rig (chapter 03's checks)."""
-    return rig.evaluate(candidate)
-
-
-def _check_eval_mode(candidate):
-    rig = make_rig(mode="train")  # as if train_one_epoch had just run
-    rig.evaluate(candidate)
-    modes = [f.training for f in rig.trace.forwards]
-    if not modes:
-        raise Fail("Your function never called the model.")
-    if any(modes):
-        raise Fail("The model ran in training mode during evaluation (dropout still dropping): "
-                   "call model.eval() first.", expected="model.training == False in every forward pass",
-                   got=f"{sum(modes)} of {len(modes)} forward passes in training mode",
-                   hint="model.eval() switches dropout off and makes batch norm use its running statistics.")
-
-
-def _check_no_graph(candidate):
-    rig = make_rig(mode="eval")
-    rig.evaluate(candidate)
-    recording = [f.grad_enabled for f in rig.trace.forwards]
-    if any(recording):
-        raise Fail("Autograd recorded a graph during evaluation: wrap the loop in torch.no_grad() "
-                   "(or torch.inference_mode()).", expected="torch.is_grad_enabled() == False in the forward",
-                   got=f"a graph built in {sum(recording)} of {len(recording)} forward passes",
-                   hint="model.eval() does NOT turn off gradients; it only changes dropout and batch norm. "
-                        "Without no_grad every activation is kept for a backward that never comes.")
-
-
-def _check_eval_returns(candidate):
-    result = make_rig(mode="eval").evaluate(candidate)
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        raise Fail("Return two numbers: (mean_loss, accuracy).", expected="a tuple of 2 floats",
-                   got=repr(result)[:80])
-    for name, value in zip(("the loss", "the accuracy"), result):
-        if isinstance(value, torch.Tensor):
-            raise tensor_fail(value, name)
-        if not isinstance(value, float):
-            raise Fail(f"Return {name} as a Python float.", expected="float", got=type(value).__name__)
-
-
-def check_eval_values(n, batch_size, where):
-    """A check: evaluate returns the loss and accuracy over n samples in batches of batch_size."""
-    def run(candidate):
-        rig = make_rig(n=n, batch_size=batch_size, mode="eval")
-        result = rig.evaluate(candidate)
-        values, sizes = _loss_values(rig, where)
-        if not isinstance(result, (tuple, list)) or len(result) != 2:
-            raise Fail(f"Return (mean_loss, accuracy){where}.", got=repr(result)[:80])
-        loss, accuracy = (as_number(v) for v in result)
-        if loss is None or accuracy is None:
-            raise Fail(f"Both values must be numbers{where}.", got=repr(result)[:80])
-        if not _close(loss, sum(v * s for v, s in zip(values, sizes)) / sum(sizes)):
-            raise _averaging_fail("loss", loss, values, sizes, where)
-        correct = [c.correct for c in rig.trace.losses if c.value is not None]
-        want = sum(correct) / sum(sizes)
-        if _close(accuracy, 100 * want) and not _close(want, 0):
-            raise Fail(f"The accuracy is a percentage; return a fraction between 0 and 1{where}.",
-                       expected=f"{want:.4f}", got=f"{accuracy:.4f}", hint="Do not multiply by 100.")
-        if not _close(accuracy, want):
-            raise _averaging_fail("accuracy", accuracy, [c / s for c, s in zip(correct, sizes)], sizes, where)
-    return run
-
-
-def check_leaves_weights_alone(candidate):
-    """A check: evaluate changes no weight and leaves no gradient."""
-    rig = make_rig(mode="eval")
-    before = rig.parameters()
-    rig.evaluate(candidate)
-    changed = not all(torch.equal(a, b) for a, b in zip(before, rig.parameters()))
-    has_grads = any(p.grad is not None for p in rig.model.parameters())
-    if changed or has_grads:
-        raise Fail("Evaluation changed the model or computed gradients; it must only measure.",
-                   hint="No backward(), no step() in evaluate.")
-
-
 evaluate = chapter.function_exercise(
     "evaluate",
     title="The evaluation loop: eval mode, no graph, data moved too",
@@ -248,13 +60,13 @@ evaluate = chapter.function_exercise(
            "highest logit (argmax over dim 1) is the label.",
     points=5,
     tests=[
-        Test("moves the inputs and the labels to `device`", check_moves_data(run_evaluate)),
-        Test("puts the model in evaluation mode", _check_eval_mode),
-        Test("builds no autograd graph", _check_no_graph),
-        Test("returns two Python floats", _check_eval_returns),
+        Test("moves the inputs and the labels to `device`", MovesData("evaluate")),
+        Test("puts the model in evaluation mode", loops.EvalMode()),
+        Test("builds no autograd graph", loops.NoGraph()),
+        Test("returns two Python floats", loops.EvalReturns()),
         Test("returns the loss and accuracy over samples (the last batch is smaller)",
-             check_eval_values(70, 32, " (70 samples in batches of 32, 32, 6)")),
-        Test("goes through every batch", check_every_batch(run_evaluate)),
+             loops.EvalValues(70, 32, " (70 samples in batches of 32, 32, 6)")),
+        Test("goes through every batch", loops.EveryBatch("evaluate")),
     ],
     hints=["The mirror image of training: `model.eval()`, then `with torch.no_grad():` around the loop.",
            "Move the data exactly as in training, inputs and labels. Forgetting it here is article A's "

@@ -7,56 +7,27 @@ CPU-only laptop.
 """
 import zipfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from torch import nn
 
-from .exercises import Chapter, Fail, Test
+from .checks import checkpoints
+from .checks.checkpoints import (Loading, Strip, TinyNet, missing_gpu, save_for_missing_gpu,  # noqa: F401
+                                 wrapped_state_dict)
+from .exercises import Chapter, Test
 
 chapter = Chapter(__name__, title="Common errors")
 
 
 # ---------------------------------------------------------------- checkpoints from other machines
-def missing_gpu() -> str:
-    """A CUDA device name this machine does not have: cuda:0 on a CPU-only one, cuda:N with N GPUs."""
-    return f"cuda:{torch.cuda.device_count() if torch.cuda.is_available() else 0}"
-
-
-def save_for_missing_gpu(state_dict: dict, path, location: str = "") -> Path:
-    """Save `state_dict` as if it had been saved on the GPU `location` (default: one this machine lacks).
-
-    torch.save records each storage's device as a string inside the file's data.pkl; we
-    save on the CPU and rewrite that string, which is all that differs (chapter 04).
-    """
-    location = location or missing_gpu()
-    path = Path(path)
-    tmp = path.with_suffix(".cpu-tmp")
-    torch.save({k: v.detach().cpu() for k, v in state_dict.items()}, tmp)
-    old = b"X\x03\x00\x00\x00cpu"
-    new = b"X" + len(location).to_bytes(4, "little") + location.encode()
-    with zipfile.ZipFile(tmp) as src, zipfile.ZipFile(path, "w") as dst:
-        for info in src.infolist():
-            data = src.read(info.filename)
-            if info.filename.endswith("/data.pkl"):
-                assert old in data, "unexpected checkpoint layout"
-                data = data.replace(old, new)
-            dst.writestr(info, data)
-    tmp.unlink()
-    return path
-
-
+# missing_gpu, save_for_missing_gpu, wrapped_state_dict and TinyNet live beside the checks that use them
+# (course_lib/checks/checkpoints.py); the notebook reaches them through this module.
 def stored_devices(path) -> set:
     """The device names written inside a checkpoint file, read without loading it (chapter 04)."""
     with zipfile.ZipFile(path) as z:
         data = z.read(next(n for n in z.namelist() if n.endswith("/data.pkl")))
     names = {"cpu", "meta"} | {f"cuda:{i}" for i in range(16)}
     return {n for n in names if b"X" + len(n).to_bytes(4, "little") + n.encode() in data}
-
-
-def wrapped_state_dict(model: nn.Module) -> dict:
-    """The state_dict a DataParallel/DDP-wrapped model saves: every key starts with 'module.'."""
-    return {f"module.{k}": v for k, v in model.state_dict().items()}
 
 
 @dataclass
@@ -66,42 +37,7 @@ class TrainConfig:
     epochs: int = 3
 
 
-class TinyNet(nn.Module):
-    """A small classifier with dropout (so eval mode matters) for the checkpoint demos (chapter 04)."""
-
-    def __init__(self):
-        super().__init__()
-        self.body = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Dropout(0.5))
-        self.head = nn.Linear(8, 3)
-
-    def forward(self, x):
-        return self.head(self.body(x))
-
-
 # ---------------------------------------------------------------- exercise 1: add_positions
-def check_positions(shape, device):
-    """A test of add_positions on a `shape` tensor of zeros on `device` (chapter 04 and its key)."""
-    def run(candidate):
-        x = torch.zeros(shape, device=device)
-        try:
-            got = candidate(x)
-        except RuntimeError as err:
-            raise Fail(f"On a {device} input your function failed: {str(err).splitlines()[0]}",
-                       hint="torch.arange makes its tensor on the CPU unless you say device=x.device.")
-        if not isinstance(got, torch.Tensor) or got.shape != x.shape:
-            raise Fail("The result must have the input's shape.", expected=tuple(x.shape),
-                       got=tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__,
-                       hint="Positions run along the LAST dimension: x.shape[-1].")
-        if got.device != x.device:
-            raise Fail("The result is not on the input's device.", expected=str(x.device), got=str(got.device))
-        if device == "cpu":
-            want = torch.arange(shape[-1], dtype=x.dtype).expand(shape)
-            if not torch.equal(got, want):
-                raise Fail("The values are wrong for an input of zeros.", expected=want.tolist(), got=got.tolist(),
-                           hint="Add 0, 1, 2, ... along the last dimension.")
-    return run
-
-
 add_positions = chapter.function_exercise(
     "add_positions",
     title="A forward pass that creates a tensor: on which device?",
@@ -109,8 +45,8 @@ add_positions = chapter.function_exercise(
            "device (the new tensor must be made where x lives).",
     points=3,
     tests=[
-        Test("adds 0..n-1 along the last dimension on the CPU", check_positions((2, 5), "cpu")),
-        Test("works when x lives on another device", check_positions((2, 5), "meta")),
+        Test("adds 0..n-1 along the last dimension on the CPU", checkpoints.Positions((2, 5), "cpu")),
+        Test("works when x lives on another device", checkpoints.Positions((2, 5), "meta")),
     ],
     hints=["`torch.arange(n)` makes 0..n-1, on the CPU by default.",
            "Factory functions take `device=`: make the new tensor where `x` already lives.",
@@ -120,38 +56,8 @@ add_positions = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise 2: strip_module_prefix
-WRAPPER_PREFIXES = ("module.", "_orig_mod.")   # DataParallel/DDP, torch.compile
-
-
-def check_strip(keys, want):
-    """A test of strip_module_prefix: the keys `keys` must come back as `want` (chapter 04 and its key)."""
-    def run(candidate):
-        state = {k: torch.full((1,), float(i)) for i, k in enumerate(keys)}
-        before = dict(state)
-        got = candidate(state)
-        if state != before or list(state) != list(before):
-            raise Fail("Your function changed the state_dict it was given.",
-                       hint="Build and return a new dict; the caller may still need the original.")
-        if not isinstance(got, dict):
-            raise Fail("Return a dict.", expected="dict", got=type(got).__name__)
-        if list(got) != want:
-            raise Fail(f"Wrong keys for {keys}.", expected=want, got=list(got), hint=_strip_hint(want, list(got)))
-        if any(got[w] is not state[k] for w, k in zip(want, keys)):
-            raise Fail("The values must be the same tensors, under the new keys.")
-    return run
-
-
-def _strip_hint(want, got) -> str:
-    """The hint that fits what the learner's keys show (first fitting row wins)."""
-    rows = (
-        (any("submodule." in w and w not in got for w in want),
-         "Only a prefix at the START of a key is a wrapper's: `submodule.weight` is a real name."),
-        (any(k.startswith(WRAPPER_PREFIXES) for k in got),
-         "Some keys still start with a wrapper prefix: remove every leading `module.` and `_orig_mod.`, "
-         "however many there are."),
-        (True, "Cut a prefix only from keys that start with it, and keep the rest of the key whole."),
-    )
-    return next(hint for fits, hint in rows if fits)
+WRAPPER_PREFIXES = checkpoints.WRAPPER_PREFIXES
+_strip_hint = checkpoints.strip_hint
 
 
 strip_module_prefix = chapter.function_exercise(
@@ -163,13 +69,12 @@ strip_module_prefix = chapter.function_exercise(
            "untouched.",
     points=3,
     tests=[
-        Test("strips a DataParallel checkpoint", check_strip(["module.weight", "module.bias"], ["weight", "bias"])),
-        Test("strips a torch.compile checkpoint", check_strip(["_orig_mod.weight"], ["weight"])),
-        Test("strips both prefixes of a compiled DDP model",
-             check_strip(["_orig_mod.module.fc.weight"], ["fc.weight"])),
-        Test("leaves plain keys alone", check_strip(["weight", "bias"], ["weight", "bias"])),
-        Test("keeps 'submodule.' keys intact", check_strip(["module.submodule.weight", "submodule.bias"],
-                                                           ["submodule.weight", "submodule.bias"])),
+        Test("strips a DataParallel checkpoint", Strip(["module.weight", "module.bias"], ["weight", "bias"])),
+        Test("strips a torch.compile checkpoint", Strip(["_orig_mod.weight"], ["weight"])),
+        Test("strips both prefixes of a compiled DDP model", Strip(["_orig_mod.module.fc.weight"], ["fc.weight"])),
+        Test("leaves plain keys alone", Strip(["weight", "bias"], ["weight", "bias"])),
+        Test("keeps 'submodule.' keys intact", Strip(["module.submodule.weight", "submodule.bias"],
+                                                     ["submodule.weight", "submodule.bias"])),
     ],
     hints=["Loop over `state_dict.items()` and build a new dict with the new key and the same value.",
            "A `while` loop on `key.startswith(('module.', '_orig_mod.'))` removes one prefix per turn; "
@@ -180,42 +85,6 @@ strip_module_prefix = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise 3: load_for_inference
-def check_loading(wrapped: bool, on_missing_gpu: bool):
-    """A test of load_for_inference on a checkpoint, maybe wrapped, maybe from a missing GPU (chapter 04)."""
-    def run(candidate):
-        import tempfile
-        torch.manual_seed(0)
-        trained = TinyNet()
-        state = wrapped_state_dict(trained) if wrapped else trained.state_dict()
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "checkpoint.pt"
-            if on_missing_gpu:
-                save_for_missing_gpu(state, path)
-            else:
-                torch.save(state, path)
-            fresh = TinyNet()
-            try:
-                got = candidate(str(path), fresh, torch.device("cpu"))
-            except RuntimeError as err:
-                text = str(err)
-                hint = ("Pass map_location=device to torch.load." if "deserialize" in text else
-                        "The keys start with 'module.': strip it before load_state_dict." if "module." in text
-                        else "")
-                raise Fail(f"Loading failed: {text.splitlines()[0]}", hint=hint)
-        if not isinstance(got, nn.Module):
-            raise Fail("Return the model.", expected="the model you were given", got=type(got).__name__)
-        for name, value in trained.state_dict().items():
-            if not torch.equal(got.state_dict()[name].cpu(), value):
-                raise Fail(f"The weights were not loaded ({name} differs from the checkpoint).",
-                           hint="model.load_state_dict(state) copies the checkpoint into the model.")
-        if got.training:
-            raise Fail("The model is still in training mode: dropout would scramble predictions.",
-                       hint="Call model.eval() before inference.")
-        if {str(p.device) for p in got.parameters()} != {"cpu"}:
-            raise Fail("The model is not on the requested device.", hint="model.to(device)")
-    return run
-
-
 load_for_inference = chapter.function_exercise(
     "load_for_inference",
     title="Load a checkpoint from another machine, ready for inference",
@@ -224,10 +93,10 @@ load_for_inference = chapter.function_exercise(
            "with 'module.') into `model`, put the model on `device`, in evaluation mode, and return it.",
     points=4,
     tests=[
-        Test("loads a plain CPU checkpoint, in eval mode", check_loading(wrapped=False, on_missing_gpu=False)),
+        Test("loads a plain CPU checkpoint, in eval mode", Loading(wrapped=False, on_missing_gpu=False)),
         Test("loads a checkpoint saved on a GPU this machine does not have",
-             check_loading(wrapped=False, on_missing_gpu=True)),
-        Test("loads a DataParallel checkpoint", check_loading(wrapped=True, on_missing_gpu=False)),
+             Loading(wrapped=False, on_missing_gpu=True)),
+        Test("loads a DataParallel checkpoint", Loading(wrapped=True, on_missing_gpu=False)),
     ],
     hints=["`torch.load(path, map_location=device)` puts every tensor on `device` while loading.",
            "Keys from a wrapped model start with `module.`: reuse your `strip_module_prefix` idea.",

@@ -10,13 +10,10 @@ import functools
 import math
 import os
 import shutil
-import statistics
 import subprocess
 import time
 import warnings
-from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from unittest import mock
 
 import torch
 import torch.nn.functional as F
@@ -26,10 +23,14 @@ from torch.profiler import record_function
 from torch.utils.data import DataLoader, Dataset, Subset, TensorDataset
 
 from . import data, measure, profiling, training
+from .checks import speedups
+from .checks.base import number as as_number
 from .device import gpu_only, mps_available
+from .checks.rig import checker_threads  # noqa: F401
+from .checks.speedups import (AmpRig, AmpTrace, ScalerSpy, SimulatedGPU, TimeIt, make_amp_rig,  # noqa: F401
+                              recording_autocast, simulated)
 from .exercises import CORRECT, INCORRECT, Chapter, Fail, Test
 from .exercises import progress as _progress
-from .probes import as_number, checker_threads, make_rig, tensor_fail
 from .sections import section
 
 chapter = Chapter(__name__, title="Speedups, measured")
@@ -913,305 +914,7 @@ def hidden_syncs(device, steps: int = 3) -> dict:
 
 
 # ---------------------------------------------------------------- exercise: amp_train_step
-@dataclass
-class AmpTrace:
-    """What the probes saw during one call of amp_train_step."""
-    events: list = field(default_factory=list)      # scale, backward, backward(scaled), unscale_, step...
-    layer_dtypes: list = field(default_factory=list)
-    losses: list = field(default_factory=list)      # unscaled loss values
-    stale_at_backward: list = field(default_factory=list)
-    autocasts: list = field(default_factory=list)   # each autocast entered: AutocastEntry
-    active_at_forward: list = field(default_factory=list)  # per layer call: {device type: dtype} switched on
-
-
-@dataclass
-class AutocastEntry:
-    """One autocast context the learner entered: for which device type, switched on or not, which dtype."""
-    spelling: str
-    device_type: str
-    enabled: bool
-    dtype: torch.dtype
-
-
-AUTOCAST_DEVICE_TYPES = ("cpu", "cuda")
-
-
-def autocast_state() -> dict:
-    """{device type: dtype} for every device type autocast is switched on for right now."""
-    return {t: torch.get_autocast_dtype(t) for t in AUTOCAST_DEVICE_TYPES if torch.is_autocast_enabled(t)}
-
-
-@contextmanager
-def recording_autocast(trace: AmpTrace):
-    """Log every autocast context entered (any spelling: they all share torch.autocast's __enter__)."""
-    base = torch.amp.autocast_mode.autocast
-    real_enter = base.__enter__
-
-    def enter(self):
-        spelling = "torch.cuda.amp.autocast" if isinstance(self, torch.cuda.amp.autocast) else "torch.autocast"
-        trace.autocasts.append(AutocastEntry(spelling, self.device, bool(self._enabled), self.fast_dtype))
-        return real_enter(self)
-
-    with mock.patch.object(base, "__enter__", enter):
-        yield
-
-
-class ScalerSpy:
-    """A real torch.amp.GradScaler whose calls are logged; anything else passes through."""
-
-    def __init__(self, real: torch.amp.GradScaler, trace: AmpTrace):
-        self.real, self.trace, self.inside_step = real, trace, False
-
-    def scale(self, outputs):
-        self.trace.events.append("scale")
-        scaled = self.real.scale(outputs)
-        if isinstance(scaled, torch.Tensor) and scaled.requires_grad:
-            scaled.register_hook(lambda g: self.trace.events.append("backward(scaled)"))
-        return scaled
-
-    def unscale_(self, optimizer):
-        self.trace.events.append("unscale_")
-        return self.real.unscale_(optimizer)
-
-    def step(self, optimizer, *args, **kwargs):
-        self.trace.events.append("scaler.step")
-        self.inside_step = True
-        try:
-            return self.real.step(optimizer, *args, **kwargs)
-        finally:
-            self.inside_step = False
-
-    def update(self, new_scale=None):
-        self.trace.events.append("update")
-        return self.real.update(new_scale)
-
-    def __getattr__(self, name):
-        return getattr(self.real, name)
-
-
-@dataclass
-class AmpRig:
-    model: nn.Module
-    x: torch.Tensor
-    y: torch.Tensor
-    optimizer: torch.optim.Optimizer
-    criterion: nn.Module
-    scaler: ScalerSpy
-    trace: AmpTrace
-
-    error: Exception = None
-
-    def run(self, candidate, device_type="cpu", dtype=torch.bfloat16):
-        """Call the learner's step; an exception is kept in `error` (the trace is judged first)."""
-        result = None
-        with torch.random.fork_rng(), checker_threads(), recording_autocast(self.trace), \
-                warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # judged by what autocast did, never by what it warned
-            torch.manual_seed(1)
-            try:
-                result = candidate(self.model, self.x, self.y, self.optimizer, self.criterion, self.scaler,
-                                   device_type, dtype)
-            except Exception as err:  # e.g. GradScaler's own complaint about a missing scale(): judged below
-                self.error = err
-        return result
-
-    def raise_error(self) -> None:
-        if self.error is not None:
-            raise self.error
-
-    def scaler_said(self) -> str:
-        """GradScaler's own complaint, if it raised one, for the feedback."""
-        if isinstance(self.error, AssertionError):
-            return f" (PyTorch's GradScaler also raised: {str(self.error).splitlines()[0]})"
-        return ""
-
-    @property
-    def scale(self) -> float:
-        return self.scaler.real._init_scale
-
-    def parameters(self) -> list:
-        return [p.detach().clone() for p in self.model.parameters()]
-
-
-def make_amp_rig(init_scale: float = 2.0**16, enabled: bool = True, seed: int = 0) -> AmpRig:
-    """Chapter 03's tiny probed model and loss, plus dtype probes, stale gradients and a spied scaler."""
-    rig, trace = make_rig("cpu", seed=seed), AmpTrace()
-    net = rig.model.inner
-
-    def at_layer(module, inputs, output):
-        trace.layer_dtypes.append(output.dtype)
-        trace.active_at_forward.append(autocast_state())
-
-    for layer in (m for m in net.modules() if isinstance(m, nn.Linear)):
-        layer.register_forward_hook(at_layer)
-    first = net[0].weight
-
-    def at_backward(fresh):
-        old = first.grad
-        trace.events.append("backward")
-        trace.stale_at_backward.append(old is not None and bool(old.any()))
-
-    first.register_hook(at_backward)
-    scaler = ScalerSpy(torch.amp.GradScaler("cpu", init_scale=init_scale, enabled=enabled), trace)
-    rig.optimizer.register_step_pre_hook(
-        lambda opt, a, k: trace.events.append("optimizer.step" + (" (by scaler)" if scaler.inside_step else "")))
-    for p in rig.model.parameters():  # the previous batch's gradients, still there
-        p.grad = torch.full_like(p, 0.01)
-    x, y = next(iter(rig.loader))
-    return AmpRig(rig.model, x, y, rig.optimizer, rig.criterion, scaler, trace)
-
-
-def _other_device(entries, device_type: str) -> str:
-    return next((e.device_type for e in entries if e.device_type != device_type), "")
-
-
-# Why the forward pass ran in float32, judged from what autocast did: (test(entries, active, device_type),
-# message, hint). `entries`: the autocast contexts entered; `active`: what was switched on while the
-# layers ran. The first row that matches is the feedback.
-FLOAT32_FORWARD = (
-    (lambda entries, active, dt: any(e.spelling == "torch.cuda.amp.autocast" for e in entries),
-     "You used `torch.cuda.amp.autocast()`, the deprecated spelling: it only ever switches autocast on for "
-     "CUDA, and the model ran on '{dt}' here, so the forward ran in float32.",
-     "`torch.autocast` takes the device type as its first argument and works on every device."),
-    (lambda entries, active, dt: _other_device(entries, dt) != "",
-     "Your autocast was for '{other}', but the model and the data are on '{dt}' here: autocast for one "
-     "device type leaves another's operations alone, so the forward ran in float32.",
-     "Use the device_type your function is given instead of a device name written into the code."),
-    (lambda entries, active, dt: entries and not any(e.enabled for e in entries),
-     "autocast was entered switched off (`enabled=False`), so the forward ran in float32.",
-     "An autocast context does nothing unless it is enabled (the default)."),
-    (lambda entries, active, dt: entries and not any(active),
-     "autocast was entered, but not while the model ran: the forward happened outside the `with` block.",
-     "The forward pass and the loss both belong inside the autocast block."),
-    (lambda entries, active, dt: True,
-     "The forward pass ran in float32: no autocast was on while the model ran.",
-     "Autocast is a context manager: the forward pass and the loss run inside its `with` block."),
-)
-
-
-def _no_autocast_fail(rig: AmpRig, dtype, device_type: str = "cpu") -> Fail:
-    entries, active = rig.trace.autocasts, rig.trace.active_at_forward
-    other = _other_device(entries, device_type)
-    for test, message, hint in FLOAT32_FORWARD:
-        if test(entries, active, device_type):
-            return Fail(message.format(dt=device_type, other=other), expected=f"layers computing in {dtype}",
-                        got="float32", hint=hint)
-
-
-def _check_autocast(candidate):
-    rig = make_amp_rig()
-    rig.run(candidate)
-    seen = rig.trace.layer_dtypes
-    if not seen:
-        rig.raise_error()
-        raise Fail("Your function never called the model.")
-    if all(d == torch.float32 for d in seen):
-        raise _no_autocast_fail(rig, torch.bfloat16)
-    if any(d != torch.bfloat16 for d in seen):
-        raise Fail("Autocast ran, but not with the dtype you were given.", expected="torch.bfloat16",
-                   got=", ".join(sorted({str(d) for d in seen})),
-                   hint="The dtype argument says which low precision to use; a dtype written into the code "
-                        "ignores it.")
-
-
-def _check_scaled_backward(candidate):
-    rig = make_amp_rig()
-    rig.run(candidate)
-    events = rig.trace.events
-    if "backward" not in events:
-        rig.raise_error()
-        raise Fail("No backward pass reached the model's weights.",
-                   hint="The gradients come from a backward pass that starts at the (scaled) loss.")
-    if "backward(scaled)" not in events:
-        what = ("The scaler never saw the loss" if "scale" not in events
-                else "`scaler.scale(loss)` was computed, but `backward()` started from the loss itself")
-        raise Fail(f"{what}: `backward()` ran on the unscaled loss. With float16, small gradients underflow "
-                   f"to 0 in exactly that case, before the scaler can help.",
-                   got="`backward()` on the unscaled loss" + rig.scaler_said(),
-                   hint="The scaler multiplies the loss (by 65536 here) BEFORE backward, so the gradients are "
-                        "big enough for float16; backward must start from what the scaler returns.")
-    if any(rig.trace.stale_at_backward):
-        raise Fail("Gradients accumulate: the previous batch's gradients were still there at `backward()`.",
-                   hint="Clear the old gradients first, as in every training step (chapter 03).")
-
-
-# What went wrong with the update, judged from the order of calls: (test(events), message, got, hint).
-# "direct": optimizer.step() called by the learner; "scaled": backward started from the scaled loss.
-def _step_rows(scale: float):
-    return (
-        (lambda e: e["direct"] and not e["via_scaler"] and e["scaled"],
-         f"`optimizer.step()` used the gradients as backward left them: multiplied by the scale ({scale:g} "
-         f"here), so the update was {scale:g} times too big.",
-         "`optimizer.step()` after a scaled backward",
-         "Only the scaler knows the scale: its own step divides the gradients back, skips the update if any "
-         "is inf or nan, and then calls `optimizer.step()` for you."),
-        (lambda e: e["direct"] and not e["via_scaler"],
-         "`optimizer.step()` was called directly, so the scaler never saw this step: it cannot skip a step "
-         "whose gradients overflowed to inf or nan, and its scale never adapts.",
-         "`optimizer.step()` without the scaler",
-         "The GradScaler steps the optimizer for you, after checking the gradients."),
-        (lambda e: e["direct"] and e["via_scaler"],
-         "The optimizer stepped twice: once through the scaler and once directly.",
-         "two optimizer steps per call",
-         "The scaler's step already calls `optimizer.step()`."),
-        (lambda e: not e["via_scaler"],
-         "The weights were never updated: nothing stepped the optimizer.", "no optimizer step",
-         "After backward, the scaler steps the optimizer."),
-        (lambda e: not e["update"],
-         "The scaler's scale was never updated: after an overflow it would keep skipping steps.",
-         "the scale left as it was", "A GradScaler step ends by updating the scale for the next step."),
-        (lambda e: e["order"][-3:] != ["backward(scaled)", "scaler.step", "update"],
-         "The scaler's calls are out of order.", None,
-         "Backward on the scaled loss, then the scaler's step, then its update."),
-    )
-
-
-def _check_scaler_step(candidate):
-    rig = make_amp_rig()
-    rig.run(candidate)
-    events = rig.trace.events
-    order = [e for e in events if e in ("backward(scaled)", "scaler.step", "update")]
-    seen = dict(direct="optimizer.step" in events, via_scaler="scaler.step" in events,
-                scaled="backward(scaled)" in events, update="update" in events, order=order)
-    for test, message, got, hint in _step_rows(rig.scale):
-        if test(seen):
-            if not seen["via_scaler"] and not seen["direct"] or not seen["update"]:
-                rig.raise_error()  # the learner's own exception, or the scaler refused to step
-            raise Fail(message, got=(got or ", ".join(order)) + rig.scaler_said(), hint=hint)
-    rig.raise_error()
-
-
-def _check_returns_loss(candidate):
-    rig = make_amp_rig()
-    result = rig.run(candidate)
-    rig.raise_error()
-    if isinstance(result, torch.Tensor):
-        raise tensor_fail(result, "the loss")
-    if not isinstance(result, float):
-        raise Fail("Return the loss as a Python float.", expected="float", got=type(result).__name__)
-    want = rig.criterion.trace.losses[-1].value if rig.criterion.trace.losses else None
-    if want is None:
-        raise Fail("Your function never called criterion(logits, y).")
-    if math.isclose(result, want * rig.scale, rel_tol=1e-3):
-        raise Fail(f"You returned the scaled loss (multiplied by the scaler's {rig.scale:g}).",
-                   expected=f"{want:.6f}", got=f"{result:.6g}",
-                   hint="The scaled loss exists only for backward; report the loss the criterion computed.")
-    if not math.isclose(result, want, rel_tol=1e-3, abs_tol=1e-5):
-        raise Fail("The value you returned is not this step's loss.", expected=f"{want:.6f}", got=f"{result:.6f}")
-
-
-def check_matches_reference(reference, dtype, init_scale, enabled, where):
-    """A test: same start, same batch, the learner's step and `reference` leave the same weights (chapter 05)."""
-    def run(candidate):
-        ours, theirs = make_amp_rig(init_scale, enabled), make_amp_rig(init_scale, enabled)
-        ours.run(reference, dtype=dtype)
-        theirs.run(candidate, dtype=dtype)
-        theirs.raise_error()
-        if not all(torch.allclose(a, b, atol=1e-5) for a, b in zip(ours.parameters(), theirs.parameters())):
-            raise Fail(f"After one step from the same start, your weights differ from the reference step's{where}.")
-    return run
-
-
+# The checks (and the AMP rig, the scaler spy, the simulated GPU clock) live in course_lib/checks/speedups.py.
 amp_train_step = chapter.function_exercise(
     "amp_train_step",
     title="One mixed-precision training step, today's API",
@@ -1222,10 +925,10 @@ amp_train_step = chapter.function_exercise(
            "(unscaled) loss as a Python float. x and y are already on the model's device.",
     points=5,
     tests=[
-        Test("runs the forward pass under autocast with the given dtype", _check_autocast),
-        Test("clears the gradients and calls backward on the scaled loss", _check_scaled_backward),
-        Test("steps through the scaler, then updates the scale", _check_scaler_step),
-        Test("returns this step's loss as a Python float", _check_returns_loss),
+        Test("runs the forward pass under autocast with the given dtype", speedups.Autocast()),
+        Test("clears the gradients and calls backward on the scaled loss", speedups.ScaledBackward()),
+        Test("steps through the scaler, then updates the scale", speedups.ScalerStep()),
+        Test("returns this step's loss as a Python float", speedups.ReturnsLoss()),
     ],
     hints=["It is chapter 03's training step with two changes: the forward pass and the loss run inside an "
            "autocast block, and the GradScaler takes part in backward and in the update.",
@@ -1367,161 +1070,6 @@ phase_ms = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise: time_it
-class SimulatedGPU:
-    """A clock and a GPU queue, simulated: the learner's timer reads this clock, not the real one.
-
-    Calling the timed function costs `host_ms` of Python time and queues `gpu_ms` of device work
-    that runs on after the call returns; only a synchronize() waits for it. Call 0 is a slow
-    first call (its GPU work `first_ms`), as real first calls are. With `cuda=False` the device
-    being timed is the CPU: the work happens during the call, and any CUDA synchronize is logged
-    in `cuda_calls`; `machine_has_cuda` says whether the simulated machine has a GPU at all.
-    """
-
-    def __init__(self, gpu_ms, host_ms: float = 0.2, first_ms: float = 400.0, cuda: bool = True,
-                 machine_has_cuda: bool = None):
-        self.gpu_ms, self.host_ms, self.first_ms, self.cuda = list(gpu_ms), host_ms, first_ms, cuda
-        self.machine_has_cuda = cuda if machine_has_cuda is None else machine_has_cuda
-        self.now, self.gpu_free_at = 1000.0, 1000.0      # seconds
-        self.calls, self.syncs, self.events, self.cuda_calls = 0, 0, [], []
-
-    def work(self) -> None:
-        """The function being timed."""
-        i = self.calls
-        self.calls += 1
-        self.events.append(("call", i))
-        self.now += self.host_ms / 1000
-        gpu = self.first_ms if i == 0 else self.gpu_ms[(i - 1) % len(self.gpu_ms)]
-        if self.cuda:
-            self.gpu_free_at = max(self.now, self.gpu_free_at) + gpu / 1000
-        else:
-            self.now += gpu / 1000       # on the CPU the work happens during the call
-
-    def synchronize(self, device=None, *args, **kwargs) -> None:
-        if not self.cuda:
-            self.cuda_calls.append(device)
-            if not self.machine_has_cuda:
-                raise AssertionError("Torch not compiled with CUDA enabled")  # what a CPU-only machine says
-            if device is not None and torch.device(device).type != "cuda":
-                raise ValueError(f"Expected a cuda device, but got: {torch.device(device)}")  # what torch says
-            return                       # a GPU machine waits for its (idle) GPU: not the device timed
-        self.syncs += 1
-        self.events.append(("sync",))
-        self.now = max(self.now, self.gpu_free_at)
-
-    def seconds(self) -> float:
-        return self.now
-
-    def ns(self) -> int:
-        return int(self.now * 1e9)
-
-    def call_ms(self, i: int) -> float:
-        """What call i really costs, device work included."""
-        return self.host_ms + (self.first_ms if i == 0 else self.gpu_ms[(i - 1) % len(self.gpu_ms)])
-
-
-CLOCKS = {"perf_counter": "seconds", "monotonic": "seconds", "time": "seconds", "perf_counter_ns": "ns",
-          "monotonic_ns": "ns", "time_ns": "ns"}
-
-
-@contextmanager
-def simulated(gpu: SimulatedGPU, namespace: dict):
-    """Swap the clocks, torch.cuda.synchronize and is_available for the simulation's, then restore."""
-    real = {getattr(time, name): getattr(gpu, kind) for name, kind in CLOCKS.items()}
-    with ExitStack() as stack:
-        for name, kind in CLOCKS.items():
-            stack.enter_context(mock.patch.object(time, name, getattr(gpu, kind)))
-        import timeit
-        stack.enter_context(mock.patch.object(timeit, "default_timer", gpu.seconds))
-        stack.enter_context(mock.patch.object(torch.cuda, "synchronize", gpu.synchronize))
-        stack.enter_context(mock.patch.object(torch.cuda, "is_available", lambda: gpu.machine_has_cuda))
-        if hasattr(torch, "accelerator") and hasattr(torch.accelerator, "synchronize"):
-            stack.enter_context(mock.patch.object(torch.accelerator, "synchronize", gpu.synchronize))
-        for name, value in list(namespace.items()):  # `from time import perf_counter` in the notebook
-            fake = next((f for clock, f in real.items() if value is clock), None)
-            if fake is not None:
-                stack.enter_context(mock.patch.dict(namespace, {name: fake}))
-        yield gpu
-
-
-def _timed_calls(gpu: SimulatedGPU, repeats: int) -> list:
-    """What a correct timer reports per timed call: the last `repeats` calls, device work included."""
-    return [gpu.call_ms(i) for i in range(gpu.calls - repeats, gpu.calls)]
-
-
-def _diagnose_time(got: float, gpu: SimulatedGPU, repeats: int, where: str):
-    per_call = _timed_calls(gpu, repeats)
-    want = statistics.median(per_call)
-    if math.isclose(got, want, rel_tol=1e-6):
-        return
-    # without a synchronize after the warm-up, the first timed call also waits for the warm-up's GPU work
-    first_spill = [gpu.first_ms + per_call[0] - gpu.host_ms] + per_call[1:]
-    median_hint = "The median is the middle value of the sorted times (the statistics module computes it)."
-    spill_hint = "Wait for the device after the warm-up call too, before the first clock reading."
-    known = [
-        (want / 1000, "in seconds, not milliseconds", "`time.perf_counter()` counts seconds."),
-        (statistics.mean(per_call), "the mean, which one slow run pulls up", median_hint),
-        (min(per_call), "the fastest run, not the median", median_hint),
-        (statistics.median(first_spill), "too high: the first timed run still waited for the warm-up's GPU work",
-         spill_hint),
-        (statistics.mean(first_spill), "too high: the first timed run still waited for the warm-up's GPU work",
-         spill_hint),
-    ]
-    for value, problem, hint in known:
-        if math.isclose(got, value, rel_tol=1e-6):
-            raise Fail(f"The time you returned is {problem}{where}.", expected=f"{want:.4f} ms",
-                       got=f"{got:.4f}", hint=hint)
-    raise Fail(f"The time you returned is not the median of the timed runs{where}.", expected=f"{want:.4f} ms",
-               got=f"{got:.4f}", hint="Read the clock right before and right after each call (after waiting for "
-                                      "the device), and return the median in milliseconds.")
-
-
-def _cuda_on_cpu_fail(gpu: SimulatedGPU, where: str) -> Fail:
-    machine = ("on a machine without CUDA that raises (it did here)" if not gpu.machine_has_cuda else
-               "on a GPU machine it waits for the GPU, which is not the device you are timing "
-               "(and given a CPU device it raises)")
-    return Fail(f"While timing a CPU device your function called `torch.cuda.synchronize()` "
-                f"{len(gpu.cuda_calls)} time(s){where}: {machine}.",
-                got=f"{len(gpu.cuda_calls)} CUDA synchronize call(s) for device cpu",
-                hint="Whether to synchronize depends on the device being timed (look at its `.type`), not on "
-                     "whether the machine has a GPU.")
-
-
-def check_time_it(gpu_ms, repeats: int, device, where: str = "", machine_has_cuda: bool = None):
-    """A test of time_it on a simulated GPU (or CPU) with these per-call times (chapter 05)."""
-    def run(candidate):
-        gpu = SimulatedGPU(gpu_ms, cuda=torch.device(device).type == "cuda", machine_has_cuda=machine_has_cuda)
-        with simulated(gpu, getattr(candidate, "__globals__", {})), checker_threads():
-            try:
-                result = candidate(gpu.work, device, repeats)
-            except (AssertionError, ValueError):
-                if not gpu.cuda_calls:
-                    raise
-                result = None
-        if gpu.cuda_calls:
-            raise _cuda_on_cpu_fail(gpu, where)
-        if isinstance(result, torch.Tensor):
-            raise tensor_fail(result, "the time")
-        got = as_number(result)
-        if got is None:
-            raise Fail(f"Return one number, the median in milliseconds{where}.", expected="a float",
-                       got=repr(result)[:80])
-        if gpu.calls < repeats:
-            raise Fail(f"fn was called {gpu.calls} times for repeats={repeats}{where}.",
-                       expected=f"1 warm-up call + {repeats} timed calls", got=f"{gpu.calls} calls")
-        if gpu.calls == repeats:
-            raise Fail(f"No warm-up: the slow first call (here {gpu.call_ms(0):.0f} ms) was among the timed "
-                       f"runs{where}.", expected=f"{repeats + 1} calls (1 untimed warm-up)", got=f"{gpu.calls} calls",
-                       hint="Call `fn()` once before timing: the first call pays one-off costs (CUDA start-up, "
-                            "kernel selection, compilation).")
-        if gpu.cuda and not gpu.syncs:
-            raise Fail(f"You never synchronized: the clock measured how long it took to LAUNCH the GPU work, "
-                       f"not to do it{where}.", got=f"a median of {got:.3f} ms, only the launch time",
-                       hint="CUDA runs asynchronously: the clock may be read only after the GPU has finished "
-                            "its queue (`torch.cuda.synchronize` waits for that).")
-        _diagnose_time(got, gpu, repeats, where)
-    return run
-
-
 time_it = chapter.function_exercise(
     "time_it",
     title="Timing a GPU correctly",
@@ -1532,13 +1080,13 @@ time_it = chapter.function_exercise(
     points=4,
     tests=[
         Test("warms up, synchronizes, returns the median in ms (simulated GPU)",
-             check_time_it([10.0, 14.0, 11.0, 50.0, 12.0], 5, torch.device("cuda"))),
-        Test("the same with repeats=3", check_time_it([8.0, 30.0, 9.0], 3, torch.device("cuda"), " (repeats=3)")),
+             TimeIt([10.0, 14.0, 11.0, 50.0, 12.0], 5, torch.device("cuda"))),
+        Test("the same with repeats=3", TimeIt([8.0, 30.0, 9.0], 3, torch.device("cuda"), " (repeats=3)")),
         Test("a CPU device on a machine without CUDA: no CUDA calls, the median in ms",
-             check_time_it([3.0, 5.0, 4.0, 9.0, 2.0], 5, torch.device("cpu"), " (device cpu, no GPU)")),
+             TimeIt([3.0, 5.0, 4.0, 9.0, 2.0], 5, torch.device("cpu"), " (device cpu, no GPU)")),
         Test("a CPU device on a machine that has a GPU: still no CUDA calls",
-             check_time_it([3.0, 5.0, 4.0, 9.0, 2.0], 5, torch.device("cpu"), " (device cpu, GPU machine)",
-                           machine_has_cuda=True)),
+             TimeIt([3.0, 5.0, 4.0, 9.0, 2.0], 5, torch.device("cpu"), " (device cpu, GPU machine)",
+                    machine_has_cuda=True)),
     ],
     hints=["Three rules: one untimed warm-up call; on a CUDA device, wait for the GPU (`torch.cuda.synchronize`) "
            "before each clock reading; report the median, in milliseconds.",

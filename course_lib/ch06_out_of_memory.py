@@ -11,14 +11,14 @@ import statistics
 
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, TensorDataset
 
 from . import memory, profiling, training
 from .measure import Timer
 from .data import N_CLASSES, N_FEATURES
-from .exercises import Chapter, Fail, Test
-from .memory import OUT_OF_MEMORY, MemoryBudgetExceeded, OutOfMemoryError, format_bytes
-from .probes import Trace, check_moves_data, checker_threads, watch_gradients
+from .checks import memory as checks
+from .checks.rig import MovesData
+from .exercises import Chapter, Test
+from .memory import OUT_OF_MEMORY, MemoryBudgetExceeded, OutOfMemoryError, format_bytes  # noqa: F401
 from .seed import seed_everything
 from .sections import section
 
@@ -742,75 +742,8 @@ def checkpoint_table(result: dict):
 
 
 # ---------------------------------------------------------------- exercise 1: model_state_bytes
-def _state_case(kind: str):
-    """A model and optimizer in a known state; returns (model, optimizer, what the case is)."""
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        model = nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 3))
-        if kind == "bf16":
-            model[0].to(torch.bfloat16)
-        opt = (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9) if kind == "sgd_momentum"
-               else torch.optim.SGD(model.parameters(), lr=0.1) if kind == "sgd"
-               else torch.optim.Adam(model.parameters(), lr=1e-3))
-        if kind == "fresh":
-            return model, opt, "a new model and Adam before any backward() or step()"
-        for _ in range(2):
-            opt.zero_grad()
-            x = torch.randn(4, 6, dtype=model[0].weight.dtype)
-            out = model[2](model[1](model[0](x)).float())
-            out.sum().backward()
-            opt.step()
-        return model, opt, {"adam": "a model after two Adam steps", "sgd": "plain SGD (keeps no state)",
-                            "sgd_momentum": "SGD with momentum (one buffer per weight)",
-                            "bf16": "a model whose first layer is bfloat16 (2 bytes per element), after Adam steps"}[kind]
-
-
-def _step_counter_bytes(optimizer) -> int:
-    """Bytes of the optimizer's `step` tensors (Adam: one 0-dim float32 per parameter)."""
-    return sum(memory.tensor_bytes(v) for state in optimizer.state.values() for name, v in state.items()
-               if name == "step" and isinstance(v, torch.Tensor))
-
-
-def check_state(kind: str):
-    def run(candidate):
-        model, opt, what = _state_case(kind)
-        want = memory.state_bytes(model, opt)
-        got = candidate(model, opt)
-        if not isinstance(got, dict) or set(got) != set(want):
-            raise Fail("Return a dict with exactly the keys 'weights', 'grads', 'optimizer_state'.",
-                       expected=sorted(want), got=repr(got)[:100])
-        n_elements = {"weights": sum(p.numel() for p in model.parameters()),
-                      "grads": sum(p.grad.numel() for p in model.parameters() if p.grad is not None)}
-        for k in ("weights", "grads", "optimizer_state"):
-            if got[k] == want[k]:
-                continue
-            if k in n_elements and got[k] == n_elements[k] and want[k]:
-                raise Fail(f"{k}: you counted elements, not bytes ({what}).", expected=want[k], got=got[k],
-                           hint="Multiply each tensor's numel() by its element_size() (4 for float32).")
-            if k != "optimizer_state" and got[k] == 4 * n_elements[k] and want[k] != got[k]:
-                raise Fail(f"{k}: you assumed 4 bytes per element, but not every tensor is float32 ({what}).",
-                           expected=want[k], got=got[k], hint="t.element_size() gives the real size of t's dtype.")
-            if k == "grads" and want[k] == 0:
-                raise Fail(f"grads: there are no gradients yet ({what}).", expected=0, got=got[k],
-                           hint="p.grad is None until a backward() (and again after zero_grad(set_to_none=True)).")
-            counters = _step_counter_bytes(opt)
-            if k == "optimizer_state" and counters and got[k] == want[k] - counters:
-                raise Fail(f"optimizer_state: {counters} bytes short ({what}): you left out Adam's step counters.",
-                           expected=want[k], got=got[k],
-                           hint="Besides exp_avg and exp_avg_sq, Adam keeps `step` for each parameter: a 0-dim "
-                                "float32 tensor, 4 bytes. Count every tensor value in optimizer.state[p].")
-            if k == "optimizer_state" and got[k] == 2 * want["weights"] and want[k] != got[k]:
-                raise Fail(f"optimizer_state: you estimated 2 x weights instead of measuring ({what}).",
-                           expected=want[k], got=got[k],
-                           hint="Add up the tensors the optimizer really holds: every tensor value in "
-                                "optimizer.state[p] (Adam makes them at its first step; SGD without momentum keeps none).")
-            raise Fail(f"{k} is not right ({what}).", expected=want[k], got=got[k],
-                       hint={"weights": "Every parameter counts once: its number of elements times the bytes "
-                                        "of one element.",
-                             "grads": "Only parameters whose .grad is not None have gradient memory.",
-                             "optimizer_state": "optimizer.state holds one dict per parameter: add up the values in "
-                                                "those dicts that are tensors, whatever their names."}[k])
-    return run
+# The checks live in course_lib/checks/memory.py; the names below stay here for the notebook and tests.
+_state_case = checks.state_case
 
 
 model_state_bytes = chapter.function_exercise(
@@ -821,9 +754,9 @@ model_state_bytes = chapter.function_exercise(
            "optimizer keeps in optimizer.state. Bytes of a tensor: t.numel() * t.element_size().",
     points=4,
     tests=[
-        Test("after two Adam steps", check_state("adam")),
-        Test("before the first backward and step", check_state("fresh")),
-        Test("a model with a bfloat16 layer", check_state("bf16")),
+        Test("after two Adam steps", checks.State("adam")),
+        Test("before the first backward and step", checks.State("fresh")),
+        Test("a model with a bfloat16 layer", checks.State("bf16")),
     ],
     hints=["Weights: `model.parameters()`. Grads: `p.grad` of each parameter, when it is not None. Optimizer "
            "state: `optimizer.state` is a dict {parameter: {name: value}}.",
@@ -834,137 +767,10 @@ model_state_bytes = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise 2: train_with_accumulation
-ACC_IN, ACC_OUT = 12, 4
-
-
-def _acc_model(seed: int = 0) -> nn.Module:
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        return nn.Sequential(nn.Linear(ACC_IN, 16), nn.ReLU(), nn.Linear(16, ACC_OUT))
-
-
-def _acc_loader(n_micro: int, micro: int, seed: int = 0) -> DataLoader:
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(n_micro * micro, ACC_IN, generator=g)
-    y = torch.randint(0, ACC_OUT, (n_micro * micro,), generator=g)
-    return DataLoader(TensorDataset(x, y), batch_size=micro)
-
-
-def _run_acc(candidate, loader, accum_steps, model=None, device="cpu", seed=0):
-    """Run the candidate on a fresh model with plain SGD; return (model, trace of steps and backwards)."""
-    model = model or _acc_model(seed)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-    trace = Trace()
-    watch_gradients(model[0].weight, optimizer, trace)
-    with torch.random.fork_rng(), checker_threads():
-        candidate(model, loader, optimizer, nn.CrossEntropyLoss(), device, accum_steps)
-    return model, trace
-
-
-def reference_big_batch(loader, accum_steps, seed=0, divide_by=None, skip_short_group=False) -> nn.Module:
-    """The same data in big batches of accum_steps micro-batches, one ordinary SGD step per big batch.
-
-    `divide_by(g)`: what each micro-batch loss of a group of g micro-batches was divided by; the
-    right answer divides by g itself (the default), and then each step IS the big batch's step.
-    """
-    model = _acc_model(seed)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-    for x, y in DataLoader(loader.dataset, batch_size=loader.batch_size * accum_steps):
-        group = math.ceil(len(x) / loader.batch_size)
-        if skip_short_group and group < accum_steps:   # a known mistake: no step for a last, shorter group
-            break
-        factor = group / divide_by(group) if divide_by else 1.0
-        optimizer.zero_grad()
-        (factor * nn.functional.cross_entropy(model(x), y)).backward()
-        optimizer.step()
-    return model
-
-
-def _weights_equal(a, b) -> bool:
-    return all(torch.allclose(p, q, rtol=1e-4, atol=1e-6) for p, q in zip(a.parameters(), b.parameters()))
-
-
-def check_step_pattern(n_micro, accum_steps):
-    def run(candidate):
-        _, trace = _run_acc(candidate, _acc_loader(n_micro, 8), accum_steps)
-        want = list(range(accum_steps, n_micro + 1, accum_steps))
-        if n_micro % accum_steps:
-            want.append(n_micro)
-        got = [s["backwards"] for s in trace.steps]
-        where = f" ({n_micro} micro-batches, accum_steps={accum_steps})"
-        if len(trace.backwards) != n_micro:
-            raise Fail(f"backward() ran {len(trace.backwards)} times for {n_micro} micro-batches{where}.",
-                       expected=f"{n_micro} backward() calls", got=len(trace.backwards),
-                       hint="One forward and one backward per micro-batch; only the step waits.")
-        if got == list(range(1, n_micro + 1)):
-            raise Fail(f"optimizer.step() ran after every micro-batch{where}: that is ordinary small-batch training.",
-                       expected=f"steps after micro-batches {want}", got=f"steps after {got}",
-                       hint="Count micro-batches with enumerate(loader): a group ends after every accum_steps-th one.")
-        if got == want[:-1] and n_micro % accum_steps:
-            raise Fail(f"The last, shorter group never got its step: its gradients were computed and then "
-                       f"thrown away{where}.", expected=f"steps after micro-batches {want}", got=f"steps after {got}",
-                       hint="After the loop, if some micro-batches were accumulated since the last step, step once more.")
-        if got != want:
-            raise Fail(f"The optimizer stepped at the wrong moments{where}.", expected=f"after micro-batches {want}",
-                       got=f"after {got}", hint="Count micro-batches with enumerate(loader).")
-        starts = {0} | set(want[:-1])
-        for i, b in enumerate(trace.backwards):
-            if i in starts and not b["clean"]:
-                raise Fail(f"Gradients from the previous group leaked into the next one (micro-batch {i + 1}){where}.",
-                           hint="optimizer.zero_grad() after each step (and once before the loop).")
-            if i not in starts and b["clean"]:
-                raise Fail(f"The gradients were cleared inside a group (before micro-batch {i + 1}): only the last "
-                           f"micro-batch of each group reached the step{where}.",
-                           expected="gradients that add up over accum_steps micro-batches",
-                           got="zero_grad() before every micro-batch",
-                           hint="Accumulating IS not clearing: zero_grad only right after optimizer.step().")
-    return run
-
-
-def _accumulation_mistakes(loader, k, seed):
-    """(weights a known mistake gives, what it did, a hint that does not give the line) (chapter 06)."""
-    return (
-        (reference_big_batch(loader, k, seed, divide_by=lambda g: 1),
-         "Your steps are too big: a group's gradient became the SUM of its micro-batch gradients, not their mean",
-         "The big batch's loss is a mean: scale each micro-batch's loss down before backward()."),
-        (reference_big_batch(loader, 1, seed, divide_by=lambda g: k),
-         "Your weights are those of ordinary small-batch training with a smaller learning rate: the optimizer "
-         "stepped after every micro-batch",
-         "Gradients add up in .grad while you do not step: step only once per group."),
-        (reference_big_batch(loader, k, seed, skip_short_group=True),
-         "All full groups match the big batch, but the last, shorter group never took its step: its gradients "
-         "were computed, then thrown away",
-         "After the loop, if micro-batches were accumulated since the last step, step once more (that group's "
-         "losses divided by its own number of micro-batches)."),
-        (reference_big_batch(loader, k, seed, divide_by=lambda g: k),
-         "All groups but the last match the big batch; the last, shorter group does not: its losses were "
-         "divided as if it were a full group, so its step came out too small",
-         "A group of g micro-batches is a big batch of g micro-batches: its mean loss divides by g. "
-         "len(loader) tells you how many micro-batches there are, so you know how big the last group is."),
-    )
-
-
-def check_equals_big_batch(n_micro, accum_steps):
-    """Check: after one epoch, the learner's weights equal big-batch SGD's on the same data (chapter 06)."""
-    def run(candidate):
-        loader = _acc_loader(n_micro, 8, seed=accum_steps)
-        got, _ = _run_acc(candidate, loader, accum_steps, seed=accum_steps)
-        if _weights_equal(got, reference_big_batch(loader, accum_steps, seed=accum_steps)):
-            return
-        where = f" ({n_micro} micro-batches of 8, accum_steps={accum_steps})"
-        for weights, what, hint in _accumulation_mistakes(loader, accum_steps, accum_steps):
-            if _weights_equal(got, weights):
-                raise Fail(what + where + ".", expected="the weights of big-batch training on the same data",
-                           hint=hint)
-        raise Fail(f"After training, your weights differ from ordinary big-batch training on the same data{where}.",
-                   hint="Per micro-batch: forward, scale the loss, backward. Per group: step, then zero_grad.")
-    return run
-
-
-def accumulate_on_rig(rig, candidate):
-    with torch.random.fork_rng(), checker_threads():
-        torch.manual_seed(1)
-        return candidate(rig.model, rig.loader, rig.optimizer, rig.criterion, rig.device, 2)
+ACC_IN, ACC_OUT = checks.ACC_IN, checks.ACC_OUT
+_acc_model, _acc_loader, _run_acc, _weights_equal = checks.acc_model, checks.acc_loader, checks.run_acc, \
+    checks.weights_equal
+reference_big_batch = checks.reference_big_batch
 
 
 train_with_accumulation = chapter.function_exercise(
@@ -979,12 +785,12 @@ train_with_accumulation = chapter.function_exercise(
            "gets its step, weighted by its real size. Put the model in training mode first. Nothing to return.",
     points=6,
     tests=[
-        Test("moves the inputs and the labels to `device`", check_moves_data(accumulate_on_rig)),
+        Test("moves the inputs and the labels to `device`", MovesData("accumulate")),
         Test("steps once every accum_steps micro-batches, clears gradients only after a step",
-             check_step_pattern(6, 3)),
-        Test("same weights as big-batch training on the same data", check_equals_big_batch(6, 2)),
-        Test("the last, shorter group still gets its step", check_step_pattern(7, 3)),
-        Test("the last, shorter group is weighted by its real size", check_equals_big_batch(7, 3)),
+             checks.StepPattern(6, 3)),
+        Test("same weights as big-batch training on the same data", checks.EqualsBigBatch(6, 2)),
+        Test("the last, shorter group still gets its step", checks.StepPattern(7, 3)),
+        Test("the last, shorter group is weighted by its real size", checks.EqualsBigBatch(7, 3)),
     ],
     hints=["Count micro-batches with `for i, (x, y) in enumerate(loader)`. A group ends when "
            "`(i + 1) % accum_steps == 0`, or at the very last micro-batch (`len(loader)` says which one that is).",
@@ -998,99 +804,7 @@ train_with_accumulation = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise 3: largest_batch
-class FakeCard:
-    """try_batch for the checks: fits up to `fits_up_to` samples; may raise another error at `broken`."""
-
-    def __init__(self, fits_up_to: int, error=MemoryBudgetExceeded, broken: int = None):
-        self.fits_up_to, self.error, self.broken = fits_up_to, error, broken
-        self.tried = []
-
-    def __call__(self, n: int):
-        self.tried.append(n)
-        if n == self.broken:
-            raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (a bug, not a memory problem)")
-        if n > self.fits_up_to:
-            raise self.error(f"out of memory at batch {n} (a test card that fits {self.fits_up_to})")
-
-
-def check_largest(fits_up_to, limit, error=MemoryBudgetExceeded, what=""):
-    """Check largest_batch on a FakeCard that fits `fits_up_to` samples and raises `error` above (chapter 06)."""
-    def run(candidate):
-        card = FakeCard(fits_up_to, error)
-        try:
-            got = candidate(card, limit)
-        except OUT_OF_MEMORY as err:
-            raise Fail(f"Your function let {type(err).__name__} escape{what}: that is an out-of-memory error too.",
-                       got=f"{type(err).__name__}: {err}",
-                       hint="memory.OUT_OF_MEMORY is a tuple of both kinds: torch.OutOfMemoryError (a real GPU) "
-                            "and MemoryBudgetExceeded (the course's stand-in). Catch the tuple.")
-        over = [n for n in card.tried if n > limit]
-        if over:
-            raise Fail(f"You tried batch {over[0]}, above the limit {limit}{what}.", expected=f"sizes <= {limit}",
-                       got=card.tried, hint="Stop doubling before the size passes the limit.")
-        want = 0
-        while want * 2 <= limit and max(1, want * 2) <= fits_up_to:
-            want = max(1, want * 2)
-        if got == want:
-            return
-        if want == 0 and got is None:
-            raise Fail(f"Even batch 1 does not fit here{what}: return 0, a number.", expected=0, got=None)
-        if got == max(1, want * 2) and got in card.tried:
-            raise Fail(f"You returned the first size that did NOT fit{what}.", expected=want, got=got,
-                       hint="Remember the last size that ran; return that one.")
-        if want == limit and got == want // 2 and limit not in card.tried:
-            raise Fail(f"You never tried the limit itself, {limit}{what}: a batch of exactly `limit` is allowed.",
-                       expected=want, got=got, hint="Keep doubling while n is at most the limit, not below it.")
-        raise Fail(f"Not the largest power-of-two batch that fits{what}.", expected=want, got=got,
-                   hint="Remember the last size that ran; double n while it is at most the limit; stop at the "
-                        "first out-of-memory error.")
-    return run
-
-
-def check_other_errors(candidate):
-    """Check: a shape error at batch 8 reaches the caller instead of counting as out of memory (chapter 06)."""
-    card = FakeCard(fits_up_to=64, broken=8)
-    try:
-        got = candidate(card, 1024)
-    except RuntimeError as err:
-        if "shapes cannot be multiplied" in str(err) and not isinstance(err, OUT_OF_MEMORY):
-            return
-        raise
-    raise Fail("A shape error at batch 8 was swallowed as if it were out of memory.",
-               expected="the RuntimeError about shapes raised to the caller", got=f"returned {got!r}",
-               hint="Catch only out-of-memory errors: except memory.OUT_OF_MEMORY (a tuple of torch.OutOfMemoryError "
-                    "and the course's MemoryBudgetExceeded). `except RuntimeError` catches far more: shape errors, "
-                    "device mismatches...")
-
-
-def budget_card(n_max: int = 2048, budget: int = BUDGET):
-    """try_batch on the CPU stand-in: one Adam step of a fresh wide_mlp on n samples inside `budget`."""
-    g = torch.Generator().manual_seed(0)
-    x, y = torch.randn(n_max, N_FEATURES, generator=g), torch.randint(0, N_CLASSES, (n_max,), generator=g)
-
-    def try_batch(n: int):
-        with torch.random.fork_rng():
-            torch.manual_seed(0)
-            model = wide_mlp()
-        optimizer, criterion = torch.optim.Adam(model.parameters(), lr=1e-3), nn.CrossEntropyLoss()
-        warm_step(model, optimizer, criterion, x[:8], y[:8])
-        step_in_budget(model, optimizer, criterion, x[:n], y[:n], budget)
-    return try_batch
-
-
-def check_real_budget(candidate):
-    """Check on the course's memory budget with a real model: compare with every power of two (chapter 06)."""
-    try_batch = budget_card()
-    with checker_threads():
-        got = candidate(try_batch, 2048)
-        want = 0
-        for n in (2 ** k for k in range(12)):
-            if not memory.fits_call(try_batch, n):
-                break
-            want = n
-    if got != want:
-        raise Fail(f"On the course's {format_bytes(BUDGET)} budget with a real model, the answer is not right.",
-                   expected=want, got=got)
+budget_card = checks.budget_card
 
 
 largest_batch = chapter.function_exercise(
@@ -1104,13 +818,12 @@ largest_batch = chapter.function_exercise(
     points=4,
     time_limit=30,
     tests=[
-        Test("finds the largest power of two that fits", check_largest(100, 1024)),
+        Test("finds the largest power of two that fits", checks.Largest(100, 1024)),
         Test("stops at the limit when everything fits",
-             check_largest(10**6, 128, what=" (everything fits, limit 128)")),
-        Test("catches the real CUDA error too", check_largest(16, 512, OutOfMemoryError,
-                                                                what=" (torch.OutOfMemoryError)")),
-        Test("lets other errors through", check_other_errors),
-        Test("returns 0 when even batch 1 does not fit", check_largest(0, 64, what=" (nothing fits)")),
+             checks.Largest(10**6, 128, what=" (everything fits, limit 128)")),
+        Test("catches the real CUDA error too", checks.Largest(16, 512, "cuda", what=" (torch.OutOfMemoryError)")),
+        Test("lets other errors through", checks.OtherErrors()),
+        Test("returns 0 when even batch 1 does not fit", checks.Largest(0, 64, what=" (nothing fits)")),
     ],
     hints=["Keep two numbers: `best`, the largest size that ran so far (0 at first), and `n`, the size to try "
            "next (1, then doubled each time). Stop when n passes the limit or a step runs out of memory.",

@@ -15,7 +15,8 @@ from torch.utils.data import DistributedSampler
 
 from . import ddp_worker
 from .device import gpu_only
-from .exercises import Chapter, Fail, Test
+from .checks import distributed
+from .exercises import Chapter, Test
 from .memory import format_bytes, weight_bytes
 from .sections import section
 
@@ -478,42 +479,8 @@ def step_through(n: int = 4, per_device_batch: int = 32) -> StepThrough:
 
 
 # ---------------------------------------------------------------- exercise 1: shard_indices
-def sampler_indices(n_samples: int, rank: int, world_size: int) -> list:
-    """What the real DistributedSampler(shuffle=False, drop_last=False) gives rank `rank` (chapter 07)."""
-    return list(DistributedSampler(range(n_samples), num_replicas=world_size, rank=rank, shuffle=False))
-
-
-def _shard_fail(n, rank, world, got, want) -> Fail:
-    where = f"n_samples={n}, world_size={world}, rank {rank}"
-    per = math.ceil(n / world)
-    padded = (list(range(n)) * world)[:per * world]  # 0..n-1, then repeated from the start
-    if len(got) < len(want):
-        return Fail(f"Rank {rank} got too few indices ({where}).", expected=want, got=got,
-                    hint="Every rank must get the same number of samples, ceil(n / world_size), or the ranks fall "
-                         "out of step (one waits forever in an all-reduce). Pad by repeating indices from the start.")
-    if got == padded[rank * per:(rank + 1) * per]:
-        return Fail(f"Those are contiguous blocks ({where}).", expected=want, got=got,
-                    hint="DistributedSampler deals the indices like cards: rank r gets r, r + world_size, "
-                         "r + 2 * world_size, ...")
-    return Fail(f"Wrong indices for {where}.", expected=want, got=got,
-                hint="Pad the list 0..n-1 to ceil(n / world_size) * world_size by repeating from the start, "
-                     "then take every world_size-th index starting at rank.")
-
-
-def check_shards(cases):
-    """A check: shard_indices gives every rank of every (n_samples, world_size) case its real indices."""
-    def run(candidate):
-        for n, world in cases:
-            for rank in range(world):
-                got = candidate(n, rank, world)
-                try:
-                    got = [int(i) for i in got]
-                except TypeError:
-                    raise Fail("Return a list of ints.", expected="list[int]", got=type(got).__name__)
-                want = sampler_indices(n, rank, world)
-                if got != want:
-                    raise _shard_fail(n, rank, world, got, want)
-    return run
+# The checks live in course_lib/checks/distributed.py; these names stay here for the notebook and tests.
+sampler_indices, check_shards = distributed.sampler_indices, distributed.Shards
 
 
 shard_indices = chapter.function_exercise(
@@ -536,142 +503,8 @@ shard_indices = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise 2: average_gradients
-def tiny_problem(world_size: int, per_rank: int = 4, seed: int = 0, frozen: bool = False):
-    """The check's small model and batch, the same in every process: (model, x, y) (chapter 07)."""
-    gen = torch.Generator().manual_seed(seed)
-    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(torch.randn(p.shape, generator=gen))
-    if frozen:
-        model[0].requires_grad_(False)  # a frozen layer: its parameters get no .grad
-    n = world_size * per_rank
-    return model, torch.randn(n, 3, generator=gen), torch.randint(0, 2, (n,), generator=gen)
-
-
-def gradients(model: nn.Module, x, y) -> list:
-    """Each parameter's gradient of the mean cross-entropy on (x, y), None where frozen (chapter 07)."""
-    model.zero_grad(set_to_none=True)
-    nn.functional.cross_entropy(model(x), y).backward()
-    return [None if p.grad is None else p.grad.clone() for p in model.parameters()]
-
-
-def _as_lists(grads) -> list:
-    return [None if g is None else g.tolist() for g in grads]
-
-
-class AverageTask:
-    """One process of the check: its shard's gradients, then the learner's function, then .grad."""
-
-    def __init__(self, candidate, frozen: bool = False):
-        self.candidate, self.frozen = candidate, frozen
-
-    def __call__(self, rank: int, world_size: int) -> dict:
-        model, x, y = tiny_problem(world_size, frozen=self.frozen)
-        own = gradients(model, x[rank::world_size], y[rank::world_size])
-        returned = self.candidate(model)
-        return {"own": _as_lists(own), "after": _as_lists(p.grad for p in model.parameters()),
-                "returned": type(returned).__name__}
-
-    def __getstate__(self):  # spawned processes (off Linux) get the function's source, not the function
-        return {"source": ddp_worker.source_of(self.candidate), "name": self.candidate.__name__,
-                "frozen": self.frozen}
-
-    def __setstate__(self, state):
-        namespace = {"torch": torch, "nn": nn, "dist": torch.distributed}
-        exec(state["source"], namespace)
-        self.candidate, self.frozen = namespace[state["name"]], state["frozen"]
-
-
-def _stub_shows(candidate) -> None:
-    """Call the function once outside any group, on a layer without gradients: the stub raises here."""
-    try:
-        candidate(nn.Linear(1, 1))
-    except NotImplementedError:
-        raise
-    except Exception:  # a real answer may need the process group, which does not exist here
-        pass
-
-
-def _short(error_text: str) -> str:
-    """A gloo error without its C++ source location and boilerplate advice."""
-    return re.sub(r"\[/[^\]]*\] ", "", error_text).split(" This is typically")[0].rstrip(". ")
-
-
-def _errors_fail(errors: dict, world: int) -> Fail:
-    """Feedback for ranks that raised: a collective that some rank skipped, or an error on every rank."""
-    rank, text = next(iter(errors.items()))
-    text = _short(text)
-    if len(errors) < world:
-        fine = min(set(range(world)) - set(errors))
-        return Fail(f"Rank {rank} raised {text}, while rank {fine} finished without error.",
-                    hint="A collective such as `all_reduce` must be called by EVERY rank, the same number of "
-                         "times, in the same order. A rank that skips one leaves the others waiting for it "
-                         "(here they failed when it left; in a real run they wait until the timeout).")
-    return Fail(f"Every rank raised an error; rank {rank}: {text}",
-                hint="Parameters of a frozen layer have `.grad` None: there is nothing to average for them.")
-
-
-def _values_fail(results: list, world: int) -> Fail:
-    """Feedback for ranks that finished: compare what .grad holds with the ranks' own gradients."""
-    own = [[None if g is None else torch.tensor(g) for g in r["own"]] for r in results]
-    after = [[None if g is None else torch.tensor(g) for g in r["after"]] for r in results]
-    for p in range(len(own[0])):
-        if own[0][p] is None:
-            if any(a[p] is not None for a in after):
-                return Fail(f"Parameter {p} is frozen (`.grad` None) but has a gradient after your function.",
-                            hint="Leave parameters whose `.grad` is None alone.")
-            continue
-        if any(a[p] is None for a in after):
-            return Fail(f"After your function, parameter {p}'s `.grad` is None.",
-                        hint="The average must end up in each parameter's `.grad`, where optimizer.step() reads it.")
-        mean = torch.stack([o[p] for o in own]).mean(dim=0)
-        if all(torch.allclose(a[p], o[p], atol=1e-6) for a, o in zip(after, own)):
-            returned = results[0]["returned"]
-            extra = f" Your function returned a {returned}, but" if returned != "NoneType" else " And"
-            return Fail(f"After your function, every rank still holds its OWN gradient: nothing was averaged."
-                        f"{extra} the optimizer reads `p.grad`, nothing else.",
-                        hint="`dist.all_reduce(t)` changes `t` itself, in place, on every rank, and returns "
-                             "nothing useful: give it the gradient tensor itself, not a copy or a new result.")
-        if any(not torch.allclose(a[p], after[0][p], atol=1e-6) for a in after):
-            return Fail(f"The ranks ended with different values for parameter {p}'s gradient: their replicas "
-                        "would drift apart at the next step.",
-                        hint="Every rank must run the same all-reduce on the same parameters.")
-        if torch.allclose(after[0][p], mean * world, atol=1e-5):
-            return Fail(f"Every rank holds the SUM of the {world} ranks' gradients, {world} times the average.",
-                        hint="`all_reduce` adds (its default op is SUM). DDP divides each gradient by the "
-                             "world size (`dist.get_world_size()`), so the sum becomes the mean.")
-        if not torch.allclose(after[0][p], mean, atol=1e-5):
-            return Fail(f"Parameter {p}: not the average of the {world} ranks' gradients.",
-                        expected=[round(v, 4) for v in mean.flatten().tolist()[:4]],
-                        got=[round(v, 4) for v in after[0][p].flatten().tolist()[:4]],
-                        hint="Divide by the number of ranks in the group, `dist.get_world_size()`, not by a "
-                             "fixed number.")
-    return None
-
-
-def check_average(world_size: int, frozen: bool = False):
-    """A check: run average_gradients in `world_size` processes of a real gloo group (chapter 07)."""
-    def run(candidate):
-        _stub_shows(candidate)
-        try:
-            results = ddp_worker.run_in_group(AverageTask(candidate, frozen), world_size)
-        except TimeoutError:
-            raise Fail(f"The {world_size} processes did not finish within the time limit.",
-                       hint="A rank waits inside a collective until every rank has called it: check that "
-                            "every rank makes the same calls (or look for an endless loop).")
-        errors = {r: value for r, (status, value) in enumerate(results) if status != "ok"}
-        if errors:
-            raise _errors_fail(errors, world_size)
-        fail = _values_fail([value for _, value in results], world_size)
-        if fail:
-            raise fail
-        model, x, y = tiny_problem(world_size, frozen=frozen)
-        full = [g for g in gradients(model, x, y) if g is not None]
-        after = [torch.tensor(g) for g in results[0][1]["after"] if g is not None]
-        if not all(torch.allclose(a, f, atol=1e-5) for a, f in zip(after, full)):
-            raise Fail("The ranks agree, but not on the gradient of the whole batch.")
-    return run
+tiny_problem, gradients, AverageTask = distributed.tiny_problem, distributed.gradients, distributed.AverageTask
+check_average = distributed.Average
 
 
 average_gradients = chapter.function_exercise(

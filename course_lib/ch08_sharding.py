@@ -14,7 +14,7 @@ from torch import nn
 from . import ddp_worker, measure, sharding, training
 from .exercises import Chapter, Fail, Test
 from .memory import format_bytes, state_bytes
-from .probes import as_number
+from .checks.base import number as as_number
 from .sections import section
 
 chapter = Chapter(__name__, title="Sharding with FSDP")

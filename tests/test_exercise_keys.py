@@ -8,8 +8,12 @@ import re
 
 import pytest
 
+import dataclasses
+
+from course_lib.checks.base import Check
 from course_lib.exercises import CORRECT, INCORRECT, NOT_ATTEMPTED, CheckResult, all_exercises, answer_digest
 from course_lib.exercises.results import HIDDEN_NOTE, TestOutcome
+from course_lib.grading.selftest import split_result
 from notebook_cells import chapter_notebook, code_cells, stub_answer, stub_function
 
 EXERCISES = all_exercises()
@@ -163,3 +167,42 @@ def test_quiz_wrong_answers_are_incorrect(exercise):
             assert "raised" not in result.summary and exercise.observed_error() not in result.summary, \
                 (answer, result.summary)
     exercise._hints_shown = 0  # wrong answers revealed hints; leave the quiz as a learner finds it
+
+
+# ---------------------------------------------------------------- run half and judge half apart (issue 18, item 2)
+@pytest.mark.parametrize("exercise", FUNCTIONS, ids=ids)
+def test_every_test_is_a_run_half_and_a_judge_half(exercise):
+    """Each test is built by a public builder of course_lib.checks; what its run half receives is
+    its inputs only: no field the judge keeps to itself (a hidden test's expected values)."""
+    for test in exercise.graded_tests():
+        assert isinstance(test.check, Check) and test.check.splittable, \
+            f"{exercise.id} / {test.name}: build it from course_lib.checks (a run half and a judge half)"
+        assert type(test.check).__module__.startswith("course_lib.checks."), (exercise.id, test.name)
+        builder, inputs = test.check.for_child()
+        judge_only = {f.name for f in dataclasses.fields(test.check) if f.metadata.get("judge")}
+        assert judge_only.isdisjoint(inputs), (exercise.id, test.name, judge_only & set(inputs))
+
+
+CANDIDATES = [(e, label, fn) for e in FUNCTIONS
+              for label, fn in [("reference", e.key().solution), ("stub", None)] +
+              [(w.label, w.function) for w in e.key().wrong_answers]]
+
+
+def _outcomes(result) -> list:
+    return [(t.name, t.passed, t.message, t.expected, t.got, t.hint) for t in result.tests]
+
+
+@pytest.mark.parametrize("exercise,label,function", CANDIDATES, ids=[f"{e.id}-{lab}" for e, lab, _ in CANDIDATES])
+def test_the_learners_check_and_the_graders_split_agree(exercise, label, function):
+    """The reference, the stub and every known-wrong answer: the learner's check (both halves in one
+    process) and the grader's way (the run half rebuilt from a child's inputs, its observation through
+    the wire, the judge half apart) give the same status, points and feedback, test by test."""
+    candidate = stub_function(exercise) if function is None else function
+    learner = exercise.check(candidate, include_hidden=True, record=False)
+    grader = split_result(exercise, candidate)
+    assert (grader.status, grader.points) == (learner.status, learner.points)
+    assert _outcomes(grader) == _outcomes(learner)
+    if label == "reference":
+        assert grader.status == CORRECT
+    if label == "stub":
+        assert grader.status == NOT_ATTEMPTED

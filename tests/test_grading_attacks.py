@@ -122,10 +122,14 @@ def test_reduced_isolation_is_said_once_in_the_summary(graded):
                                            ("attack1_frames", "ch01.gpu_names"),
                                            ("attack1_fd_forgery", "ch01.choose_device")])
 def test_attack1_a_forged_report_earns_nothing_and_is_flagged(graded, name, exercise):
+    """The forging functions are wrong answers: they get what a wrong answer gets (0 here) whatever
+    they reach, since the process that runs them holds no verdict and no key (issue 18). Lines they
+    write on the report pipe make the verdict "tampered"; their gc and frame walks are flagged."""
     row = graded["book"][name][exercise]
-    assert (row["status"], float(row["points"])) == ("tampered", 0.0), row["detail"]
+    assert row["status"] in ("incorrect", "tampered") and float(row["points"]) == 0.0, row["detail"]
     assert points(graded, name) == FULL - FUNCTION  # the rest is its honest work
-    assert {"tampered", "review:forged-report-lines"} & set(flags(graded, name))
+    assert {"tampered", "review:forged-report-lines", "review:grader-internals", "review:frame-walking"} \
+        & set(flags(graded, name))
 
 
 def test_attack2_the_key_and_the_teachers_files_are_out_of_reach(graded):

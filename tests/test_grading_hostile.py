@@ -139,7 +139,9 @@ def test_cheats_earn_nothing(graded, name):
 
 def test_cheats_are_named_for_the_teacher(graded):
     book = graded["book"]
-    assert book["cheat_patch_when_called"]["ch01.gpu_names"]["status"] == "tampered"
+    # the patch changes nothing where verdicts are made (issue 18: no integrity snapshot, so no "tampered")
+    assert book["cheat_patch_when_called"]["ch01.gpu_names"]["status"] == "incorrect"
+    assert "review:grader-internals" in book["cheat_patch_when_called"]["TOTAL"]["flags"]
     assert book["cheat_fake_output"]["ch01.make_batch"]["status"] == "tampered"
     assert "review:forged-report-lines" in book["cheat_fake_output"]["TOTAL"]["flags"]
     assert "review:grader-internals" in book["cheat_key_import"]["TOTAL"]["flags"]

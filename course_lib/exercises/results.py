@@ -24,6 +24,7 @@ class TestOutcome:
     expected: str = ""
     got: str = ""
     hint: str = ""
+    not_attempted: bool = False  # the learner's function is still the stub
 
     def public_lines(self, hints_shown=None):
         """What the learner may read of this test; a hint already in `hints_shown` is not repeated."""

@@ -1,7 +1,10 @@
-"""Running learner code safely inside a check: a time limit, and errors turned into text."""
+"""Running learner code inside a check: a time limit, errors turned into text, and `observe`, which
+runs a test's run half and returns what it saw as plain data (the learner's check and the grader's
+child process both call it)."""
 import functools
 import signal
 import threading
+import time
 import traceback
 from contextlib import contextmanager
 
@@ -68,3 +71,35 @@ def describe_exception(err: BaseException, limit: int = 3) -> str:
     if len(text) > 600:
         text = text[:600] + " ..."
     return f"{text} ({where})" if where else text
+
+
+def is_stub(err: BaseException, candidate) -> bool:
+    """True when `err`, or an error it was raised while handling, is the untouched stub's
+    NotImplementedError raised by the learner's own function (not by code it called).
+    Tests that catch RuntimeError (NotImplementedError's parent) thus still see the stub."""
+    while err is not None:
+        if isinstance(err, NotImplementedError) and err.__traceback__ is not None:
+            tb = err.__traceback__
+            while tb.tb_next is not None:
+                tb = tb.tb_next
+            if tb.tb_frame.f_code is getattr(candidate, "__code__", None):
+                return True
+        err = err.__context__
+    return False
+
+
+def observe(check, candidate, seconds) -> dict:
+    """Run `check`'s run half on `candidate` under the time limit; what happened, as plain data:
+    {"value": ...} (what the run half returned), {"stub": True} (the untouched stub),
+    {"raised": text} (the learner's code raised and the run half let it through) or
+    {"timeout": seconds}; always with "seconds", the time it took. Never a verdict."""
+    start, seen = time.perf_counter(), {}
+    try:
+        with time_limit(seconds):
+            seen["value"] = check.run(candidate)
+    except CheckTimeout:
+        seen = {"timeout": seconds}
+    except Exception as err:  # an exception inside the learner's code is an observation, not a crash
+        seen = {"stub": True} if is_stub(err, candidate) else {"raised": describe_exception(err)}
+    seen["seconds"] = round(time.perf_counter() - start, 4)
+    return seen

@@ -16,7 +16,18 @@ REVIEW_PATTERNS = {
     "processes and files": r"/proc/|\bos\.(?:write|kill|killpg|_exit|system|fork|setsid|open|dup2?|exec\w*)\b"
                            r"|\bsubprocess\b|\bctypes\b|\bsignal\b|\bpty\b",
     "network": r"\bsocket\b|\burllib\b|\bhttp\.client\b|\brequests\b",
-    "patching": r"\bmock\b|\bsetattr\s*\(|\bmonkeypatch\b|\.__class__\s*=",
+    "patching": r"\bmock\b|\bsetattr\s*\(|\bmonkeypatch\b|\.__class__\s*=|\btorch(?:\.\w+)+\s*=(?!=)",
+    "tensor subclass": r"\(\s*torch\.Tensor\s*\)\s*:|_make_subclass|_make_wrapper_subclass|__torch_function__"
+                       r"|__torch_dispatch__",
+}
+
+
+# What only a function written to fool a test has reason to contain (a function under test, not a
+# notebook, where experiments with the meta device are the lesson): the tests that can only see
+# in-process evidence are listed in docs/grading-threat-model.md.
+FUNCTION_PATTERNS = {
+    "test detection": r"""['"]meta['"]|\btype\s*==\s*['"]meta|_python_dispatch|\b[gs]et_rng_state\b"""
+                      r"|\bis_grad_enabled\b|\b_growth_tracker\b|\b__self__\b",
 }
 
 
@@ -43,9 +54,11 @@ def zeroed(verdict: dict, status: str, detail: str, flag: str = "") -> dict:
     return dict(verdict, status=status, points=0.0, passed=0, detail=detail, flags=flags)
 
 
-def review_flags(source: str) -> list:
-    """Names of the review patterns `source` matches, sorted (e.g. ["frame walking"])."""
-    return sorted(label for label, pattern in REVIEW_PATTERNS.items() if re.search(pattern, source))
+def review_flags(source: str, function: bool = False) -> list:
+    """Names of the review patterns `source` matches, sorted (e.g. ["frame walking"]); with `function`,
+    the patterns for a function under test too."""
+    patterns = {**REVIEW_PATTERNS, **(FUNCTION_PATTERNS if function else {})}
+    return sorted(label for label, pattern in patterns.items() if re.search(pattern, source))
 
 
 def flag_names(labels) -> list:

@@ -9,13 +9,13 @@ import dataclasses
 import hashlib
 import importlib
 import inspect
-import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from . import progress, scoring
+from ..checks import wire
 from .results import CORRECT, INCORRECT, NOT_ATTEMPTED, CheckResult, TestOutcome
-from .runner import CheckTimeout, describe_exception, time_limit, warm_up
+from .runner import is_stub, observe, warm_up
 
 DEFAULT_TIME_LIMIT = 10.0
 
@@ -28,14 +28,48 @@ class Fail(Exception):
         self.message, self.expected, self.got, self.hint = message, str(expected), str(got), hint
 
 
+class Inline:
+    """A test written as one function `run(candidate)` that raises Fail: both halves in one process.
+
+    For throwaway chapters (tests, quick experiments) only: its verdict is made next to the
+    learner's code, so the grader refuses it (`splittable` is False). Course exercises build their
+    tests from course_lib.checks, whose run and judge halves the grader runs apart.
+    """
+    splittable = False
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def run(self, candidate):
+        try:
+            self.fn(candidate)
+        except Fail as err:
+            if is_stub(err, candidate):
+                raise
+            return [err.message, err.expected, err.got, err.hint]
+        return None
+
+    def reference_value(self, solution=None):
+        return None
+
+    def judge(self, seen, ref) -> None:
+        if seen is not None:
+            raise Fail(*seen)
+
+
 @dataclass
 class Test:
-    """One test of a function exercise: `run(candidate)` raises Fail when the answer is wrong."""
+    """One test of a function exercise: `check` is its run half and judge half (course_lib.checks);
+    a plain function `run(candidate)` that raises Fail is accepted too (an Inline test)."""
     __test__ = False  # not a pytest class
     name: str
-    run: Callable
+    check: object
     weight: float = 1.0
     hidden: bool = False
+
+    def __post_init__(self):
+        if not hasattr(self.check, "judge"):
+            self.check = Inline(self.check)
 
 
 @dataclass
@@ -55,47 +89,53 @@ class AnswerKey:
     answer: object = None  # quizzes: the right answer in plain form
 
 
-def _is_stub(err: BaseException, candidate) -> bool:
-    """True when `err`, or an error it was raised while handling, is the untouched stub's
-    NotImplementedError raised by the learner's own function (not by code it called).
-    Tests that catch RuntimeError (NotImplementedError's parent) thus still see the stub."""
-    while err is not None:
-        if isinstance(err, NotImplementedError) and err.__traceback__ is not None:
-            tb = err.__traceback__
-            while tb.tb_next is not None:
-                tb = tb.tb_next
-            if tb.tb_frame.f_code is getattr(candidate, "__code__", None):
-                return True
-        err = err.__context__
-    return False
-
-
 def _too_slow(seconds: float) -> str:
     return f"Your function did not finish within {seconds:g} s (an endless loop?)."
 
 
-def _run_test(test: Test, candidate, seconds: float) -> TestOutcome:
-    """One test under the time limit; a test that took longer than the limit never passes, even
-    when the learner's code swallowed the interruption (a bare `except:`)."""
+NOT_ATTEMPTED_TEXT = "`{name}` still raises NotImplementedError: replace that line with your code."
+UNREADABLE_TEXT = ("The check could not make sense of what your function produced ({why}); "
+                   "read the task again for what it must return.")
+
+
+def judge_outcome(test: Test, seen, ref, seconds=None) -> TestOutcome:
+    """One test's verdict from what its run half saw (`seen`, plain data from `observe`) and the
+    reference data: the judge half, which never runs the learner's code."""
     outcome = TestOutcome(test.name, passed=False, weight=test.weight, hidden=test.hidden)
-    start, timed_out = time.perf_counter(), False
-    try:
-        with time_limit(seconds):
-            test.run(candidate)
-        outcome.passed = True
-    except CheckTimeout:
-        timed_out = True
-    except Exception as err:
-        if _is_stub(err, candidate):
-            raise NotImplementedError from err
-        if isinstance(err, Fail):
-            outcome.message, outcome.expected, outcome.got, outcome.hint = err.message, err.expected, err.got, err.hint
-        else:  # an exception inside the learner's code is feedback, not a crash
-            outcome.message = f"Your code raised {describe_exception(err)}"
-    if timed_out or (seconds is not None and time.perf_counter() - start > seconds):
-        outcome.passed = False
-        outcome.message, outcome.expected, outcome.got, outcome.hint = _too_slow(seconds), "", "", ""
+    if not isinstance(seen, dict):
+        outcome.message = UNREADABLE_TEXT.format(why="no observation")
+        return outcome
+    elapsed = seen.get("seconds")
+    slow = seconds is not None and isinstance(elapsed, (int, float)) and elapsed > seconds
+    if seen.get("stub") is True:
+        outcome.not_attempted = True
+    elif "timeout" in seen or slow:
+        outcome.message = _too_slow(seconds if seconds is not None else seen.get("timeout"))
+    elif "raised" in seen:
+        outcome.message = f"Your code raised {str(seen['raised'])[:1500]}"
+    elif "too_large" in seen:
+        outcome.message = UNREADABLE_TEXT.format(why="it is too large to compare")
+    elif "value" not in seen:
+        outcome.message = UNREADABLE_TEXT.format(why="no value")
+    else:
+        try:
+            test.check.judge(seen["value"], ref)
+            outcome.passed = True
+        except Fail as err:
+            outcome.message, outcome.expected, outcome.got, outcome.hint = (
+                err.message, err.expected, err.got, err.hint)
+        except Exception as err:  # noqa: BLE001 - odd data (a forged observation, say) fails the test
+            outcome.message = UNREADABLE_TEXT.format(why=type(err).__name__)
     return outcome
+
+
+def observe_as_sent(check, candidate, seconds) -> dict:
+    """`observe`, then through the wire format: exactly what a judge in another process receives."""
+    seen = observe(check, candidate, seconds)
+    try:
+        return wire.roundtrip(seen)
+    except wire.WireError:
+        return {"too_large": True, "seconds": seen.get("seconds")}
 
 
 class Exercise:
@@ -117,7 +157,7 @@ class Exercise:
         """This exercise's answer key, or None in the student bundle."""
         try:
             module = importlib.import_module(self.chapter.key_module)
-        except ModuleNotFoundError:
+        except (ModuleNotFoundError, PermissionError):  # not installed, or walled off (a graded process)
             return None
         return getattr(module, "KEY", {}).get(self.name)
 
@@ -193,36 +233,60 @@ class FunctionExercise(Exercise):
         hidden = [dataclasses.replace(t, hidden=True) for t in key.hidden_tests] if key else []
         return self.tests + hidden
 
-    def check(self, candidate, *, include_hidden=None, record=True) -> CheckResult:
-        """Run the tests on `candidate`: the visible ones, and the answer key's hidden ones wherever
-        the key is installed (the full course, the grader), their values kept hidden. In the student
-        bundle (no key) only the visible tests run. include_hidden=False: visible tests only."""
+    def graded_tests(self) -> list:
+        """Every test the grader runs: the visible ones, then the key's hidden ones (judge process)."""
+        return self.all_tests(include_hidden=True)
+
+    def reference_solution(self):
         key = self.key()
-        if include_hidden is None:
-            include_hidden = key is not None
-        if candidate is None:
-            return self._not_attempted(f"Define `{self.name}` and pass it to check().", record)
-        if not callable(candidate):
-            result = CheckResult(self.id, self.title, INCORRECT, 0, self.points,
-                                 f"check() needs your function `{self.name}`, got {type(candidate).__name__}.")
-            return self._finish(result, record)
-        tests = self.all_tests(include_hidden)
-        warm_up()
-        outcomes = []
-        for test in tests:
-            try:
-                outcomes.append(_run_test(test, candidate, self.time_limit))
-            except NotImplementedError:
-                return self._not_attempted(
-                    f"`{self.name}` still raises NotImplementedError: replace that line with your code.", record)
+        return key.solution if key is not None else None
+
+    def judge(self, test: Test, seen, seconds=None) -> TestOutcome:
+        """The judge half of one test on what its run half saw; the reference data is computed once."""
+        limit = self.time_limit if seconds is None else seconds
+        return judge_outcome(test, seen, test.check.reference_value(self.reference_solution()), limit)
+
+    def result(self, outcomes: list, include_hidden: bool = True, hidden_left: int = 0) -> CheckResult:
+        """The exercise's verdict from its tests' outcomes: status, points and summary (one rule set)."""
+        if any(o.not_attempted for o in outcomes):
+            return CheckResult(self.id, self.title, NOT_ATTEMPTED, 0, self.points,
+                               NOT_ATTEMPTED_TEXT.format(name=self.name))
         earned = scoring.points_for(self.points, [(o.weight, o.passed) for o in outcomes])
-        status = CORRECT if all(o.passed for o in outcomes) else INCORRECT
+        status = CORRECT if outcomes and all(o.passed for o in outcomes) else INCORRECT
         summary = "All tests passed." if status == CORRECT else "Some tests failed: read the feedback below."
         if status == CORRECT and not include_hidden:
             summary = "All visible tests passed; the grader also runs hidden tests on what you hand in."
+        return CheckResult(self.id, self.title, status, earned, self.points, summary, outcomes, hidden_left)
+
+    def unusable(self, got_type) -> CheckResult:
+        """The verdict when there is no function to test: None (not attempted) or a `got_type` value."""
+        if got_type is None:
+            return CheckResult(self.id, self.title, NOT_ATTEMPTED, 0, self.points,
+                               f"Define `{self.name}` and pass it to check().")
+        return CheckResult(self.id, self.title, INCORRECT, 0, self.points,
+                           f"check() needs your function `{self.name}`, got {got_type}.")
+
+    def check(self, candidate, *, include_hidden=None, record=True) -> CheckResult:
+        """Run the tests on `candidate`: the visible ones, and the answer key's hidden ones wherever
+        the key is installed (the full course, the grader), their values kept hidden. In the student
+        bundle (no key) only the visible tests run. include_hidden=False: visible tests only.
+
+        Each test's run half observes the candidate; what it saw goes through the wire format, as it
+        would to the grader's judge process, and the judge half decides."""
+        key = self.key()
+        if include_hidden is None:
+            include_hidden = key is not None
+        if not callable(candidate):
+            return self._finish(self.unusable(None if candidate is None else type(candidate).__name__), record)
+        warm_up()
+        outcomes = []
+        for test in self.all_tests(include_hidden):
+            outcome = self.judge(test, observe_as_sent(test.check, candidate, self.time_limit))
+            outcomes.append(outcome)
+            if outcome.not_attempted:
+                break
         hidden_left = 0 if include_hidden else len(key.hidden_tests) if key else 0
-        result = CheckResult(self.id, self.title, status, earned, self.points, summary, outcomes, hidden_left)
-        return self._finish(result, record)
+        return self._finish(self.result(outcomes, include_hidden, hidden_left), record)
 
     def solution_source(self) -> str:
         """The reference solution's source, or a note that the teacher withheld it."""

@@ -185,7 +185,7 @@ def check_source(analysis: Analysis, name: str) -> dict:
     """
     bindings = needed_bindings(analysis, name)
     text = "\n".join(b.source for b in bindings)
-    flags = review_flags(text)
+    flags = review_flags(text, function=True)
     return {"imports": list(dict.fromkeys(analysis.imports)),
             "definitions": [(b.name, b.cell, b.source) for b in bindings], "flags": flags}
 

@@ -20,6 +20,7 @@ from pathlib import Path
 COLUMNS = ["submission", "exercise", "points", "max_points", "status", "tests_passed", "tests_total", "flags",
            "detail"]
 TOTAL = "TOTAL"
+GRADER_ERROR = "grader error"  # a TOTAL row's status when a step of the grader failed: retried on a rerun
 NOTE = "(grader note)"  # summary rows that are not a submission: e.g. isolation this machine lacks
 
 
@@ -66,8 +67,9 @@ def paths(out: Path) -> dict:
 
 
 def write_atomic(path: Path, text: str) -> None:
+    """Write `text` as UTF-8 (anything unencodable, a lone surrogate say, becomes '?'), atomically."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w", newline="") as f:
+    with open(tmp, "w", newline="", encoding="utf-8", errors="replace") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
@@ -80,7 +82,7 @@ class Gradebook:
     def __init__(self, path: Path, fresh: bool = False):
         self.path = Path(path)
         self.done = {}
-        self.repaired = 0
+        self.repaired = self.retried = 0
         if self.path.exists() and not fresh:
             self._load()
         else:
@@ -98,17 +100,20 @@ class Gradebook:
         for row in csv.DictReader(io.StringIO(complete)):
             name = row.get("submission", "")
             pending.setdefault(name, []).append(row)
-            if row.get("exercise") == TOTAL:
+            if row.get("exercise") == TOTAL and row.get("status") != GRADER_ERROR:
                 self.done[name] = pending.pop(name)
+            elif row.get("exercise") == TOTAL:  # the grader failed on it last time: graded again
+                self.retried += 1
+                pending.pop(name)
         self.repaired = sum(len(r) for r in pending.values()) + (len(text) != len(complete))
-        if self.repaired:  # a torn line or a half-written submission: keep only complete ones
+        if self.repaired or self.retried:  # a torn line or a half-written submission: keep only complete ones
             write_atomic(self.path, ",".join(COLUMNS) + "\n" + "".join(render(r) for r in self.done.values()))
 
     def append(self, name: str, rows: list) -> None:
         """Write one submission's rows (TOTAL last) in one write, then flush them to disk."""
         assert rows and rows[-1]["exercise"] == TOTAL
         block = render(rows)
-        with open(self.path, "a", newline="") as f:
+        with open(self.path, "a", newline="", encoding="utf-8", errors="replace") as f:
             f.write(block)
             f.flush()
             os.fsync(f.fileno())

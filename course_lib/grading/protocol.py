@@ -1,37 +1,71 @@
-"""What a graded process says to the grader, and how the grader reads it (grader).
+"""What a graded process says to the grader, and how the grader reads it (child and parent).
 
-A notebook process reports plain JSON lines tagged with a random token: whatever it says
-is the student's own answer, never a grade, so nothing more is needed.
-
-A check process reports each test's outcome as one line authenticated with an HMAC whose
-key never leaves the process: `S <seq> <hmac> <hex payload>`. The line is built only
-with C-level primitives captured before any student code ran (bytes formatting, hex,
-`_hashlib.hmac_digest`, `os.write`), so code that patches Python modules cannot alter it;
-code that reads the pipe (e.g. by dup2) sees MACs, not the key, and cannot make new lines
-or replay old ones (sequence numbers). The grader trusts only lines whose MAC and
-sequence number are right; anything else is counted as forged.
+A graded process writes one wire line (course_lib/checks/wire.py) per message on its report
+pipe: `Channel` in the child, `Child.feed` in the parent. Nothing it says is trusted: a notebook
+process reports the student's own answers (forging them gains nothing the student could not have
+typed), and a check process reports observations, plain data that the judge compares with the
+reference; no verdict and no secret is ever in that process. The parent only checks the shape of
+each line: a line that is not a well-formed message of the harness, or a test reported out of
+order, is counted as forged (`forged`), which the verdict names (see outcome.py).
 """
-import binascii
 import builtins
-import hmac
-import json
 import os
-import secrets
 import signal
 import time
 from dataclasses import dataclass, field
 
-MAX_REPORT_BYTES = 8 * 2**20
+from ..checks import wire
+
+MAX_REPORT_BYTES = 16 * 2**20
+
+# kind -> {field: allowed types} of every message a graded process may send, per role
+_TEXT, _INT, _NUM = (str,), (int,), (int, float)
+SCHEMAS = {
+    "notebook": {
+        "start": {"held": (dict,)},
+        "cell": {"cell": _INT},
+        "cell_done": {"cell": _INT, "status": _TEXT, "error": _TEXT, "seconds": _NUM, "answers": (dict,)},
+        "done": {"cells": _INT, "stdout": _TEXT, "stderr": _TEXT, "output_chars": _INT},
+        "fatal": {"error": _TEXT},
+    },
+    "check": {
+        "sandbox": {"held": (list,)},
+        "defined": {"problems": (list,), "callable": (bool,), "type": _TEXT},
+        "test": {"index": _INT, "seen": (dict,)},
+        "done": {"tests": _INT},
+        "fatal": {"error": _TEXT},
+    },
+}
+
+
+def parse(line: bytes, role: str):
+    """The message in one report line, or None when it is not a well-formed message of `role`."""
+    try:
+        message = wire.loads(line)
+    except wire.WireError:
+        return None
+    schema = SCHEMAS[role].get(message.get("kind")) if isinstance(message, dict) else None
+    if schema is None or set(message) != set(schema) | {"kind"}:
+        return None
+    if not all(_fits(message[k], types) for k, types in schema.items()):
+        return None
+    return message
+
+
+def _fits(value, types) -> bool:
+    if types == (bool,):
+        return isinstance(value, bool)
+    return isinstance(value, types) and not isinstance(value, bool)
 
 
 class Channel:
-    """The child's end of the report pipe: JSON lines tagged with the token (notebook processes).
+    """The child's end of the report pipe: one wire line per message.
 
     Lines are encoded with the builtins as they were at fork time, so a notebook that patches
     `isinstance` or `str` breaks only its own answers, not its report."""
 
-    def __init__(self, fd: int, token: str):
-        self.fd, self.token = fd, token
+    def __init__(self, fd: int):
+        self.fd = fd
         self._builtins = dict(vars(builtins))
 
     def send(self, kind: str, **data) -> None:
@@ -39,11 +73,23 @@ class Channel:
         current = dict(table)
         table.update(self._builtins)
         try:
-            line = (json.dumps({"t": self.token, "kind": kind, **data}, default=repr) + "\n").encode()
+            try:
+                line = wire.dumps({"kind": kind, **data})
+            except wire.WireError:
+                line = wire.dumps({"kind": kind, **{k: _smaller(v) for k, v in data.items()}})
         finally:
             table.clear()
             table.update(current)
-        _write_all(self.fd, line)
+        _write_all(self.fd, (line + "\n").encode("ascii"))
+
+
+def _smaller(value):
+    """What is left of a value too large to send: its shape, so the judge can say so."""
+    if isinstance(value, dict) and "value" in value:
+        return {"too_large": True, "seconds": value.get("seconds")}
+    if isinstance(value, str):
+        return value[:20000]
+    return value
 
 
 def _write_all(fd: int, data: bytes, write=os.write) -> None:
@@ -52,38 +98,13 @@ def _write_all(fd: int, data: bytes, write=os.write) -> None:
         view = view[write(fd, view):]
 
 
-def sealed_writer(fd: int, key: bytes):
-    """A `send(payload_bytes)` that MACs and writes, made of references taken now (before any
-    student code runs); it is kept only in the check harness's local variables."""
-    digest, hexlify, write, count = hmac.digest, binascii.hexlify, os.write, [0]
-    try:
-        from _hashlib import hmac_digest as digest  # C: cannot be patched from Python
-    except ImportError:  # pragma: no cover - Python without OpenSSL
-        pass
-
-    def send(payload: bytes) -> None:
-        seq = count[0]
-        count[0] = seq + 1
-        body = b"%d %s" % (seq, hexlify(payload))
-        mac = hexlify(digest(key, body, "sha256"))
-        _write_all(fd, b"S " + mac + b" " + body + b"\n", write)
-    return send
-
-
-def encode_fields(*fields) -> bytes:
-    """Payload of a sealed line: fields separated by NUL, text as UTF-8 (C-level operations only)."""
-    return b"\0".join(f if isinstance(f, bytes) else str(f).encode("utf-8", "replace") for f in fields)
-
-
 @dataclass
 class Child:
     """The grader's view of one graded process (forked by a zygote)."""
     pid: int
     fd: int
-    token: str
     role: str
     pidfd: int = -1
-    key: bytes = b""
     scratch: object = None
     task: object = None
     started: float = field(default_factory=time.monotonic)
@@ -95,55 +116,46 @@ class Child:
     killed_for: str = ""
     buffer: bytes = b""
     received: int = 0
+    overflow: bool = False
     messages: list = field(default_factory=list)
-    sealed: list = field(default_factory=list)  # payloads of authenticated lines, in order
     forged: int = 0
-    held: dict = field(default_factory=dict)  # the isolation it reported
+    tests: list = field(default_factory=list)  # check processes: each test's report line, in order
     status: object = None  # wait status once it has exited
 
     def feed(self, data: bytes) -> list:
-        """Take bytes from the pipe; return the new trusted JSON messages."""
+        """Take bytes from the pipe; return the new well-formed messages."""
         self.received += len(data)
         if self.received > MAX_REPORT_BYTES:
+            self.overflow, self.buffer = True, b""
             return []
         self.buffer += data
         *lines, self.buffer = self.buffer.split(b"\n")
         new = []
         for line in lines:
-            if line.startswith(b"S "):
-                self._sealed(line)
-            elif line.strip():
-                message = self._json(line)
-                if message is not None:
-                    new.append(message)
-        self.messages.extend(new)
+            if not line.strip():
+                continue
+            message = parse(line, self.role)
+            if message is None or not self._in_order(message, line):
+                self.forged += 1
+                continue
+            new.append(message)
+            self.messages.append(message)
         return new
 
-    def _json(self, line: bytes):
-        try:
-            message = json.loads(line)
-        except ValueError:
-            message = None
-        if isinstance(message, dict) and message.get("t") == self.token:
-            return message
-        self.forged += 1
-        return None
-
-    def _sealed(self, line: bytes) -> None:
-        parts = line.split(b" ")
-        if len(parts) != 4 or not self.key:
-            self.forged += 1
-            return
-        _, mac, seq, payload = parts
-        body = seq + b" " + payload
-        good = hmac.compare_digest(binascii.hexlify(hmac.digest(self.key, body, "sha256")), mac)
-        if not good or seq != str(len(self.sealed)).encode():
-            self.forged += 1
-            return
-        try:
-            self.sealed.append(binascii.unhexlify(payload).split(b"\0"))
-        except binascii.Error:
-            self.forged += 1
+    def _in_order(self, message, line: bytes) -> bool:
+        """A check process reports each test once, in order, and nothing after "done"; each test's
+        line is kept as it came, for the judge to parse again."""
+        if self.role != "check":
+            return True
+        if self.last("done") is not None:
+            return False
+        if message["kind"] == "test":
+            if message["index"] != len(self.tests):
+                return False
+            self.tests.append(line.decode("utf-8"))
+        if message["kind"] == "done" and message["tests"] != len(self.tests):
+            return False
+        return True
 
     def last(self, kind: str):
         found = [m for m in self.messages if m.get("kind") == kind]
@@ -186,8 +198,3 @@ class Child:
                 os.close(fd)
             except OSError:
                 pass
-
-
-def new_secrets() -> tuple:
-    """(token for JSON lines, key for sealed lines)."""
-    return secrets.token_hex(12), secrets.token_bytes(32)

@@ -1,10 +1,10 @@
-"""One graded process, from the zygote's fork to its exit (grader).
+"""One graded process, from the zygote's fork to its exit (child).
 
-`run_child` runs in the forked child: it isolates itself (isolation.py: namespaces, own
-root, Landlock, rlimits), closes every file descriptor but its report pipe, points stdin,
-stdout and stderr at /dev/null, moves into its scratch copy, then runs the job's body
-(executor.notebook_body or verdict.check_body) and exits. It never returns into the
-zygote's code.
+`run_child` runs in the forked child: it reads its own job (the zygote never did), isolates
+itself (isolation.py: namespaces, own root, Landlock, rlimits), closes every file descriptor but
+its report pipe, points stdin, stdout and stderr at /dev/null, moves into its scratch copy, then
+runs the job's body (child.notebook_body or child.check_body) and exits. It never returns into
+the zygote's code.
 """
 import os
 import sys
@@ -57,26 +57,25 @@ def _plumbing(scratch: str, keep_fd: int) -> None:
     sys.stdin = open(os.devnull)
 
 
-def run_child(job: dict, report_fd: int, handshake) -> None:
-    """In the forked child: isolate, run the job's body, exit (never returns)."""
+def run_child(meta: dict, report_fd: int, handshake) -> None:
+    """In the forked child: read the job, isolate, run the job's body, exit (never returns)."""
     import signal
     code = 0
     try:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        held = isolation.enter(job["scratch"], job["limits"], handshake)
+        from .child import check_body, notebook_body, read_job
+        job = dict(read_job(meta["file"]), **meta)
+        os.unlink(meta["file"])
+        held = isolation.enter(job["scratch"], Limits(**job["limits"]), handshake)
         _plumbing(job["scratch"], report_fd)
-        if job["role"] == "notebook":
-            from .executor import notebook_body
-            notebook_body(Channel(report_fd, job["token"]), held, job)
-        else:
-            from .verdict import check_body
-            check_body(report_fd, held, job)
+        body = notebook_body if job["role"] == "notebook" else check_body
+        body(Channel(report_fd), held, job)
     except BaseException:  # noqa: BLE001 - report anything, then leave
         code = 71
         try:
-            Channel(report_fd, job["token"]).send("fatal", error=traceback.format_exc(limit=8)[-4000:])
+            Channel(report_fd).send("fatal", error=traceback.format_exc(limit=8)[-4000:])
         except BaseException:  # noqa: BLE001
             pass
     finally:

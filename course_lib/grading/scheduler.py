@@ -1,18 +1,19 @@
-"""Step 2 of grading: run the graded processes, at most `workers` at a time (grader).
+"""Step 2 of grading: run the graded processes, at most `workers` at a time (parent).
 
 The scheduler owns the two zygotes, starts each task's process through the right one,
 reads the processes' report pipes, enforces the time limits (SIGINT for a cell, then
 SIGKILL) and hands every finished process back. It decides nothing about grades.
 """
+import dataclasses
 import os
-import pickle
 import selectors
 import shutil
 import signal
 import time
 from pathlib import Path
 
-from .protocol import Child, new_secrets
+from .child import write_job
+from .protocol import Child
 from .sandbox import make_scratch
 from .zygote import ZygoteClient
 
@@ -46,27 +47,37 @@ class Scheduler:
         weakest = min(infos, key=lambda i: (bool(i.get("namespaces")), i.get("landlock_abi", 0)))
         return weakest
 
-    def warm(self, exercise_ids: list) -> tuple:
-        reply, _ = self.zygotes["check"].request(("warm", exercise_ids))
-        return reply[1], reply[2]
+    def warm(self, specs: list) -> None:
+        """The check zygote runs each of these [builder, inputs] run halves once, on a function that
+        does nothing (no student code, no key): their first-use costs are paid once, not per process."""
+        self.zygotes["check"].warm(specs)
+
+    def warm_notebooks(self, exercise_ids: list) -> None:
+        """The notebook zygote computes these exercises' visible tests' references (public data)."""
+        self.zygotes["notebook"].warm(exercise_ids)
 
     # ------------------------------------------------------------------ processes
     def start(self, task, role: str, payload: dict, files=()) -> Child:
-        """Start one graded process for `task`; `payload` is its job, `files` go into its scratch copy."""
+        """Start one graded process for `task`; `payload` is its job, `files` ((name, bytes) pairs or
+        paths of course files) go into its scratch copy."""
         self.started += 1
         scratch = make_scratch(self.root, f"{self.started}{role[0]}")
         for source in files:
-            shutil.copy(source, scratch / "work" / Path(source).name)
-        token, key = new_secrets()
+            if isinstance(source, tuple):
+                (scratch / "work" / source[0]).write_bytes(source[1])
+            else:
+                shutil.copy(source, scratch / "work" / Path(source).name)
         job_file = self.root / f"{scratch.name}.job"
-        with open(job_file, "wb") as f:
-            pickle.dump(dict(payload, role=role, scratch=str(scratch), limits=self.limits), f)
+        write_job(job_file, payload)  # read by the child itself, after the fork
         read_fd, write_fd = os.pipe()
-        job = {"id": self.started, "file": str(job_file), "token": token, "key": key}
-        pid, pidfd = self.zygotes[role].spawn(job, write_fd)
-        os.close(write_fd)
+        job = {"id": self.started, "file": str(job_file), "role": role, "scratch": str(scratch),
+               "limits": dataclasses.asdict(self.limits)}
+        try:
+            pid, pidfd = self.zygotes[role].spawn(job, write_fd)
+        finally:
+            os.close(write_fd)
         os.set_blocking(read_fd, False)
-        child = Child(pid=pid, fd=read_fd, token=token, role=role, pidfd=pidfd, key=key, task=task)
+        child = Child(pid=pid, fd=read_fd, role=role, pidfd=pidfd, task=task)
         child.scratch = scratch
         self.running[pid] = child
         self.selector.register(read_fd, selectors.EVENT_READ, child)

@@ -3,8 +3,11 @@
 As nbgrader's `validate` / `validate --invert`: the chapter's notebook with every stub
 replaced by the reference solution must score full marks; the notebook as handed out must
 score 0; a notebook holding the key's known-wrong answers must score exactly what the
-engine gives those answers in-process. Used by tests/test_grading_selftest.py and by
-benchmarks/grading_speed.py.
+engine gives those answers in-process. `split_result` grades one function the grader's way
+in one process (the run half rebuilt from what a child receives, its observations through
+the wire, the judge half apart), so the key self-tests prove every test's split on every
+reference, stub and known-wrong answer. Used by tests/test_grading_selftest.py,
+tests/test_exercise_keys.py and benchmarks/grading_speed.py.
 """
 import ast
 import inspect
@@ -13,10 +16,32 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..checks import wire
+from ..checks.base import rebuild
 from ..exercises import all_exercises
+from ..exercises.runner import observe
 from .analyze import used_names
 
 NOTEBOOK_NAMES = {"torch", "nn"}  # what every chapter notebook imports at the top
+
+
+def split_result(exercise, candidate):
+    """The exercise's verdict on `candidate` as the grader reaches it: each test's run half rebuilt
+    from its builder's name and inputs after the wire (all a child gets), its observation through
+    the wire, then the judge half; the learner's `check()` must give the same."""
+    outcomes = []
+    for test in exercise.graded_tests():
+        builder, inputs = test.check.for_child()
+        child_check = rebuild(builder, wire.loads(wire.dumps(inputs)))
+        seen = observe(child_check, candidate, exercise.time_limit)
+        try:
+            seen = wire.loads(wire.dumps(seen))
+        except wire.WireError:
+            seen = {"too_large": True, "seconds": seen.get("seconds")}
+        outcomes.append(exercise.judge(test, seen))
+        if outcomes[-1].not_attempted:
+            break
+    return exercise.result(outcomes, include_hidden=True)
 
 
 def chapter_notebook(number: str):

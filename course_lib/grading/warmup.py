@@ -1,27 +1,42 @@
-"""What a zygote does once, so that no graded process pays for it (grader).
+"""What a zygote does once, so that no graded process pays for it (zygote).
 
-Importing torch and the course, drawing a matplotlib figure, torch's first optimizer,
-DataLoader and meta-tensor use, and (check zygote only) every reference solution run
-through its own check, which also proves the answer key right.
+Importing torch and the public course, drawing a matplotlib figure, torch's first optimizer,
+DataLoader and meta-tensor use, and (check zygote only) each needed test's run half once on a
+function that does nothing: the rigs, loaders and dispatch modes a check child uses are warm,
+and no answer key, reference solution or submission was ever in this process.
 """
 import importlib
 import io
 import os
 import pkgutil
+import warnings
 
-from ..exercises import get
+
+LEFT_OUT = ("course_lib.key", "course_lib.grading")
+
+
+def public_modules(package_path, prefix: str = "course_lib.") -> list:
+    """Names of every course_lib module but the key's and the grader's, found without importing
+    those packages (pkgutil.walk_packages would import each package to look inside it)."""
+    names = []
+    for info in pkgutil.iter_modules(package_path, prefix):
+        if info.name.startswith(LEFT_OUT):
+            continue
+        names.append(info.name)
+        if info.ispkg:
+            names += public_modules([os.path.join(package_path[0], info.name.rsplit(".", 1)[1])], info.name + ".")
+    return names
 
 
 def import_everything() -> None:
     """Every course_lib module except the key and the grader, and what notebooks use at once."""
     import course_lib
     os.environ.setdefault("MPLBACKEND", "Agg")
-    for info in pkgutil.walk_packages(course_lib.__path__, "course_lib."):
-        if not info.name.startswith(("course_lib.key", "course_lib.grading")):
-            try:
-                importlib.import_module(info.name)
-            except Exception:  # noqa: BLE001 - a module that cannot load here is loaded by whoever needs it
-                pass
+    for name in public_modules(course_lib.__path__):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a module that cannot load here is loaded by whoever needs it
+            pass
     for name in ("ipywidgets", "IPython.display", "tqdm.auto", "inspect", "logging", "typing"):
         try:
             importlib.import_module(name)
@@ -63,27 +78,35 @@ def torch_first_use() -> None:
             pass
 
 
-def test_specs(exercise) -> list:
-    """[(name, weight, hidden)] of a function exercise's tests; key tests count as hidden."""
-    return [(t.name, t.weight, t.hidden or i >= len(exercise.tests))
-            for i, t in enumerate(exercise.all_tests(include_hidden=True))]
-
-
-def warm_checks(exercise_ids: list) -> tuple:
-    """Run every reference solution once; returns ({id: test specs}, [problems of the key])."""
-    specs, problems = {}, []
+def visible_references(exercise_ids: list) -> None:
+    """The reference data of these exercises' visible tests, computed once (notebook zygote): a
+    notebook's own `ch.<exercise>.check(...)` cells then find it ready (it is public: the student
+    bundle computes the same)."""
+    from ..exercises import get
     for ex in (get(i) for i in exercise_ids):
-        key = ex.key()
-        if ex.kind == "function":
-            specs[ex.id] = test_specs(ex)
-            if key is None or key.solution is None:
-                problems.append(f"{ex.id}: no answer key; only visible tests are graded")
+        for test in getattr(ex, "tests", []):
+            try:
+                test.check.reference_value(None)
+            except Exception:  # noqa: BLE001 - computed again where needed
                 continue
-            result = ex.check(key.solution, include_hidden=True, record=False)
-        elif key is not None and key.answer is not None:
-            result = ex.check(key.answer, record=False)
-        else:
-            continue
-        if not result.correct:
-            problems.append(f"{ex.id}: the reference answer fails its own check ({result.status})")
-    return specs, problems
+
+
+def _does_nothing(*args, **kwargs):
+    return None
+
+
+def warm_run_halves(specs: list) -> None:
+    """Each [builder, inputs as a wire line] test's run half once, on a function that does nothing."""
+    from ..checks import wire
+    from ..checks.base import rebuild
+    from ..exercises.runner import observe, warm_up
+    warm_up()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for builder, inputs in specs:
+            try:
+                check = rebuild(builder, wire.loads(inputs))
+                if getattr(check, "warm", True):
+                    observe(check, _does_nothing, 30)
+            except Exception:  # noqa: BLE001 - a warm-up that fails costs only its speed-up
+                continue

@@ -1,20 +1,21 @@
-"""Zygotes: warm fork servers from which every graded process is forked (grader).
+"""Zygotes: warm fork servers from which every graded process is forked (zygote).
 
     python -m course_lib.grading.zygote ROLE SOCKET_FD SCRATCH_ROOT
 
-The grader starts two fresh interpreters: a "notebook" zygote that imports torch and the
-course (never the answer key) and a "check" zygote that also loads the key and proves
-every reference solution. Neither has seen a submission, the gradebook or a GPU: the
-grader starts them with CUDA hidden, so a graded process behaves the same on a GPU
-machine as on a CPU-only one and never inherits a CUDA context ("Cannot re-initialize
-CUDA in forked subprocess"). For each job the grader sends the job's file and the write
-end of its report pipe; the zygote forks, the child isolates itself (isolation.py) and
-runs the job, and the zygote sends back the child's pid, a pidfd to signal it by, and
-later its exit status. The grader is a separate process that never runs student code.
+The grader starts two fresh interpreters: a "notebook" zygote and a "check" zygote. Both
+import torch and the public course (chapters, engine, checks); neither imports the answer key
+or ever reads a submission: the check zygote warms up by running each needed test's run half
+once on a function that does nothing, and a job's content (cells, source, test inputs) is read
+by the forked child itself. They start with every GPU hidden, so a graded process behaves the
+same on a GPU machine as on a CPU-only one and never inherits a CUDA context ("Cannot
+re-initialize CUDA in forked subprocess"). For each job the grader sends a small JSON message
+(the job file's path, the role, the scratch folder, the limits) and the write end of its report
+pipe; the zygote forks, and sends back the child's pid, a pidfd to signal it by, and later its
+exit status. No pickle: every message is JSON.
 """
 import gc
+import json
 import os
-import pickle
 import selectors
 import signal
 import socket
@@ -32,13 +33,13 @@ HIDDEN_GPUS = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "ROCR_VISI
 
 
 def send(sock, message, fds=()) -> None:
-    socket.send_fds(sock, [pickle.dumps(message)], list(fds))
+    socket.send_fds(sock, [json.dumps(message).encode()], list(fds))
 
 
 def receive(sock):
     """(message, fds) or (None, []) when the other side is gone."""
     data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 4)
-    return (pickle.loads(data) if data else None), fds
+    return (json.loads(data) if data else None), fds
 
 
 # ---------------------------------------------------------------- the grader's side
@@ -72,14 +73,18 @@ class ZygoteClient:
 
     def hello(self) -> dict:
         if self.info is None:
-            reply, _ = self.request(("hello",))
+            reply, _ = self.request(["hello"])
             self.info = reply[1]
         return self.info
 
     def spawn(self, job: dict, report_fd: int) -> tuple:
-        """Fork a graded process for `job`; returns (pid, pidfd)."""
-        reply, fds = self.request(("spawn", job), [report_fd])
+        """Fork a graded process for `job` (file, role, scratch, limits); returns (pid, pidfd)."""
+        reply, fds = self.request(["spawn", job], [report_fd])
         return reply[1], fds[0]
+
+    def warm(self, specs: list) -> None:
+        """Warm the zygote: run halves (check zygote) or visible references (notebook zygote), then freeze."""
+        self.request(["warm", specs])
 
     def poll(self) -> dict:
         """Exit statuses that arrived: {pid: wait status}."""
@@ -132,23 +137,25 @@ class Zygote:
         self.info = {}
 
     def prepare(self) -> None:
-        from . import executor, isolation, sandbox, verdict  # noqa: F401 - loaded before any fork
+        from . import child, isolation, sandbox  # noqa: F401 - loaded before any fork
         import torch
         torch.set_num_threads(1)
         warm_common()
         self.info = isolation.probe(self.scratch_root)
         self.info["pid"] = os.getpid()
+        if "course_lib.key" in sys.modules:  # never: the zygote imports the public course only
+            raise RuntimeError("the answer key was imported in a grading zygote")
 
-    def warm_checks(self, exercise_ids: list) -> tuple:
-        from .warmup import warm_checks
-        from . import executor, sandbox, tripwire, verdict  # noqa: F401 - their code is trusted code
-        specs, problems = warm_checks(exercise_ids)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tripwire.remember_trusted_code()
+    def warm(self, what: list) -> None:
+        """Check zygote: each [builder, inputs] test's run half once, on a do-nothing function.
+        Notebook zygote: the reference data of these exercises' visible tests (public)."""
+        from .warmup import visible_references, warm_run_halves
+        if self.role == "check":
+            warm_run_halves(what)
+        else:
+            visible_references(what)
         gc.collect()
         gc.freeze()
-        return specs, problems
 
     def serve(self) -> None:
         selector = selectors.DefaultSelector()
@@ -164,30 +171,29 @@ class Zygote:
     def handle(self, message, fds) -> None:
         kind = message[0]
         if kind == "hello":
-            send(self.sock, ("hello", self.info))
+            send(self.sock, ["hello", self.info])
         elif kind == "warm":
-            send(self.sock, ("warmed",) + self.warm_checks(message[1]))
+            self.warm(message[1])
+            send(self.sock, ["warmed"])
         elif kind == "spawn":
-            pid, pidfd = self.fork(message[1], fds[0])
-            send(self.sock, ("spawned", pid), [pidfd])
-            os.close(pidfd)
+            self.fork(message[1], fds[0])
 
-    def fork(self, job: dict, report_fd: int) -> tuple:
+    def fork(self, job: dict, report_fd: int) -> None:
+        """Fork one graded process; the child reads its job's file itself (the zygote never does)."""
         from .isolation import IdHandshake
         from .sandbox import run_child
-        with open(job["file"], "rb") as f:  # the bulk (cells, source) lives outside the scratch copy
-            job.update(pickle.load(f))
-        os.unlink(job["file"])
         handshake = IdHandshake() if self.info.get("namespaces") else None
         pid = os.fork()
         if pid == 0:
             self.sock.close()
             run_child(job, report_fd, handshake)  # never returns
-        if handshake is not None:
-            handshake.parent(pid)
         os.close(report_fd)
         self.jobs[pid] = job.get("id")
-        return pid, os.pidfd_open(pid)
+        pidfd = os.pidfd_open(pid)
+        send(self.sock, ["spawned", pid], [pidfd])  # the grader goes on while the child isolates itself
+        os.close(pidfd)
+        if handshake is not None:
+            handshake.parent(pid)
 
     def reap(self) -> None:
         """Report jobs that ended; orphans a job left behind (we are their subreaper) are killed."""
@@ -201,7 +207,7 @@ class Zygote:
                 break
             if pid in self.jobs:
                 del self.jobs[pid]
-                send(self.sock, ("exit", pid, status))
+                send(self.sock, ["exit", pid, status])
                 ended = True
         if ended or not self.info.get("namespaces"):
             self.kill_orphans()

@@ -1,7 +1,7 @@
 """Answer key for chapter 01 (teacher's copy only)."""
 import torch
 
-from course_lib.ch01_device_check import check_batch, check_choice, check_names, check_normal
+from course_lib.checks import devices
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 
@@ -27,7 +27,7 @@ KEY = {
     "choose_device": AnswerKey(
         solution=choose_device,
         hidden_tests=[
-            Test("picks cuda on a 4-GPU server", check_choice("4-GPU server")),
+            Test("picks cuda on a 4-GPU server", devices.Choice("4-GPU server")),
         ],
         wrong_answers=[
             WrongAnswer("returns a string", lambda: "cuda" if torch.cuda.is_available() else "cpu",
@@ -42,8 +42,8 @@ KEY = {
     "gpu_names": AnswerKey(
         solution=gpu_names,
         hidden_tests=[
-            Test("lists the single GPU of a workstation", check_names("1-GPU workstation")),
-            Test("lists no CUDA GPU on a Mac", check_names("Mac with Apple GPU")),
+            Test("lists the single GPU of a workstation", devices.Names("1-GPU workstation")),
+            Test("lists no CUDA GPU on a Mac", devices.Names("Mac with Apple GPU")),
         ],
         wrong_answers=[
             WrongAnswer("only ever asks for GPU 0", lambda: [torch.cuda.get_device_name(0)],
@@ -60,9 +60,9 @@ KEY = {
     "make_batch": AnswerKey(
         solution=make_batch,
         hidden_tests=[
-            Test("a batch of one", check_batch(1, 7, "meta")),
-            Test("device given as a torch.device", check_batch(3, 2, torch.device("meta"))),
-            Test("standard-normal values", check_normal()),
+            Test("a batch of one", devices.Batch(1, 7, "meta")),
+            Test("device given as a torch.device", devices.Batch(3, 2, torch.device("meta"))),
+            Test("standard-normal values", devices.Normal()),
         ],
         wrong_answers=[
             WrongAnswer("creates on the CPU, then copies", lambda b, n, d: torch.randn(b, n).to(d),

@@ -1,8 +1,7 @@
 """Answer key for chapter 02 (teacher's copy only)."""
 import torch
-from torch import nn
 
-from course_lib.ch02_same_device_rule import all_on_meta, check_batch_untouched, check_move, check_where
+from course_lib.checks.batches import Moves, Untouched, Where, randn
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 
@@ -122,11 +121,10 @@ KEY = {
     "move_to": AnswerKey(
         solution=move_to,
         hidden_tests=[
-            Test("empty containers keep their types", check_move(lambda: ([], (), {}, [()]))),
-            Test("device given as a string; lists of tuples of dicts", check_move(
-                lambda: [({"a": torch.ones(1), "flag": True}, 3), ("s", None, 0.5)], "meta")),
-            Test("a dict batch given is not modified", check_batch_untouched(
-                lambda: {"x": torch.randn(2), "pair": [torch.zeros(1), 5]})),
+            Test("empty containers keep their types", Moves(([], (), {}, [()]))),
+            Test("device given as a string; lists of tuples of dicts",
+                 Moves([({"a": torch.ones(1), "flag": True}, 3), ("s", None, 0.5)], "meta")),
+            Test("a dict batch given is not modified", Untouched({"x": randn(2), "pair": [torch.zeros(1), 5]})),
         ],
         wrong_answers=[
             WrongAnswer("batch.to(device) on the whole batch", _move_calls_to_on_the_batch,
@@ -144,12 +142,13 @@ KEY = {
     "where_is": AnswerKey(
         solution=where_is,
         hidden_tests=[
-            Test("everything on the other device", check_where(
-                all_on_meta, {"model": ["meta"], "tensors": ["meta", "meta"], "same_device": True})),
-            Test("no tensors given", check_where(
-                lambda: (nn.Linear(2, 2), ()), {"model": ["cpu"], "tensors": [], "same_device": True})),
-            Test("a model with no parameters", check_where(
-                lambda: (nn.ReLU(), (torch.zeros(2, device="meta"),)),
+            Test("everything on the other device", Where(
+                [("Linear", (4, 2), "meta")], [torch.empty(8, 4, device="meta"), torch.empty(8, device="meta")],
+                {"model": ["meta"], "tensors": ["meta", "meta"], "same_device": True})),
+            Test("no tensors given", Where(
+                [("Linear", (2, 2), "cpu")], [], {"model": ["cpu"], "tensors": [], "same_device": True})),
+            Test("a model with no parameters", Where(
+                [("ReLU", (), "cpu")], [torch.empty(2, device="meta")],
                 {"model": [], "tensors": ["meta"], "same_device": True})),
         ],
         wrong_answers=[

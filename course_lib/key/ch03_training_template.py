@@ -5,9 +5,8 @@ each known-wrong variant differs from the reference in exactly one place.
 """
 import torch
 
-from course_lib.ch03_training_template import (check_eval_values, check_leaves_weights_alone,
-                                               check_matches_reference, check_mean_loss, run_evaluate, run_train)
-from course_lib.probes import check_moves_data
+from course_lib.checks import loops
+from course_lib.checks.rig import MovesData
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 
@@ -113,11 +112,11 @@ KEY = {
     "train_one_epoch": AnswerKey(
         solution=train_one_epoch,
         hidden_tests=[
-            Test("same weights as a reference run from the same start", check_matches_reference, hidden=True),
-            Test("mean over samples on another loader", check_mean_loss(50, 7, " (50 samples in batches of 7)"),
-                 hidden=True),
+            Test("same weights as a reference run from the same start", loops.MatchesReference(), hidden=True),
+            Test("mean over samples on another loader",
+                 loops.MeanLoss(50, 7, " (50 samples in batches of 7)", strict=True), hidden=True),
             Test("works when `device` is given as a string",
-                 check_moves_data(run_train, as_string=True, where=" (device given as a string)"), hidden=True),
+                 MovesData("train", as_string=True, where=" (device given as a string)"), hidden=True),
         ],
         wrong_answers=[
             wrong("returns the sum", "a sum over the samples", result="sum"),
@@ -137,11 +136,11 @@ KEY = {
     "evaluate": AnswerKey(
         solution=evaluate,
         hidden_tests=[
-            Test("leaves the weights alone and computes no gradients", check_leaves_weights_alone, hidden=True),
-            Test("loss and accuracy on another loader", check_eval_values(50, 7, " (50 samples in batches of 7)"),
-                 hidden=True),
+            Test("leaves the weights alone and computes no gradients", loops.LeavesWeightsAlone(), hidden=True),
+            Test("loss and accuracy on another loader",
+                 loops.EvalValues(50, 7, " (50 samples in batches of 7)", strict=True), hidden=True),
             Test("works when `device` is given as a string",
-                 check_moves_data(run_evaluate, as_string=True, where=" (device given as a string)"), hidden=True),
+                 MovesData("evaluate", as_string=True, where=" (device given as a string)"), hidden=True),
         ],
         wrong_answers=[
             wrong_eval("averages the batch means", "a mean over batches", loss_mean="batches"),

@@ -1,7 +1,7 @@
 """Answer key for chapter 04 (teacher's copy only)."""
 import torch
 
-from course_lib.ch04_common_errors import check_loading, check_positions, check_strip
+from course_lib.checks.checkpoints import Loading, Positions, Strip
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 
@@ -78,19 +78,19 @@ def _load_but_stay_in_train_mode(path, model, device):
 KEY = {
     "add_positions": AnswerKey(
         solution=add_positions,
-        hidden_tests=[Test("broadcasts over a 3-D batch", check_positions((2, 3, 4), "cpu")),
-                      Test("3-D input on another device", check_positions((2, 3, 4), "meta"))],
+        hidden_tests=[Test("broadcasts over a 3-D batch", Positions((2, 3, 4), "cpu")),
+                      Test("3-D input on another device", Positions((2, 3, 4), "meta"))],
         wrong_answers=[WrongAnswer("arange on the CPU", _positions_on_cpu, "device=x.device"),
                        WrongAnswer("positions along the wrong dimension", _positions_wrong_dim, "LAST dimension")],
     ),
     "strip_module_prefix": AnswerKey(
         solution=strip_module_prefix,
         hidden_tests=[Test("a compiled DDP model loses both prefixes",
-                           check_strip(["_orig_mod.module.fc.weight", "module._orig_mod.head.bias"],
-                                       ["fc.weight", "head.bias"])),
+                           Strip(["_orig_mod.module.fc.weight", "module._orig_mod.head.bias"],
+                                 ["fc.weight", "head.bias"])),
                       Test("DDP keys of a nested model",
-                           check_strip(["module.encoder.0.weight", "module.head.bias"],
-                                       ["encoder.0.weight", "head.bias"]))],
+                           Strip(["module.encoder.0.weight", "module.head.bias"],
+                                 ["encoder.0.weight", "head.bias"]))],
         wrong_answers=[WrongAnswer("strips one prefix only", _strip_one_prefix_only, "however many there are"),
                        WrongAnswer("str.replace everywhere", _replace_everywhere, "`submodule.weight` is a real name"),
                        WrongAnswer("strips module. but not _orig_mod.", _strip_module_only,
@@ -101,7 +101,7 @@ KEY = {
     "load_for_inference": AnswerKey(
         solution=load_for_inference,
         hidden_tests=[Test("DataParallel checkpoint from a missing GPU",
-                           check_loading(wrapped=True, on_missing_gpu=True))],
+                           Loading(wrapped=True, on_missing_gpu=True))],
         wrong_answers=[WrongAnswer("no map_location", _load_without_map_location, "map_location"),
                        WrongAnswer("keeps the 'module.' prefix", _load_without_stripping, "module."),
                        WrongAnswer("forgets model.eval()", _load_but_stay_in_train_mode, "eval")],

@@ -7,7 +7,8 @@ import contextlib
 
 import torch
 
-from course_lib.ch05_speedups import check_matches_reference, check_phase_ms, check_time_it
+from course_lib.ch05_speedups import check_phase_ms
+from course_lib.checks.speedups import AmpMatchesReference, TimeIt
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 
@@ -145,11 +146,10 @@ KEY = {
         solution=amp_train_step,
         hidden_tests=[
             Test("float16 with another initial scale: same weights as the reference step",
-                 check_matches_reference(amp_train_step, torch.float16, 1024.0, True, " (float16, another scale)"),
+                 AmpMatchesReference(torch.float16, 1024.0, True, " (float16, another scale)"),
                  hidden=True),
             Test("bfloat16 with a disabled scaler (the bf16 recipe): same weights as the reference step",
-                 check_matches_reference(amp_train_step, torch.bfloat16, 2.0**16, False,
-                                         " (bfloat16, scaler disabled)"),
+                 AmpMatchesReference(torch.bfloat16, 2.0**16, False, " (bfloat16, scaler disabled)"),
                  hidden=True),
         ],
         wrong_answers=[
@@ -176,10 +176,10 @@ KEY = {
         solution=time_it,
         hidden_tests=[
             Test("seven repeats on a second GPU, another run pattern",
-                 check_time_it([5.0, 6.0, 40.0, 5.5, 7.0, 6.5, 30.0], 7, torch.device("cuda:1"), " (repeats=7)"),
+                 TimeIt([5.0, 6.0, 40.0, 5.5, 7.0, 6.5, 30.0], 7, torch.device("cuda:1"), " (repeats=7)"),
                  hidden=True),
             Test("a CPU device with three repeats, another run pattern",
-                 check_time_it([2.0, 12.0, 3.0], 3, torch.device("cpu"), " (device cpu, repeats=3)"),
+                 TimeIt([2.0, 12.0, 3.0], 3, torch.device("cpu"), " (device cpu, repeats=3)"),
                  hidden=True),
         ],
         wrong_answers=[

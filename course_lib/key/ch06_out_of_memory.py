@@ -1,9 +1,8 @@
 """Answer key for chapter 06 (teacher's copy only)."""
 import torch
 
-from course_lib.ch06_out_of_memory import (accumulate_on_rig, check_equals_big_batch, check_largest,
-                                           check_real_budget, check_state, check_step_pattern)
-from course_lib.probes import check_moves_data
+from course_lib.checks.memory import EqualsBigBatch, Largest, RealBudget, State, StepPattern
+from course_lib.checks.rig import MovesData
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 
@@ -119,8 +118,8 @@ KEY = {
     "model_state_bytes": AnswerKey(
         solution=model_state_bytes,
         hidden_tests=[
-            Test("SGD with momentum", check_state("sgd_momentum"), hidden=True),
-            Test("plain SGD keeps no state", check_state("sgd"), hidden=True),
+            Test("SGD with momentum", State("sgd_momentum"), hidden=True),
+            Test("plain SGD keeps no state", State("sgd"), hidden=True),
         ],
         wrong_answers=[
             WrongAnswer("counts elements, not bytes", state_bytes_variant(unit="elements"), "elements, not bytes"),
@@ -137,13 +136,13 @@ KEY = {
     "train_with_accumulation": AnswerKey(
         solution=train_with_accumulation,
         hidden_tests=[
-            Test("same weights as big-batch training, accum_steps=3", check_equals_big_batch(9, 3), hidden=True),
-            Test("accum_steps=1 is ordinary training", check_equals_big_batch(4, 1), hidden=True),
-            Test("a shorter last group, accum_steps=2", check_step_pattern(5, 2), hidden=True),
-            Test("a last group of two micro-batches weighted by its real size", check_equals_big_batch(10, 4),
+            Test("same weights as big-batch training, accum_steps=3", EqualsBigBatch(9, 3), hidden=True),
+            Test("accum_steps=1 is ordinary training", EqualsBigBatch(4, 1), hidden=True),
+            Test("a shorter last group, accum_steps=2", StepPattern(5, 2), hidden=True),
+            Test("a last group of two micro-batches weighted by its real size", EqualsBigBatch(10, 4),
                  hidden=True),
             Test("works when `device` is given as a string",
-                 check_moves_data(accumulate_on_rig, as_string=True, where=" (device given as a string)"),
+                 MovesData("accumulate", as_string=True, where=" (device given as a string)"),
                  hidden=True),
         ],
         wrong_answers=[
@@ -164,9 +163,9 @@ KEY = {
     "largest_batch": AnswerKey(
         solution=largest_batch,
         hidden_tests=[
-            Test("on the course's memory budget with a real model", check_real_budget, hidden=True),
-            Test("another card: fits 300 of at most 4096", check_largest(300, 4096), hidden=True),
-            Test("a limit that is a power of two", check_largest(10**6, 64, what=" (limit 64)"), hidden=True),
+            Test("on the course's memory budget with a real model", RealBudget(), hidden=True),
+            Test("another card: fits 300 of at most 4096", Largest(300, 4096), hidden=True),
+            Test("a limit that is a power of two", Largest(10**6, 64, what=" (limit 64)"), hidden=True),
         ],
         wrong_answers=[
             WrongAnswer("returns the first size that failed", largest_variant(result="first_fail"),

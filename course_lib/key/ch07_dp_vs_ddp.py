@@ -3,7 +3,7 @@ import math
 
 import torch.distributed as dist
 
-from course_lib.ch07_dp_vs_ddp import check_average, check_shards
+from course_lib.checks.distributed import Average, Shards
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 
@@ -87,18 +87,18 @@ KEY = {
     "shard_indices": AnswerKey(
         solution=shard_indices,
         hidden_tests=[Test("every n from 1 to 40 on 1 to 8 ranks, and real dataset sizes",
-                           check_shards(HIDDEN_SHARD_CASES)),
+                           Shards(HIDDEN_SHARD_CASES)),
                       Test("fewer samples than ranks (padding repeats more than once)",
-                           check_shards([(2, 5), (1, 4), (3, 8)]))],
+                           Shards([(2, 5), (1, 4), (3, 8)]))],
         wrong_answers=[WrongAnswer("floor division: off by one sample per rank", _floor_division, "too few"),
                        WrongAnswer("contiguous blocks", _contiguous_blocks, "like cards"),
                        WrongAnswer("no padding", _no_padding, "too few")],
     ),
     "average_gradients": AnswerKey(
         solution=average_gradients,
-        hidden_tests=[Test("3 processes: the average, whatever the number of ranks", check_average(3)),
-                      Test("a frozen layer: gradients that are None stay None", check_average(2, frozen=True)),
-                      Test("4 processes: the average", check_average(4))],
+        hidden_tests=[Test("3 processes: the average, whatever the number of ranks", Average(3)),
+                      Test("a frozen layer: gradients that are None stay None", Average(2, frozen=True)),
+                      Test("4 processes: the average", Average(4))],
         wrong_answers=[WrongAnswer("sums without dividing", _sum_only, "SUM of the 2 ranks"),
                        WrongAnswer("all-reduces a new tensor, not p.grad", _reduces_a_copy, "its OWN gradient"),
                        WrongAnswer("returns the averages instead of writing .grad", _returns_the_averages,

@@ -1,9 +1,12 @@
-"""Probes for checking learners' training code (chapters 01, 03, 05, 06).
+"""The probed training rig and the checks every training loop shares (chapters 01, 03, 05, 06).
 
-`DeviceLog` records every tensor operation and the device of its result. A "rig" is a tiny
-model, loader, optimizer and loss wrapped in probes that record, per batch, where the data
+A rig is a tiny model, loader, optimizer and loss. Hooks record, per batch, where the data
 arrived, train/eval mode, whether autograd was recording, and the gradients' state at
-backward() and step(); the shared checks turn each mistake into one precise message.
+backward() and step(); the records live in the hooks' closures (the learner's function gets a
+plain nn.Sequential, a DataLoader, an SGD optimizer and an nn.CrossEntropyLoss). Records made
+in the learner's process are evidence for feedback; wherever a mistake changes a value (the
+weights, BatchNorm's running statistics, a returned number), the judge decides on that value,
+recomputed from the same seed and data.
 """
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -14,8 +17,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.data import DataLoader, TensorDataset
 
-from .device import second_device
-from .exercises import Fail
+from ..exercises.spec import Fail
+from .base import Check, check, error_record
 
 N_IN, N_HIDDEN, N_OUT = 12, 16, 4  # the checker's tiny classification problem
 
@@ -74,33 +77,34 @@ class Trace:
     steps: list = field(default_factory=list)      # per step(): (backwards so far, grad state)
 
 
-class ModelProbe(nn.Module):
-    """Wraps a model; records the input's device, train/eval mode and grad mode of each forward."""
-
-    def __init__(self, inner: nn.Module, trace: Trace):
-        super().__init__()
-        self.inner, self.trace = inner, trace
-
-    def forward(self, x):
-        self.trace.forwards.append(Forward(x.device, tuple(x.shape), self.training, torch.is_grad_enabled()))
-        return self.inner(x)
+def probe_model(net: nn.Module, trace: Trace) -> nn.Module:
+    """Record the input's device, train/eval mode and grad mode of each forward (a pre-hook: the
+    record exists even when the forward then raises a device mismatch)."""
+    def before(module, args):
+        x = args[0]
+        trace.forwards.append(Forward(x.device, tuple(x.shape), module.training, torch.is_grad_enabled()))
+    net.register_forward_pre_hook(before)
+    return net
 
 
-class LossProbe(nn.Module):
+def probe_loss(trace: Trace) -> nn.Module:
     """Cross-entropy that records the devices it was given and each batch's loss and hits."""
+    loss = nn.CrossEntropyLoss()
 
-    def __init__(self, trace: Trace):
-        super().__init__()
-        self.inner, self.trace = nn.CrossEntropyLoss(), trace
+    def before(module, args):
+        logits, y = args[0], args[1]
+        trace.losses.append(LossCall(logits.device, y.device, tuple(y.shape), len(y)))
 
-    def forward(self, logits, y):
-        call = LossCall(logits.device, y.device, tuple(y.shape), len(y))
-        self.trace.losses.append(call)  # recorded first: the real loss may raise on mixed devices
-        loss = self.inner(logits, y)
-        if loss.device.type != "meta":
-            call.value = loss.detach().item()
+    def after(module, args, out):
+        logits, y = args[0], args[1]
+        if out.device.type != "meta":
+            call = trace.losses[-1]
+            call.value = out.detach().item()
             call.correct = (logits.detach().argmax(dim=1) == y).sum().item()
-        return loss
+
+    loss.register_forward_pre_hook(before)
+    loss.register_forward_hook(after)
+    return loss
 
 
 def watch_gradients(param: torch.Tensor, optimizer, trace: Trace) -> None:
@@ -135,7 +139,7 @@ def checker_threads(n: int = 1):
 
 @dataclass
 class Rig:
-    """A tiny model, loader, optimizer and loss on `device`, all wrapped in probes."""
+    """A tiny model, loader, optimizer and loss on `device`, with probes recording into `trace`."""
     model: nn.Module
     loader: DataLoader
     device: torch.device
@@ -153,8 +157,18 @@ class Rig:
             torch.manual_seed(1)
             return candidate(self.model, self.loader, self.device, self.criterion)
 
+    def accumulate(self, candidate, accum_steps: int = 2):
+        with torch.random.fork_rng(), checker_threads():
+            torch.manual_seed(1)
+            return candidate(self.model, self.loader, self.optimizer, self.criterion, self.device, accum_steps)
+
     def parameters(self) -> list:
         return [p.detach().clone() for p in self.model.parameters()]
+
+    def statistics(self) -> list:
+        """BatchNorm's running mean and variance (a rig built with norm=True)."""
+        norm = self.model[0]
+        return [norm.running_mean.detach().clone(), norm.running_var.detach().clone()]
 
 
 def checker_data(n: int, batch_size: int, seed: int = 0) -> DataLoader:
@@ -167,30 +181,43 @@ def checker_data(n: int, batch_size: int, seed: int = 0) -> DataLoader:
     return DataLoader(TensorDataset(x, y), batch_size=batch_size)
 
 
-def make_rig(device="cpu", n: int = 70, batch_size: int = 32, mode: str = "train", seed: int = 0) -> Rig:
-    """A fresh rig; on the CPU its gradients are watched too (meta tensors hold no values)."""
-    trace = Trace()
+def rig_net(seed: int = 0, dropout: float = 0.25, norm: bool = False) -> nn.Sequential:
+    """The rig's model: [BatchNorm1d,] Linear, ReLU, Dropout, Linear, from a fixed seed."""
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        net = nn.Sequential(nn.Linear(N_IN, N_HIDDEN), nn.ReLU(), nn.Dropout(0.25), nn.Linear(N_HIDDEN, N_OUT))
-    model = ModelProbe(net, trace).to(device)
-    model.train(mode == "train")
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        layers = [nn.Linear(N_IN, N_HIDDEN), nn.ReLU(), nn.Dropout(dropout), nn.Linear(N_HIDDEN, N_OUT)]
+        return nn.Sequential(*([nn.BatchNorm1d(N_IN)] if norm else []), *layers)
+
+
+def first_linear(net: nn.Module) -> nn.Linear:
+    return next(m for m in net.modules() if isinstance(m, nn.Linear))
+
+
+def make_rig(device="cpu", n: int = 70, batch_size: int = 32, mode: str = "train", seed: int = 0,
+             dropout: float = 0.25, norm: bool = False, lr: float = 0.1) -> Rig:
+    """A fresh rig; on the CPU its gradients are watched too (meta tensors hold no values)."""
+    trace = Trace()
+    net = probe_model(rig_net(seed, dropout, norm), trace).to(device)
+    net.train(mode == "train")
+    optimizer = torch.optim.SGD(net.parameters(), lr=lr)
     if torch.device(device).type == "cpu":
-        watch_gradients(net[0].weight, optimizer, trace)
-    return Rig(model, checker_data(n, batch_size, seed), device, optimizer, LossProbe(trace), trace)
+        watch_gradients(first_linear(net).weight, optimizer, trace)
+    return Rig(net, checker_data(n, batch_size, seed), device, optimizer, probe_loss(trace), trace)
 
 
-# ---------------------------------------------------------------- shared checks
+RIG_CALLS = {"train": Rig.train, "evaluate": Rig.evaluate, "accumulate": Rig.accumulate}
+
+
+# ---------------------------------------------------------------- shared checks: moving the data
 def _where(device) -> str:
     device = torch.device(device)
     return f"{device} (this machine's stand-in for a GPU)" if device.type == "meta" else str(device)
 
 
-def _copied_to(log: DeviceLog, device, shape) -> bool:
+def _copied_to(copies: list, device, shape) -> bool:
     """Did some .to(device) produce a tensor of this shape (that was then not used)?"""
     kind = torch.device(device).type
-    return any(op == "_to_copy" and torch.device(dev).type == kind and s == shape for op, dev, s in log.ops)
+    return any(torch.device(dev).type == kind and tuple(s) == tuple(shape) for dev, s in copies)
 
 
 def _moved_fail(name: str, what: str, got, device, discarded: bool) -> Fail:
@@ -205,68 +232,62 @@ def _moved_fail(name: str, what: str, got, device, discarded: bool) -> Fail:
                 hint="Inside the loop, move every batch: x, y = x.to(device), y.to(device).")
 
 
-def check_moves_data(call, device_fn=second_device, as_string=False, where=""):
-    """On a second device (the GPU, or meta): did the inputs and the labels get there?"""
-    def run(candidate):
-        device = device_fn()
+def _raised(error: dict) -> Fail:
+    return Fail(f"Your code raised {error['text']}")
+
+
+@check
+class MovesData(Check):
+    """On a second device (the GPU, or meta): did the inputs and the labels get there?
+
+    What the probes saw is in-process evidence: on a real second device a missed move raises
+    PyTorch's own device-mismatch error, and that is what this test can prove (see
+    docs/grading-threat-model.md for what it cannot)."""
+    call: str = "train"  # how the function is called on the rig: train, evaluate or accumulate
+    as_string: bool = False
+    where: str = ""
+
+    def run(self, candidate):
+        from ..device import second_device
+        device = second_device()
         rig = make_rig(device)
-        if as_string:
+        if self.as_string:
             rig.device = str(device)
         error = None
         with DeviceLog() as log:
             try:
-                call(rig, candidate)
-            except Exception as err:  # judged below: what matters is where the tensors arrived
-                error = err
-        if not rig.trace.forwards:
+                RIG_CALLS[self.call](rig, candidate)
+            except Exception as err:  # judged by the judge: what matters is where the tensors arrived
+                error = error_record(err, candidate)
+        trace = rig.trace
+        return {"device": str(device), "error": error,
+                "forwards": [[str(f.device), list(f.shape)] for f in trace.forwards[:50]],
+                "losses": [[str(c.labels_device), list(c.labels_shape)] for c in trace.losses[:50]],
+                "copies": [[dev, list(shape)] for op, dev, shape in log.ops if op == "_to_copy"][:200]}
+
+    def reference(self, solution):
+        from ..device import second_device
+        return str(second_device())
+
+    def judge(self, seen, ref):
+        device, where, error = torch.device(ref), self.where, seen["error"]
+        if torch.device(seen["device"]).type != device.type:
+            raise Fail(f"The check ran on {seen['device']}, not on the second device {ref}.")
+        if not seen["forwards"]:
             if error is not None:
-                raise error
+                raise _raised(error)
             raise Fail(f"Your function never called the model{where}.")
-        first = rig.trace.forwards[0]
-        if first.device.type != device.type:
-            raise _moved_fail("x", f"inputs x{where}", first.device, device, _copied_to(log, device, first.shape))
-        if not rig.trace.losses:
+        first_device, first_shape = seen["forwards"][0]
+        if torch.device(first_device).type != device.type:
+            raise _moved_fail("x", f"inputs x{where}", first_device, device,
+                              _copied_to(seen["copies"], device, first_shape))
+        if not seen["losses"]:
             if error is not None:
-                raise error
+                raise _raised(error)
             raise Fail(f"Your function never called criterion(logits, y){where}.")
-        loss = rig.trace.losses[0]
-        if loss.labels_device.type != device.type:
-            raise _moved_fail("y", f"labels y{where}", loss.labels_device, device,
-                              _copied_to(log, device, loss.labels_shape))
+        labels_device, labels_shape = seen["losses"][0]
+        if torch.device(labels_device).type != device.type:
+            raise _moved_fail("y", f"labels y{where}", labels_device, device,
+                              _copied_to(seen["copies"], device, labels_shape))
         if error is not None and device.type != "meta":  # meta refuses .item(): expected there
-            raise error
-    return run
-
-
-def check_every_batch(call):
-    def run(candidate):
-        rig = make_rig()
-        call(rig, candidate)
-        seen, total = len(rig.trace.forwards), len(rig.loader)
-        if seen < total:
-            raise Fail(f"The loop stopped after {seen} of {total} batches.", expected=f"{total} batches",
-                       got=f"{seen}", hint="No break or return inside the loop: an epoch is one full pass "
-                                          "over the loader.")
-        if seen > total:
-            raise Fail(f"The model ran {seen} times for {total} batches.", expected="one forward per batch",
-                       got=f"{seen} forwards")
-    return run
-
-
-def as_number(value):
-    """A returned value as a float for comparing, or None if it is not a number at all."""
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
-        return value.detach().item()
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    return None
-
-
-def tensor_fail(value, what: str) -> Fail:
-    why = ("A tensor that still requires grad keeps the graph of every batch behind it alive (chapter 06 "
-           "measures the memory)." if value.requires_grad else
-           "A tensor is not a plain number: on a GPU it stays there, and every print or comparison of it "
-           "is another tensor operation.")
-    return Fail(f"You returned {what} as a tensor, not a Python float.",
-                expected="a float, e.g. built from loss.item()",
-                got=f"a tensor (requires_grad={value.requires_grad})", hint=f"{why} .item() gives a plain number.")
+            raise _raised(error)

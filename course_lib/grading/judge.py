@@ -1,0 +1,289 @@
+"""The judge: every verdict, decided from data in a process that never runs student code (judge).
+
+    python -m course_lib.grading.judge REQUEST_FD REPLY_FD     (started by the grader)
+
+A fresh interpreter, started with every GPU hidden like the zygotes (so "this machine" means
+the same thing to the judge as to a graded process). It is the only grading process that
+imports the answer key. At `prepare` it builds every test of the exercises to grade, computes
+each test's reference data once (`Check.reference`: trusted code, and the key's reference
+solution for tests that compare with it) and proves the key right (every reference solution
+through its own checks, here). Then, for each function exercise of each submission, it
+receives the observations a check process reported (plain data, parsed strictly) and returns
+the verdict; for each quiz, the answer the notebook gave. It sends the grader each test's
+builder name and inputs, never a reference or an expected value.
+
+`Judge` is the pure part (unit-tested in process); `serve` is the process's loop; `JudgeClient`
+is the grader's handle on the process (parent side).
+"""
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+
+from ..checks import wire
+from ..exercises import INCORRECT, get, scoring
+from .protocol import parse
+from .records import CRASHED, MISSING, Verdict
+
+ANSWER_TYPES = (str, int, float, bool, type(None))
+REPLY_TIMEOUT = 180.0
+
+
+def valid_answer(value) -> bool:
+    if isinstance(value, ANSWER_TYPES):
+        return True
+    return isinstance(value, list) and len(value) <= 64 and all(isinstance(v, ANSWER_TYPES) for v in value)
+
+
+class Judge:
+    """Verdicts from observations and answers; the answer key is read here and nowhere else."""
+
+    def __init__(self):
+        self.tests = {}  # exercise id -> its graded tests (visible, then hidden)
+
+    # ------------------------------------------------------------ preparing a run
+    def prepare(self, exercise_ids: list) -> dict:
+        """{"specs": {id: [[name, weight, hidden, builder, inputs]]}, "problems": [...]}: what the
+        grader needs to start check processes (each test's inputs as one wire line: tensors by value),
+        and what is wrong with the key (if anything)."""
+        specs, problems = {}, []
+        for ex in (get(i) for i in exercise_ids):
+            key = ex.key()
+            if ex.kind == "function":
+                tests = [t for t in ex.graded_tests() if t.check.splittable]
+                problems += [f"{ex.id}: test {t.name!r} is not split into a run half and a judge half; not graded"
+                             for t in ex.graded_tests() if not t.check.splittable]
+                self.tests[ex.id] = tests
+                specs[ex.id] = [[t.name, t.weight, t.hidden, t.check.builder(), wire.dumps(t.check.inputs())]
+                                for t in tests]
+                if key is None or key.solution is None:
+                    problems.append(f"{ex.id}: no answer key; only visible tests are graded")
+                    continue
+                problems += self._references(ex, tests)
+                result = ex.check(key.solution, include_hidden=True, record=False)
+            elif key is not None and key.answer is not None:
+                result = ex.check(key.answer, record=False)
+            else:
+                continue
+            if not result.correct:
+                problems.append(f"{ex.id}: the reference answer fails its own check ({result.status})")
+        return {"specs": specs, "problems": problems}
+
+    @staticmethod
+    def _references(ex, tests) -> list:
+        problems = []
+        for t in tests:
+            try:
+                t.check.reference_value(ex.reference_solution())
+            except Exception as err:  # noqa: BLE001 - a broken reference is the key's problem, said once
+                problems.append(f"{ex.id}: the reference of test {t.name!r} failed: {type(err).__name__}: {err}")
+        return problems
+
+    # ------------------------------------------------------------ verdicts
+    def function(self, exercise_id: str, lines: list, limit: float, defined: dict) -> Verdict:
+        """The verdict on one function exercise from its check process's report lines ("test"
+        messages, in order) and its "defined" message."""
+        ex = get(exercise_id)
+        tests = self.tests.get(exercise_id)
+        if tests is None:
+            tests = self.tests[exercise_id] = [t for t in ex.graded_tests() if t.check.splittable]
+        if not defined.get("callable"):
+            result = ex.unusable(None if defined.get("type") == "NoneType" else defined.get("type", "object"))
+        else:
+            outcomes = []
+            for test, line in zip(tests, lines):
+                message = parse(line.encode("utf-8"), "check")
+                seen = message["seen"] if message and message["kind"] == "test" else None
+                try:
+                    outcomes.append(ex.judge(test, seen, limit))
+                except Exception as err:  # noqa: BLE001 - a reference that cannot be computed: not the student's fault
+                    return Verdict(ex.id, CRASHED, 0.0, float(ex.points), 0, len(tests),
+                                   f"the check could not judge this test ({type(err).__name__}); tell your teacher")
+                if outcomes[-1].not_attempted:
+                    break
+            if len(outcomes) < len(tests) and not (outcomes and outcomes[-1].not_attempted):
+                return Verdict(ex.id, CRASHED, 0.0, float(ex.points), 0, len(tests), "the report was incomplete")
+            result = ex.result(outcomes, include_hidden=True)
+        problems = "; ".join(str(p)[:200] for p in (defined.get("problems") or [])[:5])
+        detail = result.summary
+        if problems and result.status == INCORRECT:  # e.g. a failed import explains a NameError
+            detail += " Note: " + problems
+        shown = [{"name": o.name, "hidden": o.hidden, "passed": bool(o.passed),
+                  "feedback": "" if o.hidden else " ".join(o.public_lines())[:1500]} for o in result.tests]
+        return Verdict(ex.id, result.status, float(result.points), float(ex.points),
+                       sum(o.passed for o in result.tests), len(tests), detail, shown)
+
+    @staticmethod
+    def quiz(exercise_id: str, value, present: bool) -> Verdict:
+        """A quiz verdict: the answer is plain data, checked against the chapter's digest."""
+        quiz = get(exercise_id)
+        verdict = Verdict(quiz.id, MISSING, 0.0, float(quiz.points), 0, 1,
+                          f"no line `answer_{quiz.name} = ...` in the notebook", answer=value)
+        if not present:
+            return verdict
+        if isinstance(value, dict) or not valid_answer(value):
+            verdict.status = INCORRECT
+            verdict.detail = f"`answer_{quiz.name}` is not a plain answer (a letter, a list of letters or a number)"
+            return verdict
+        result = quiz.check(value, include_hidden=True, record=False)
+        verdict.status, verdict.detail = result.status, result.summary
+        verdict.points, verdict.passed = scoring.quiz_points(quiz.points, result.correct), int(result.correct)
+        return verdict
+
+    def handle(self, request: dict) -> dict:
+        op = request.get("op")
+        if op == "prepare":
+            return self.prepare(request["exercises"])
+        if op == "function":
+            return self.function(request["exercise"], request["lines"], request["limit"],
+                                 request["defined"]).as_dict()
+        if op == "quizzes":
+            return {ex_id: self.quiz(ex_id, value, present).as_dict()
+                    for ex_id, (value, present) in request["answers"].items()}
+        raise ValueError(f"unknown request {op!r}")
+
+
+# ---------------------------------------------------------------- the judge process
+def serve(requests, replies) -> None:
+    """One JSON request per line in, one reply per line out; a failing request gets an error reply."""
+    judge = Judge()
+    for line in requests:
+        try:
+            request = json.loads(line)
+            reply = {"id": request.get("id"), "ok": judge.handle(request)}
+        except Exception as err:  # noqa: BLE001 - the judge stays up; the grader decides what it means
+            reply = {"id": None, "error": f"{type(err).__name__}: {err}"[:2000]}
+            try:
+                reply["id"] = json.loads(line).get("id")
+            except Exception:  # noqa: BLE001
+                pass
+        try:
+            text = json.dumps(reply)
+        except (TypeError, ValueError) as err:  # never a value silently turned into text
+            text = json.dumps({"id": reply.get("id"), "error": f"the reply is not plain data ({err})"})
+        replies.write(text + "\n")
+        replies.flush()
+
+
+def main(argv) -> None:
+    import signal
+    import warnings
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    warnings.simplefilter("ignore")
+    requests, replies = os.fdopen(int(argv[0]), "r", encoding="utf-8"), os.fdopen(int(argv[1]), "w")
+    import torch
+    torch.set_num_threads(1)
+    serve(requests, replies)
+
+
+# ---------------------------------------------------------------- the grader's side
+class JudgeDied(RuntimeError):
+    """The judge process ended or stopped answering."""
+
+
+class JudgeClient:
+    """The grader's handle on the judge process: start, ask, restart (parent side)."""
+
+    def __init__(self, env=None, cwd=None):
+        from .zygote import HIDDEN_GPUS
+        self.env = dict(env or os.environ, **HIDDEN_GPUS)
+        self.cwd, self.process, self.counter, self.prepared = cwd, None, 0, None
+        self.restarts, self.preparing, self.prepare_reply = 0, None, None
+        self.start()
+
+    def start(self) -> None:
+        to_judge_r, self.to_judge = os.pipe()
+        self.from_judge, from_judge_w = os.pipe()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "course_lib.grading.judge", str(to_judge_r), str(from_judge_w)],
+            pass_fds=[to_judge_r, from_judge_w], env=self.env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.cwd)
+        os.close(to_judge_r)
+        os.close(from_judge_w)
+        self.buffer = b""
+
+    def _send(self, op: str, **data) -> int:
+        self.counter += 1
+        line = (json.dumps({"op": op, "id": self.counter, **data}) + "\n").encode()
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(self.to_judge, view):]
+        except OSError as err:
+            raise JudgeDied(f"the judge process is gone ({err})") from None
+        return self.counter
+
+    def request(self, op: str, timeout: float = REPLY_TIMEOUT, **data):
+        """The judge's answer to one request; JudgeDied when it ends or stays silent past `timeout`."""
+        self.finish_prepare()
+        return self._reply(self._send(op, **data), timeout)
+
+    def _reply(self, number: int, timeout: float):
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([self.from_judge], [], [], max(0.0, left))
+            if not ready:
+                raise JudgeDied(f"the judge did not answer within {timeout:g} s")
+            chunk = os.read(self.from_judge, 1 << 20)
+            if not chunk:
+                raise JudgeDied(f"the judge process ended (exit status {self.process.wait()})")
+            self.buffer += chunk
+        reply, _, self.buffer = self.buffer.partition(b"\n")
+        reply = json.loads(reply)
+        if reply.get("id") != number:
+            raise JudgeDied("the judge answered another request")
+        if "error" in reply:
+            raise RuntimeError(f"the judge could not answer: {reply['error']}")
+        return reply["ok"]
+
+    def prepare(self, exercise_ids: list) -> dict:
+        """Ask the judge to prepare these exercises and return at once; `finish_prepare` waits."""
+        self.prepared = list(exercise_ids)
+        self.preparing = self._send("prepare", exercises=self.prepared)
+
+    def ready(self) -> bool:
+        """Has the judge's answer to `prepare` arrived (or been read)? Never blocks."""
+        if self.preparing is None:
+            return True
+        return b"\n" in self.buffer or bool(select.select([self.from_judge], [], [], 0)[0])
+
+    def finish_prepare(self):
+        """The answer to `prepare` ({"specs", "problems"}), waiting for it if need be."""
+        if self.preparing is not None:
+            number, self.preparing = self.preparing, None
+            self.prepare_reply = self._reply(number, 1800)
+        return self.prepare_reply
+
+    def ask(self, op: str, **data):
+        """`request`, with one restart of a judge that died (a fresh one prepares again)."""
+        try:
+            return self.request(op, **data)
+        except JudgeDied:
+            self.restart()
+            return self.request(op, **data)
+
+    def restart(self) -> None:
+        self.close()
+        self.restarts += 1
+        self.start()
+        self.preparing = None
+        if self.prepared is not None:
+            self.prepare_reply = self._reply(self._send("prepare", exercises=self.prepared), 1800)
+
+    def close(self) -> None:
+        for fd in (self.to_judge, self.from_judge):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+        if self.process is not None:
+            self.process.wait()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
