@@ -5,7 +5,6 @@ notebook prints and plots them and draws no conclusion that the numbers did not 
 exercises are checked on the CPU: autocast and GradScaler work there for real, and a simulated
 clock stands in for a GPU that runs asynchronously.
 """
-import copy
 import functools
 import math
 import os
@@ -20,16 +19,15 @@ import torch.nn.functional as F
 import torch.utils.benchmark as benchmark
 from torch import nn
 from torch.profiler import record_function
-from torch.utils.data import DataLoader, Dataset, Subset, TensorDataset
+from torch.utils.data import Dataset, Subset
 
 from . import data, measure, profiling, training
 from .checks import speedups
-from .checks.base import number as as_number
 from .device import gpu_only, mps_available
 from .checks.rig import checker_threads  # noqa: F401
 from .checks.speedups import (AmpRig, AmpTrace, ScalerSpy, SimulatedGPU, TimeIt, make_amp_rig,  # noqa: F401
                               recording_autocast, simulated)
-from .exercises import CORRECT, INCORRECT, Chapter, Fail, Test
+from .exercises import CORRECT, INCORRECT, Chapter, Test
 from .exercises import progress as _progress
 from .sections import section
 
@@ -942,110 +940,7 @@ amp_train_step = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise: phase_ms
-def tiny_profile(steps: int = 3, seed: int = 0, train: bool = True):
-    """A real CPU profile of `steps` labelled steps of a tiny model (train: all four phases; else data and
-    forward only, as an evaluation loop): (its trace events, the profiler's own ms per phase) (chapter 05)."""
-    torch.manual_seed(seed)
-    model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 4))
-    optimizer, criterion = torch.optim.SGD(model.parameters(), lr=0.1), nn.CrossEntropyLoss()
-    loader = DataLoader(TensorDataset(torch.randn(16 * steps, 12), torch.randint(0, 4, (16 * steps,))), batch_size=16)
-    def evaluate(x, y):
-        with torch.no_grad(), record_function("forward"):
-            criterion(model(x), y)
-
-    step = train_step(model, optimizer, criterion, "cpu", phase=record_function) if train else evaluate
-    with checker_threads():
-        prof, _ = profiling.profile_training(step, loader, "cpu", steps=steps)
-    return profiling.events_of(prof), profiling.label_totals(prof)
-
-
-def as_cuda_trace(events: list) -> list:
-    """The events as a CUDA trace lists them: each label also on the GPU's row ("gpu_user_annotation") (chapter 05)."""
-    copies = [dict(e, cat="gpu_user_annotation", ts=e["ts"] + 5.0, dur=e["dur"] / 2, pid=1, tid=7)
-              for e in events if e.get("cat") == "user_annotation"]
-    return events + copies
-
-
-def run_phase_ms(candidate, events: list) -> dict:
-    """Run half: the learner's phase_ms on a copy of `events`, as plain data (chapter 05)."""
-    got = candidate(copy.deepcopy(events))
-    if isinstance(got, torch.Tensor):
-        return {"tensor": True}
-    if not isinstance(got, dict):
-        return {"type": type(got).__name__, "repr": repr(got)[:80]}
-    values = {str(k): as_number(v) for k, v in got.items()}
-    return {"value": values}
-
-
-def phase_ms_mistakes(events: list, want: dict) -> list:
-    """(what a typical mistake returns, the problem, a hint): the judge's table (chapter 05)."""
-    mine = [e for e in events if e.get("cat") == "user_annotation" and e.get("name") in profiling.PHASES]
-    last = {p: next((e["dur"] / 1000 for e in reversed(mine) if e["name"] == p), 0.0) for p in profiling.PHASES}
-    both = {p: sum(e["dur"] / 1000 for e in events if e.get("ph") == "X" and e.get("name") == p) for p in want}
-    labels = [e for e in events if e.get("ph") == "X" and e.get("cat") == "user_annotation"]
-    loose = {p: sum(e["dur"] / 1000 for e in labels if p in str(e.get("name"))) for p in want}
-    looser = {p: sum(e["dur"] / 1000 for e in events if e.get("ph") == "X" and p in str(e.get("name")))
-              for p in want}
-    counts = {p: float(sum(e["name"] == p for e in mine)) for p in want}
-    return [
-        ({p: v * 1000 for p, v in want.items()}, "in microseconds, not milliseconds",
-         "A trace's `dur` (and `ts`) are microseconds: divide by 1000."),
-        (last, "the duration of one step only (each phase's last event)",
-         "Every step has its own event for each phase: add them all up (`+=`), do not overwrite."),
-        (counts, "the number of events per phase, not their duration", "Add up each event's `dur`."),
-        (both, "too large: the GPU's copies of the labels were added too",
-         "In a CUDA trace each label appears twice: on the CPU (`cat` \"user_annotation\") and on the GPU's row "
-         "(\"gpu_user_annotation\"). Count the CPU's only."),
-    ] + [(value, "too large: other events whose names contain a phase's word were added "
-                 "(e.g. \"Optimizer.step#SGD.step\")", "Compare names exactly (`==`), not with `in`.")
-         for value in (loose, looser)]
-
-
-def _same_ms(got: dict, want: dict) -> bool:
-    return all(got.get(p) is not None and math.isclose(got[p], v, rel_tol=1e-3, abs_tol=2e-3) for p, v in want.items())
-
-
-def judge_phase_ms(seen: dict, want: dict, mistakes: list, where: str = "") -> None:
-    """Judge half: the returned dict against the profiler's own totals; known mistakes named (chapter 05)."""
-    if seen.get("tensor"):
-        raise Fail(f"Return a dict of Python floats{where}, not a tensor.", expected="{'data': ms, ...}")
-    if "value" not in seen:
-        raise Fail(f"Return a dict phase -> milliseconds{where}.", expected="a dict with the four phases",
-                   got=f"{seen.get('type')}: {seen.get('repr')}")
-    got = seen["value"]
-    missing = [p for p in want if p not in got]
-    if missing:
-        raise Fail(f"Your dict has no entry for {', '.join(missing)}{where}.",
-                   expected=f"keys {list(want)}", got=f"keys {list(got)}",
-                   hint="Give every phase a value, 0.0 for a phase that never ran (an evaluation loop has "
-                        "no backward and no step).")
-    if any(got[p] is None for p in want):
-        raise Fail(f"Each value must be a number of milliseconds{where}.")
-    for value, problem, hint in mistakes:
-        if _same_ms(got, value) and not _same_ms(value, want):
-            raise Fail(f"Your totals are {problem}{where}.", expected=_ms(want), got=_ms(got), hint=hint)
-    if not _same_ms(got, want):
-        raise Fail(f"Your totals differ from what the profiler itself adds up (key_averages){where}.",
-                   expected=_ms(want), got=_ms(got),
-                   hint="Take the complete events (`ph` \"X\") whose `cat` is \"user_annotation\" and whose name "
-                        "is one of the phases; add up their `dur` per phase; divide by 1000.")
-
-
-def _ms(totals: dict) -> str:
-    return ", ".join(f"{k} {v:.3f}" for k, v in totals.items())
-
-
-def check_phase_ms(steps: int, seed: int = 0, train: bool = True, cuda: bool = False, where: str = ""):
-    """A test of phase_ms on a real profile made now (as a CUDA trace lists it, with `cuda`) (chapter 05)."""
-    def run(candidate):
-        events, want = tiny_profile(steps, seed, train)
-        events = as_cuda_trace(events) if cuda else events
-        with checker_threads():
-            seen = run_phase_ms(candidate, events)
-        judge_phase_ms(seen, want, phase_ms_mistakes(events, want), where)
-    return run
-
-
+# Its check (a real profile, the profiler's own totals, the mistakes table) is checks/speedups.py's PhaseMs.
 phase_ms = chapter.function_exercise(
     "phase_ms",
     title="Read the trace: milliseconds per phase",
@@ -1056,11 +951,11 @@ phase_ms = chapter.function_exercise(
            "duration, dur, is in microseconds.",
     points=3,
     tests=[
-        Test("a real profile of 3 training steps", check_phase_ms(3)),
-        Test("an evaluation profile: no backward, no step", check_phase_ms(2, seed=1, train=False,
-                                                                          where=" (evaluation profile)")),
-        Test("a CUDA trace: every label also on the GPU's row", check_phase_ms(2, seed=2, cuda=True,
-                                                                              where=" (a CUDA trace)")),
+        Test("a real profile of 3 training steps", speedups.PhaseMs(3)),
+        Test("an evaluation profile: no backward, no step",
+             speedups.PhaseMs(2, seed=1, train=False, where=" (evaluation profile)")),
+        Test("a CUDA trace: every label also on the GPU's row",
+             speedups.PhaseMs(2, seed=2, cuda=True, where=" (a CUDA trace)")),
     ],
     hints=["Look at one event first: `[e for e in events if e.get('name') == 'forward'][0]`. Which keys tell "
            "you it is a label, and how long it lasted?",

@@ -12,7 +12,10 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from course_lib import ch05_speedups as ch
 from course_lib import data, profiling, training
-from course_lib.exercises import CORRECT, INCORRECT
+from course_lib.checks import speedups, wire
+from course_lib.checks.base import rebuild
+from course_lib.exercises import CORRECT, INCORRECT, Fail
+from course_lib.key import ch05_speedups as key
 
 cuda_only = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -144,12 +147,27 @@ def test_sync_debug_mode_finds_the_item_and_the_mask():
 
 # ---------------------------------------------------------------- the exercise reads a real trace
 def test_phase_ms_checker_uses_the_profilers_own_totals():
-    events, want = ch.tiny_profile(2, seed=4)
+    events, want = speedups.tiny_profile(2, seed=4)
     assert set(want) == set(profiling.PHASES) and all(v > 0 for v in want.values())
     assert profiling.phase_totals(events).keys() == want.keys()
-    cuda = ch.as_cuda_trace(events)
+    cuda = speedups.as_cuda_trace(events)
     assert sum(e.get("cat") == "gpu_user_annotation" for e in cuda) == sum(
         e.get("cat") == "user_annotation" for e in events)
+
+
+def test_phase_ms_the_child_reads_the_judges_trace_and_the_judge_its_own_totals():
+    """The judge makes the profile; its events are the test's input (plain data through the wire);
+    the child's copy of the check reads exactly those; the verdict compares with the judge's totals."""
+    judge_side = speedups.PhaseMs(2, seed=6)
+    builder, inputs = judge_side.for_child()
+    child_side = rebuild(builder, wire.loads(wire.dumps(inputs)))
+    assert builder == "speedups.PhaseMs" and child_side.events == judge_side.events
+    right = wire.roundtrip(child_side.run(key.phase_ms))
+    judge_side.judge(right, judge_side.reference_value(None))  # passes
+    assert set(right) == {"returned"}  # the child reports what the function returned, nothing else
+    other = [dict(e, dur=e["dur"] * 2) if "dur" in e else e for e in child_side.events]  # another trace
+    with pytest.raises(Fail, match="differ from what the profiler"):
+        judge_side.judge({"returned": key.phase_ms(other)}, judge_side.reference_value(None))
 
 
 def test_phase_ms_from_the_reference_and_a_variant():

@@ -7,8 +7,7 @@ import contextlib
 
 import torch
 
-from course_lib.ch05_speedups import check_phase_ms
-from course_lib.checks.speedups import AmpMatchesReference, TimeIt
+from course_lib.checks.speedups import AmpMatchesReference, PhaseMs, TimeIt
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 
@@ -198,11 +197,9 @@ KEY = {
     "phase_ms": AnswerKey(
         solution=phase_ms,
         hidden_tests=[
-            Test("a CUDA trace of an evaluation loop", check_phase_ms(3, seed=5, train=False, cuda=True,
-                                                                     where=" (a CUDA evaluation trace)"),
-                 hidden=True),
-            Test("a longer profile, another model start", check_phase_ms(5, seed=3, where=" (5 steps)"),
-                 hidden=True),
+            Test("a CUDA trace of an evaluation loop",
+                 PhaseMs(3, seed=5, train=False, cuda=True, where=" (a CUDA evaluation trace)"), hidden=True),
+            Test("a longer profile, another model start", PhaseMs(5, seed=3, where=" (5 steps)"), hidden=True),
         ],
         wrong_answers=[
             wrong_phases("microseconds, not milliseconds", "in microseconds", unit="us"),
