@@ -4,17 +4,16 @@ The real run lives in `course_lib.sharding` (chapter 07's worker runs it under t
 ``--task shard``): DDP and `fully_shard` side by side in the same two processes, on the same
 batches. This module reads what the ranks recorded (what each holds, the losses, the collectives
 a step sends), lays out the ZeRO stages, and holds the chapter's exercise and quizzes. The
-exercise is checked against FSDP itself: the check runs it in real gloo processes.
+exercise is checked against FSDP itself: its judge measures real gloo processes.
 """
-import math
 
 import torch
 from torch import nn
 
 from . import ddp_worker, measure, sharding, training
-from .exercises import Chapter, Fail, Test
+from .checks.sharding import RankBytes
+from .exercises import Chapter, Test
 from .memory import format_bytes, state_bytes
-from .checks.base import number as as_number
 from .sections import section
 
 chapter = Chapter(__name__, title="Sharding with FSDP")
@@ -135,138 +134,8 @@ def zero_table(parameters: int, world_size: int) -> str:
 
 
 # ---------------------------------------------------------------- exercise: rank_bytes
-PARTS = sharding.PARTS
+# Its check (predictions here, a real gloo run of FSDP in the judge, the mistakes table) is checks/sharding.py's.
 CHAPTER_SHAPES = ((256, 64), (256,), (10, 256), (10,))  # the chapter's model: Linear(64, 256), Linear(256, 10)
-
-
-def plain_parts(value) -> dict:
-    """Run-half helper: a returned dict of the three parts as plain numbers, or what it was instead."""
-    if not isinstance(value, dict):
-        return {"type": type(value).__name__, "repr": repr(value)[:80]}
-    return {"parts": {str(k): as_number(v) for k, v in value.items()}}
-
-
-def predictions(candidate, shapes, world_size: int) -> list:
-    """Run half: the learner's rank_bytes for every rank, unsharded and sharded, as plain data (chapter 08)."""
-    return [{"rank": rank, "sharded": sharded,
-             **plain_parts(candidate([tuple(s) for s in shapes], world_size, rank, sharded))}
-            for sharded in (False, True) for rank in range(world_size)]
-
-
-def measured(shapes, world_size: int) -> list:
-    """Reference: what DDP and FSDP really hold on each rank, from a real gloo run (chapter 08)."""
-    runs = sharding.measure_holdings(shapes, world_size)
-    return [{"rank": rank, "sharded": sharded, "parts": runs[rank]["FSDP" if sharded else "DDP"]}
-            for sharded in (False, True) for rank in range(world_size)]
-
-
-def _rows(shapes, world_size: int, rank: int, dim: int = 0, divide=None) -> list:
-    """Numbers of each parameter on `rank`: torch.chunk's rows along `dim`, or `divide(numel)`."""
-    counts = []
-    for shape in shapes:
-        numel = math.prod(shape)
-        if divide is not None:
-            counts.append(divide(numel))
-            continue
-        size = shape[dim]
-        chunk = -(-size // world_size)
-        mine = max(0, min(size, (rank + 1) * chunk) - rank * chunk)
-        counts.append(numel // size * mine if size else 0)
-    return counts
-
-
-def _bytes(counts: list, tensors: int, *, unit: int = 4, adam_copies: int = 2, steps: bool = True,
-           grads=None) -> dict:
-    """The three parts from per-parameter counts (grads: other counts for the gradients)."""
-    grads = counts if grads is None else grads
-    return {"parameters": unit * sum(counts), "gradients": unit * sum(grads),
-            "optimizer_state": unit * adam_copies * sum(counts) + (unit * tensors if steps else 0)}
-
-
-def mistake(kind: str):
-    """A prediction with one typical mistake (`kind`), for the judge's table (chapter 08)."""
-    def predict(shapes, n, rank, sharded):
-        full = _rows(shapes, 1, 0)
-        options = {"no_steps": {"steps": False}, "one_copy": {"adam_copies": 1}, "elements": {"unit": 1}}.get(kind, {})
-        if not sharded and kind != "ddp_divided":
-            return _bytes(full, len(shapes), **options)
-        mine = {"even": lambda: _rows(shapes, n, rank, divide=lambda k: k / n),
-                "floor": lambda: _rows(shapes, n, rank, divide=lambda k: k // n),
-                "last_dim": lambda: _rows(shapes, n, rank, dim=-1),
-                "rank_0": lambda: _rows(shapes, n, 0)}.get(kind, lambda: _rows(shapes, n, rank))()
-        return _bytes(mine, len(shapes), **options, **({"grads": full} if kind == "grads_whole" else {}))
-    return predict
-
-
-# (mistake, the problem, a hint): the first mistake that reproduces every answer names it
-MISTAKES = (
-    (mistake("even"), "an even split of every parameter, numel / N",
-     "FSDP does not cut a tensor anywhere: it splits each parameter along its FIRST dimension into N chunks as "
-     "`torch.chunk` does, ceil(rows / N) rows per rank, and the last ranks get what is left (maybe nothing)."),
-    (mistake("floor"), "numel // N for every parameter",
-     "Rows are not elements: each rank gets ceil(rows / N) whole rows of a parameter (the last ranks fewer)."),
-    (mistake("last_dim"), "split along the last dimension", "FSDP shards dimension 0, the rows."),
-    (mistake("rank_0"), "the same for every rank, rank 0's share",
-     "With rows that do not divide by N, the last ranks hold fewer rows: the answer depends on `rank`."),
-    (mistake("no_steps"), "short of Adam's step counters",
-     "Adam also keeps `step` per parameter tensor: a 0-dim float32 tensor, 4 bytes, whole on every rank."),
-    (mistake("one_copy"), "one copy of the weights for Adam's state",
-     f"Adam keeps two running averages per parameter, exp_avg and exp_avg_sq "
-     f"({section('06', 'Where the memory goes', chapter_too=True)})."),
-    (mistake("grads_whole"), "whole gradients on every rank (ZeRO-1, not FSDP)",
-     "FSDP reduce-scatters the gradients after backward: each rank keeps the gradient of its own rows."),
-    (mistake("ddp_divided"), "DDP divided by N too", "DDP shards nothing: every rank holds the whole model, "
-                                                      "its gradients and Adam's state, whatever N is."),
-    (mistake("elements"), "numbers of elements, not bytes", "float32 numbers take 4 bytes each."),
-)
-
-
-def _same(row: dict, want: dict) -> bool:
-    return all(row.get(part) is not None and abs(row[part] - want[part]) < 0.5 for part in PARTS)
-
-
-def judge_rank_bytes(seen: list, want: list, shapes, world_size: int, where: str = "") -> None:
-    """Judge half: the learner's bytes against the measured ones; a known mistake is named (chapter 08)."""
-    for row in seen:
-        if "parts" not in row:
-            raise Fail(f"Return a dict with 'parameters', 'gradients' and 'optimizer_state'{where}.",
-                       expected="a dict of three byte counts", got=f"{row.get('type')}: {row.get('repr')}")
-        missing = [p for p in PARTS if row["parts"].get(p) is None]
-        if missing:
-            raise Fail(f"Your dict has no number for {', '.join(missing)}{where}.", expected=f"keys {list(PARTS)}",
-                       got=f"keys {list(row['parts'])}")
-    wrong = [(row, good) for row, good in zip(seen, want) if not _same(row["parts"], good["parts"])]
-    if not wrong:
-        return
-    for predict, problem, hint in MISTAKES:
-        if all(_same(row["parts"], predict(shapes, world_size, row["rank"], row["sharded"])) for row in seen):
-            raise Fail(f"Your bytes are {problem}{where}.", hint=hint, **_shown(*wrong[0]))
-    row, good = wrong[0]
-    raise Fail(f"{'FSDP' if row['sharded'] else 'DDP'} rank {row['rank']} of {world_size}: not what the rank "
-               f"really holds{where}.", hint="For each parameter: its rows on this rank (torch.chunk along "
-                                             "dimension 0), times the other dimensions, times 4 bytes.",
-               **_shown(row, good))
-
-
-def _shown(row: dict, good: dict) -> dict:
-    """expected= and got= of one rank's row, as text."""
-    what = f"{'FSDP' if row['sharded'] else 'DDP'} rank {row['rank']}: "
-    return {"expected": what + ", ".join(f"{p} {good['parts'][p]}" for p in PARTS),
-            "got": what + ", ".join(f"{p} {row['parts'][p]}" for p in PARTS)}
-
-
-def check_rank_bytes(shapes, world_size: int, where: str = ""):
-    """A test: the learner's predictions for every rank against a real run of `world_size` processes (chapter 08)."""
-    def run(candidate):
-        seen = predictions(candidate, shapes, world_size)  # the learner's function first: a stub stops here
-        try:
-            want = measured(shapes, world_size)
-        except TimeoutError:
-            raise Fail(f"The measuring run of {world_size} processes did not finish in time{where}; run the check "
-                       "again (a busy machine?).")
-        judge_rank_bytes(seen, want, shapes, world_size, where)
-    return run
-
 
 rank_bytes = chapter.function_exercise(
     "rank_bytes",
@@ -278,12 +147,11 @@ rank_bytes = chapter.function_exercise(
            "torch.chunk(p, world_size) splits it, and its gradient and Adam state split the same way; Adam's step "
            "counter (4 bytes per parameter tensor) stays whole on every rank.",
     points=4,
-    time_limit=90.0,  # the check starts real processes (forked: a second or two; spawned: they import torch)
     tests=[
         Test("the chapter's model on 2 ranks, DDP and FSDP, measured in a real run",
-             check_rank_bytes(CHAPTER_SHAPES, 2, " (the chapter's model, 2 ranks)")),
+             RankBytes(CHAPTER_SHAPES, 2, " (the chapter's model, 2 ranks)")),
         Test("3 ranks, rows that do not divide by 3, measured in a real run",
-             check_rank_bytes(((40, 64), (40,), (10, 40), (10,)), 3, " (3 ranks)")),
+             RankBytes(((40, 64), (40,), (10, 40), (10,)), 3, " (3 ranks)")),
     ],
     hints=["Start with DDP: every rank holds everything. Parameters: 4 bytes per number; gradients the same; "
            "Adam: two more copies (exp_avg, exp_avg_sq) plus a 4-byte step counter per parameter tensor.",

@@ -7,7 +7,10 @@ import pytest
 
 from course_lib import ch08_sharding as ch
 from course_lib import ddp_worker, sharding
-from course_lib.exercises import NOT_ATTEMPTED
+from course_lib.checks import wire
+from course_lib.checks.base import rebuild
+from course_lib.checks.sharding import RankBytes
+from course_lib.exercises import NOT_ATTEMPTED, Fail
 from course_lib.key import ch08_sharding as key
 
 
@@ -100,3 +103,28 @@ def test_a_stub_is_not_attempted_without_starting_processes(monkeypatch):
     def rank_bytes(shapes, world_size, rank, sharded):
         raise NotImplementedError
     assert ch.rank_bytes.check(rank_bytes, record=False).status == NOT_ATTEMPTED
+
+
+def test_the_child_only_predicts_and_the_judge_measures(monkeypatch):
+    """The run half calls the function for every rank, DDP then FSDP, and starts no process; what it
+    reports is the predictions (plain data through the wire). The judge's reference is its own run."""
+    test = RankBytes(((5, 3), (5,)), 3, " (t)")
+    builder, inputs = test.for_child()
+    child = rebuild(builder, wire.loads(wire.dumps(inputs)))
+    calls = []
+
+    def spy(shapes, world_size, rank, sharded):
+        calls.append((world_size, rank, sharded))
+        return key.rank_bytes(shapes, world_size, rank, sharded)
+    with monkeypatch.context() as m:
+        m.setattr(sharding, "measure_holdings", lambda *a: pytest.fail("the run half must not measure"))
+        seen = wire.roundtrip(child.run(spy))
+    assert calls == [(3, r, s) for s in (False, True) for r in range(3)]
+    assert seen == [key.rank_bytes([(5, 3), (5,)], 3, r, s) for s in (False, True) for r in range(3)]
+    measured = test.reference(None)
+    assert measured == [found["FSDP" if s else "DDP"] for s in (False, True)
+                        for found in sharding.measure_holdings(((5, 3), (5,)), 3)]
+    test.judge(seen, measured)  # the reference passes against the measured bytes
+    lying = [dict(row, parameters=row["parameters"] + 4) for row in seen]
+    with pytest.raises(Fail, match="not what the rank really holds"):
+        test.judge(lying, measured)

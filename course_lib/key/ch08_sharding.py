@@ -5,7 +5,7 @@ reference in exactly one place; the hidden tests measure FSDP in real processes 
 """
 import math
 
-from course_lib.ch08_sharding import check_rank_bytes
+from course_lib.checks.sharding import RankBytes
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 
@@ -60,10 +60,10 @@ KEY = {
     "rank_bytes": AnswerKey(
         solution=rank_bytes,
         hidden_tests=[
-            Test("4 ranks: some ranks hold no row of a parameter", check_rank_bytes(((2, 3), (10,), (5, 7, 2)), 4,
-                                                                                 " (4 ranks)"), hidden=True),
-            Test("2 ranks, odd numbers of rows", check_rank_bytes(((7, 5), (7,), (3, 7), (3,)), 2,
-                                                                " (odd rows)"), hidden=True),
+            Test("4 ranks: some ranks hold no row of a parameter",
+                 RankBytes(((2, 3), (10,), (5, 7, 2)), 4, " (4 ranks)"), hidden=True),
+            Test("2 ranks, odd numbers of rows", RankBytes(((7, 5), (7,), (3, 7), (3,)), 2, " (odd rows)"),
+                 hidden=True),
         ],
         wrong_answers=[
             wrong("an even split of every tensor (numel / N)", "an even split", split="even"),
