@@ -300,8 +300,9 @@ def memory_html(prof, name: str = "memory_profile.html") -> Path:
     """The memory viewer's HTML page of a CPU or GPU profile (chapter 06).
 
     The page is torch.cuda._memory_viz.profile_plot's. With ``with_stack=True`` torch's profiler
-    now and then keeps a Python frame's name as broken bytes, and reading it raises UnicodeDecodeError (pytorch/pytorch#136040): the page is then
-    drawn without the Python call stacks of the allocations.
+    now and then keeps a Python frame's name as broken bytes, and reading it raises
+    UnicodeDecodeError (pytorch/pytorch#136040): the page is then drawn without the Python call
+    stacks of the allocations.
     """
     from torch.cuda import _memory_viz
     try:
