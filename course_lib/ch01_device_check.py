@@ -1,14 +1,15 @@
 """Chapter 01, device check: exercises, the machine simulator and the chapter's widgets."""
 import torch
 
+from . import chapters
 from .checks import devices
 from .checks.devices import MACHINES, expected_device_type, simulated_machine  # noqa: F401 (widgets, tests)
 from .checks.rig import DeviceLog, trace_devices  # noqa: F401 (trace_devices: used by the notebook)
 from .doctor import doctor_widget
-from .exercises import Chapter, Test
+from .exercises import Test
 from .sections import section
 
-chapter = Chapter(__name__, title="Device check")
+chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
 
 
 # ---------------------------------------------------------------- exercise 1: choose_device

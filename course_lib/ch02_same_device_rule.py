@@ -12,13 +12,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import exercises
+from . import chapters, exercises
 from .checks import batches
 from .device import device_report, devices_of, second_device  # noqa: F401 (used by the notebook)
-from .exercises import Chapter, Test
+from .exercises import Test
 from .sections import section
 
-chapter = Chapter(__name__, title="The same-device rule")
+chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
 
 PARTS = ("model", "inputs", "labels", "loss")
 N_FEATURES, N_CLASSES, BATCH = 4, 3, 8

@@ -12,15 +12,15 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from . import data, training
+from . import chapters, data, training
 from .checks import loops
 from .checks.loops import averaging_fail as _averaging_fail  # noqa: F401 (the table of known mistakes)
 from .checks.rig import MovesData, Rig, make_rig  # noqa: F401 (Rig, make_rig: tests and the notebook)
-from .exercises import Chapter, Test
+from .exercises import Test
 from .seed import seed_everything
 from .sections import section
 
-chapter = Chapter(__name__, title="The training template")
+chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
 
 
 train_one_epoch = chapter.function_exercise(

@@ -6,16 +6,14 @@ the feedback says, and the chapter's quizzes and widgets driven as a learner wou
 """
 import inspect
 
-import nbformat
 import pytest
 import torch
 
-from conftest import ROOT
 from course_lib import ch01_device_check as ch
+from course_lib import notebooks
 from course_lib.doctor import doctor_widget
 from course_lib.exercises import CORRECT, INCORRECT
 
-NOTEBOOK = ROOT / "notebooks" / "01_device_check.ipynb"
 QUERIES = {"cuda.is_available": (torch.cuda, "is_available"), "cuda.device_count": (torch.cuda, "device_count"),
            "cuda.get_device_name": (torch.cuda, "get_device_name"),
            "mps.is_available": (torch.backends.mps, "is_available"),
@@ -137,7 +135,7 @@ def test_error_quiz_hides_the_real_error_until_the_answer_is_right():
 
 
 def test_tensor_bytes_quiz_is_asked_in_the_notebook_and_checks_a_number():
-    sources = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
+    sources = notebooks.code("01")
     ask = next(i for i, s in enumerate(sources) if "ch.tensor_bytes.ask()" in s)
     check = next(i for i, s in enumerate(sources) if "ch.tensor_bytes.check(" in s)
     assert ask < check
@@ -168,7 +166,7 @@ def test_a_zero_dim_cpu_tensor_mixes_and_a_one_dim_one_does_not():
 
 # --- the notebook
 def test_every_exercise_has_a_hint_cell_and_gpu_cells_follow_the_course_device():
-    sources = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
+    sources = notebooks.code("01")
     for name, exercise in ch.chapter.exercises.items():
         if exercise.kind == "function":
             assert any(f"ch.{name}.hint()" in s for s in sources), f"{name} has no hint cell"

@@ -6,14 +6,13 @@ tests check the taught error texts on both.
 import inspect
 import json
 
-import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from conftest import ROOT
 from course_lib import ch02_same_device_rule as ch
+from course_lib import notebooks
 from course_lib.device import second_device
 from course_lib.errors import expect_error
 from course_lib.exercises import INCORRECT
@@ -309,8 +308,7 @@ def test_adam_state_follows_the_parameters_when_built_or_loaded():
 
 # --- the notebook is written for any machine
 def test_notebook_teaching_code_names_no_device():
-    cells = [c.source for c in nbformat.read(ROOT / "notebooks" / "02_same_device_rule.ipynb", as_version=4).cells
-             if c.cell_type == "code"]
+    cells = notebooks.code("02")
     for needle in ('"cuda', "'cuda", '"meta', "'meta", ".cuda("):
         assert not any(needle in s for s in cells), f"a code cell hard-codes {needle}: use second_device()"
     assert sum("expect_error(RuntimeError" in s for s in cells) >= 6
@@ -318,8 +316,7 @@ def test_notebook_teaching_code_names_no_device():
 
 
 def test_notebook_reveals_the_sixteen_placements_after_the_quiz_they_answer():
-    cells = [c.source for c in nbformat.read(ROOT / "notebooks" / "02_same_device_rule.ipynb", as_version=4).cells
-             if c.cell_type == "code"]
+    cells = notebooks.code("02")
     reveal = next(i for i, s in enumerate(cells) if "ch.placements_reveal(" in s)
     quiz_check = next(i for i, s in enumerate(cells) if "ch.failing_placements.check(" in s)
     assert quiz_check < reveal
@@ -327,8 +324,7 @@ def test_notebook_reveals_the_sixteen_placements_after_the_quiz_they_answer():
 
 
 def test_every_exercise_has_a_hint_cell():
-    cells = [c.source for c in nbformat.read(ROOT / "notebooks" / "02_same_device_rule.ipynb", as_version=4).cells
-             if c.cell_type == "code"]
+    cells = notebooks.code("02")
     for name, exercise in ch.chapter.exercises.items():
         if exercise.kind == "function":
             assert any(f"ch.{name}.hint()" in s for s in cells), f"{name} has no hint cell"

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from course_lib import ch03_training_template as ch
-from course_lib import training
+from course_lib import notebooks, training
 from course_lib.errors import expect_error
 from course_lib.exercises import CORRECT, INCORRECT
 
@@ -303,10 +303,7 @@ def test_module_to_keeps_its_parameter_objects_by_default():
 
 # ---------------------------------------------------------------- what the notebook says
 def markdown_cells():
-    import json
-    from conftest import ROOT
-    nb = json.loads((ROOT / "notebooks" / "03_training_template.ipynb").read_text())
-    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    return notebooks.markdown("03")
 
 
 def test_asynchronous_copies_are_tied_to_non_blocking():
@@ -322,11 +319,7 @@ def test_the_articles_are_named_by_title_not_as_seeds():
 
 def test_linear2_twice_is_one_linear_map_not_the_same_as_once(capsys):
     """Article B: "linear2 twice without ReLU equals linear2 once". The notebook shows what is true."""
-    import json
-    from conftest import ROOT
-    nb = json.loads((ROOT / "notebooks" / "03_training_template.ipynb").read_text())
-    cell = next("".join(c["source"]) for c in nb["cells"]
-                if c["cell_type"] == "code" and "one_map" in "".join(c["source"]))
+    cell = next(c for c in notebooks.code("03") if "one_map" in c)
     exec(cell, {"torch": torch, "nn": torch.nn})
     out = capsys.readouterr().out
     assert "applied once?      False" in out and "one linear layer?  True" in out

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from course_lib import ch05_speedups as ch
-from course_lib import data, measure
+from course_lib import data, measure, notebooks
 from course_lib.errors import expect_warning
 from course_lib.exercises import CORRECT, INCORRECT, NOT_ATTEMPTED
 
@@ -533,9 +533,7 @@ def test_course_device_cpu_on_a_gpu_machine_times_no_cpu_to_cpu_copy(cuda_machin
 
 
 def test_notebook_gpu_cells_follow_the_course_device():
-    from notebook_cells import code_cells
-    from conftest import ROOT
-    cells = code_cells(ROOT / "notebooks" / "05_speedups.ipynb")
+    cells = notebooks.code("05")
     guarded = [c for c in cells if c.lstrip().startswith("if gpu_only(")]
     assert len(guarded) == 2
     for cell in guarded:
@@ -558,9 +556,7 @@ def test_results_after_a_quiz_wait_for_an_answer(monkeypatch, tmp_path, capsys):
 
 
 def test_notebook_reveals_the_scaler_step_only_after_its_quiz():
-    from notebook_cells import code_cells
-    from conftest import ROOT
-    cells = code_cells(ROOT / "notebooks" / "05_speedups.ipynb")
+    cells = notebooks.code("05")
     demo = [i for i, c in enumerate(cells) if "scaler_demo" in c]
     check_cell = [i for i, c in enumerate(cells) if "ch.scale_after_overflow.check(" in c]
     assert len(demo) == 1 and check_cell and demo[0] > check_cell[0]
@@ -570,11 +566,8 @@ def test_notebook_reveals_the_scaler_step_only_after_its_quiz():
 
 # ---------------------------------------------------------------- the lines shown in the notebook are the code (9.15)
 def markdown_snippets():
-    import json
     import re
-    from conftest import ROOT
-    nb = json.loads((ROOT / "notebooks" / "05_speedups.ipynb").read_text())
-    text = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    text = notebooks.markdown("05")
     return [block for t in text for block in re.findall(r"```python\n(.*?)```", t, re.S)]
 
 

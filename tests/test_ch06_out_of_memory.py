@@ -2,19 +2,14 @@
 import math
 import re
 
-import nbformat
 import pytest
 import torch
 from torch import nn
 
-from conftest import ROOT
-
 from course_lib import ch06_out_of_memory as ch
-from course_lib import data, memory
+from course_lib import data, memory, notebooks
 from course_lib.exercises import CORRECT
 
-
-NOTEBOOK = ROOT / "notebooks" / "06_out_of_memory.ipynb"
 
 
 def check(exercise, candidate):
@@ -226,8 +221,7 @@ GPU_CELL_MARKS = ("gpu_only(", 'device.type == "cuda"')
 
 
 def gpu_cells():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    code = notebooks.code("06")
     return code[0], [s for s in code if any(mark in s for mark in GPU_CELL_MARKS)]
 
 

@@ -9,7 +9,7 @@ import torch.distributed as dist
 from torch.utils.data import DistributedSampler
 
 from course_lib import ch07_dp_vs_ddp as ch
-from course_lib import ddp_worker, training
+from course_lib import ddp_worker, notebooks, training
 from course_lib.exercises import Fail
 from course_lib.memory import weight_bytes
 
@@ -317,10 +317,7 @@ def test_stepper_widget_walks_through_the_phases():
 
 # ---------------------------------------------------------------- what the notebook teaches
 def markdown_text():
-    import json
-    from conftest import ROOT
-    nb = json.loads((ROOT / "notebooks" / "07_dp_vs_ddp.ipynb").read_text())
-    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    return "\n".join(notebooks.markdown("07"))
 
 
 def test_notebook_teaches_the_caveats_of_data_parallel_training():

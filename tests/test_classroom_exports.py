@@ -5,18 +5,15 @@ submissions with `python -m course_lib grade ... --export ... --roster ...`.
 """
 import csv
 import json
-import sys
 
 import pytest
 
-from conftest import ROOT
 from course_lib.classroom import exports
 from course_lib.classroom.roster import Roster, RosterError, split_name
 from course_lib.grading.gradebook import TOTAL, Gradebook
 from course_lib.grading.selftest import chapter_cases
 
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "grading"))
-import build  # noqa: E402
+from support import submissions  # noqa: E402
 
 NBGRADER = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email", "raw_score",
             "late_submission_penalty", "score", "max_score"]
@@ -190,7 +187,7 @@ def graded(tmp_path_factory):
         (subs / f"{user}.ipynb").write_text(json.dumps(cases[case]))
     (tmp / "roster.csv").write_text(ROSTER)
     out = tmp / "grades" / "gradebook.csv"
-    proc = build.run_grader(subs, out, "--workers", 2, "--export", "nbgrader", "--export", "canvas",
+    proc = submissions.run_grader(subs, out, "--workers", 2, "--export", "nbgrader", "--export", "canvas",
                             "--roster", tmp / "roster.csv")
     return tmp, subs, out, proc
 
@@ -217,10 +214,10 @@ def test_grade_refuses_a_bad_roster_before_grading(graded, tmp_path):
     bad = tmp_path / "roster.csv"
     bad.write_text("id,name\nS1,Ada\n")
     out = tmp_path / "g.csv"
-    proc = build.run_grader(subs, out, "--export", "nbgrader", "--roster", bad, timeout=120)
+    proc = submissions.run_grader(subs, out, "--export", "nbgrader", "--roster", bad, timeout=120)
     assert proc.returncode == 2 and "nothing graded" in proc.stderr and "no 'email' column" in proc.stderr
     assert not out.exists()
-    proc = build.run_grader(subs, out, "--roster", bad, timeout=120)
+    proc = submissions.run_grader(subs, out, "--roster", bad, timeout=120)
     assert proc.returncode == 2 and "--roster is used by --export" in proc.stderr
 
 

@@ -14,14 +14,13 @@ import zipfile
 
 import pytest
 
-from conftest import ROOT
+from support import ROOT
 from course_lib.classroom.autograder import exercise_output
 from course_lib.exercises import all_exercises
 from course_lib.grading.release import secret_lines
 from course_lib.grading.selftest import chapter_cases
 
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "grading"))
-import build  # noqa: E402
+from support import submissions  # noqa: E402
 
 NO_TEACHER = ('import sys\nsys.meta_path[:] = [f for f in sys.meta_path '
               'if not getattr(f, "__module__", "").startswith("__editable__")]\n')
@@ -160,7 +159,7 @@ def test_known_wrong_answers_get_the_keys_points_and_no_hidden_value(tmp_path, a
 
 def test_hostile_notebook_cannot_read_the_key_in_source_or_forge_results(tmp_path, autograder_zip, cases):
     root = tmp_path / "autograder"
-    attack = build.build(ROOT / "tests" / "fixtures" / "grading" / "attack2_key_read.txt", build.bases(),
+    attack = submissions.build(ROOT / "tests" / "fixtures" / "grading" / "attack2_key_read.txt", submissions.bases(),
                          {"SUBMISSIONS": root / "submission", "OUT": root / "source"}).decode()
     nb = json.loads(attack)
     nb["cells"].append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],

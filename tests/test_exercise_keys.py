@@ -14,7 +14,7 @@ from course_lib.checks.base import Check
 from course_lib.exercises import CORRECT, INCORRECT, NOT_ATTEMPTED, CheckResult, all_exercises, answer_digest
 from course_lib.exercises.results import HIDDEN_NOTE, TestOutcome
 from course_lib.grading.selftest import split_result
-from notebook_cells import chapter_notebook, code_cells, stub_answer, stub_function
+from support.notebook_cells import chapter_notebook, code_cells, stub_answer, stub_function
 
 EXERCISES = all_exercises()
 FUNCTIONS = [e for e in EXERCISES if e.kind == "function"]

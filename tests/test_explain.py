@@ -20,12 +20,11 @@ import torch.nn.functional as F
 from torch import nn
 
 import course_lib
-from conftest import NOTEBOOKS, ROOT
+from support import NOTEBOOKS, ROOT
 from course_lib import ch04_common_errors as ch04
-from course_lib import explainer
+from course_lib import chapters, explainer, notebooks
 from course_lib.errors import ExpectationFailed, expect_error
 from course_lib.explainer import ENTRIES, UNKNOWN, explain, explain_text
-from course_lib.explainer.knowledge import NOTEBOOKS as KB_NOTEBOOKS
 
 
 def raised(fn) -> BaseException:
@@ -643,19 +642,17 @@ def test_dataloader_worker_error_explains_the_original_error():
 
 
 # ---------------------------------------------------------------- the knowledge base as data
-def _headings(notebook: str) -> set:
-    nb = json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text())
-    return {line.strip() for c in nb["cells"] if c["cell_type"] == "markdown"
-            for line in "".join(c["source"]).splitlines() if line.startswith("#")}
+def _headings(number: str) -> set:
+    return {line.strip() for text in notebooks.markdown(number) for line in text.splitlines() if line.startswith("#")}
 
 
 def test_every_entry_is_complete_and_links_to_a_heading_that_exists():
     assert len({e.id for e in ENTRIES}) == len(ENTRIES)
-    assert set(KB_NOTEBOOKS.values()) == {p.stem for p in NOTEBOOKS}
+    assert {c.stem for c in chapters.CHAPTERS} == {p.stem for p in NOTEBOOKS}
     for e in ENTRIES:
         assert e.title and e.signature and e.patterns and e.meaning and e.causes and e.fix, e.id
-        assert e.chapter in KB_NOTEBOOKS, e.id
-        assert e.section in _headings(KB_NOTEBOOKS[e.chapter]), f"{e.id}: no heading {e.section!r}"
+        assert e.chapter in {c.number for c in chapters.CHAPTERS}, e.id
+        assert e.section in _headings(e.chapter), f"{e.id}: no heading {e.section!r}"
         for pattern, sentence in e.readings:
             assert set(re.compile(pattern).groupindex) >= set(re.findall(r"{(\w+)}", sentence)), e.id
 
@@ -666,9 +663,8 @@ def test_every_entry_is_complete_and_links_to_a_heading_that_exists():
      ["ddp_unused_parameters", "ddp_ready_twice"]),
 ])
 def test_chapters_teach_the_common_new_errors_and_the_explainer_links_there(notebook, heading, entry_ids):
-    nb = json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text())
-    cell = next(c for c in nb["cells"] if c["cell_type"] == "markdown" and "".join(c["source"]).startswith(heading))
-    quoted = re.findall(r"`([^`]{25,})`", " ".join("".join(cell["source"]).split()))
+    cell = next(text for text in notebooks.markdown(notebook[:2]) if text.startswith(heading))
+    quoted = re.findall(r"`([^`]{25,})`", " ".join(cell.split()))
     assert {explainer.match(q).id for q in quoted if explainer.match(q)} == set(entry_ids)
     for entry_id in entry_ids:
         assert ENTRY[entry_id].section == heading and not ENTRY[entry_id].closest
@@ -681,9 +677,7 @@ def test_link_is_the_anchor_jupyterlab_gives_the_heading():
 
 
 def test_chapter_04_cheat_sheet_is_rendered_from_the_knowledge_base():
-    nb = json.loads((ROOT / "notebooks" / "04_common_errors.ipynb").read_text())
-    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
-    markdown = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    code, markdown = "\n".join(notebooks.code("04")), "\n".join(notebooks.markdown("04"))
     assert "cheat_sheet()" in code
     assert "| what PyTorch says" not in markdown and "|---|---|---|" not in markdown
     table = explainer.table_markdown()
@@ -694,10 +688,8 @@ def test_chapter_04_cheat_sheet_is_rendered_from_the_knowledge_base():
 def test_no_notebook_keeps_a_hand_written_table_of_errors():
     """Tables of errors (cheat sheets, wordings) are rendered from the knowledge base, not typed."""
     for path in NOTEBOOKS:
-        nb = json.loads(path.read_text())
-        for cell in nb["cells"]:
-            text = "".join(cell["source"])
-            if cell["cell_type"] == "markdown" and "|---|" in text:
+        for text in notebooks.markdown(path):
+            if "|---|" in text:
                 header = text.split("|---|")[0].lower()
                 assert not ("error" in header and "fix" in header), f"{path.name}: render it from the explainer"
                 rows = [line for line in text.splitlines() if line.startswith("|")]
@@ -712,8 +704,7 @@ def test_wordings_tables_come_from_the_entries_they_illustrate():
         assert all(explainer.match(text) is entry for _, text in entry.wordings), entry.id
         table = explainer.wordings_markdown(entry.id)
         assert table.count("\n") == len(entry.wordings) + 1
-    ch02 = next(p for p in NOTEBOOKS if p.name.startswith("02_"))
-    code = ["".join(c["source"]) for c in json.loads(ch02.read_text())["cells"] if c["cell_type"] == "code"]
+    code = notebooks.code("02")
     assert any('wordings("device_mismatch")' in source for source in code)
 
 

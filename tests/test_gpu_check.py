@@ -20,15 +20,12 @@ import zipfile
 import pytest
 import torch
 
-from conftest import NOTEBOOKS, ROOT
+from support import NOTEBOOKS, ROOT, benchmark
 from course_lib import ch05_speedups as ch05
 from course_lib import device as dev
 from course_lib import measure
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import gpu_cuda_tests  # noqa: E402
-import gpu_figures  # noqa: E402
-import gpu_wheels  # noqa: E402
+gpu_cuda_tests, gpu_figures, gpu_wheels = map(benchmark, ("gpu_cuda_tests", "gpu_figures", "gpu_wheels"))
 
 SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
 SIMULATE = ROOT / "benchmarks" / "simulate_gpu"  # sitecustomize.py (torch's CUDA queries) and nvidia-smi
@@ -479,7 +476,7 @@ def test_the_ddp_script_runs_chapter_07s_worker_at_world_size_1(tmp_path):
     assert "WRONG" not in proc.stdout and "2 of 2 launches" in lines[-1]
     assert (tmp_path / "spawn" / "checkpoint.pt").exists() and (tmp_path / "torchrun" / "rank0.pt").exists()
     # what the check would say if a launch had not used the backend asked for
-    import gpu_ddp
+    gpu_ddp = benchmark("gpu_ddp")
     result = gpu_ddp.ddp_worker.LaunchResult(gpu_ddp.config_for(tmp_path, "spawn", "gloo"),
                                              [torch.load(tmp_path / "spawn" / "rank0.pt")], 1.0, "spawn")
     assert gpu_ddp.problems(result, "gloo") == []

@@ -10,16 +10,13 @@ import csv
 import json
 import secrets
 import socket
-import sys
 import threading
 
 import pytest
 
-from conftest import ROOT
 
 
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "grading"))
-import build  # noqa: E402
+from support import submissions  # noqa: E402
 
 FULL, FUNCTION = 13.0, 3.0
 ATTACKS = ["attack1_gc_channel", "attack1_frames", "attack1_fd_forgery", "attack2_key_read", "attack3_network",
@@ -68,16 +65,16 @@ def graded(request, tmp_path_factory):
     subs.mkdir()
     listener, mark = Listener(), secrets.token_hex(6)
     names = [n for n in ATTACKS if not (mode == "neither" and n == "attack5_classmates")]
-    build.write_all(subs, names, {"SUBMISSIONS": subs, "OUT": out.parent, "PORT": listener.port, "MARK": mark})
-    bases = build.bases()
+    submissions.write_all(subs, names, {"SUBMISSIONS": subs, "OUT": out.parent, "PORT": listener.port, "MARK": mark})
+    bases = submissions.bases()
     for name in HONEST:
         (subs / f"{name}.ipynb").write_text(json.dumps(bases["reference"]))
     (subs / "=blank.ipynb").write_text(json.dumps(bases["blank"]))
-    proc = build.run_grader(subs, out, "--workers", 2, "--cell-timeout", 20, "--test-timeout", 5, env=env)
+    proc = submissions.run_grader(subs, out, "--workers", 2, "--cell-timeout", 20, "--test-timeout", 5, env=env)
     listener.close()
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = {p.stem: json.loads(p.read_text()) for p in out.with_name("gradebook_feedback").glob("*.json")}
-    return {"mode": mode, "book": build.read_gradebook(out), "records": records, "out": out, "mark": mark,
+    return {"mode": mode, "book": submissions.read_gradebook(out), "records": records, "out": out, "mark": mark,
             "net": listener.got, "stderr": proc.stderr, "names": names,
             "summary": out.with_name("gradebook.summary.csv").read_text()}
 
@@ -159,7 +156,7 @@ def test_attack3_no_network_but_a_private_loopback(graded):
 def test_attack4_nothing_outlives_grading_anywhere_on_the_machine(graded):
     assert points(graded, "attack4_outlive") == FULL
     assert "review:processes-and-files" in flags(graded, "attack4_outlive")
-    assert build.alive_with(f"leftover-{graded['mark']}") == []
+    assert submissions.alive_with(f"leftover-{graded['mark']}") == []
     started = stdout(graded, "attack4_outlive").split("STARTED", 1)[1].split()[0]
     if graded["mode"] in ("full", "no-landlock"):
         assert int(started) < 64  # the process-count limit

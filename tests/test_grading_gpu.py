@@ -11,10 +11,9 @@ import os
 import subprocess
 import sys
 
-from conftest import ROOT
+from support import ROOT
 
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "grading"))
-import build  # noqa: E402
+from support import submissions  # noqa: E402
 
 FAKE = ROOT / "tests" / "fixtures" / "grading" / "fake_gpu"
 GRADE_AFTER_LOOKING_AT_THE_GPU = """
@@ -26,18 +25,18 @@ Grader(sys.argv[1], sys.argv[2], workers=2, progress=False).run()
 
 
 def _rows(path) -> dict:
-    return {(r["submission"], r["exercise"]): (r["status"], r["points"]) for r in build.gradebook_rows(path)}
+    return {(r["submission"], r["exercise"]): (r["status"], r["points"]) for r in submissions.gradebook_rows(path)}
 
 
 def test_a_visible_gpu_changes_no_grade(tmp_path):
     subs = tmp_path / "submissions"
     subs.mkdir()
-    bases = build.bases()
+    bases = submissions.bases()
     for name in ("reference", "blank"):
         (subs / f"{name}.ipynb").write_text(json.dumps(bases[name]))
-    build.write_all(subs, ["crash_in_function"])
+    submissions.write_all(subs, ["crash_in_function"])
     cpu = tmp_path / "cpu" / "gradebook.csv"
-    assert build.run_grader(subs, cpu, "--workers", 2).returncode == 0
+    assert submissions.run_grader(subs, cpu, "--workers", 2).returncode == 0
     gpu = tmp_path / "gpu" / "gradebook.csv"
     gpu.parent.mkdir()
     env = dict(os.environ, COURSE_FAKE_GPU="1", PYTHONPATH=f"{FAKE}{os.pathsep}{ROOT}")

@@ -5,17 +5,14 @@ right and a blank chapter 01 notebook, against a private copy of course_lib that
 fixtures attack. Each fixture gets a clear status and exactly the points it earned.
 """
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
 from course_lib.grading import landlock
 from course_lib.grading.grader import scratch_root_for
 
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "grading"))
-import build  # noqa: E402
+from support import submissions  # noqa: E402
 
 NO_ISOLATION = {"COURSE_GRADER_NO_LANDLOCK": "1", "COURSE_GRADER_NO_NAMESPACES": "1"}
 LIMITS = ["--workers", 2, "--cell-timeout", 3, "--test-timeout", 3, "--memory-mb", 1024]
@@ -32,18 +29,18 @@ def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hostile")
     subs = tmp / "submissions"
     subs.mkdir()
-    build.write_all(subs, [p.name.split(".")[0] for p in build.fixture_paths()
+    submissions.write_all(subs, [p.name.split(".")[0] for p in submissions.fixture_paths()
                            if not p.name.startswith(("cheat_kill_grader", "attack"))])  # attacks: their own test
-    bases = build.bases()
+    bases = submissions.bases()
     for name in ("reference", "blank"):
         (subs / f"{name}.ipynb").write_text(json.dumps(bases[name]))
-    lib = build.course_copy(tmp)
+    lib = submissions.course_copy(tmp)
     before = _tree(lib / "course_lib")
     out = tmp / "out" / "gradebook.csv"
-    proc = build.run_grader(subs, out, *LIMITS, pythonpath=lib)
+    proc = submissions.run_grader(subs, out, *LIMITS, pythonpath=lib)
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = {p.stem: json.loads(p.read_text()) for p in out.with_name("gradebook_feedback").glob("*.json")}
-    return {"book": build.read_gradebook(out), "rows": build.gradebook_rows(out), "records": records, "out": out,
+    return {"book": submissions.read_gradebook(out), "rows": submissions.gradebook_rows(out), "records": records, "out": out,
             "lib": lib, "before": before, "subs": subs, "stderr": proc.stderr}
 
 
@@ -161,13 +158,13 @@ def test_the_graders_files_are_untouched(graded):
 def test_without_landlock_changed_files_are_restored_and_the_culprit_gets_nothing(tmp_path):
     subs = tmp_path / "submissions"
     subs.mkdir()
-    build.write_all(subs, ["cheat_overwrite", "renamed"])
-    lib = build.course_copy(tmp_path)
+    submissions.write_all(subs, ["cheat_overwrite", "renamed"])
+    lib = submissions.course_copy(tmp_path)
     before = _tree(lib / "course_lib")
     out = tmp_path / "out" / "gradebook.csv"
-    proc = build.run_grader(subs, out, *LIMITS[:1], 1, *LIMITS[2:], pythonpath=lib, env=NO_ISOLATION)
+    proc = submissions.run_grader(subs, out, *LIMITS[:1], 1, *LIMITS[2:], pythonpath=lib, env=NO_ISOLATION)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    book = build.read_gradebook(out)
+    book = submissions.read_gradebook(out)
     assert set(book) == {"cheat_overwrite", "renamed"}
     assert book["cheat_overwrite"]["TOTAL"]["status"] == "tampered"
     assert "tampered" in book["cheat_overwrite"]["TOTAL"]["flags"]
@@ -180,12 +177,12 @@ def test_without_landlock_changed_files_are_restored_and_the_culprit_gets_nothin
 def test_a_notebook_that_kills_the_grader_is_isolated_on_rerun(tmp_path):
     subs = tmp_path / "submissions"
     subs.mkdir()
-    build.write_all(subs, ["cheat_kill_grader", "renamed", "sys_exit"])
+    submissions.write_all(subs, ["cheat_kill_grader", "renamed", "sys_exit"])
     out = tmp_path / "out" / "gradebook.csv"
     env = NO_ISOLATION  # without namespaces and Landlock's signal scope the kill works
-    codes = [build.run_grader(subs, out, *LIMITS, env=env).returncode for _ in range(3)]
+    codes = [submissions.run_grader(subs, out, *LIMITS, env=env).returncode for _ in range(3)]
     assert codes[-1] == 0 and any(codes[:-1])  # it killed the grading processes, then was isolated
-    book = build.read_gradebook(out)
+    book = submissions.read_gradebook(out)
     assert set(book) == {"cheat_kill_grader", "renamed", "sys_exit"}
     assert book["cheat_kill_grader"]["TOTAL"]["status"] == "stopped the grader"
     assert float(book["cheat_kill_grader"]["TOTAL"]["points"]) == 0
@@ -198,15 +195,15 @@ def test_an_isolated_process_cannot_kill_the_grader(tmp_path, env):
         pytest.skip("Landlock signal scoping needs Linux 6.12+")
     subs = tmp_path / "submissions"
     subs.mkdir()
-    build.write_all(subs, ["cheat_kill_grader", "renamed"])
+    submissions.write_all(subs, ["cheat_kill_grader", "renamed"])
     out = tmp_path / "out" / "gradebook.csv"
-    proc = build.run_grader(subs, out, *LIMITS, env=env)
+    proc = submissions.run_grader(subs, out, *LIMITS, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    book = build.read_gradebook(out)
+    book = submissions.read_gradebook(out)
     assert set(book) == {"cheat_kill_grader", "renamed"}
     assert float(book["renamed"]["TOTAL"]["points"]) == FULL - FUNCTION_POINTS
 
 
 def test_no_graded_process_is_left_behind(graded):
-    assert not build.alive_under(scratch_root_for(graded["out"]))
-    assert not build.alive_with(str(scratch_root_for(graded["out"])))  # nor its zygotes, anywhere
+    assert not submissions.alive_under(scratch_root_for(graded["out"]))
+    assert not submissions.alive_with(str(scratch_root_for(graded["out"])))  # nor its zygotes, anywhere

@@ -16,12 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
 from course_lib.grading import gradebook, intake
 from course_lib.grading.feedback import file_name
 
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "grading"))
-import build  # noqa: E402
+from support import submissions  # noqa: E402
 
 UNDER_TEST = os.environ.get("COURSE_GRADING_UNDER_TEST")
 PAIRS = {"case": ("Alice", "alice"), "spaces": ("bob smith", "bob  smith"), "nfc-nfd": ("\u00e9lan", "e\u0301lan"),
@@ -143,7 +141,7 @@ def awkward(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("awkward")
     subs, out = tmp / "submissions", tmp / "out" / "gradebook.csv"
     subs.mkdir()
-    bases = build.bases()
+    bases = submissions.bases()
     right, blank = json.dumps(bases["reference"]).encode(), json.dumps(bases["blank"]).encode()
     for first, second in PAIRS.values():
         (subs / f"{first}.ipynb").write_bytes(right)
@@ -156,11 +154,11 @@ def awkward(tmp_path_factory):
     nb["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
                         "source": GARBAGE})
     (subs / "garbage.ipynb").write_text(json.dumps(nb))
-    proc = build.run_grader(subs, out, "--workers", 2, "--cell-timeout", 60, timeout=900,
+    proc = submissions.run_grader(subs, out, "--workers", 2, "--cell-timeout", 60, timeout=900,
                             pythonpath=Path(UNDER_TEST) if UNDER_TEST else None)
     feedback = out.with_name("gradebook_feedback")
     records = [json.loads(p.read_text()) for p in feedback.glob("*.json")] if feedback.exists() else []
-    return {"proc": proc, "book": build.read_gradebook(out) if out.exists() else {}, "records": records,
+    return {"proc": proc, "book": submissions.read_gradebook(out) if out.exists() else {}, "records": records,
             "files": len(list(subs.iterdir())), "mds": len(list(feedback.glob("*.md"))) if feedback.exists() else 0}
 
 
@@ -217,7 +215,7 @@ def test_a_failure_of_the_graders_own_step_is_that_submissions_status(tmp_path, 
     subs = tmp_path / "submissions"
     subs.mkdir()
     for name in ("good", "unlucky"):
-        (subs / f"{name}.ipynb").write_text(json.dumps(build.bases()["reference"]))
+        (subs / f"{name}.ipynb").write_text(json.dumps(submissions.bases()["reference"]))
     real = outcome.finish_check
 
     def fails_for_one(sub, *args, **kwargs):
@@ -227,13 +225,13 @@ def test_a_failure_of_the_graders_own_step_is_that_submissions_status(tmp_path, 
     monkeypatch.setattr(outcome, "finish_check", fails_for_one)
     out = tmp_path / "out" / "gradebook.csv"
     Grader(subs, out, workers=2, progress=False, log=lambda text: None).run()
-    book = build.read_gradebook(out)
+    book = submissions.read_gradebook(out)
     assert float(book["good"]["TOTAL"]["points"]) == 13.0
     unlucky = book["unlucky"]["TOTAL"]
     assert unlucky["status"] == gradebook.GRADER_ERROR and "injected into the grader" in unlucky["detail"]
     monkeypatch.setattr(outcome, "finish_check", real)  # fixed: the rerun grades it again
     Grader(subs, out, workers=2, progress=False, log=lambda text: None).run()
-    assert float(build.read_gradebook(out)["unlucky"]["TOTAL"]["points"]) == 13.0
+    assert float(submissions.read_gradebook(out)["unlucky"]["TOTAL"]["points"]) == 13.0
 
 
 DIES_WHILE_READING = """
@@ -254,12 +252,12 @@ def test_a_rerun_after_the_grader_died_on_a_file_makes_progress(tmp_path):
     subs = tmp_path / "submissions"
     subs.mkdir()
     for name in ("first", "killer", "last"):
-        (subs / f"{name}.ipynb").write_text(json.dumps(build.bases()["reference"]))
+        (subs / f"{name}.ipynb").write_text(json.dumps(submissions.bases()["reference"]))
     out = tmp_path / "out" / "gradebook.csv"
     out.parent.mkdir()
     codes = [subprocess.run([sys.executable, "-c", DIES_WHILE_READING, str(subs), str(out)], cwd=tmp_path,
                             capture_output=True, timeout=600).returncode for _ in range(3)]
     assert codes[:2] == [9, 9] and codes[2] == 0, codes
-    book = build.read_gradebook(out)
+    book = submissions.read_gradebook(out)
     assert float(book["first"]["TOTAL"]["points"]) == float(book["last"]["TOTAL"]["points"]) == 13.0
     assert book["killer"]["TOTAL"]["status"] == "stopped the grader"

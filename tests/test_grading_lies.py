@@ -14,18 +14,15 @@ grader before issue 18 fails these tests).
 import hashlib
 import json
 import os
-import sys
 from dataclasses import fields
 from pathlib import Path
 
 import pytest
 import torch
 
-from conftest import ROOT
 from course_lib.exercises import all_exercises, get
 
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "grading"))
-import build  # noqa: E402
+from support import submissions  # noqa: E402
 
 LIARS = ["attack7_tensor_liar", "attack7_probe_liar"]
 SEARCHERS = {"attack8_thread_frames": "ch01.choose_device", "attack8_gc_unfreeze": "ch01.gpu_names"}
@@ -37,13 +34,13 @@ def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("lies")
     subs, out = tmp / "submissions", tmp / "out" / "gradebook.csv"
     subs.mkdir()
-    build.write_all(subs, LIARS + list(SEARCHERS))
-    (subs / "honest.ipynb").write_text(json.dumps(build.bases()["reference"]))
-    proc = build.run_grader(subs, out, "--workers", 2, "--cell-timeout", 60,
+    submissions.write_all(subs, LIARS + list(SEARCHERS))
+    (subs / "honest.ipynb").write_text(json.dumps(submissions.bases()["reference"]))
+    proc = submissions.run_grader(subs, out, "--workers", 2, "--cell-timeout", 60,
                             pythonpath=Path(UNDER_TEST) if UNDER_TEST else None)
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = {p.stem: json.loads(p.read_text()) for p in out.with_name("gradebook_feedback").glob("*.json")}
-    return {"book": build.read_gradebook(out), "records": records}
+    return {"book": submissions.read_gradebook(out), "records": records}
 
 
 def points(graded, name, exercise):

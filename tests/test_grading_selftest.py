@@ -6,18 +6,16 @@ as handed out scores 0, and notebooks holding the key's known-wrong answers scor
 the engine gives those answers in-process. One grader run grades them all.
 """
 import json
-import sys
 
 import pytest
 
-from conftest import ROOT
 from course_lib.exercises import all_exercises
-from course_lib.grading.selftest import chapter_cases, chapter_notebook
+from course_lib import notebooks
+from course_lib.grading.selftest import chapter_cases
 
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "grading"))
-import build  # noqa: E402
+from support import submissions  # noqa: E402
 
-CHAPTERS = sorted({e.chapter.number for e in all_exercises() if chapter_notebook(e.chapter.number)})
+CHAPTERS = sorted({e.chapter.number for e in all_exercises() if notebooks.path_of(e.chapter).is_file()})
 CASES, UNBUILDABLE = [], {}
 for _number in CHAPTERS:
     try:
@@ -39,9 +37,9 @@ def book(tmp_path_factory):
     for case in CASES:
         (subs / f"{case.name}.ipynb").write_text(json.dumps(case.notebook))
     out = tmp / "out" / "gradebook.csv"
-    proc = build.run_grader(subs, out, "--workers", 2, "--cell-timeout", 120)
+    proc = submissions.run_grader(subs, out, "--workers", 2, "--cell-timeout", 120)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    book = build.read_gradebook(out)
+    book = submissions.read_gradebook(out)
     book["feedback"] = "\n".join(p.read_text() for p in out.with_name("gradebook_feedback").glob("*.md"))
     return book
 
@@ -73,7 +71,7 @@ def test_feedback_shows_no_hidden_test_values(book):
     """What the hidden tests say about the key's wrong answers (values included) reaches no student."""
     hidden, visible = set(), set()
     for ex in all_exercises():
-        if ex.kind != "function" or chapter_notebook(ex.chapter.number) is None:
+        if ex.kind != "function" or not notebooks.path_of(ex.chapter).is_file():
             continue
         for wrong in ex.key().wrong_answers:
             result = ex.check(wrong.function, include_hidden=True, record=False)

@@ -15,7 +15,8 @@ from course_lib.grading.child import plain
 from course_lib.grading.judge import Judge
 from course_lib.grading.protocol import Child, parse
 from course_lib.grading.records import CRASHED, TAMPERED, Verdict
-from course_lib.grading.selftest import chapter_notebook, function_source, make_submission
+from course_lib import notebooks
+from course_lib.grading.selftest import function_source, make_submission
 
 
 def nb_bytes(*sources, kind="code") -> bytes:
@@ -270,7 +271,7 @@ def test_key_functions_become_notebook_definitions():
 
 
 def test_submission_builder_replaces_stubs_and_answer_lines():
-    nb = make_submission(chapter_notebook("01"), {"gpu_names": "def gpu_names():\n    return []"},
+    nb = make_submission(notebooks.path_of("01"), {"gpu_names": "def gpu_names():\n    return []"},
                          {"device_label": "b"})
     text = "\n".join(c["source"] if isinstance(c["source"], str) else "".join(c["source"]) for c in nb["cells"])
     assert "def gpu_names():\n    return []" in text and 'answer_device_label = \'b\'   # your letter' in text

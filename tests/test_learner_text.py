@@ -4,18 +4,17 @@ Each test holds one sentence or display the issue found wrong: the text of GPU-o
 CPU, how quizzes are answered, what wrong answers are told, the labels of measured tables, and
 the notebook cells where two chapters must agree.
 """
-import json
 import re
 import sys
 
 import pytest
 import torch
 
-from conftest import NOTEBOOKS, ROOT
+from support import NOTEBOOKS
 from course_lib import ch05_speedups as ch05
 from course_lib import ch06_out_of_memory as ch06
 from course_lib import ch07_dp_vs_ddp as ch07
-from course_lib import data, device, gpu_notes, memory
+from course_lib import data, device, gpu_notes, memory, notebooks
 from course_lib.exercises import CORRECT, all_exercises
 from course_lib.explainer.knowledge import ENTRIES
 
@@ -23,11 +22,11 @@ HOW_TO_ANSWER = "**How to answer a quiz:** try it in the widget (instant feedbac
 
 
 def cells(notebook: str) -> list:
-    return json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text(encoding="utf-8"))["cells"]
+    return notebooks.read(notebook[:2])["cells"]
 
 
 def cell(notebook: str, cell_id: str) -> str:
-    return "".join(next(c["source"] for c in cells(notebook) if c["id"] == cell_id))
+    return notebooks.cell(notebook[:2], cell_id)
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +56,9 @@ def test_a_skipped_gpu_cell_prints_what_a_gpu_shows_and_why(capsys, monkeypatch,
 # ---------------------------------------------------------------- one way to answer a quiz (6)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_each_chapters_first_quiz_says_how_to_answer_it(path):
-    nb = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    first = next(i for i, c in enumerate(nb) if c["cell_type"] == "code" and ".ask()" in "".join(c["source"]))
-    before = "".join(nb[first - 1]["source"])
+    nb = notebooks.cells(path)
+    first = next(i for i, c in enumerate(nb) if c.cell_type == "code" and ".ask()" in c.source)
+    before = nb[first - 1].source
     assert HOW_TO_ANSWER in " ".join(before.split()), f"{path.name}: cell {first - 1} before the first quiz"
 
 

@@ -1,11 +1,11 @@
 """Notebooks are numbered, paired with a chapter module, and committed clean."""
 import importlib
-import json
 
 import pytest
 
-from conftest import NOTEBOOKS, ROOT
-from course_lib.exercises.registry import chapter_modules
+from course_lib import notebooks
+from course_lib.chapters import CHAPTERS
+from support import NOTEBOOKS, ROOT
 
 names = [p.name for p in NOTEBOOKS]
 
@@ -13,11 +13,13 @@ names = [p.name for p in NOTEBOOKS]
 def test_notebooks_exist_and_are_numbered_in_order():
     numbers = [int(n[:2]) for n in names]
     assert numbers and numbers == list(range(1, len(numbers) + 1)), names
+    found = sorted(notebooks.FOLDER.glob("*.ipynb"))  # no notebook outside the declared chapters
+    assert found == sorted(NOTEBOOKS), f"not a declared chapter's notebook: {sorted(set(found) - set(NOTEBOOKS))}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=names)
 def test_notebook_is_committed_clean(path):
-    nb = json.loads(path.read_text())
+    nb = notebooks.read(path)
     dirty = [i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"
              and (c.get("outputs") or c.get("execution_count") is not None)]
     assert not dirty, f"{path.name}: cells {dirty} have outputs or execution counts; clear them before committing"
@@ -26,31 +28,44 @@ def test_notebook_is_committed_clean(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=names)
 def test_notebook_pairs_with_its_chapter_module(path):
     module = "ch" + path.stem
-    assert module in chapter_modules(), f"{path.name} needs course_lib/{module}.py"
+    declared = [c.module for c in CHAPTERS if c.notebook == path.name]
+    assert declared == [f"course_lib.{module}"], f"{path.name} needs course_lib/{module}.py, declared in chapters.py"
     assert f"course_lib import {module}" in path.read_text(), f"{path.name} should import its module {module}"
     importlib.import_module(f"course_lib.{module}")
 
 
 def test_every_chapter_module_has_a_notebook():
     stems = {p.stem for p in NOTEBOOKS}
-    for module in chapter_modules():
+    for module in (c.module.split(".")[-1] for c in CHAPTERS):
         assert module[2:] in stems, f"course_lib/{module}.py has no notebook notebooks/{module[2:]}.ipynb"
+
+
+def test_every_chapter_is_declared_once_and_every_chapter_module_is_declared():
+    """course_lib/chapters.py is the one list: no chapter module or notebook outside it."""
+    numbers = [c.number for c in CHAPTERS]
+    assert numbers == sorted(set(numbers)), numbers
+    files = sorted(f"course_lib.{p.stem}" for p in (ROOT / "course_lib").glob("ch[0-9][0-9]_*.py"))
+    assert files == [c.module for c in CHAPTERS]
+    for chapter in CHAPTERS:
+        module = importlib.import_module(chapter.module)
+        assert module.chapter is chapter, f"{chapter.module}: chapter = chapters.of_module(__name__)"
+        assert all(ex.chapter is chapter and ex.id.startswith(f"ch{chapter.number}.")
+                   for ex in chapter.exercises.values())
 
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=names)
 def test_first_code_cell_turns_the_error_explainer_on(path):
-    nb = json.loads(path.read_text())
-    first = next(c for c in nb["cells"] if c["cell_type"] == "code")
-    calls = [line for line in "".join(first["source"]).splitlines() if line.startswith("explain_errors()")]
+    first = notebooks.code(path)[0]
+    calls = [line for line in first.splitlines() if line.startswith("explain_errors()")]
     assert calls, f"{path.name}: the first code cell should call explain_errors() (issue: error explainer)"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=names)
 def test_text_before_a_hint_cell_describes_the_hint_button(path):
     """Hints come from a button (Run All spends none), so no text may promise one per run."""
-    cells = json.loads(path.read_text())["cells"]
+    cells = notebooks.cells(path)
     for before, cell in zip(cells, cells[1:]):
-        if cell["cell_type"] == "code" and ".hint()" in "".join(cell["source"]):
-            text = "".join(before["source"]).lower()
+        if cell.cell_type == "code" and ".hint()" in cell.source:
+            text = before.source.lower()
             assert not ("each run" in text or "each time you run" in text), f"{path.name}: {text[-120:]}"

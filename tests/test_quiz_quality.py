@@ -17,9 +17,8 @@ import pytest
 
 from course_lib.exercises import all_exercises
 from course_lib.exercises.text import without_marks
-from notebook_cells import chapter_notebook, code_cells
-
-import nbformat
+from course_lib import notebooks
+from support.notebook_cells import chapter_notebook
 
 QUIZZES = [e for e in all_exercises() if e.kind != "function"]
 CHOICE = [q for q in QUIZZES if q.kind in ("single", "error")]
@@ -31,7 +30,7 @@ MOST_OFTEN = 0.40     # no letter may be the right one in more of the course's s
 
 
 def cells(quiz) -> list:
-    return nbformat.read(chapter_notebook(quiz), as_version=4).cells
+    return notebooks.cells(chapter_notebook(quiz))
 
 
 def answer_cell(quiz, notebook_cells) -> int:

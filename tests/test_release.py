@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from conftest import NOTEBOOKS, ROOT
+from support import NOTEBOOKS, ROOT
 from course_lib.exercises import all_exercises
 from course_lib.grading.release import find_leaks, release, secret_lines
 from course_lib.grading.selftest import function_source

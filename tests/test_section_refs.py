@@ -14,10 +14,10 @@ import ast
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
 
-from conftest import NOTEBOOKS, ROOT
+from course_lib import notebooks
+from support import NOTEBOOKS, ROOT
 from course_lib.exercises import all_exercises
 from course_lib.explainer.knowledge import ENTRIES
 from course_lib.sections import SECTIONS
@@ -34,14 +34,12 @@ TEXT_MODULES = sorted(p for p in [*(ROOT / "course_lib").glob("ch0*_*.py"), ROOT
 
 def headings(chapter: str) -> dict:
     """{number: heading title} of chapter `chapter`'s notebook, for its numbered headings."""
-    path = next(p for p in NOTEBOOKS if p.name.startswith(chapter + "_"))
     found = {}
-    for cell in nbformat.read(path, as_version=4).cells:
-        if cell.cell_type == "markdown":
-            for line in cell.source.splitlines():
-                match = HEADING.match(line)
-                if match:
-                    found[match.group(1)] = match.group(2)
+    for text in notebooks.markdown(chapter):
+        for line in text.splitlines():
+            match = HEADING.match(line)
+            if match:
+                found[match.group(1)] = match.group(2)
     return found
 
 
@@ -116,7 +114,7 @@ def test_every_rendered_reference_names_a_numbered_heading():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_reference_in_a_notebook_names_a_numbered_heading(path):
     chapter = path.name[:2]
-    prose = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
+    prose = notebooks.markdown(path)
     wrong = [m for text in prose for m in dangling(chapter, text)]
     wrong += [f"{m.group(0)!r}" for text in prose for m in BARE_SUBSECTION.finditer(text)
               if m.group("number") not in headings(chapter)]

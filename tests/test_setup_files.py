@@ -2,7 +2,7 @@
 import re
 import tomllib
 
-from conftest import ROOT
+from support import ROOT
 
 CONDA_NAMES = {"pytorch": "torch"}  # conda-forge name -> PyPI name
 

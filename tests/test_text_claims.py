@@ -6,7 +6,6 @@ a loss accepts. Each of those sentences is true of one torch release; this file 
 release that changes one fails CI instead of silently making the text false. Where a cell states a
 list (the ops autocast leaves alone on the CPU), the test also reads the list from the cell.
 """
-import json
 import multiprocessing
 import sys
 import warnings
@@ -17,15 +16,14 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from conftest import ROOT
 from course_lib import ch05_speedups as ch05
+from course_lib import notebooks
 
 BF16, F32 = torch.bfloat16, torch.float32
 
 
 def cell(notebook: str, cell_id: str) -> str:
-    nb = json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text(encoding="utf-8"))
-    return "".join(next(c["source"] for c in nb["cells"] if c["id"] == cell_id))
+    return notebooks.cell(notebook[:2], cell_id)
 
 
 # ---------------------------------------------------------------- chapter 05: autocast on the CPU

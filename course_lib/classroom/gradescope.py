@@ -19,7 +19,8 @@ import re
 import zipfile
 from pathlib import Path
 
-from .assignments import assignment, notebooks_folder
+from .. import notebooks
+from .assignments import assignment
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image (Ubuntu).
@@ -90,10 +91,8 @@ def files(number: str) -> dict:
                                  "student bundle")
     chosen = {f"course/{p.relative_to(root).as_posix()}": p for p in lib.rglob("*")
               if p.is_file() and not LEFT_OUT.search(p.relative_to(root).as_posix())}
-    notebooks = notebooks_folder()
-    for p in notebooks.iterdir():
-        if p.is_file() and (p.suffix != ".ipynb" or p.name.startswith(f"{number}_")):
-            chosen[f"course/notebooks/{p.name}"] = p
+    for p in [notebooks.path_of(number), *notebooks.support_files()]:
+        chosen[f"course/notebooks/{p.name}"] = p
     chosen["course/pyproject.toml"] = root / "pyproject.toml"
     return chosen
 
@@ -116,9 +115,9 @@ def build(chapter: str, out_zip, **limits) -> dict:
     """Write the autograder zip of `chapter` to `out_zip` (whole, or not at all)."""
     settings = config(chapter, **limits)  # NoSuchChapter for a chapter the course lacks
     number, root = settings["chapter"], _checkout()
-    if not (notebooks_folder() / settings["notebook"]).is_file():
+    if not notebooks.path_of(number).is_file():
         raise NotTheTeachersCopy(f"chapter {number}'s notebook {settings['notebook']} is not in "
-                                 f"{notebooks_folder()}")
+                                 f"{notebooks.FOLDER}")
     members = files(number)
     quoted = " ".join(f'"{d}"' for d in dependencies(root))
     setup = SETUP_SH.format(torch=torch_pin(root), dependencies=quoted)

@@ -1,6 +1,7 @@
 """The exercise engine: specs, checks, hints, solutions, quizzes and progress.
 
-It knows no chapter by name; chapters register their exercises through `Chapter`.
+It knows no chapter by name: each chapter is declared once in course_lib/chapters.py, and its
+module declares its exercises on that `Chapter`.
 """
 from .registry import all_exercises, get
 from .results import CORRECT, INCORRECT, NOT_ATTEMPTED, CheckResult

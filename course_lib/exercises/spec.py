@@ -1,7 +1,7 @@
 """Exercise specs: one declaration serves self-study, the classroom and the grader.
 
-A chapter module declares its exercises with a `Chapter`; the matching answer-key module
-(``course_lib.key.<chapter module>``) holds reference solutions, hidden tests and known
+A chapter module declares its exercises on its `Chapter` (course_lib/chapters.py); the matching
+answer-key module (``Chapter.key_module``) holds reference solutions, hidden tests and known
 wrong answers. The student bundle ships without the key, so checks still run but hidden
 tests and solutions are withheld.
 """
@@ -419,28 +419,15 @@ def is_empty_answer(answer) -> bool:
         isinstance(answer, (list, tuple)) and not answer)
 
 
-class Chapter:
-    """Declares a chapter's exercises; made once per chapter module as ``Chapter(__name__, ...)``."""
+def Chapter(module_name: str, title: str):
+    """A chapter module's declaration, looked up by its module name (course_lib/chapters.py).
 
-    def __init__(self, module_name: str, title: str, registered: bool = True):
-        self.registered = registered  # False for throwaway chapters in tests
-        self.module = module_name.rsplit(".", 1)[-1]  # e.g. ch01_device_check
-        self.number = self.module[2:4]
-        self.title = title
-        self.key_module = f"course_lib.key.{self.module}"
-        self.exercises = {}
+    Transitional, for modules that still write ``Chapter(__name__, title=...)``; the title must be
+    the declared one, so the two cannot drift apart. New code: ``chapters.of_module(__name__)``.
+    """
+    from ..chapters import of_module
 
-    def _add(self, exercise):
-        from .registry import register
-        if exercise.name in self.exercises:
-            raise ValueError(f"two exercises share the id {exercise.id}")
-        self.exercises[exercise.name] = exercise
-        if self.registered:
-            register(exercise)
-        return exercise
-
-    def function_exercise(self, name, **kwargs) -> FunctionExercise:
-        return self._add(FunctionExercise(self, name, **kwargs))
-
-    def quiz(self, name, **kwargs) -> Quiz:
-        return self._add(Quiz(self, name, **kwargs))
+    chapter = of_module(module_name)
+    if title != chapter.title:
+        raise ValueError(f"{module_name}: title {title!r}, but course_lib/chapters.py declares {chapter.title!r}")
+    return chapter

@@ -18,7 +18,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .knowledge import ENTRIES, NOTEBOOKS, Entry
+from .. import chapters
+from .knowledge import ENTRIES, Entry
 
 UNKNOWN = "Not a GPU-training error this course knows"
 WARNING_CONTEXT = "A warning, not an error: the code went on running. The warning:"
@@ -35,6 +36,11 @@ _TRACEBACK_HEAD = re.compile(r"Traceback \(most recent call last\)")
 # "RuntimeError: ...", "torch.OutOfMemoryError: ...", "_pickle.UnpicklingError: ...", "KeyError: 'x'"
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning|Interrupt|Exit)(?::.*)?$")
 _BLOCK_LINES = 15   # an exception's message: its first line and what follows, up to a blank line
+
+
+def _notebook(entry: Entry) -> str:
+    """'04_common_errors.ipynb': the notebook of the chapter that teaches `entry`."""
+    return chapters.get(entry.chapter).notebook
 
 
 @dataclass
@@ -56,14 +62,14 @@ class Explanation:
         """A link to the teaching section, relative to the notebooks folder (works in JupyterLab)."""
         if not self.entry or not self.entry.chapter:
             return ""
-        return f"{NOTEBOOKS[self.entry.chapter]}.ipynb#{heading_anchor(self.entry.section)}"
+        return f"{_notebook(self.entry)}#{heading_anchor(self.entry.section)}"
 
     def to_dict(self) -> dict:
         e = self.entry
         return {"known": self.known, "id": e.id if e else None, "title": self.title,
                 "chapter": e.chapter if e else None,
                 "section": heading_text(e.section) if e and e.section else None,
-                "notebook": f"notebooks/{NOTEBOOKS[e.chapter]}.ipynb" if e and e.chapter else None,
+                "notebook": f"notebooks/{_notebook(e)}" if e and e.chapter else None,
                 "link": self.link or None, "taught": (not e.closest) if e else None,
                 "meaning": e.meaning if e else None,
                 "cause": "; ".join(e.causes) if e else None, "fix": e.fix if e else None,
@@ -270,7 +276,7 @@ def render_text(exp: Explanation) -> str:
     lines += ["  Likely causes:"] + [f"    - {c}" for c in e.causes]
     lines += ["  Fix:"] + [f"    {line}" for line in e.fix.split("\n")]
     if e.chapter:
-        lines += [f"  {_taught_label(e)}: notebooks/{NOTEBOOKS[e.chapter]}.ipynb, "
+        lines += [f"  {_taught_label(e)}: notebooks/{_notebook(e)}, "
                   f"section \"{heading_text(e.section)}\""]
     return "\n".join(lines)
 
@@ -315,7 +321,7 @@ def table_markdown(entries=ENTRIES) -> str:
         code = [line.split("  #")[0].rstrip() for line in e.fix.split("\n") if not line.startswith("#")]
         fix = "<br>".join(f"`{line}`" for line in code) or _cell(e.fix.lstrip("# "))
         where = (f"[{e.chapter} · {_cell(heading_text(e.section))}]"
-                 f"({NOTEBOOKS[e.chapter]}.ipynb#{heading_anchor(e.section)})") if e.chapter else ""
+                 f"({_notebook(e)}#{heading_anchor(e.section)})") if e.chapter else ""
         rows.append(f"| `{_cell(e.signature)}` | {_cell(e.meaning.split('. ')[0].rstrip('.'))}. | "
                     f"{fix.replace('|', chr(92) + '|')} | {where} |")
     return "\n".join(rows)

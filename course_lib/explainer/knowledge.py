@@ -17,12 +17,6 @@ from dataclasses import dataclass
 
 from ..sections import section
 
-NOTEBOOKS = {
-    "01": "01_device_check", "02": "02_same_device_rule", "03": "03_training_template",
-    "04": "04_common_errors", "05": "05_speedups", "06": "06_out_of_memory", "07": "07_dp_vs_ddp",
-}
-
-
 @dataclass(frozen=True)
 class Entry:
     """One error family: how to recognise it and what to tell the learner (chapter 04)."""
@@ -33,7 +27,7 @@ class Entry:
     meaning: str
     causes: tuple
     fix: str
-    chapter: str = None     # "04"
+    chapter: str = None     # "04", a number declared in course_lib/chapters.py
     section: str = None     # the heading in that notebook, as written there
     readings: tuple = ()    # (regex with named groups, sentence with {names})
     wrapper: bool = False   # says "a process failed"; the real error is earlier in the log

@@ -17,11 +17,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import notebooks
 from ..exercises import all_exercises
 from ..exercises.scoring import review_flags
 from . import gradebook
 from .analyze import ANSWER_PREFIX, analyze, chapter_guess
-from .cells import MAX_NOTEBOOK_BYTES, UnreadableNotebook, code_cells, read_cells
+from .cells import MAX_NOTEBOOK_BYTES, UnreadableNotebook, read_cells
 from .feedback import file_name
 from .records import REFUSED
 
@@ -192,11 +193,9 @@ def assign(subs: list, chapters: set) -> None:
 
 def handed_out_lines(number: str) -> set:
     """The code lines of chapter `number`'s notebook as handed out."""
-    from .selftest import chapter_notebook
-    path = chapter_notebook(number)
-    if path is None:
+    if not notebooks.path_of(number).is_file():
         return set()
-    return {line.strip() for _, src in code_cells(read_cells(path.read_bytes())) for line in src.splitlines()}
+    return {line.strip() for src in notebooks.code(number) for line in src.splitlines()}
 
 
 def flag_added_code(subs: list) -> None:

@@ -19,6 +19,7 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
+from .. import notebooks
 from . import gradebook, intake, isolation, outcome, record
 from .analyze import check_source
 from .guard import Guard
@@ -148,9 +149,7 @@ class Grader:
             outcome.on_notebook_message(child, message, self.limits.cell_timeout)
 
     def _support_files(self) -> list:
-        import course_lib
-        folder = Path(course_lib.__file__).resolve().parent.parent / "notebooks"
-        return [p for p in folder.iterdir() if p.is_file() and p.suffix != ".ipynb"] if folder.is_dir() else []
+        return notebooks.support_files()
 
     # ------------------------------------------------------------------ step 3: verdicts
     def _finished(self, child) -> None:

@@ -8,10 +8,11 @@ the same way. In the bundle `Exercise.key()` is None: checks run the visible tes
 and `.solution()` says the teacher withheld it. Before returning, the bundle is scanned
 for anything of the key (`find_leaks`); a leaking bundle is an error, never a warning.
 """
-import json
 import re
 import shutil
 from pathlib import Path
+
+from .. import notebooks
 
 LEFT_OUT = ("key", "grading", "__pycache__")
 TOP_FILES = ("pyproject.toml", "course.sh", "course.py", "environment.yml", "docs/gpu/figures.json")
@@ -61,11 +62,11 @@ def _checkout() -> Path:
 
 
 def _clean_notebook(path: Path) -> str:
-    nb = json.loads(path.read_text())
+    nb = notebooks.read(path)
     for cell in nb.get("cells", []):
         if cell.get("cell_type") == "code":
             cell["outputs"], cell["execution_count"] = [], None
-    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+    return notebooks.dumps(nb)
 
 
 def _ignore(directory, names):
@@ -82,12 +83,11 @@ def release(out_dir, force: bool = False) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     shutil.copytree(root / "course_lib", out / "course_lib", ignore=_ignore)
     (out / "notebooks").mkdir()
-    notebooks = sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    for nb in notebooks:
+    handed_out = notebooks.chapter_notebooks()
+    for nb in handed_out:
         (out / "notebooks" / nb.name).write_text(_clean_notebook(nb))
-    for extra in (root / "notebooks").iterdir():
-        if extra.is_file() and extra.suffix != ".ipynb":
-            shutil.copy(extra, out / "notebooks" / extra.name)
+    for extra in notebooks.support_files():
+        shutil.copy(extra, out / "notebooks" / extra.name)
     for name in TOP_FILES:
         if (root / name).exists():
             (out / name).parent.mkdir(parents=True, exist_ok=True)
@@ -96,7 +96,7 @@ def release(out_dir, force: bool = False) -> dict:
     leaks = find_leaks(out)
     if leaks:
         raise RuntimeError("the bundle would reveal the answer key: " + "; ".join(leaks[:5]))
-    return {"out": str(out), "notebooks": len(notebooks),
+    return {"out": str(out), "notebooks": len(handed_out),
             "files": sum(1 for p in out.rglob("*") if p.is_file())}
 
 
@@ -110,7 +110,7 @@ def secret_lines(root: Path = None) -> list:
     public = "\n".join(_normal(p.read_text(errors="replace")) for p in (root / "course_lib").rglob("*.py")
                        if "key" not in p.relative_to(root / "course_lib").parts[:1]
                        and "grading" not in p.relative_to(root / "course_lib").parts[:1])
-    public += "\n".join(_normal(p.read_text(errors="replace")) for p in (root / "notebooks").glob("*.ipynb"))
+    public += "\n".join(_normal(p.read_text(errors="replace")) for p in notebooks.chapter_notebooks())
     secrets = []
     for path in sorted((root / "course_lib" / "key").glob("*.py")):
         for line in path.read_text().splitlines():

@@ -11,11 +11,11 @@ tests/test_exercise_keys.py and benchmarks/grading_speed.py.
 """
 import ast
 import inspect
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import notebooks
 from ..checks import wire
 from ..checks.base import rebuild
 from ..exercises import all_exercises
@@ -42,14 +42,6 @@ def split_result(exercise, candidate):
         if outcomes[-1].not_attempted:
             break
     return exercise.result(outcomes, include_hidden=True)
-
-
-def chapter_notebook(number: str):
-    """notebooks/NN_*.ipynb of the course checkout, or None."""
-    import course_lib
-    folder = Path(course_lib.__file__).resolve().parent.parent / "notebooks"
-    found = sorted(folder.glob(f"{number}_*.ipynb"))
-    return found[0] if len(found) == 1 else None
 
 
 def _node_of(fn):
@@ -137,7 +129,7 @@ def wrong_quiz_answer(quiz, right):
 def make_submission(notebook: Path, functions: dict, answers: dict, compact: bool = False) -> dict:
     """The notebook with `def name` cells replaced by `functions[name]` and `answer_<name> = ...`
     lines set to `answers[name]`. `compact` keeps only the first code cell and the changed ones."""
-    nb = json.loads(Path(notebook).read_text())
+    nb = notebooks.read(Path(notebook))
     kept, first_code = [], True
     for cell in nb["cells"]:
         src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
@@ -180,7 +172,7 @@ class Case:
 
 def chapter_cases(number: str, compact_wrong: bool = True) -> list:
     """Reference, blank and known-wrong submissions of one chapter (its notebook must exist)."""
-    notebook = chapter_notebook(number)
+    notebook = notebooks.path_of(number)
     exercises = [e for e in all_exercises() if e.chapter.number == number]
     functions = [e for e in exercises if e.kind == "function"]
     quizzes = [e for e in exercises if e.kind != "function"]

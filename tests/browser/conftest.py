@@ -5,14 +5,13 @@ with the install command, except in CI (CI=true), where that is a failure.
 """
 import os
 import re
-from pathlib import Path
 
 import pytest
 
+from support import NOTEBOOKS, ROOT
+
 from .lab import CHROMIUM_ARGS, ChapterFailure, LabServer, NotebookPage, find_chromium
 
-ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 INSTALL = ("to run it: `apt-get install chromium` (Debian/Ubuntu; or set COURSE_CHROMIUM to a "
            "Chromium/Chrome binary) and `pip install -e '.[test]'` (brings playwright); "

@@ -4,16 +4,16 @@ One opened notebook per chapter (fixture chapter_page, conftest.py); what to cli
 chapters.py. Screenshots: test-artifacts/browser/.
 """
 import importlib
-import json
 import re
 import textwrap
 
 import pytest
 
+from course_lib import notebooks
 from course_lib.exercises.text import without_marks
+from support import NOTEBOOKS
 
 from .chapters import CHAPTERS, BrowserSpec
-from .conftest import NOTEBOOKS
 from .lab import BROKEN_ON_PAGE, FIGURE_AS_TEXT, ChapterFailure, describe, short
 from .steps import Choose, Click, Expect, RunCell
 
@@ -40,8 +40,7 @@ def test_entry_matches_the_notebook(path):
     spec = CHAPTERS.get(path.stem)
     if spec is None:
         pytest.fail(f"tests/browser/chapters.py has no entry for {path.stem}: add one (see 01_device_check)")
-    sources = [c["source"] if isinstance(c["source"], str) else "".join(c["source"])
-               for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    sources = notebooks.code(path)
     needles = [i.cell for i in spec.interactions]
     if spec.exercise:
         needles += [f"def {spec.exercise.name}(", f".{spec.exercise.name}.check("]

@@ -11,8 +11,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 INSTALL = ("to run it: `npm install --global configurable-http-proxy@5.2.0` (as .ci/run does; node 20) and "
            "`pip install -e '.[test]'` (brings jupyterhub and nbgitpuller)")
 LINK = re.compile(r"https://HUB/hub/user-redirect/git-pull\?\S+")

@@ -14,8 +14,8 @@ import uuid
 from pathlib import Path
 
 import requests
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 COURSE_CONFIG = ROOT / "docs" / "classroom" / "course_hub_config.py"
 # The hub's users get the student bundle only: hide the teacher's editable install from their
 # processes, as a real user image (which never has this checkout) would.

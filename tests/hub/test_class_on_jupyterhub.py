@@ -19,11 +19,10 @@ from course_lib.classroom.collect import COURSE_FOLDER
 from course_lib.grading.release import find_leaks
 from course_lib.grading.selftest import chapter_cases
 
-from .conftest import ROOT, course_repo, readme_link
+from .conftest import course_repo, readme_link
 from .hub import Hub, Student
 
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "grading"))
-import build  # noqa: E402
+from support import submissions  # noqa: E402
 
 USERS = {"alice": "ch01-reference", "bob": "ch01-blank", "carol": "ch01-wrong01"}
 NOTEBOOK = f"{COURSE_FOLDER}/notebooks/01_device_check.ipynb"
@@ -100,7 +99,7 @@ def classroom(tmp_path_factory, proxy_command):
         (tmp / "roster.csv").write_text(ROSTER)
         seen["collect"] = cli("collect", hub.homes, tmp / "submissions", "--chapter", "01")
         out = tmp / "grades" / "ch01.csv"
-        seen["grade"] = build.run_grader(tmp / "submissions", out, "--workers", 2, "--export", "nbgrader",
+        seen["grade"] = submissions.run_grader(tmp / "submissions", out, "--workers", 2, "--export", "nbgrader",
                                          "--roster", tmp / "roster.csv")
         seen["out"] = out
         seen["seconds"] = round(time.monotonic() - started, 1)
@@ -156,4 +155,4 @@ def test_the_hub_stops_with_its_proxy_and_the_users_servers(classroom):
     hub.stop()
     assert hub.process.returncode is not None
     time.sleep(1)
-    assert build.alive_under(classroom["tmp"]) == [], hub.log_tail()
+    assert submissions.alive_under(classroom["tmp"]) == [], hub.log_tail()

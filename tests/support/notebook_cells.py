@@ -1,20 +1,20 @@
 """Reading exercise cells out of the committed notebooks (used by the checker self-tests)."""
 import re
 
-import nbformat
 import torch
 
-from conftest import NOTEBOOKS
+from course_lib import notebooks
 
 
 def code_cells(path):
-    return [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    """The code cells' sources of a notebook (a path or a chapter number)."""
+    return notebooks.code(path)
 
 
 def chapter_notebook(exercise):
-    matches = [p for p in NOTEBOOKS if p.name.startswith(exercise.chapter.number + "_")]
-    assert len(matches) == 1, f"chapter {exercise.chapter.number} needs exactly one notebook, found {matches}"
-    return matches[0]
+    path = notebooks.path_of(exercise.chapter)
+    assert path.is_file(), f"chapter {exercise.chapter.number} needs its notebook {path.name}"
+    return path
 
 
 def stub_function(exercise):
