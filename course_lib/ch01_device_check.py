@@ -8,6 +8,7 @@ from .checks.rig import DeviceLog, trace_devices  # noqa: F401 (trace_devices: u
 from .doctor import doctor_widget
 from .exercises import Test
 from .sections import section
+from .widgets import code, html_table
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
 
@@ -178,15 +179,12 @@ def verdict_on(machine_name: str, choice) -> str:
 def machine_explorer():
     """Pick a machine; see what three ways of choosing the device do there."""
     import ipywidgets as W
-    from html import escape
     picker = W.Dropdown(options=list(MACHINES), description="Machine:", layout=W.Layout(width="360px"))
     table = W.HTML()
 
     def redraw(_=None):
-        rows = "".join(f"<tr><td style='text-align:left'><code>{escape(name)}</code></td>"
-                       f"<td style='text-align:left'>{escape(verdict_on(picker.value, fn))}</td></tr>"
-                       for name, fn in DEVICE_CHOICES.items())
-        table.value = f"<table class='course-explorer'><tr><th>code</th><th>on this machine</th></tr>{rows}</table>"
+        rows = [(code(name), verdict_on(picker.value, fn)) for name, fn in DEVICE_CHOICES.items()]
+        table.value = html_table(["code", "on this machine"], rows, name="explorer")
 
     picker.observe(redraw, names="value")
     redraw()

@@ -17,6 +17,7 @@ from .checks import batches
 from .device import device_report, devices_of, second_device  # noqa: F401 (used by the notebook)
 from .exercises import Test
 from .sections import section
+from .widgets import Html, code, html_table, reveal
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
 
@@ -127,11 +128,8 @@ def rooms(placement: dict) -> str:
     return " | ".join(f"{name(dev)} ({dev}): {', '.join(parts)}" for dev, parts in groups.items())
 
 
-def _placement_row(placement: dict) -> str:
-    return "".join(f"<td><code>{escape(placement[p])}</code></td>" for p in PARTS)
-
-
-_PARTS_HEAD = "".join(f"<th>{p}</th>" for p in PARTS)
+def _placement_cells(placement: dict) -> list:
+    return [code(placement[p]) for p in PARTS]
 
 
 def outcome_html(placement: dict, predicted_runs: bool, outcome: StepOutcome) -> str:
@@ -140,8 +138,8 @@ def outcome_html(placement: dict, predicted_runs: bool, outcome: StepOutcome) ->
     colour = "#1a7f37" if outcome.ran else "#cf222e"
     said = "it will run" if predicted_runs else "it will raise an error"
     verdict = "<b style='color:#1a7f37'>✔ right</b>" if right else "<b style='color:#cf222e'>✘ wrong</b>"
-    return (f"<table class='course-workshop'><tr>{_PARTS_HEAD}</tr><tr>{_placement_row(placement)}</tr></table>"
-            f"<div>{escape(rooms(placement))}</div>"
+    return (html_table(PARTS, [_placement_cells(placement)], name="workshop")
+            + f"<div>{escape(rooms(placement))}</div>"
             f"<div>Your prediction: {said}. {verdict}</div>"
             f"<div>What PyTorch really did: <span style='color:{colour}'>"
             f"{'ran' if outcome.ran else 'raised'}</span></div>"
@@ -155,10 +153,8 @@ def placements_table(other=None) -> str:
     for placement in all_placements(other):
         outcome = run_step(placement)
         mark = "ran" if outcome.ran else "error"
-        rows.append(f"<tr>{_placement_row(placement)}<td style='text-align:left'><b>{mark}</b>: "
-                    f"{escape(outcome.detail)}</td></tr>")
-    return (f"<table class='course-workshop'><tr>{_PARTS_HEAD}<th>what really happened</th></tr>"
-            f"{''.join(rows)}</table>")
+        rows.append(_placement_cells(placement) + [Html(f"<b>{mark}</b>: {escape(outcome.detail)}")])
+    return html_table([*PARTS, "what really happened"], rows, name="workshop")
 
 
 class WarehouseAndWorkshop:
@@ -208,16 +204,7 @@ def warehouse_and_workshop(other=None) -> WarehouseAndWorkshop:
 
 def placements_reveal(other=None):
     """A button that runs all 16 placements and shows the table, once the learner asks (chapter 02)."""
-    import ipywidgets as W
-    button = W.Button(description="Run all 16 placements", button_style="primary", layout=W.Layout(width="auto"))
-    table = W.HTML()
-
-    def reveal(_=None):
-        table.value = placements_table(other)
-        button.disabled = True
-
-    button.on_click(reveal)
-    return W.VBox([button, table])
+    return reveal(placements_table, other, label="Run all 16 placements")
 
 
 # ---------------------------------------------------------------- exercise 1: move_to

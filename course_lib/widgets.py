@@ -1,14 +1,25 @@
-"""Shared ipywidgets: quizzes, the environment panel, the progress view (all chapters)."""
-from html import escape
+"""What the chapters show, made once: quizzes and hints, tables, a result revealed only when asked.
 
-import ipywidgets as W
-from IPython.display import HTML
+- `quiz_widget`, `hint_widget`: a quiz's question and buttons, and its hints (every chapter);
+- `html_table` / `table` (HTML) and `text_table` (plain text), `print_wrapped`: every table and
+  wrapped paragraph the chapters print;
+- `reveal`: a result shown only when the learner asks, or once the quiz it answers is answered;
+- `report_table`, `progress_table`: the environment report and the progress view.
+
+ipywidgets and IPython are imported where a widget is made, so importing this module (as every
+chapter module does) costs a graded process nothing.
+"""
+import contextlib
+import io
+import textwrap
+from html import escape
 
 from .exercises.results import CORRECT
 from .exercises.text import html as text_html
 
 
-def result_html(result) -> W.HTML:
+def result_html(result):
+    import ipywidgets as W
     return W.HTML(result._repr_html_())
 
 
@@ -41,11 +52,12 @@ ANSWER_CELL = ("<div class='course-answer-cell' style='color:#57606a;margin:2px 
                "practice, the cell is what is saved with the notebook and graded.</div>")
 
 
-def hint_widget(exercise) -> W.VBox:
+def hint_widget(exercise):
     """A 'Show a hint (k of n)' button and every hint revealed so far (all chapters' `.hint()`).
 
     Showing it reveals nothing (Run All spends no hint); the state lives on the exercise, so
     re-running the cell shows the hints already revealed, and every view of it stays in step."""
+    import ipywidgets as W
     if not exercise.hints:
         return W.VBox([W.HTML("No hints for this one.")])
     shown = W.HTML()
@@ -67,6 +79,7 @@ def hint_widget(exercise) -> W.VBox:
 
 def _option_rows(quiz):
     """One checkbox per option, its text as HTML (code as code); single choice keeps one ticked."""
+    import ipywidgets as W
     rows = [W.Checkbox(description=f"{k}) {text_html(v)}", description_allow_html=True, indent=False,
                        layout=W.Layout(width="auto")) for k, v in quiz.options.items()]
     single = quiz.kind in ("single", "error")
@@ -85,8 +98,9 @@ def _option_rows(quiz):
     return rows
 
 
-def quiz_widget(quiz) -> W.VBox:
+def quiz_widget(quiz):
     """The question, one row per option (or a number box), Check and Hint buttons, the verdict."""
+    import ipywidgets as W
     if quiz.kind == "numeric":
         chooser = W.Text(description="Answer:", placeholder="a number")
         read = lambda: chooser.value
@@ -130,10 +144,94 @@ def quiz_widget(quiz) -> W.VBox:
     return box
 
 
-def report_table(report: dict, format_value=str) -> HTML:
+# ---------------------------------------------------------------- tables and paragraphs
+class Html(str):
+    """Text that is HTML already: `html_table` puts it in a cell as it is (other cells are escaped)."""
+
+
+def code(text) -> Html:
+    """`text` as inline code, for a table cell."""
+    return Html(f"<code>{escape(str(text))}</code>")
+
+
+def _cell(value) -> str:
+    return value if isinstance(value, Html) else escape(str(value))
+
+
+def _row(cells, tag: str = "td") -> str:
+    return "<tr>" + "".join(f"<{tag} style='text-align:left'>{_cell(c)}</{tag}>" for c in cells) + "</tr>"
+
+
+def html_table(header, rows, *, above: str = "", name: str = "table") -> str:
+    """An HTML table (class `course-<name>`): the header row (none when `header` is empty), one row per
+    item of `rows`, every cell left-aligned; `above`: text shown over it, wrapped between words."""
+    text = (f"<pre style='white-space:pre-wrap;word-break:normal;overflow-wrap:normal'>{escape(above)}</pre>"
+            if above else "")
+    head = _row(header, "th") if header else ""
+    return f"{text}<table class='course-{name}'>{head}{''.join(_row(r) for r in rows)}</table>"
+
+
+def table(header, rows, **options):
+    """`html_table` as a notebook display: the table is the cell's result."""
+    from IPython.display import HTML
+    return HTML(html_table(header, rows, **options))
+
+
+def text_table(rows, header=None, gap: int = 2) -> str:
+    """Rows as plain-text columns, each as wide as its widest cell (the last one not padded)."""
+    rows = [[str(c) for c in row] for row in ([header] if header else []) + list(rows)]
+    widths = [max(len(row[i]) for row in rows if i < len(row)) for i in range(max(map(len, rows), default=0))]
+    pad = " " * gap
+    return "\n".join(pad.join(c.ljust(widths[i]) if i < len(row) - 1 else c for i, c in enumerate(row))
+                     for row in rows)
+
+
+def print_wrapped(*paragraphs: str, width: int = 96) -> None:
+    """Print each paragraph wrapped between words, so that no number is cut in two."""
+    for text in paragraphs:
+        print(textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False))
+
+
+# ---------------------------------------------------------------- a result shown when asked
+def reveal(show, *args, label: str = "Show the result", after=None, **kwargs):
+    """``show(*args, **kwargs)`` only when the learner asks: a button that runs it (chapters 02, 05).
+
+    "Run All" must not put an answer right under the question: with `after` (a quiz) the result is
+    shown at once when that quiz has an answer already (right or wrong), else a note asks for one.
+    What `show` returns (HTML text) and what it prints appear under the button.
+    """
+    if after is not None and after.answered():
+        return show(*args, **kwargs)
+    note = (f"Answer the quiz \"{after.title}\" above first; then click the button (or run this cell again)."
+            if after is not None else "")
+    try:
+        import ipywidgets as W
+    except ImportError:  # a terminal or a plain script
+        print(note or f"({label}: a button in JupyterLab)")
+        return None
+    button, area = W.Button(description=label, button_style="primary", layout=W.Layout(width="auto")), W.HTML()
+
+    def click(_=None):
+        button.disabled = True
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            value = show(*args, **kwargs)
+        shown = printed.getvalue()
+        area.value = (value if isinstance(value, str) else "") + (
+            f"<pre style='white-space:pre-wrap'>{escape(shown)}</pre>" if shown else "")
+
+    button.on_click(click)
+    return W.VBox(([W.HTML(note)] if note else []) + [button, area])
+
+
+# ---------------------------------------------------------------- the environment report, progress
+def report_table(report: dict, format_value=str) -> str:
+    """The environment report as a two-column table, the names right-aligned (doctor)."""
     rows = "".join(f"<tr><th style='text-align:right'>{escape(k)}</th><td style='text-align:left'>"
                    f"{escape(format_value(k, v))}</td></tr>" for k, v in report.items())
     return f"<table class='course-report'>{rows}</table>"
+
+
+STATUS_COLOURS = {"done": "#1a7f37", "in progress": "#9a6700", "not started": "#6e7781"}
 
 
 def progress_table(rows) -> str:
@@ -141,12 +239,10 @@ def progress_table(rows) -> str:
     body = []
     for r in rows:
         status = "done" if r["done"] == r["total"] else "in progress" if r["done"] or r["attempted"] else "not started"
-        color = {"done": "#1a7f37", "in progress": "#9a6700", "not started": "#6e7781"}[status]
-        body.append(f"<tr><td>{r['chapter']}</td><td style='text-align:left'>{escape(r['title'])}</td>"
-                    f"<td>{r['done']}/{r['total']}</td><td>{r['points']:g}/{r['max_points']:g}</td>"
-                    f"<td style='color:{color}'>{status}</td></tr>")
-    return ("<table class='course-progress'><tr><th>chapter</th><th>title</th><th>exercises done</th>"
-            f"<th>points</th><th>status</th></tr>{''.join(body)}</table>")
+        body.append((r["chapter"], r["title"], f"{r['done']}/{r['total']}", f"{r['points']:g}/{r['max_points']:g}",
+                     Html(f"<span style='color:{STATUS_COLOURS[status]}'>{status}</span>")))
+    return html_table(["chapter", "title", "exercises done", "points", "status"], body, name="progress")
 
 
-__all__ = ["quiz_widget", "hint_widget", "report_table", "progress_table", "result_html", "CORRECT"]
+__all__ = ["quiz_widget", "hint_widget", "result_html", "Html", "code", "html_table", "table", "text_table",
+           "print_wrapped", "reveal", "report_table", "progress_table", "CORRECT"]

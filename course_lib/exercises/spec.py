@@ -161,6 +161,10 @@ class Exercise:
             return None
         return getattr(module, "KEY", {}).get(self.name)
 
+    def answered(self) -> bool:
+        """True once the learner has checked an answer, right or wrong (as recorded in the progress file)."""
+        return progress.load().get(self.id, {}).get("status") in (CORRECT, INCORRECT)
+
     def hints_shown(self) -> list:
         """The hints revealed so far, as 'Hint k of n: text' lines."""
         return [self._hint_line(k) for k in range(1, self._hints_shown + 1)]
