@@ -1,10 +1,13 @@
-"""Chapter 01, device check: exercises, the machine simulator and the chapter's widgets."""
+"""Chapter 01, device check: its exercises and quizzes, then the widgets the notebook shows.
+
+The checks (and the machine simulator they run choices on) are in course_lib/checks/devices.py.
+"""
 import torch
 
 from . import chapters
 from .checks import devices
-from .checks.devices import MACHINES, expected_device_type, simulated_machine  # noqa: F401 (widgets, tests)
-from .checks.rig import DeviceLog, trace_devices  # noqa: F401 (trace_devices: used by the notebook)
+from .checks.devices import MACHINES, expected_device_type, simulated_machine
+from .checks.rig import trace_devices
 from .doctor import doctor_widget
 from .exercises import Test
 from .sections import section
@@ -12,7 +15,21 @@ from .widgets import code, html_table
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
 
+__all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
+    "chapter",
+    # exercises and quizzes: ch.<name>.check(...), .hint(), .solution(), .ask()
+    "choose_device", "gpu_names", "make_batch", "device_label", "model_vs_input", "tensor_bytes",
+    "created_on_device",
+    # teaching helpers: the demos, widgets and models the notebook uses
+    "environment_panel", "machine_explorer", "verdict_on", "DEVICE_CHOICES", "trace_devices",
+]
 
+
+def __dir__():
+    return __all__
+
+
+# ================================================================ exercises and quizzes
 # ---------------------------------------------------------------- exercise 1: choose_device
 choose_device = chapter.function_exercise(
     "choose_device",
@@ -149,6 +166,7 @@ created_on_device = chapter.quiz(
 )
 
 
+# ================================================================ teaching helpers
 # ---------------------------------------------------------------- widgets
 def environment_panel():
     """Article A's first interactive component: is the workshop open? (doctor report)."""

@@ -1,4 +1,4 @@
-"""Chapter 02, the same-device rule: exercises, the warehouse-and-workshop widget, demo helpers.
+"""Chapter 02, the same-device rule: the demos and the warehouse-and-workshop widget, then the exercises.
 
 Every demo takes the second device from `course_lib.device.second_device()`: the GPU on a GPU
 machine, else `meta`, which PyTorch treats as a genuine second device. The device-mismatch
@@ -12,19 +12,35 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import chapters, exercises
+from . import chapters
 from .checks import batches
-from .device import device_report, devices_of, second_device  # noqa: F401 (used by the notebook)
+from .device import device_report, second_device
 from .exercises import Test
 from .sections import section
 from .widgets import Html, code, html_table, reveal
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
 
+__all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
+    "chapter",
+    # exercises and quizzes: ch.<name>.check(...), .hint(), .solution(), .ask()
+    "move_to", "where_is", "failing_placements", "forgot_assignment",
+    # teaching helpers: the demos, widgets and models the notebook uses
+    "ScaledCrossEntropy", "WeightedCrossEntropy", "adam_checkpoint", "adam_state_devices",
+    "device_report", "PARTS", "StepOutcome", "make_step_parts", "run_step", "all_placements",
+    "runs_expected", "prediction_verdict", "rooms", "outcome_html", "placements_table",
+    "warehouse_and_workshop", "placements_reveal",
+]
+
+
+def __dir__():
+    return __all__
+
 PARTS = ("model", "inputs", "labels", "loss")
 N_FEATURES, N_CLASSES, BATCH = 4, 3, 8
 
 
+# ================================================================ teaching helpers
 # ---------------------------------------------------------------- losses used in the demos
 class ScaledCrossEntropy(nn.Module):
     """Cross-entropy with a learnable scale per class: a loss that OWNS a parameter (chapter 02)."""
@@ -207,13 +223,9 @@ def placements_reveal(other=None):
     return reveal(placements_table, other, label="Run all 16 placements")
 
 
+# ================================================================ exercises and quizzes
 # ---------------------------------------------------------------- exercise 1: move_to
-# The checks live in course_lib/checks/batches.py; these names stay here for the notebook and tests.
-META, CONTAINERS = batches.META, batches.CONTAINERS
-_tensors_in, _compare_moved = batches._tensors_in, batches.compare_moved
-tuple_batch, dict_batch, nested_batch, list_batch = (batches.tuple_batch, batches.dict_batch, batches.nested_batch,
-                                                     batches.list_batch)
-Fail = exercises.Fail
+# The checks live in course_lib/checks/batches.py.
 
 move_to = chapter.function_exercise(
     "move_to",
@@ -226,12 +238,12 @@ move_to = chapter.function_exercise(
     points=4,
     tests=[
         Test("a single tensor lands on the device", batches.Moves(batches.randn(3, 2))),
-        Test("an (inputs, labels) tuple stays a tuple", batches.Moves(tuple_batch())),
-        Test("a dict keeps its keys; non-tensors are left alone", batches.Moves(dict_batch())),
+        Test("an (inputs, labels) tuple stays a tuple", batches.Moves(batches.tuple_batch())),
+        Test("a dict keeps its keys; non-tensors are left alone", batches.Moves(batches.dict_batch())),
         Test("containers inside containers are moved too", batches.Moves(
-            nested_batch(), container_hint="Containers hold containers here: call move_to on every item of a "
+            batches.nested_batch(), container_hint="Containers hold containers here: call move_to on every item of a "
                                            "container, and the same code then handles any depth.")),
-        Test("the batch you were given is left as it was", batches.Untouched(list_batch())),
+        Test("the batch you were given is left as it was", batches.Untouched(batches.list_batch())),
     ],
     hints=["Three cases: a tensor (return its moved copy), a container (handle each item), anything else "
            "(return it unchanged).",

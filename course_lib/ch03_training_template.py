@@ -1,4 +1,4 @@
-"""Chapter 03, the training template: exercises, quizzes and the demos.
+"""Chapter 03, the training template: its exercises and quizzes, then the demos the notebook runs.
 
 The checks (course_lib/checks/loops.py) run the learner's loop on a tiny "rig": a model, loss
 and optimizer with probes that record, per batch, where the data arrived, train or eval mode,
@@ -15,14 +15,30 @@ from torch import nn
 from . import chapters, data, training
 from .checks import loops
 from .checks.loops import averaging_fail as _averaging_fail  # noqa: F401 (the table of known mistakes)
-from .checks.rig import MovesData, Rig, make_rig  # noqa: F401 (Rig, make_rig: tests and the notebook)
+from .checks.rig import MovesData
 from .exercises import Test
 from .seed import seed_everything
 from .sections import section
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
 
+__all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
+    "chapter",
+    # exercises and quizzes: ch.<name>.check(...), .hint(), .solution(), .ask()
+    "train_one_epoch", "evaluate", "seed_dynamicnet", "seed_branch", "eval_vs_no_grad",
+    # teaching helpers: the demos, widgets and models the notebook uses
+    "yours_or_reference", "StepLog", "zero_grad_experiment", "describe_run", "plot_zero_grad",
+    "SeedDynamicNet", "DynamicNet", "graph_follows_python", "ScaleMadeInForward",
+    "trainable_report",
+]
 
+
+def __dir__():
+    return __all__
+
+
+# ================================================================ exercises and quizzes
+# ---------------------------------------------------------------- exercise: train_one_epoch
 train_one_epoch = chapter.function_exercise(
     "train_one_epoch",
     title="Article A's exercise: train one epoch on any device",
@@ -158,7 +174,7 @@ eval_vs_no_grad = chapter.quiz(
 )
 
 
-# ---------------------------------------------------------------- demos
+# ================================================================ teaching helpers
 def yours_or_reference(candidate, exercise, reference):
     """The learner's function if it passes the exercise's checks, else the course's reference."""
     result = exercise.check(candidate, record=False)

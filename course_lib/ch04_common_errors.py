@@ -8,21 +8,31 @@ CPU-only laptop.
 import zipfile
 from dataclasses import dataclass
 
-import torch
-from torch import nn
-
 from . import chapters
 from .checks import checkpoints
-from .checks.checkpoints import (Loading, Strip, TinyNet, missing_gpu, save_for_missing_gpu,  # noqa: F401
-                                 wrapped_state_dict)
+from .checks.checkpoints import Loading, Strip, TinyNet, save_for_missing_gpu
 from .exercises import Test
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
 
+__all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
+    "chapter",
+    # exercises and quizzes: ch.<name>.check(...), .hint(), .solution(), .ask()
+    "add_positions", "strip_module_prefix", "load_for_inference", "what_is_wrong", "dp_checkpoint",
+    "state_dict_device", "input_type", "which_tensor",
+    # teaching helpers: the demos, widgets and models the notebook uses
+    "TinyNet", "save_for_missing_gpu", "stored_devices", "TrainConfig", "UNSEEN_MESSAGES",
+]
 
+
+def __dir__():
+    return __all__
+
+
+# ================================================================ teaching helpers
 # ---------------------------------------------------------------- checkpoints from other machines
-# missing_gpu, save_for_missing_gpu, wrapped_state_dict and TinyNet live beside the checks that use them
-# (course_lib/checks/checkpoints.py); the notebook reaches them through this module.
+# save_for_missing_gpu and TinyNet live beside the checks that use them (course_lib/checks/checkpoints.py);
+# the notebook reaches them through this module.
 def stored_devices(path) -> set:
     """The device names written inside a checkpoint file, read without loading it (chapter 04)."""
     with zipfile.ZipFile(path) as z:
@@ -38,6 +48,7 @@ class TrainConfig:
     epochs: int = 3
 
 
+# ================================================================ exercises and quizzes
 # ---------------------------------------------------------------- exercise 1: add_positions
 add_positions = chapter.function_exercise(
     "add_positions",
@@ -57,8 +68,6 @@ add_positions = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise 2: strip_module_prefix
-WRAPPER_PREFIXES = checkpoints.WRAPPER_PREFIXES
-_strip_hint = checkpoints.strip_hint
 
 
 strip_module_prefix = chapter.function_exercise(

@@ -11,6 +11,7 @@ import torch
 
 from course_lib import ch01_device_check as ch
 from course_lib import notebooks
+from course_lib.checks.devices import simulated_machine
 from course_lib.doctor import doctor_widget
 from course_lib.exercises import CORRECT, INCORRECT
 
@@ -27,22 +28,22 @@ def _real_queries():
 
 
 def test_simulated_machine_answers_like_that_machine():
-    with ch.simulated_machine(gpus=["A", "B"]):
+    with simulated_machine(gpus=["A", "B"]):
         assert torch.cuda.is_available() and torch.cuda.device_count() == 2
         assert torch.cuda.get_device_name(1) == "B"
         assert torch.accelerator.current_accelerator() == torch.device("cuda")
-    with ch.simulated_machine(mps=True):
+    with simulated_machine(mps=True):
         assert not torch.cuda.is_available() and torch.backends.mps.is_available()
         assert torch.accelerator.current_accelerator() == torch.device("mps")
 
 
 def test_simulated_machine_puts_back_torchs_own_functions():
     before = _real_queries()
-    with ch.simulated_machine(gpus=["A"], mps=True):
+    with simulated_machine(gpus=["A"], mps=True):
         assert _real_queries() != before  # really patched while inside
     assert _real_queries() == before
     with pytest.raises(ZeroDivisionError):  # also when the code inside fails
-        with ch.simulated_machine(gpus=["A"]):
+        with simulated_machine(gpus=["A"]):
             1 / 0
     assert _real_queries() == before
 

@@ -13,9 +13,10 @@ from torch import nn
 
 from course_lib import ch02_same_device_rule as ch
 from course_lib import notebooks
-from course_lib.device import second_device
+from course_lib.checks import batches
+from course_lib.device import devices_of, second_device
 from course_lib.errors import expect_error
-from course_lib.exercises import INCORRECT
+from course_lib.exercises import INCORRECT, Fail
 
 OTHER = str(second_device())
 PLACEMENTS = ch.all_placements(OTHER)
@@ -112,9 +113,9 @@ def test_module_to_is_in_place_and_tensor_to_is_not():
 def test_devices_of_sees_parameters_and_buffers():
     bn = nn.BatchNorm1d(3).to("meta")
     bn.running_var = torch.ones(3)
-    assert ch.devices_of(bn) == ["cpu", "meta"]
-    assert ch.devices_of(torch.zeros(1)) == ["cpu"]
-    assert ch.devices_of(nn.ReLU()) == []
+    assert devices_of(bn) == ["cpu", "meta"]
+    assert devices_of(torch.zeros(1)) == ["cpu"]
+    assert devices_of(nn.ReLU()) == []
 
 
 def test_device_report_gives_a_verdict():
@@ -199,12 +200,12 @@ def test_widget_renders_as_a_widget():
 # --- the exercises' checker helpers
 def test_compare_moved_names_the_path():
     orig = {"a": (torch.zeros(1), [torch.zeros(1)])}
-    with pytest.raises(ch.Fail, match=r"batch\['a'\]\[1\]\[0\] came back on cpu"):
-        ch._compare_moved(orig, {"a": (torch.zeros(1, device="meta"), [torch.zeros(1)])}, ch.META)
+    with pytest.raises(Fail, match=r"batch\['a'\]\[1\]\[0\] came back on cpu"):
+        batches.compare_moved(orig, {"a": (torch.zeros(1, device="meta"), [torch.zeros(1)])}, batches.META)
 
 
 def test_tensors_in_walks_nested_batches():
-    paths = [p for p, _ in ch._tensors_in(ch.nested_batch())]
+    paths = [p for p, _ in batches._tensors_in(batches.nested_batch())]
     assert paths == ["batch['inputs'][0]", "batch['inputs'][1][0]", "batch['inputs'][1][1]",
                      "batch['extra']['lengths']"]
 

@@ -5,6 +5,7 @@ import torch
 
 from course_lib import ch03_training_template as ch
 from course_lib import notebooks, training
+from course_lib.checks.rig import make_rig
 from course_lib.errors import expect_error
 from course_lib.exercises import CORRECT, INCORRECT
 
@@ -195,7 +196,7 @@ def test_checks_restore_the_learners_thread_setting():
 
 
 def test_rig_probes_record_what_happened():
-    rig = ch.make_rig(n=70, batch_size=32)
+    rig = make_rig(n=70, batch_size=32)
     rig.train(set_to_none)
     assert [c.n for c in rig.trace.losses] == [32, 32, 6]
     assert all(f.training and f.grad_enabled for f in rig.trace.forwards)

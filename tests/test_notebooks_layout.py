@@ -1,5 +1,6 @@
 """Notebooks are numbered, paired with a chapter module, and committed clean."""
 import importlib
+import re
 
 import pytest
 
@@ -69,3 +70,20 @@ def test_text_before_a_hint_cell_describes_the_hint_button(path):
         if cell.cell_type == "code" and ".hint()" in cell.source:
             text = before.source.lower()
             assert not ("each run" in text or "each time you run" in text), f"{path.name}: {text[-120:]}"
+
+
+# ch05-07 get theirs with issue 21's work on those modules (then every chapter is checked)
+DECLARING = [c for c in CHAPTERS if c.number <= "04"]
+
+
+@pytest.mark.parametrize("chapter", DECLARING, ids=lambda c: c.stem)
+def test_chapter_module_declares_what_the_learner_gets(chapter):
+    """`__all__`: the chapter, its exercises and quizzes (in order), then its teaching helpers; the
+    notebook uses nothing else of it, and `ch.<Tab>` (dir) lists exactly these names."""
+    module = importlib.import_module(chapter.module)
+    names, n = module.__all__, len(chapter.exercises)
+    assert names[0] == "chapter" and names[1:1 + n] == list(chapter.exercises), names[:1 + n]
+    assert len(names) == len(set(names)) and all(hasattr(module, name) for name in names)
+    used = set(re.findall(r"\bch\.(\w+)", "\n".join(notebooks.code(chapter))))
+    assert used <= set(names), f"{chapter.notebook} uses names outside __all__: {sorted(used - set(names))}"
+    assert dir(module) == sorted(names)
