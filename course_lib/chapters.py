@@ -17,27 +17,11 @@ class Chapter:
         if not (len(number) == 2 and number.isdigit()):
             raise ValueError(f"a chapter number has two digits, like '05'; got {number!r}")
         self.number, self.name, self.title = number, name, title
+        self.stem = f"{number}_{name}"                    # 05_speedups
+        self.module = f"course_lib.ch{self.stem}"         # the chapter module
+        self.key_module = f"course_lib.key.ch{self.stem}"  # its answer key (not in the student bundle)
+        self.notebook = f"{self.stem}.ipynb"              # its notebook, in notebooks/
         self.exercises = {}  # exercise name -> exercise, filled by the chapter module
-
-    @property
-    def stem(self) -> str:
-        """'05_speedups': the notebook's file name without .ipynb (and the module's, without 'ch')."""
-        return f"{self.number}_{self.name}"
-
-    @property
-    def module(self) -> str:
-        """'course_lib.ch05_speedups': the chapter module."""
-        return f"course_lib.ch{self.stem}"
-
-    @property
-    def key_module(self) -> str:
-        """'course_lib.key.ch05_speedups': the answer key (absent from the student bundle)."""
-        return f"course_lib.key.ch{self.stem}"
-
-    @property
-    def notebook(self) -> str:
-        """'05_speedups.ipynb': the notebook's file name in notebooks/."""
-        return f"{self.stem}.ipynb"
 
     def __repr__(self) -> str:
         return f"Chapter({self.number!r}, {self.name!r}, {self.title!r})"

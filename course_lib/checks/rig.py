@@ -269,25 +269,20 @@ class MovesData(Check):
         from ..device import second_device
         return str(second_device())
 
+    # (what the probes recorded, the tensor, how the text names it, the call that receives it)
+    ARRIVALS = (("forwards", "x", "inputs x", "the model"), ("losses", "y", "labels y", "criterion(logits, y)"))
+
     def judge(self, seen, ref):
         device, where, error = torch.device(ref), self.where, seen["error"]
         if torch.device(seen["device"]).type != device.type:
             raise Fail(f"The check ran on {seen['device']}, not on the second device {ref}.")
-        if not seen["forwards"]:
-            if error is not None:
-                raise _raised(error)
-            raise Fail(f"Your function never called the model{where}.")
-        first_device, first_shape = seen["forwards"][0]
-        if torch.device(first_device).type != device.type:
-            raise _moved_fail("x", f"inputs x{where}", first_device, device,
-                              _copied_to(seen["copies"], device, first_shape))
-        if not seen["losses"]:
-            if error is not None:
-                raise _raised(error)
-            raise Fail(f"Your function never called criterion(logits, y){where}.")
-        labels_device, labels_shape = seen["losses"][0]
-        if torch.device(labels_device).type != device.type:
-            raise _moved_fail("y", f"labels y{where}", labels_device, device,
-                              _copied_to(seen["copies"], device, labels_shape))
+        for record, name, what, receiver in self.ARRIVALS:
+            if not seen[record]:
+                if error is not None:
+                    raise _raised(error)
+                raise Fail(f"Your function never called {receiver}{where}.")
+            arrived, shape = seen[record][0]
+            if torch.device(arrived).type != device.type:
+                raise _moved_fail(name, f"{what}{where}", arrived, device, _copied_to(seen["copies"], device, shape))
         if error is not None and device.type != "meta":  # meta refuses .item(): expected there
             raise _raised(error)

@@ -618,17 +618,6 @@ def _diagnose_time(got: float, gpu: SimulatedGPU, repeats: int, where: str):
                                       "the device), and return the median in milliseconds.")
 
 
-def _cuda_on_cpu_fail(gpu: SimulatedGPU, where: str) -> Fail:
-    machine = ("on a machine without CUDA that raises (it did here)" if not gpu.machine_has_cuda else
-               "on a GPU machine it waits for the GPU, which is not the device you are timing "
-               "(and given a CPU device it raises)")
-    return Fail(f"While timing a CPU device your function called `torch.cuda.synchronize()` "
-                f"{len(gpu.cuda_calls)} time(s){where}: {machine}.",
-                got=f"{len(gpu.cuda_calls)} CUDA synchronize call(s) for device cpu",
-                hint="Whether to synchronize depends on the device being timed (look at its `.type`), not on "
-                     "whether the machine has a GPU.")
-
-
 @check
 class TimeIt(Check):
     """time_it on a simulated GPU (or CPU) with these per-call times: the number it returns, against

@@ -262,51 +262,59 @@ def _taught_label(entry: Entry) -> str:
     return "Closest section (not taught as such)" if entry.closest else "Taught in"
 
 
-def render_text(exp: Explanation) -> str:
-    """The explanation as plain text (terminal, logs, nbval)."""
-    if not exp.known:
-        found = f"\n  ({exp.error})" if exp.error else ""
-        return f"[course explainer] {exp.title}.{found}"
-    e = exp.entry
-    lines = [f"[course explainer] {e.title}"]
-    if exp.context:
-        lines += [f"  {exp.context}", f"    {exp.error}"]
-    lines += [f"  What it means: {e.meaning}"]
-    lines += [f"  Read from your message: {n}" for n in exp.notes]
-    lines += ["  Likely causes:"] + [f"    - {c}" for c in e.causes]
-    lines += ["  Fix:"] + [f"    {line}" for line in e.fix.split("\n")]
-    if e.chapter:
-        lines += [f"  {_taught_label(e)}: notebooks/{_notebook(e)}, "
-                  f"section \"{heading_text(e.section)}\""]
-    return "\n".join(lines)
-
-
 def _inline(text: str) -> str:
     """Escape for HTML and show `backticked` spans as code."""
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
+def _parts(exp: Explanation) -> list:
+    """(part, value) of a known error's explanation, in the order both renderings show them."""
+    e = exp.entry
+    parts = [("title", e.title)] + ([("context", (exp.context, exp.error))] if exp.context else [])
+    parts += [("meaning", e.meaning)] + ([("notes", exp.notes)] if exp.notes else [])
+    parts += [("causes", e.causes), ("fix", e.fix)] + ([("taught", exp)] if e.chapter else [])
+    return parts
+
+
+TEXT_PARTS = {  # each part of an explanation as lines of plain text
+    "title": lambda title: [f"[course explainer] {title}"],
+    "context": lambda c: [f"  {c[0]}", f"    {c[1]}"],
+    "meaning": lambda meaning: [f"  What it means: {meaning}"],
+    "notes": lambda notes: [f"  Read from your message: {n}" for n in notes],
+    "causes": lambda causes: ["  Likely causes:"] + [f"    - {c}" for c in causes],
+    "fix": lambda fix: ["  Fix:"] + [f"    {line}" for line in fix.split("\n")],
+    "taught": lambda exp: [f"  {_taught_label(exp.entry)}: notebooks/{_notebook(exp.entry)}, "
+                           f"section \"{heading_text(exp.entry.section)}\""],
+}
+HTML_PARTS = {  # each part of an explanation as HTML
+    "title": lambda title: f"<b>Course explainer: {_inline(title)}</b>",
+    "context": lambda c: f"<div>{_inline(c[0])}<br><code>{html.escape(c[1])}</code></div>",
+    "meaning": lambda meaning: f"<div><b>What it means.</b> {_inline(meaning)}</div>",
+    "notes": lambda notes: "<div><b>Your message says:</b> " + " ".join(map(_inline, notes)) + "</div>",
+    "causes": lambda causes: ("<div><b>Likely causes:</b><ul style='margin:2px 0'>"
+                              + "".join(f"<li>{_inline(c)}</li>" for c in causes) + "</ul></div>"),
+    "fix": lambda fix: f"<div><b>Fix:</b><pre style='margin:2px 0'>{html.escape(fix)}</pre></div>",
+    "taught": lambda exp: (f"<div><b>{_taught_label(exp.entry)}:</b> <a href='{html.escape(exp.link)}'>"
+                           f"{_inline(where_taught(exp.entry))}</a></div>"),
+}
+PANEL = ("<div class='course-explainer' style='border-left:4px solid #2a7ab0;background:rgba(42,122,176,0.07);"
+         "padding:6px 12px;margin:4px 0;font-size:0.95em'>")
+
+
+def render_text(exp: Explanation) -> str:
+    """The explanation as plain text (terminal, logs, nbval)."""
+    if not exp.known:
+        found = f"\n  ({exp.error})" if exp.error else ""
+        return f"[course explainer] {exp.title}.{found}"
+    return "\n".join(line for part, value in _parts(exp) for line in TEXT_PARTS[part](value))
+
+
 def render_html(exp: Explanation) -> str:
     """The panel shown under a failing cell: meaning, what the message says, causes, fix, link."""
-    box = ("<div class='course-explainer' style='border-left:4px solid #2a7ab0;background:rgba(42,122,176,0.07);"
-           "padding:6px 12px;margin:4px 0;font-size:0.95em'>")
     if not exp.known:
         found = f"<br><small>{_inline(exp.error)}</small>" if exp.error else ""
-        return f"{box}<b>Course explainer:</b> {_inline(exp.title)}.{found}</div>"
-    e = exp.entry
-    parts = [f"<b>Course explainer: {_inline(e.title)}</b>"]
-    if exp.context:
-        parts.append(f"<div>{_inline(exp.context)}<br><code>{html.escape(exp.error)}</code></div>")
-    parts.append(f"<div><b>What it means.</b> {_inline(e.meaning)}</div>")
-    if exp.notes:
-        parts.append("<div><b>Your message says:</b> " + " ".join(_inline(n) for n in exp.notes) + "</div>")
-    parts.append("<div><b>Likely causes:</b><ul style='margin:2px 0'>"
-                 + "".join(f"<li>{_inline(c)}</li>" for c in e.causes) + "</ul></div>")
-    parts.append(f"<div><b>Fix:</b><pre style='margin:2px 0'>{html.escape(e.fix)}</pre></div>")
-    if e.chapter:
-        link = f"<a href='{html.escape(exp.link)}'>{_inline(where_taught(e))}</a>"
-        parts.append(f"<div><b>{_taught_label(e)}:</b> {link}</div>")
-    return box + "".join(parts) + "</div>"
+        return f"{PANEL}<b>Course explainer:</b> {_inline(exp.title)}.{found}</div>"
+    return PANEL + "".join(HTML_PARTS[part](value) for part, value in _parts(exp)) + "</div>"
 
 
 def _cell(text: str) -> str:

@@ -24,7 +24,7 @@ import time
 
 from ..checks import wire
 from ..exercises import INCORRECT, get, scoring
-from .protocol import parse
+from .protocol import close_quietly, parse
 from .records import CRASHED, MISSING, Verdict
 
 ANSWER_TYPES = (str, int, float, bool, type(None))
@@ -274,11 +274,7 @@ class JudgeClient:
             self.prepare_reply = self._reply(self._send("prepare", exercises=self.prepared), 1800)
 
     def close(self) -> None:
-        for fd in (self.to_judge, self.from_judge):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        close_quietly(self.to_judge, self.from_judge)
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
         if self.process is not None:

@@ -92,6 +92,15 @@ def _smaller(value):
     return value
 
 
+def close_quietly(*fds) -> None:
+    """Close each file descriptor, ignoring those already closed (parent and judge client)."""
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
 def _write_all(fd: int, data: bytes, write=os.write) -> None:
     view = memoryview(data)
     while view:
@@ -193,8 +202,4 @@ class Child:
             and os.WEXITSTATUS(self.status) == 0
 
     def close(self) -> None:
-        for fd in (self.fd, self.pidfd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        close_quietly(self.fd, self.pidfd)
