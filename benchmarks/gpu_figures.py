@@ -38,7 +38,7 @@ from torch import nn  # noqa: E402
 
 from course_lib import ch05_speedups as ch05  # noqa: E402
 from course_lib import ch06_out_of_memory as ch06  # noqa: E402
-from course_lib import data, measure, memory, training  # noqa: E402
+from course_lib import data, measure, memory, profiling, training  # noqa: E402
 from course_lib.device import FIGURE_KEYS, pick_device  # noqa: E402
 from course_lib.doctor import nvidia_smi_gpus  # noqa: E402
 
@@ -208,6 +208,48 @@ def nvidia_smi_during_training(device, seconds: float = 3.0):
     return ([f"nvidia-smi during a training loop: {row}  ({query})"], {"row": row})
 
 
+def benchmark_table(device):
+    sizes = (64, 256, S["matmul"]) if S["matmul"] > 256 else (16, S["matmul"])
+    results = ch05.benchmark_measurements(device, sizes=sizes, dtypes=(torch.float32, amp_dtype()), min_run_time=0.1)
+    values = {f"{m.task_spec.sub_label} {m.task_spec.description}": m.median * 1e6 for m in results}
+    return [f"Timer.blocked_autorange median of a @ a, {label}: {us:.2f} us" for label, us in values.items()], values
+
+
+def profiler_cuda(device):
+    train_set, _ = data.digits_split(test_fraction=0.2, seed=0)
+    prof, times = ch05.profile_steps(ch05.AugmentedDigits(train_set), device, steps=4)
+    events = profiling.events_of(prof)
+    totals = profiling.phase_totals(events)
+    kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"]
+    top = sorted(prof.key_averages(), key=lambda e: e.self_device_time_total, reverse=True)[:3]
+    lines = profiling.compare_splits(totals, times).splitlines()
+    lines.append(f"{len(kernels)} GPU kernels in the trace, {sum(e['dur'] for e in kernels) / 1000:.2f} ms of GPU "
+                 "time; top by self CUDA time: " + ", ".join(f"{e.key} {e.self_device_time_total / 1000:.2f} ms"
+                                                          for e in top))
+    return lines, {"phases_ms": totals, "wait_share": times.wait_share, "kernels": len(kernels)}
+
+
+def item_sync(device):
+    timings = ch05.item_loops(device, steps=30, batch=S["batch"], width=S["width"] // 4 or 8)
+    (a, every), (b, once) = timings.items()
+    return ([f"30 training steps, MLP {S['width'] // 4 or 8} wide, batch {S['batch']}: {a} {every.median:.2f} ms, "
+             f"{b} {once.median:.2f} ms ({measure.speed_ratio(every, once)})"],
+            {a: every.median, b: once.median})
+
+
+def nonblocking_d2h(device):
+    n = 2**22 if S["matmul"] > 256 else 2**10
+    counts = ch05.readback_race(device, n=n, rounds=5, work=S["matmul"])
+    return ch05.show_readback_race(counts, n).splitlines(), {"wrong_at_once": [c[0] for c in counts],
+                                                              "wrong_after_event": [c[1] for c in counts]}
+
+
+def sync_debug(device):
+    found = ch05.hidden_syncs(device, steps=3)
+    return ([f"{count} x  {line}" for line, count in found.items()] or ["no synchronizing call was reported"],
+            {"lines": found})
+
+
 def estimate_vs_peak(device):
     width, batch = S["width"], S["batch"]
     result = ch06.accounting_and_peak(device, data.DigitsDataset(*data.load_digits()), batch, hidden=width)
@@ -279,6 +321,25 @@ def amp_memory(device):
              f"{fmt(b['before'])} vs {fmt(a['before'])}"], peaks)
 
 
+def memory_snapshot(device):
+    path, message = ch06.snapshot_oom(device, limit_bytes=S["oom_limit"])
+    facts = ch06.read_snapshot(ch06.load_snapshot(path))
+    html = ch06.snapshot_html(path)
+    shown = {k: (v if v is None or k in ("events recorded", "segments held") else fmt(v)) for k, v in facts.items()}
+    return ([f"OOM under a {fmt(S['oom_limit'])} cap, recorded by _record_memory_history: "
+             + ", ".join(f"{k} {v}" for k, v in shown.items()),
+             f"trace_plot page: {html.stat().st_size / 2**20:.1f} MiB; the message began: \"{message[:120]}\""],
+            {**facts, "message": message[:300]})
+
+
+def fragmentation(device):
+    results = ch06.fragmentation_demo(device)
+    lines = [f"{setting}: " + ", ".join(f"{key.split('.')[0]} {value if key.startswith('segment') else fmt(value)}"
+                                        for key, value in counters.items())
+             for setting, counters in results.items()]
+    return lines, results
+
+
 def data_parallel_on_one_gpu(device):
     """With one GPU, nn.DataParallel is a plain call of its module: no replicas, no gather."""
     x, _ = batch_of(S["batch"], S["width"], device)
@@ -322,10 +383,17 @@ FIGURES = {
     "ch05.pinned_copy": pinned_copy,
     "ch05.amp": amp,
     "ch05.nvidia_smi": nvidia_smi_during_training,
+    "ch05.benchmark": benchmark_table,
+    "ch05.profiler_cuda": profiler_cuda,
+    "ch05.item_sync": item_sync,
+    "ch05.nonblocking_d2h": nonblocking_d2h,
+    "ch05.sync_debug": sync_debug,
     "ch06.estimate_vs_peak": estimate_vs_peak,
     "ch06.real_oom": real_oom,
     "ch06.empty_cache": empty_cache,
     "ch06.amp_memory": amp_memory,
+    "ch06.memory_snapshot": memory_snapshot,
+    "ch06.fragmentation": fragmentation,
     "ch07.data_parallel": data_parallel,
     "ch05.compile": compile_,  # last: the slowest, and gpu_check.sh runs it on its own
 }

@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
+import torch.utils.benchmark as benchmark
 from torch import nn
+from torch.profiler import record_function
 from torch.utils.data import Dataset, Subset
 
-from . import data, measure, training
+from . import data, measure, profiling, training
 from .checks import speedups
 from .device import gpu_only, mps_available
 from .checks.rig import checker_threads  # noqa: F401
@@ -111,19 +113,21 @@ def reads_of_two_digits(augmented: AugmentedDigits, reads: int = 3) -> Subset:
     return Subset(augmented, [0] * reads + [other] * reads)
 
 
-def train_step(model, optimizer, criterion, device):
-    """The training template's loop body (`training.train_step`) as ``step(x, y)`` (chapter 05 times it)."""
+def train_step(model, optimizer, criterion, device, phase=training.no_label):
+    """The training template's loop body (`training.train_step`) as ``step(x, y)`` (chapter 05 times it).
+
+    ``phase=torch.profiler.record_function`` labels its forward, backward and step in a profile."""
     def step(x, y):
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        training.train_step(model, optimizer, criterion, x, y)
+        training.train_step(model, optimizer, criterion, x, y, phase=phase)
     return step
 
 
-def fresh_step(device, seed: int = 0):
+def fresh_step(device, seed: int = 0, phase=training.no_label):
     """A new digits MLP with Adam and cross-entropy on `device`, as a step function (chapter 05)."""
     torch.manual_seed(seed)
     model = training.digits_mlp().to(device)
-    return train_step(model, torch.optim.Adam(model.parameters(), lr=1e-3), nn.CrossEntropyLoss(), device)
+    return train_step(model, torch.optim.Adam(model.parameters(), lr=1e-3), nn.CrossEntropyLoss(), device, phase)
 
 
 def starving_experiment(train_set, device, batch_size: int = 64, **loader_options) -> list:
@@ -133,6 +137,13 @@ def starving_experiment(train_set, device, batch_size: int = 64, **loader_option
         loader = data.make_loader(dataset, device, batch_size, shuffle=True, **loader_options)
         results.append(measure.loop_breakdown(fresh_step(device), loader, device, label=label))
     return results
+
+
+def profile_steps(dataset, device, steps: int = 4, batch_size: int = 64) -> tuple:
+    """`steps` training steps on `dataset` under torch.profiler, phases labelled: (profiler, LoopTimes) (chapter 05)."""
+    loader = data.make_loader(dataset, device, batch_size, shuffle=True)
+    step = fresh_step(device, phase=record_function)
+    return profiling.profile_training(step, loader, device, steps=steps, label="profiled steps")
 
 
 def nvidia_smi() -> None:
@@ -332,6 +343,46 @@ def async_demo(device, n: int = 4096) -> None:
     finished = (time.perf_counter() - start) * 1000
     print(f"{n}x{n} matmul: the Python line returned after {launched:.3f} ms; "
           f"the GPU finished after {finished:.3f} ms")
+
+
+# ---------------------------------------------------------------- 1b. torch.utils.benchmark
+def matmul_timer(a: torch.Tensor, label: str = "matmul") -> benchmark.Timer:
+    """A torch.utils.benchmark.Timer of ``a @ a``, labelled by size and dtype for Compare (chapter 05)."""
+    return benchmark.Timer("a @ a", globals={"a": a}, label=label, sub_label="x".join(map(str, a.shape)),
+                           description=str(a.dtype).removeprefix("torch."))
+
+
+def timer_vs_time_fn(device, n: int = 256, min_run_time: float = 0.05) -> dict:
+    """The same n x n matmul timed by the course's measure.time_fn and by Timer.blocked_autorange (chapter 05)."""
+    a = torch.randn(n, n, device=device)
+    ours = measure.time_fn(lambda: a @ a, device, repeats=7, warmup=1, label=f"{n}x{n} matmul")
+    return {"time_fn": ours, "Timer": matmul_timer(a).blocked_autorange(min_run_time=min_run_time)}
+
+
+def show_timer_vs_time_fn(result: dict) -> str:
+    """Both timings, and what the Timer's Measurement knows besides its median (chapter 05)."""
+    ours, m = result["time_fn"], result["Timer"]
+    spread = f"IQR {m.iqr * 1e3:.4f} ms" + (" (the Measurement warns: a wide spread)" if m.has_warnings else "")
+    return "\n".join([
+        f"measure.time_fn:  median {ours.median:.4f} ms over {len(ours.ms)} single timed calls (1 warm-up call)",
+        f"benchmark.Timer:  median {m.median * 1e3:.4f} ms over {len(m.times)} blocks of {m.number_per_run} calls "
+        f"each ({len(m.times) * m.number_per_run} calls timed), {m.task_spec.num_threads} thread(s), {spread}",
+        f"this process uses {torch.get_num_threads()} thread(s) for torch outside the Timer"])
+
+
+def benchmark_measurements(device, sizes=(64, 256), dtypes=(torch.float32, torch.bfloat16),
+                           min_run_time: float = 0.05) -> list:
+    """Timer.blocked_autorange of a matmul for each size and dtype: a list of Measurements (chapter 05)."""
+    return [matmul_timer(torch.randn(n, n, device=device, dtype=dtype), label=f"matmul on {device}")
+            .blocked_autorange(min_run_time=min_run_time) for n in sizes for dtype in dtypes]
+
+
+def benchmark_compare(device, sizes=(64, 256), dtypes=(torch.float32, torch.bfloat16),
+                      min_run_time: float = 0.05) -> benchmark.Compare:
+    """The same measurements laid out in one Compare table (chapter 05)."""
+    table = benchmark.Compare(benchmark_measurements(device, sizes, dtypes, min_run_time))
+    table.trim_significant_figures()
+    return table
 
 
 # ---------------------------------------------------------------- 4. mixed precision
@@ -775,6 +826,91 @@ def control_flow_demo() -> None:
     print(recompiles_per_depth())
 
 
+# ---------------------------------------------------------------- 7. sync points
+def item_loops(device, steps: int = 30, batch: int = 256, width: int = 128, seed: int = 0) -> dict:
+    """The same training loop reading its loss with .item() every step, or adding it up on the device and
+    reading it once at the end: label -> measure.Timing of the whole loop (chapter 05)."""
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, 10)).to(device)
+    optimizer, criterion = torch.optim.SGD(model.parameters(), lr=1e-3), nn.CrossEntropyLoss()
+    x, y = torch.randn(batch, 64, device=device), torch.randint(0, 10, (batch,), device=device)
+
+    def every_step():
+        total = 0.0
+        for _ in range(steps):
+            total += training.train_step(model, optimizer, criterion, x, y).item()  # waits for the device
+        return total
+
+    def once():
+        total = torch.zeros((), device=device)
+        for _ in range(steps):
+            total += training.train_step(model, optimizer, criterion, x, y)  # stays on the device
+        return total.item()  # one wait, at the end
+
+    loops = {".item() every step": every_step, "summed on the device, .item() once": once}
+    return {label: measure.time_fn(loop, device, repeats=3, warmup=1, label=label) for label, loop in loops.items()}
+
+
+def show_item_loops(timings: dict) -> str:
+    """The two loops' medians and how the second compares with the first (chapter 05)."""
+    (_, every), (_, once) = timings.items()
+    return f"{every}\n{once}\nsumming on the device: {measure.speed_ratio(every, once)}"
+
+
+def readback_race(device, n: int = 2**22, rounds: int = 5, work: int = 4096) -> list:
+    """CUDA only: read a device-to-host non_blocking copy at once, then after an event: wrong values per round.
+
+    Each round queues a long matmul, then fills the source with a new value and copies it to the host
+    with ``non_blocking=True`` (into pinned memory): the host buffer is read before and after
+    ``event.synchronize()``. Returns [(wrong values read at once, wrong values after the event)] (chapter 05).
+    """
+    source, big = torch.empty(n, device=device), torch.randn(work, work, device=device)
+    counts = []
+    for i in range(rounds):
+        big @ big                                    # keeps the GPU busy before the copy starts
+        source.fill_(float(i + 1))
+        host = source.to("cpu", non_blocking=True)   # returns at once; the copy waits in the queue
+        early = int((host != i + 1).sum())           # read now: maybe before the copy ran
+        event = torch.cuda.Event()
+        event.record()                               # marks the point after the copy in the queue
+        event.synchronize()                          # waits until the GPU has passed it
+        counts.append((early, int((host != i + 1).sum())))
+    return counts
+
+
+def show_readback_race(counts: list, n: int = 2**22) -> str:
+    """Per round: how many of the n values were wrong before and after the event (chapter 05)."""
+    lines = [f"round {i + 1}: read at once {early:>8} of {n} values wrong; after event.synchronize() {late}"
+             for i, (early, late) in enumerate(counts)]
+    return "\n".join(lines)
+
+
+def hidden_syncs(device, steps: int = 3) -> dict:
+    """CUDA only: a loop run under torch.cuda.set_sync_debug_mode("warn"): source line -> syncs warned (chapter 05)."""
+    import linecache
+    torch.manual_seed(0)
+    model = training.digits_mlp().to(device)
+    optimizer, criterion = torch.optim.SGD(model.parameters(), lr=1e-3), nn.CrossEntropyLoss()
+    x, y = torch.randn(64, 64, device=device), torch.randint(0, 10, (64,), device=device)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            for _ in range(steps):
+                loss = training.train_step(model, optimizer, criterion, x, y)
+                logged = loss.item()                                # copies one number to the host
+                upper = x[y > 4]                                    # a boolean mask: how many rows?
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+    found = {}
+    for w in caught:
+        if "synchroniz" in str(w.message):
+            line = linecache.getline(w.filename, w.lineno).strip() or f"{w.filename}:{w.lineno}"
+            found[line] = found.get(line, 0) + 1
+    del logged, upper
+    return found
+
+
 # ---------------------------------------------------------------- exercise: amp_train_step
 # The checks (and the AMP rig, the scaler spy, the simulated GPU clock) live in course_lib/checks/speedups.py.
 amp_train_step = chapter.function_exercise(
@@ -800,6 +936,31 @@ amp_train_step = chapter.function_exercise(
            "type and the dtype you were given) around the forward pass and the loss; backward on what the "
            "scaler's `scale` returns; the scaler's `step` with the optimizer; the scaler's `update`; return the "
            "loss as a Python float."],
+)
+
+
+# ---------------------------------------------------------------- exercise: phase_ms
+# Its check (a real profile, the profiler's own totals, the mistakes table) is checks/speedups.py's PhaseMs.
+phase_ms = chapter.function_exercise(
+    "phase_ms",
+    title="Read the trace: milliseconds per phase",
+    prompt="Write phase_ms(events) -> dict: from a trace's event list (the \"traceEvents\" of the file "
+           "export_chrome_trace wrote), the total milliseconds of each phase labelled by record_function, over "
+           "all steps: {'data': ms, 'forward': ms, 'backward': ms, 'step': ms}, 0.0 for a phase that never ran. "
+           "A label is a complete event (ph \"X\") with cat \"user_annotation\" and the phase's name; its "
+           "duration, dur, is in microseconds.",
+    points=3,
+    tests=[
+        Test("a real profile of 3 training steps", speedups.PhaseMs(3)),
+        Test("an evaluation profile: no backward, no step",
+             speedups.PhaseMs(2, seed=1, train=False, where=" (evaluation profile)")),
+        Test("a CUDA trace: every label also on the GPU's row",
+             speedups.PhaseMs(2, seed=2, cuda=True, where=" (a CUDA trace)")),
+    ],
+    hints=["Look at one event first: `[e for e in events if e.get('name') == 'forward'][0]`. Which keys tell "
+           "you it is a label, and how long it lasted?",
+           "Start from `dict.fromkeys(['data', 'forward', 'backward', 'step'], 0.0)`; for each event whose "
+           "`cat` is \"user_annotation\" and whose `name` is one of those keys, add `dur / 1000`."],
 )
 
 
@@ -879,6 +1040,33 @@ low_utilization = chapter.quiz(
     explanation="The wait is the loader building batches: build them in parallel (workers) and make each "
                 "cheaper. Pinned memory and non_blocking are worth having on a GPU, but they speed up the "
                 "copy, which is part of the compute here; empty_cache and DataParallel on one GPU add work.",
+)
+
+profile_verdict = chapter.quiz(
+    "profile_verdict",
+    title="Read your profile",
+    question="Your profile of four training steps on the augmented digits (`num_workers=0`): the operator table, "
+             "the timeline and the split printed under it. Which phase takes most of each step, and which change "
+             "shortens it?",
+    options={"a": "data: build the batches in DataLoader workers, or make the augmentation cheaper",
+             "b": "forward: compile the model with `torch.compile`, so its layers' kernels are fused",
+             "c": "backward: run the step under `torch.autocast`, so gradients are computed in 16 bits",
+             "d": "step: swap Adam for plain SGD, which keeps no running averages per weight"},
+    digest="12a95ed5d23397f8",
+    hints=["Read the split printed under the timeline, or compare the lengths of the four lanes: which phase is "
+           "the largest?",
+           "A change can only shorten the phase it works on: which phase does each option speed up?"],
+    why={"b": "Look at the forward lane and its milliseconds in the split: fusing its kernels can shorten only "
+              "that part, and it is not where most of each step goes.",
+         "c": "Compare the backward lane with the others in your timeline: 16-bit gradients shorten only that "
+              "lane, a small share of each step here.",
+         "d": "The step lane (the optimizer's update) is one of the short ones in your timeline: a lighter "
+              "optimizer cannot shorten the rest of the step."},
+    explanation="In this profile the data phase (each augmented batch built in this process, as `num_workers=0` "
+                "does) is most of every step: the DataLoader's own label and the operators at the top of the "
+                "table (upsampling, grid sampling) say the same. Workers build batches in parallel with the "
+                "training, and cheaper preprocessing shortens each one; the other options speed up phases that "
+                "are a small share of the step.",
 )
 
 scale_after_overflow = chapter.quiz(

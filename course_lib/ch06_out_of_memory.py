@@ -5,12 +5,14 @@ optimizer hold, activations counted by saved-tensor hooks (any device), the CUDA
 counters on a GPU, and a memory budget that stands in for a small GPU on the CPU.
 """
 import math
+import os
+import pickle
 import statistics
 
 import torch
 from torch import nn
 
-from . import memory, training
+from . import memory, profiling, training
 from .measure import Timer
 from .data import N_CLASSES, N_FEATURES
 from .checks import memory as checks
@@ -178,6 +180,30 @@ def cuda_vs_accounting(device, dataset, batch_size: int = 1024):
     return html_table(["", "bytes"], rows)
 
 
+# ---------------------------------------------------------------- section 1: the profiler's memory view
+def profiled_step(device, dataset, batch_size: int = 1024, steps: int = 2) -> tuple:
+    """A mid-training Adam step of wide_mlp, `steps` times under the profiler with memory recording:
+    (profiler, the course's estimate for that model and batch) (chapter 06)."""
+    x, y = digit_batch(dataset, batch_size, device)
+    model, optimizer, criterion = mid_training(device, x, y)
+    prof = profiling.memory_profile(lambda: warm_step(model, optimizer, criterion, x, y), steps=steps, device=device)
+    return prof, estimate(model, batch_size)
+
+
+def timeline_vs_estimate(timeline: dict, estimated: dict):
+    """The course's estimate, the profiler's parts at its peak and after the last step, side by side (chapter 06)."""
+    peak = profiling.at_peak(timeline)
+    end = profiling.at_end(timeline)
+    rows = [(k.replace("_", " "), format_bytes(estimated[k]), format_bytes(peak.get(k, 0)), format_bytes(end.get(k, 0)))
+            for k in memory.COMPONENTS]
+    rows += [(name, "(not estimated)", format_bytes(peak[name]), format_bytes(end[name]))
+             for name in peak if name not in memory.COMPONENTS and (peak[name] or end[name])]
+    rows.append(("total", format_bytes(sum(estimated.values())), format_bytes(sum(peak.values())),
+                 format_bytes(sum(end.values()))))
+    return html_table(["part", "the course's estimate", "profiler, at its peak", "profiler, after the last step"],
+                      rows)
+
+
 # ---------------------------------------------------------------- section 2: a real OOM, and the stand-in
 def gpu_oom_demo(device, limit_bytes: int = 2**30):
     """On a CUDA GPU: cap this process at `limit_bytes`, then ask for a batch that needs more (chapter 06)."""
@@ -189,6 +215,108 @@ def gpu_oom_demo(device, limit_bytes: int = 2**30):
             model(x).sum().backward()
         finally:
             del model, x
+
+
+def snapshot_oom(device, limit_bytes: int = 2**30, name: str = "ch06_oom_snapshot.pickle") -> tuple:
+    """On a CUDA GPU: gpu_oom_demo again while the allocator records its history; (snapshot path, message).
+
+    `_record_memory_history` keeps every allocation and free with its stack; `_dump_snapshot` pickles
+    that history and the state of every segment; recording is switched off afterwards (chapter 06).
+    """
+    torch.cuda.memory._record_memory_history(max_entries=100_000)
+    message = ""
+    try:
+        try:
+            gpu_oom_demo(device, limit_bytes)
+        except memory.OutOfMemoryError as err:
+            message = " ".join(str(err).split())  # the text only: the error's frames would keep tensors alive
+        path = profiling.output_path(name)
+        torch.cuda.memory._dump_snapshot(str(path))
+    finally:
+        torch.cuda.memory._record_memory_history(enabled=None)
+    return path, message
+
+
+def load_snapshot(path) -> dict:
+    """A snapshot pickled by torch.cuda.memory._dump_snapshot (chapter 06)."""
+    with open(path, "rb") as f:
+        return pickle.load(f)
+
+
+def read_snapshot(snapshot: dict) -> dict:
+    """What a memory snapshot says about its last OOM and its segments, in bytes (chapter 06)."""
+    trace = [entry for device in snapshot.get("device_traces", []) for entry in device]
+    oom = next((e for e in reversed(trace) if e.get("action") == "oom"), {})
+    blocks = [b for seg in snapshot.get("segments", []) for b in seg.get("blocks", [])]
+    return {"events recorded": len(trace), "asked for at the OOM": oom.get("size"),
+            "free on the GPU at the OOM (CUDA's count)": oom.get("device_free"),
+            "segments held": len(snapshot.get("segments", [])),
+            "reserved (all segments)": sum(seg.get("total_size", 0) for seg in snapshot.get("segments", [])),
+            "in tensors (active blocks)": sum(b["size"] for b in blocks if b.get("state", "").startswith("active")),
+            "largest free block": max((b["size"] for b in blocks if b.get("state") == "inactive"), default=0)}
+
+
+def snapshot_table(facts: dict, path=None):
+    """The snapshot's facts as a table, sizes as bytes (chapter 06)."""
+    shown = [(k, v if v is None or k in ("events recorded", "segments held") else format_bytes(v))
+             for k, v in facts.items()]
+    return html_table(["the snapshot", "value"], shown, above=f"snapshot file: {path}" if path else "")
+
+
+def snapshot_html(path, name: str = "ch06_oom_snapshot.html"):
+    """The snapshot as the memory viewer's HTML page (torch.cuda._memory_viz.trace_plot); its path (chapter 06)."""
+    from torch.cuda import _memory_viz
+    out = profiling.output_path(name)
+    out.write_text(_memory_viz.trace_plot(load_snapshot(path)), encoding="utf-8")
+    return out
+
+
+# (memory_stats key, what it counts): the allocator's own counters for fragmentation
+ALLOCATOR_COUNTERS = (
+    ("reserved_bytes.all.current", "reserved: held from the driver (what nvidia-smi shows)"),
+    ("allocated_bytes.all.current", "allocated: in tensors"),
+    ("inactive_split_bytes.all.current", "inactive split: free pieces of blocks partly in use"),
+    ("segment.all.current", "segments: cudaMalloc'd (or expandable) ranges held"),
+)
+SPLIT_PATTERN_MIB = (512, 300, 300)  # allocate the first and free it; then keep the other two
+
+
+def split_pattern(device, mib=SPLIT_PATTERN_MIB) -> dict:
+    """On a CUDA GPU: 512 MiB allocated and freed, then two of 300 MiB kept; the counters' change (chapter 06)."""
+    torch.cuda.empty_cache()
+    before = torch.cuda.memory_stats(device)
+    first = torch.empty(mib[0] * 2**20, dtype=torch.uint8, device=device)
+    del first                                   # its block stays cached, free
+    kept = [torch.empty(m * 2**20, dtype=torch.uint8, device=device) for m in mib[1:]]
+    after = torch.cuda.memory_stats(device)
+    del kept
+    torch.cuda.empty_cache()
+    return {key: after.get(key, 0) - before.get(key, 0) for key, _ in ALLOCATOR_COUNTERS}
+
+
+def expandable_setting() -> bool:
+    """Whether PYTORCH_CUDA_ALLOC_CONF switched expandable_segments on for this process (chapter 06)."""
+    return "expandable_segments:true" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "").replace(" ", "").lower()
+
+
+def fragmentation_demo(device) -> dict:
+    """On a CUDA GPU: split_pattern without and with expandable segments; the setting is put back (chapter 06)."""
+    results = {}
+    try:
+        for on in (False, True):
+            torch.cuda.memory._set_allocator_settings(f"expandable_segments:{on}")
+            results[f"expandable_segments:{on}"] = split_pattern(device)
+    finally:
+        torch.cuda.memory._set_allocator_settings(f"expandable_segments:{expandable_setting()}")
+    return results
+
+
+def fragmentation_table(results: dict):
+    """The counters' change per setting, one row per counter (chapter 06)."""
+    def shown(key, value):
+        return str(value) if key.startswith("segment.") else format_bytes(value)
+    rows = [(meaning, *(shown(key, r[key]) for r in results.values())) for key, meaning in ALLOCATOR_COUNTERS]
+    return html_table(["counter (change over the pattern)", *results], rows)
 
 
 # A CUDA out-of-memory message, in the exact format of PyTorch's caching allocator

@@ -62,26 +62,24 @@ def dataparallel_phases(model: nn.Module, x: torch.Tensor, n_gpus: int) -> list:
 
 # ---------------------------------------------------------------- the real DDP run
 def run_ddp(**options) -> ddp_worker.LaunchResult:
-    """Launch the chapter's DDP run with torch.multiprocessing (2 processes by default)."""
-    return ddp_worker.launch_spawn(ddp_worker.DDPConfig(**options))
+    """Launch the chapter's DDP run with torchrun, as the notebook does (2 processes by default)."""
+    return ddp_worker.launch_torchrun(ddp_worker.DDPConfig(**options))
 
 
 def failure_demo(deadline_s: float = 60.0) -> str:
-    """Launch once with rank 1 failing on purpose; say what the launcher raised and what is left running."""
-    import multiprocessing
+    """Launch once with torchrun, rank 1 failing on purpose; say what torchrun reported and what is left running."""
     import time
-    from torch.multiprocessing import ProcessRaisedException
     start = time.perf_counter()
     try:
-        ddp_worker.launch_spawn(ddp_worker.DDPConfig(fail_rank=1, timeout_s=20), deadline_s=deadline_s)
-    except ProcessRaisedException as err:
-        last = [line for line in str(err).strip().splitlines() if line.strip()][-1]
-        return (f"the launch raised {type(err).__name__} after {time.perf_counter() - start:.1f} s\n"
-                f"rank 1's error: {last}\n"
-                "(The red 'Terminating process ... via signal SIGTERM' line above is torch.multiprocessing's "
-                "own log: once rank 1 failed, it stopped rank 0, which was waiting for rank 1 inside a "
-                "collective. That is the clean-up working, not a second error.)\n"
-                f"worker processes still running: {len(multiprocessing.active_children())}")
+        ddp_worker.launch_torchrun(ddp_worker.DDPConfig(fail_rank=1, timeout_s=20), deadline_s=deadline_s)
+    except ddp_worker.TorchrunFailed as err:
+        said = re.search(r"\[rank1\]: (\w+(?:Error|Exception): .*)", err.output)
+        stopped = "SIGTERM" in err.output
+        return (f"torchrun exited with {err.returncode} after {time.perf_counter() - start:.1f} s\n"
+                f"rank 1's error: {said.group(1) if said else '(not in the output)'}\n"
+                + ("rank 0: stopped by torchrun with SIGTERM while it waited for rank 1 inside a collective; "
+                   "torchrun's report calls rank 1 the root cause (ChildFailedError)\n" if stopped else "")
+                + f"processes of that launch still running: {int(ddp_worker.group_alive(err.pgid))}")
     raise AssertionError("the launch with a failing rank did not raise")
 
 

@@ -53,6 +53,7 @@ CHAPTERS = (
     Chapter("05", "speedups", "Speedups, measured"),
     Chapter("06", "out_of_memory", "Out of memory"),
     Chapter("07", "dp_vs_ddp", "DataParallel vs DistributedDataParallel"),
+    Chapter("08", "sharding", "Sharding with FSDP"),
 )
 
 

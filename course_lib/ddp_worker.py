@@ -1,11 +1,11 @@
-"""Chapter 07's real DistributedDataParallel run: the worker, and two ways to launch it.
+"""Chapter 07's real DistributedDataParallel run (and chapter 08's sharded one): the worker, two launchers.
 
 One process per device, each with a full replica of the model. The worker lives in this
 importable module on purpose: ``spawn`` (and ``torchrun``) start fresh Python interpreters
 that import the worker by name; a function defined in a notebook cannot be found there.
 
 - ``launch_spawn(config)``: ``torch.multiprocessing`` starts the processes from Python.
-- ``python -m course_lib.ddp_worker --out DIR`` under ``torchrun --nproc_per_node=2``:
+- ``python -m course_lib.ddp_worker --out DIR`` under ``torchrun --nproc-per-node 2``:
   torchrun starts them and passes RANK / LOCAL_RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT
   in the environment (``torchrun_command`` builds the line, ``launch_torchrun`` runs it).
 - ``run_in_group(task)``: a few processes forming a gloo group run ``task`` (the checks of
@@ -14,8 +14,11 @@ that import the worker by name; a function defined in a notebook cannot be found
 Both end every process group with ``destroy_process_group`` even when a rank fails, and both
 stop waiting (and kill what they started) after a deadline, so a hung worker cannot hang a
 notebook. Each rank writes what it saw to ``rank<r>.pt``; rank 0 alone writes the checkpoint.
+What a rank does in the group is its task (``config.task``): "ddp", chapter 07's training, or
+"shard", chapter 08's DDP-vs-FSDP comparison (course_lib/sharding.py).
 """
 import argparse
+import importlib
 import inspect
 import multiprocessing
 import os
@@ -77,6 +80,7 @@ class DDPConfig:
     port: int = 0              # 0 = a free port
     timeout_s: float = 60.0    # collectives give up after this (a rank died or hangs)
     fail_rank: int = -1        # >= 0: that rank raises after joining the group (cleanup demo)
+    task: str = "ddp"          # what each rank does in the group: a key of TASKS
 
     def resolved(self) -> "DDPConfig":
         """A copy with the backend, port and output folder filled in."""
@@ -184,15 +188,28 @@ def train_rank(rank: int, device: torch.device, config: DDPConfig) -> dict:
     return log.finish(model)
 
 
+# what a rank does once the group exists: "module:function", imported in the worker (chapters 07, 08)
+TASKS = {"ddp": "course_lib.ddp_worker:train_rank", "shard": "course_lib.sharding:compare_rank"}
+
+
+def task_function(name: str):
+    """The function TASKS names for `name`, imported (chapters 07, 08)."""
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; the tasks are {sorted(TASKS)}")
+    module, _, function = TASKS[name].partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
 def run_rank(rank: int, local_rank: int, config: DDPConfig, init_method: str) -> None:
-    """Pick this machine's device, join the group, train, write rank<r>.pt; always leave the group."""
+    """Pick this machine's device, join the group, run the task, write rank<r>.pt; always leave the group."""
+    task = task_function(config.task)
     device = local_device(local_rank, config.backend)  # before joining: nccl uses the current GPU
     dist.init_process_group(config.backend, init_method=init_method, rank=rank,
                             world_size=config.world_size, timeout=timedelta(seconds=config.timeout_s))
     try:
         if rank == config.fail_rank:
             raise RuntimeError(f"rank {rank} failed on purpose (config.fail_rank)")
-        record = train_rank(rank, device, config)
+        record = task(rank, device, config)
         torch.save(record, Path(config.out_dir) / f"rank{rank}.pt")
     finally:
         dist.destroy_process_group()
@@ -327,18 +344,37 @@ def worker_arguments(config: DDPConfig) -> list:
     return ["--out", config.out_dir, "--steps", str(config.steps), "--epochs", str(config.epochs),
             "--batch", str(config.per_device_batch),
             "--lr", str(config.lr), "--hidden", str(config.hidden), "--seed", str(config.seed),
-            "--backend", config.backend, "--fail-rank", str(config.fail_rank)]
+            "--backend", config.backend, "--fail-rank", str(config.fail_rank), "--task", config.task]
 
 
 def torchrun_command(config: DDPConfig, python: str = "") -> list:
     """The torchrun line for `config`; with `python`, run as ``python -m torch.distributed.run``."""
     launcher = [python, "-m", "torch.distributed.run"] if python else ["torchrun"]
-    return launcher + ["--nnodes=1", f"--nproc_per_node={config.world_size}", f"--master_addr={ADDRESS}",
-                       f"--master_port={config.port}", "-m", "course_lib.ddp_worker"] + worker_arguments(config)
+    return launcher + ["--nnodes", "1", "--nproc-per-node", str(config.world_size), "--master-addr", ADDRESS,
+                       "--master-port", str(config.port), "-m", "course_lib.ddp_worker"] + worker_arguments(config)
+
+
+class TorchrunFailed(RuntimeError):
+    """torchrun exited with an error: its exit code, its output, and its process group id (chapter 07)."""
+
+    def __init__(self, returncode: int, output: str, pgid: int):
+        super().__init__(f"torchrun exited with {returncode}:\n{output[-3000:]}")
+        self.returncode, self.output, self.pgid = returncode, output, pgid
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of the process group `pgid` is still running (chapter 07)."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def launch_torchrun(config: DDPConfig = None, deadline_s: float = 90.0) -> LaunchResult:
-    """Run the worker under torchrun in a subprocess; kill its whole process group past the deadline."""
+    """Run the worker under torchrun in a subprocess; kill its whole process group past the deadline.
+
+    A failed run raises TorchrunFailed (a RuntimeError) with torchrun's output (chapter 07)."""
     config = (config or DDPConfig()).resolved()
     start = time.perf_counter()
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -351,7 +387,7 @@ def launch_torchrun(config: DDPConfig = None, deadline_s: float = 90.0) -> Launc
         process.communicate()
         raise TimeoutError(f"torchrun did not finish within {deadline_s:g} s; killed its process group")
     if process.returncode != 0:
-        raise RuntimeError(f"torchrun exited with {process.returncode}:\n{output[-3000:]}")
+        raise TorchrunFailed(process.returncode, output, process.pid)
     return LaunchResult(config, _read_ranks(config), time.perf_counter() - start, "torchrun")
 
 
@@ -367,13 +403,14 @@ def parse_config(argv=None) -> DDPConfig:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backend", default="")
     p.add_argument("--fail-rank", type=int, default=-1)
+    p.add_argument("--task", default="ddp", choices=sorted(TASKS))
     a = p.parse_args(argv)
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     on_this_machine = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
     return DDPConfig(out_dir=a.out, world_size=world_size, per_device_batch=a.batch, steps=a.steps,
                      epochs=a.epochs, lr=a.lr, hidden=a.hidden, seed=a.seed,
                      backend=a.backend or pick_backend(on_this_machine),
-                     port=int(os.environ.get("MASTER_PORT", "0")), fail_rank=a.fail_rank)
+                     port=int(os.environ.get("MASTER_PORT", "0")), fail_rank=a.fail_rank, task=a.task)
 
 
 def main(argv=None) -> None:

@@ -56,6 +56,40 @@ NOTES = {
         "utilization is the share of the last sample period during which at least one kernel ran on the GPU: "
         "busy, not necessarily fully used.",
         "nvidia-smi's own documentation (nvidia-smi --help-query-gpu)"),
+    "ch05.benchmark": (
+        "the same Compare table, with the GPU's medians: float32 and bfloat16 matrix products of each size.",
+        "on a GPU every clock reading of the Timer first waits for the GPU (torch.accelerator.synchronize), so "
+        "the medians hold the kernels' time, not their launch; small products are dominated by the launch "
+        "itself, so sizes 64 and 256 differ less than their number of operations.",
+        "the torch.utils.benchmark documentation; torch/utils/benchmark/utils/timer.py"),
+    "ch05.profiler_cuda": (
+        "the table gains CUDA columns (Self CUDA, CUDA total) and is sorted by self_device_time_total; the "
+        "timeline gains a lane of GPU kernels, with gaps where the GPU waits for the next batch.",
+        "with ProfilerActivity.CUDA the profiler (Kineto, through CUPTI) records every kernel with its start "
+        "and duration on the GPU; the data phase launches no kernel, so the GPU lane is empty while it lasts.",
+        "the torch.profiler documentation; the PyTorch Profiler recipe"),
+    "ch05.item_sync": (
+        "the loop that calls .item() every step is the slower one.",
+        "each .item() copies one number to the CPU and so waits until every kernel queued before it has "
+        "finished: the CPU cannot queue the next step while the GPU computes this one. Summed on the device, "
+        "the loop queues all its steps and waits once.",
+        "the 'CUDA semantics' notes, Asynchronous execution; the performance tuning guide (avoid unnecessary "
+        "CPU-GPU synchronization)"),
+    "ch05.nonblocking_d2h": (
+        "in the rounds where the copy was still queued behind the matrix product, the values read at once "
+        "are wrong (old contents of the pinned buffer); after event.synchronize() none is.",
+        "a device-to-host copy with non_blocking=True goes into pinned host memory and is queued like a "
+        "kernel: the call returns before the bytes arrive. An event recorded after the copy, then "
+        "synchronized, makes the CPU wait exactly until the GPU has passed it.",
+        "the 'A guide on good usage of non_blocking and pin_memory() in PyTorch' tutorial; the torch.cuda.Event "
+        "documentation"),
+    "ch05.sync_debug": (
+        "one warning per step at the .item() line and one at the boolean-mask line: 'called a synchronizing "
+        "CUDA operation'.",
+        "set_sync_debug_mode('warn') makes PyTorch warn at each CUDA call that makes the CPU wait for the "
+        "GPU: .item() copies a number to the host, and x[mask] must learn how many rows the mask keeps "
+        "before it can allocate its result.",
+        "the torch.cuda.set_sync_debug_mode documentation"),
     "ch06.estimate_vs_peak": (
         "a peak of memory_allocated above the course's count of weights, grads, Adam's state, activations "
         "and the batch.",
@@ -84,6 +118,24 @@ NOTES = {
         "weights, gradients and Adam's state stay float32 under autocast; only the tensors its 16-bit matrix "
         "products save and create shrink, as the CPU measurement above showed part by part.",
         "the torch.amp documentation (autocast casts per operation, not the model)"),
+    "ch06.memory_snapshot": (
+        "the snapshot's 'oom' event with the size that was asked for and what CUDA still had free, the segments "
+        "the allocator held at that moment with their active and free blocks, and the path of an HTML page.",
+        "_record_memory_history makes the allocator keep every allocation and free with its Python stack, and "
+        "an 'oom' entry when it raises; _dump_snapshot pickles that history with every segment's blocks; "
+        "torch.cuda._memory_viz.trace_plot turns it into a page that draws memory over time, each allocation "
+        "with the stack that made it.",
+        "the 'Understanding CUDA Memory Usage' notes; the torch.cuda.memory._snapshot docstring"),
+    "ch06.fragmentation": (
+        "without expandable segments, reserved grows by more than allocated, and inactive split counts the "
+        "difference: the free rest of the first, larger block; with expandable_segments:True reserved grows "
+        "about as much as allocated, and inactive split stays near zero.",
+        "the caching allocator carves a smaller request out of a larger cached block and keeps the rest as an "
+        "inactive split, which cannot be handed back or joined to another segment while part of its block is "
+        "in use; an expandable segment instead grows by mapping more memory at its end, so the free tail and "
+        "the new pages serve the next request together.",
+        "the 'CUDA semantics' notes, Optimizing memory usage with PYTORCH_CUDA_ALLOC_CONF; "
+        "c10/cuda/CUDACachingAllocator.cpp"),
     "ch07.data_parallel": (
         "on 2 or more GPUs, the step time of one GPU next to nn.DataParallel over all of them.",
         "DataParallel scatters the batch from cuda:0, copies the model to every GPU and gathers the outputs "

@@ -25,6 +25,8 @@ SECTIONS = {  # chapter -> {words of a heading: that heading's number}
            "Activation checkpointing": "3.8", "Article A's question": "4"},
     "07": {"DataParallel: one process": "1", "DistributedDataParallel, for real": "2",
            "faster, not smarter": "3", "One step, phase by phase": "4", "Exercises": "5"},
+    "08": {"What every DDP rank holds": "1", "FSDP2, for real": "2", "What sharding costs": "3",
+           "Exercise and quizzes": "4"},
 }
 
 

@@ -3,6 +3,7 @@
 Chapter 03 builds the device-agnostic training template step by step; these are its finished
 versions, reused by chapters 05 (speedups), 06 (memory) and 07 (DP/DDP).
 """
+import contextlib
 import math
 from dataclasses import dataclass, field
 
@@ -41,22 +42,32 @@ def grad_norm(model: nn.Module) -> float:
     return torch.stack(norms).norm().item() if norms else 0.0
 
 
-def train_step(model, optimizer, criterion, x, y, *, zero_grad: bool = True, on_batch=None):
-    """One training step on a batch already on the model's device (chapters 03, 05, 07).
+def no_label(name: str):
+    """A phase label that does nothing: `train_step`'s default ``phase`` (chapters 03+)."""
+    return contextlib.nullcontext()
+
+
+def train_step(model, optimizer, criterion, x, y, *, zero_grad: bool = True, on_batch=None, phase=no_label):
+    """One training step on a batch already on the model's device (chapters 03, 05, 07, 08).
 
     zero_grad, forward, loss, backward, step: written once, used by `train_epoch`, chapter 05's
     timed step and the DDP worker (under DDP, backward also averages the gradients over the
     processes). Returns the loss detached and still on the device: no `.item()`, so no wait for
     the GPU each step (chapter 06). ``on_batch(loss, model)`` gets the loss as a float after
     backward and before step (for logs); ``zero_grad=False`` only reproduces chapter 03's bug.
+    ``phase(name)`` wraps forward (with the loss), backward and step, e.g.
+    ``torch.profiler.record_function`` to label them in a profile (chapter 05).
     """
     if zero_grad:
         optimizer.zero_grad(set_to_none=True)
-    loss = criterion(model(x), y)
-    loss.backward()
+    with phase("forward"):
+        loss = criterion(model(x), y)
+    with phase("backward"):
+        loss.backward()
     if on_batch is not None:
         on_batch(loss.item(), model)
-    optimizer.step()
+    with phase("step"):
+        optimizer.step()
     return loss.detach()
 
 

@@ -535,7 +535,7 @@ def test_course_device_cpu_on_a_gpu_machine_times_no_cpu_to_cpu_copy(cuda_machin
 def test_notebook_gpu_cells_follow_the_course_device():
     cells = notebooks.code("05")
     guarded = [c for c in cells if c.lstrip().startswith("if gpu_only(")]
-    assert len(guarded) == 2
+    assert len(guarded) == 4  # sync timing, pinned copy, D2H readback, sync debug mode
     for cell in guarded:
         assert "figure=\"ch05." in cell and "device = pick_device()" in cell
     assert not any('"cuda"' in c or "'cuda'" in c for c in cells if "gpu_only" in c)

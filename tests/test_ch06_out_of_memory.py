@@ -229,7 +229,8 @@ def test_every_gpu_only_cell_names_its_recorded_figure():
     from course_lib.device import FIGURE_KEYS
     _, cells = gpu_cells()
     keys = {re.search(r'figure="([^"]+)"', s).group(1) for s in cells if "gpu_only(" in s}
-    assert keys == {"ch06.estimate_vs_peak", "ch06.real_oom", "ch06.empty_cache", "ch06.amp_memory"}
+    assert keys == {"ch06.estimate_vs_peak", "ch06.real_oom", "ch06.empty_cache", "ch06.amp_memory",
+                    "ch06.memory_snapshot", "ch06.fragmentation"}
     assert keys <= set(FIGURE_KEYS)
     assert all('"cuda"' not in s.replace('device.type == "cuda"', "") for s in cells), "use `device`"
 
@@ -250,5 +251,5 @@ def test_gpu_cells_skip_when_the_course_device_is_the_cpu_on_a_cuda_machine(monk
     for source in cells:
         exec(source, namespace)
     out = capsys.readouterr().out
-    assert out.count("[GPU only] skipped") == 4 and "COURSE_DEVICE=cpu" in out
+    assert out.count("[GPU only] skipped") == 6 and "COURSE_DEVICE=cpu" in out
     assert "EXAMPLE" in namespace["ch"].read_oom_message(namespace["message"], namespace["source"]).data

@@ -1,4 +1,4 @@
-"""Chapter 07: the real DDP run (spawn and torchrun), its clean-up, the device each rank picks, the
+"""Chapter 07: the real DDP run (torchrun, as the notebook launches it; spawn gives the same), its clean-up, the device each rank picks, the
 gloo group behind exercise 2, and the traffic model behind the widget."""
 import multiprocessing
 import time
@@ -78,9 +78,16 @@ def test_a_failing_rank_fails_the_launch_quickly_and_leaves_no_process():
     start = time.perf_counter()
     report = ch.failure_demo(deadline_s=60)
     assert time.perf_counter() - start < 45
-    assert "raised ProcessRaisedException" in report and "rank 1 failed on purpose" in report
-    assert report.endswith("still running: 0")
+    assert report.startswith("torchrun exited with 1") and "rank 1 failed on purpose" in report
+    assert "SIGTERM" in report and report.endswith("still running: 0")
     assert not multiprocessing.active_children()
+
+
+def test_a_failed_torchrun_is_an_error_with_its_output():
+    with pytest.raises(ddp_worker.TorchrunFailed) as caught:
+        ddp_worker.launch_torchrun(ddp_worker.DDPConfig(fail_rank=0, timeout_s=20))
+    assert caught.value.returncode != 0 and "rank 0 failed on purpose" in caught.value.output
+    assert isinstance(caught.value, RuntimeError) and not ddp_worker.group_alive(caught.value.pgid)
 
 
 def test_a_run_past_its_deadline_is_killed():
@@ -89,19 +96,20 @@ def test_a_run_past_its_deadline_is_killed():
     assert not multiprocessing.active_children()
 
 
-def test_torchrun_runs_the_same_training(run):
-    by_torchrun = ddp_worker.launch_torchrun(ddp_worker.DDPConfig(world_size=2, per_device_batch=32, steps=3,
-                                                                  epochs=2))
-    envs = [r["env"] for r in by_torchrun.ranks]
+def test_the_notebook_run_is_torchrun_and_spawn_trains_the_same(run):
+    assert run.how == "torchrun"
+    envs = [r["env"] for r in run.ranks]
     assert [e["RANK"] for e in envs] == ["0", "1"] and [e["LOCAL_RANK"] for e in envs] == ["0", "1"]
     assert {e["WORLD_SIZE"] for e in envs} == {"2"}
-    assert ch.max_abs_diff(by_torchrun.ranks[0]["weights"], run.ranks[0]["weights"]) == 0
+    by_spawn = ddp_worker.launch_spawn(ddp_worker.DDPConfig(world_size=2, per_device_batch=32, steps=3, epochs=2))
+    assert {e["RANK"] for r in by_spawn.ranks for e in [r["env"]]} == {None}  # spawn sets no RANK variable
+    assert ch.max_abs_diff(by_spawn.ranks[0]["weights"], run.ranks[0]["weights"]) == 0
 
 
 def test_torchrun_command_names_the_module_and_the_port():
     config = ddp_worker.DDPConfig(out_dir="/tmp/x", port=29511, backend="gloo")
     line = " ".join(ddp_worker.torchrun_command(config))
-    assert line.startswith("torchrun --nnodes=1 --nproc_per_node=2 --master_addr=127.0.0.1 --master_port=29511")
+    assert line.startswith("torchrun --nnodes 1 --nproc-per-node 2 --master-addr 127.0.0.1 --master-port 29511")
     assert "-m course_lib.ddp_worker --out /tmp/x" in line
 
 

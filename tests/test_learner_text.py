@@ -225,8 +225,9 @@ def test_the_step_widget_fits_a_1000_px_window_and_shows_its_labels():
 
 def test_the_torchrun_cells_use_one_config_and_this_python():
     source = {c["id"]: "".join(c["source"]) for c in cells("07_dp_vs_ddp")}
-    assert "torchrun_config = config.resolved()" in source["c19"] and "sys.executable" in source["c19"]
-    assert "launch_torchrun(torchrun_config)" in source["c21"]
+    assert "config = ddp_worker.DDPConfig(" in source["c08b"] and ".resolved()" in source["c08b"]
+    assert "sys.executable" in source["c08b"] and "sys.executable" in source["c19"]
+    assert "launch_torchrun(config)" in source["c09"] and "launch_spawn" not in source["c09"]
     line = ddp_worker_line()
     assert line[0] == sys.executable and line[1:3] == ["-m", "torch.distributed.run"]
 
@@ -241,6 +242,6 @@ def test_the_weights_comparison_counts_every_step():
 
 
 def test_the_failure_demo_explains_the_sigterm_line():
-    assert "via signal SIGTERM" in cell("07_dp_vs_ddp", "c16")
+    assert "via signal SIGTERM" in cell("07_dp_vs_ddp", "c16") and "ChildFailedError" in cell("07_dp_vs_ddp", "c16")
     import inspect
     assert "SIGTERM" in inspect.getsource(ch07.failure_demo)

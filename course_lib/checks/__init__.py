@@ -16,7 +16,8 @@ both build their tests from these modules:
 - batches.py      chapter 02: move_to, where_is
 - loops.py        chapter 03: train_one_epoch, evaluate
 - checkpoints.py  chapter 04: add_positions, strip_module_prefix, load_for_inference
-- speedups.py     chapter 05: amp_train_step, time_it
+- speedups.py     chapter 05: amp_train_step, time_it, phase_ms
 - memory.py       chapter 06: model_state_bytes, train_with_accumulation, largest_batch
 - distributed.py  chapter 07: shard_indices, average_gradients
+- sharding.py     chapter 08: rank_bytes
 """

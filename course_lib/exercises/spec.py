@@ -246,9 +246,12 @@ class FunctionExercise(Exercise):
         return key.solution if key is not None else None
 
     def judge(self, test: Test, seen, seconds=None) -> TestOutcome:
-        """The judge half of one test on what its run half saw; the reference data is computed once."""
+        """The judge half of one test on what its run half saw; the reference data is computed once,
+        and only when there is a value to judge (a stub starts no reference run)."""
         limit = self.time_limit if seconds is None else seconds
-        return judge_outcome(test, seen, test.check.reference_value(self.reference_solution()), limit)
+        judged = isinstance(seen, dict) and "value" in seen and seen.get("stub") is not True
+        ref = test.check.reference_value(self.reference_solution()) if judged else None
+        return judge_outcome(test, seen, ref, limit)
 
     def result(self, outcomes: list, include_hidden: bool = True, hidden_left: int = 0) -> CheckResult:
         """The exercise's verdict from its tests' outcomes: status, points and summary (one rule set)."""

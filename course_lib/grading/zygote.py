@@ -47,7 +47,7 @@ class ZygoteClient:
     """The grader's handle on one zygote process."""
 
     def __init__(self, role: str, scratch_root: Path, env=None):
-        self.role = role
+        self.role, self.scratch_root = role, Path(scratch_root)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         environ = dict(env or os.environ, **HIDDEN_GPUS)
         self.process = subprocess.Popen(
@@ -83,8 +83,11 @@ class ZygoteClient:
         return reply[1], fds[0]
 
     def warm(self, specs: list) -> None:
-        """Warm the zygote: run halves (check zygote) or visible references (notebook zygote), then freeze."""
-        self.request(["warm", specs])
+        """Warm the zygote: run halves (check zygote) or visible references (notebook zygote), then freeze.
+        The list goes through a file: a test's inputs (a profile's trace, say) outgrow one socket message."""
+        path = self.scratch_root / f"warm-{self.role}.json"
+        path.write_text(json.dumps(specs), encoding="utf-8")
+        self.request(["warm", str(path)])
 
     def poll(self) -> dict:
         """Exit statuses that arrived: {pid: wait status}."""
@@ -173,7 +176,7 @@ class Zygote:
         if kind == "hello":
             send(self.sock, ["hello", self.info])
         elif kind == "warm":
-            self.warm(message[1])
+            self.warm(json.loads(Path(message[1]).read_text(encoding="utf-8")))
             send(self.sock, ["warmed"])
         elif kind == "spawn":
             self.fork(message[1], fds[0])

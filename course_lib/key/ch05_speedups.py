@@ -7,7 +7,7 @@ import contextlib
 
 import torch
 
-from course_lib.checks.speedups import AmpMatchesReference, TimeIt
+from course_lib.checks.speedups import AmpMatchesReference, PhaseMs, TimeIt
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 
@@ -103,6 +103,35 @@ def buggy_time_it(*, warmup=True, sync="both", stat="median", unit="ms"):
     return candidate
 
 
+def phase_ms(events):
+    totals = dict.fromkeys(["data", "forward", "backward", "step"], 0.0)
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "user_annotation" and e.get("name") in totals:
+            totals[e["name"]] += e["dur"] / 1000
+    return totals
+
+
+def buggy_phase_ms(*, unit="ms", cats=("user_annotation",), match="exact", add=True, what="dur",
+                   all_phases=True):
+    """phase_ms with one mistake switched on (defaults are right)."""
+    def candidate(events):
+        phases = ["data", "forward", "backward", "step"]
+        totals = dict.fromkeys(phases, 0.0) if all_phases else {}
+        for e in events:
+            if e.get("ph") != "X" or e.get("cat") not in cats:
+                continue
+            for p in phases:
+                if (e.get("name") == p) if match == "exact" else (p in e.get("name", "")):
+                    value = e["dur"] / (1000 if unit == "ms" else 1) if what == "dur" else 1.0
+                    totals[p] = totals.get(p, 0.0) + value if add else value
+        return totals
+    return candidate
+
+
+def wrong_phases(label, feedback, **flags):
+    return WrongAnswer(label, buggy_phase_ms(**flags), feedback)
+
+
 def wrong_amp(label, feedback, **flags):
     return WrongAnswer(label, buggy_amp(**flags), feedback)
 
@@ -165,6 +194,25 @@ KEY = {
                         "on a GPU machine it waits for the GPU", sync="is_available"),
         ],
     ),
+    "phase_ms": AnswerKey(
+        solution=phase_ms,
+        hidden_tests=[
+            Test("a CUDA trace of an evaluation loop",
+                 PhaseMs(3, seed=5, train=False, cuda=True, where=" (a CUDA evaluation trace)"), hidden=True),
+            Test("a longer profile, another model start", PhaseMs(5, seed=3, where=" (5 steps)"), hidden=True),
+        ],
+        wrong_answers=[
+            wrong_phases("microseconds, not milliseconds", "in microseconds", unit="us"),
+            wrong_phases("the last step only (overwrites instead of adding)", "one step only", add=False),
+            wrong_phases("counts the events", "the number of events", what="count"),
+            wrong_phases("adds the GPU's copies of the labels too", "the GPU's copies",
+                         cats=("user_annotation", "gpu_user_annotation")),
+            wrong_phases("matches names with `in` (Optimizer.step#SGD.step counts as step)", "contain a phase's word",
+                         match="substring"),
+            wrong_phases("leaves out phases that never ran", "no entry for backward", all_phases=False),
+        ],
+    ),
+    "profile_verdict": AnswerKey(answer="a"),
     "bf16_scaler": AnswerKey(answer="c"),
     "low_utilization": AnswerKey(answer=["a", "c"]),
     "scale_after_overflow": AnswerKey(answer=32768),

@@ -133,6 +133,17 @@ CHAPTERS = {
         interactions=(
             Interaction("data-wait vs compute bars", "measure.plot_breakdowns(breakdowns", (
                 RunCell(), ExpectImages(1))),
+            Interaction("benchmark.Compare over sizes and dtypes", "ch.benchmark_compare(device", (
+                Expect(r"matmul on cpu"), Expect(r"256x256"), Expect(r"bfloat16"))),
+            Interaction("the profiler's table, sorted by self time", "profiling.top_operators(prof", (
+                Expect(r"Self CPU"), Expect(r"enumerate\(DataLoader\)"))),
+            Interaction("the trace's timeline, drawn from its events", "profiling.plot_timeline(events", (
+                RunCell(), ExpectImages(1))),
+            Interaction("the profiler's split beside the course's timer", "profiling.compare_splits(", (
+                Expect(r"torch\.profiler \(labels\): data"), Expect(r"course timer \(perf_counter\): wait"))),
+            Interaction("quiz: read your profile", "ch.profile_verdict.ask()", (
+                Choose("b) forward"), Click("Check"), Expect(r"Incorrect"), Expect(r"fusing its kernels"),
+                Choose("a) data"), Click("Check"), Expect(r"Correct: Read your profile"))),
             Interaction("quiz: the GPU sits at 30% utilization", "ch.low_utilization.ask()", (
                 Choose("b) pin_memory=True"), Click("Check"), Expect(r"Incorrect"),
                 Expect(r"counts as compute, not as waiting"),
@@ -165,6 +176,10 @@ CHAPTERS = {
             Interaction("memory per component vs batch size", "ch.plot_curve(curve)", (
                 RunCell(), ExpectImages(1), Expect(r"the activations are the largest of the four parts"),
                 Expect(r"they outweigh the other three together"))),
+            Interaction("the profiler's memory timeline beside the estimate", "profiling.plot_memory_timeline(", (
+                RunCell(), ExpectImages(1), Expect(r"PyTorch says:"))),
+            Interaction("the timeline's parts beside the course's estimate", "ch.timeline_vs_estimate(", (
+                Expect(r"profiler, at its peak"), Expect(r"optimizer state"), Expect(r"autograd detail"))),
             Interaction("quiz: read the out-of-memory message", "ch.oom_message.ask()", (
                 Choose("a) Call torch.cuda.empty_cache()"), Click("Check"), Expect(r"Incorrect"),
                 Expect(r"already returned every cached block"), ExpectNot(r"Correct:"),
@@ -197,6 +212,8 @@ CHAPTERS = {
     ),
     "07_dp_vs_ddp": BrowserSpec(
         interactions=(
+            Interaction("the run, launched with torchrun", "result = ddp_worker.launch_torchrun(config)", (
+                Expect(r"torchrun: 2 processes, backend gloo"), Expect(r"rank 1 got from torchrun: \{'RANK': '1'"))),
             Interaction("DP vs DDP, one training step phase by phase", "ch.step_through()", (
                 Expect(r"DataParallel, phase 1 of 8: scatter"), ExpectImages(1), ExpectFits(1000), ExpectFits(800),
                 Click("next ▶"), Expect(r"phase 2 of 8: replicate"), Expect(r"cuda:0 \(main\)"),
@@ -216,5 +233,30 @@ CHAPTERS = {
                                 "    for p in model.parameters():\n"
                                 "        dist.all_reduce(p.grad)\n",
                           wrong_feedback=(r"SUM of the 2 ranks", r"Hint: .?all_reduce.? adds")),
+    ),
+    "08_sharding": BrowserSpec(
+        interactions=(
+            Interaction("the sharded run, launched with torchrun", "print(ch.describe_shards(result))", (
+                Expect(r"rank 0: 9,605 of 19,210 parameters \(50\.0%\)"), Expect(r"rank 1: 9,605 of 19,210"))),
+            Interaction("what one rank holds, DDP beside FSDP", "ch.plot_bytes(result)", (
+                RunCell(), ExpectImages(1))),
+            Interaction("quiz: when does sharding pay?", "ch.when_sharding_pays.ask()", (
+                Choose("b) The model fits with room to spare"), Click("Check"), Expect(r"Incorrect"),
+                Expect(r"nothing is gained"),
+                Choose("b) The model fits with room to spare"),  # a checkbox: untick it again
+                Choose("a) The weights, gradients"), Choose("c) The model's state fits"),
+                Click("Check"), Expect(r"Correct: When does sharding pay"))),
+        ),
+        # Checked against FSDP itself: real gloo processes forked from the Jupyter kernel.
+        exercise=Exercise(
+            "rank_bytes",
+            wrong=("def rank_bytes(shapes, world_size, rank, sharded):\n"
+                   "    import math\n"
+                   "    numbers = sum(math.prod(s) for s in shapes)\n"
+                   "    if sharded:\n"
+                   "        numbers = numbers / world_size          # an even split\n"
+                   "    return {'parameters': 4 * numbers, 'gradients': 4 * numbers,\n"
+                   "            'optimizer_state': 8 * numbers + 4 * len(shapes)}\n"),
+            wrong_feedback=(r"an even split of every parameter", r"Hint: FSDP does not cut a tensor anywhere")),
     ),
 }
