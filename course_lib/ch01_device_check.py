@@ -2,6 +2,7 @@
 
 The checks (and the machine simulator they run choices on) are in course_lib/checks/devices.py.
 """
+
 import torch
 
 from . import chapters
@@ -18,10 +19,19 @@ chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.
 __all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
     "chapter",
     # exercises and quizzes: ch.<name>.check(...), .hint(), .solution(), .ask()
-    "choose_device", "gpu_names", "make_batch", "device_label", "model_vs_input", "tensor_bytes",
+    "choose_device",
+    "gpu_names",
+    "make_batch",
+    "device_label",
+    "model_vs_input",
+    "tensor_bytes",
     "created_on_device",
     # teaching helpers: the demos, widgets and models the notebook uses
-    "environment_panel", "machine_explorer", "verdict_on", "DEVICE_CHOICES", "trace_devices",
+    "environment_panel",
+    "machine_explorer",
+    "verdict_on",
+    "DEVICE_CHOICES",
+    "trace_devices",
 ]
 
 
@@ -35,7 +45,7 @@ choose_device = chapter.function_exercise(
     "choose_device",
     title="Choose the device without hard-coding it",
     prompt="Write choose_device() -> torch.device: cuda when a CUDA GPU is available, else mps when "
-           "Apple's GPU is, else cpu.",
+    "Apple's GPU is, else cpu.",
     points=3,
     tests=[
         Test("returns a torch.device that exists on this machine", devices.ChoiceHere()),
@@ -43,10 +53,12 @@ choose_device = chapter.function_exercise(
         Test("uses the Apple GPU on a Mac", devices.Choice("Mac with Apple GPU")),
         Test("falls back to cpu on a CPU-only laptop", devices.Choice("CPU-only laptop")),
     ],
-    hints=["Start from article A's one-liner: `torch.device('cuda' if torch.cuda.is_available() else 'cpu')`.",
-           "Add the middle case: `torch.backends.mps.is_available()` tells whether a Mac's GPU can be used.",
-           "Shape: if (cuda available): return the cuda device; elif (mps available): return the mps "
-           "device; else: return the cpu device."],
+    hints=[
+        "Start from article A's one-liner: `torch.device('cuda' if torch.cuda.is_available() else 'cpu')`.",
+        "Add the middle case: `torch.backends.mps.is_available()` tells whether a Mac's GPU can be used.",
+        "Shape: if (cuda available): return the cuda device; elif (mps available): return the mps "
+        "device; else: return the cpu device.",
+    ],
 )
 
 
@@ -55,18 +67,20 @@ gpu_names = chapter.function_exercise(
     "gpu_names",
     title="List the GPUs (and survive having none)",
     prompt="Write gpu_names() -> list[str]: the name of every visible CUDA GPU, in index order; "
-           "an empty list on a machine without one.",
+    "an empty list on a machine without one.",
     points=3,
     tests=[
         Test("works on this machine", devices.NamesHere()),
         Test("returns [] on a CPU-only laptop without crashing", devices.Names("CPU-only laptop")),
         Test("lists all four GPUs of a 4-GPU server", devices.Names("4-GPU server")),
     ],
-    hints=["`torch.cuda.device_count()` says how many; `torch.cuda.get_device_name(i)` names GPU i.",
-           "On a CPU-only machine `get_device_name(0)` raises, so only call it for the indices "
-           "`range(device_count())` gives.",
-           "Shape: if there is no CUDA GPU, return an empty list; else build a list with one name per "
-           "index, in order."],
+    hints=[
+        "`torch.cuda.device_count()` says how many; `torch.cuda.get_device_name(i)` names GPU i.",
+        "On a CPU-only machine `get_device_name(0)` raises, so only call it for the indices "
+        "`range(device_count())` gives.",
+        "Shape: if there is no CUDA GPU, return an empty list; else build a list with one name per "
+        "index, in order.",
+    ],
 )
 
 
@@ -75,16 +89,18 @@ make_batch = chapter.function_exercise(
     "make_batch",
     title="Create a batch directly on the device",
     prompt="Write make_batch(batch_size, n_features, device) -> a float32 tensor of standard-normal "
-           "noise, shape (batch_size, n_features), created directly on `device` (no CPU detour).",
+    "noise, shape (batch_size, n_features), created directly on `device` (no CPU detour).",
     points=3,
     tests=[
         Test("shape, dtype and device on the CPU", devices.Batch(4, 3, "cpu")),
         Test("lands on a second device (meta)", devices.Batch(8, 5, "meta", detour_check=False)),
         Test("is created there, not copied from the CPU", devices.Batch(8, 5, "meta")),
     ],
-    hints=["Factory functions such as `torch.randn`, `torch.zeros` and `torch.ones` take a `device=` argument.",
-           "`torch.randn(32, 10).to(device)` makes the tensor on the CPU and then copies it: twice the work.",
-           "Shape: one call to the standard-normal factory, with the two sizes and the device keyword."],
+    hints=[
+        "Factory functions such as `torch.randn`, `torch.zeros` and `torch.ones` take a `device=` argument.",
+        "`torch.randn(32, 10).to(device)` makes the tensor on the CPU and then copies it: twice the work.",
+        "Shape: one call to the standard-normal factory, with the two sizes and the device keyword.",
+    ],
 )
 
 
@@ -93,17 +109,23 @@ device_label = chapter.quiz(
     "device_label",
     title="What does torch.device('cuda') do?",
     question="On a laptop WITHOUT a GPU you run `d = torch.device('cuda')`. What happens?",
-    options={"a": "PyTorch raises a RuntimeError at once: this laptop has no CUDA GPU",
-             "b": "A small block of GPU memory is reserved for the first tensor",
-             "c": "Nothing is allocated: `d` is a label; using it for a tensor fails",
-             "d": "`d` quietly becomes the CPU device, so later code runs there"},
+    options={
+        "a": "PyTorch raises a RuntimeError at once: this laptop has no CUDA GPU",
+        "b": "A small block of GPU memory is reserved for the first tensor",
+        "c": "Nothing is allocated: `d` is a label; using it for a tensor fails",
+        "d": "`d` quietly becomes the CPU device, so later code runs there",
+    },
     digest="50d4fd0c137e169d",
-    hints=[f"{section('01', 'only a label', start=True)} runs this very line on your machine: look at what it printed.",
-           "Ask yourself when memory is needed: when a name is written down, or when a tensor is put there?"],
-    why={"a": "Making a `torch.device` checks only the spelling (`cuda`, `cuda:1`); it never asks the "
-              "driver whether a GPU exists.",
-         "b": "A `torch.device` owns no memory at all, on any machine.",
-         "d": "PyTorch never swaps the device for you: `d.type` stays `'cuda'`, as printing it shows."},
+    hints=[
+        f"{section('01', 'only a label', start=True)} runs this very line on your machine: look at what it printed.",
+        "Ask yourself when memory is needed: when a name is written down, or when a tensor is put there?",
+    ],
+    why={
+        "a": "Making a `torch.device` checks only the spelling (`cuda`, `cuda:1`); it never asks the "
+        "driver whether a GPU exists.",
+        "b": "A `torch.device` owns no memory at all, on any machine.",
+        "d": "PyTorch never swaps the device for you: `d.type` stays `'cuda'`, as printing it shows.",
+    },
     explanation="`torch.device` is an address label; memory is used only when a tensor or model is put there.",
 )
 
@@ -112,22 +134,28 @@ model_vs_input = chapter.quiz(
     title="Which error will this raise?",
     kind="error",
     question="The model stays on the CPU; the input lives on another device. What happens at `model(x)`?",
-    code='model = nn.Linear(4, 2)                  # on the CPU\n'
-         'x = torch.randn(8, 4, device="meta")     # on another device\n'
-         'model(x)',
-    options={"a": "TypeError: `nn.Linear` accepts only input tensors that live on the CPU",
-             "b": "No error: PyTorch copies the weights over to the input, just slowly",
-             "c": "ValueError: the input's shape does not fit a layer on another device",
-             "d": "RuntimeError: the input and the layer's weight are on two devices"},
-    hints=["Which claim of article B does this code test?",
-           "Chapter 02 breaks this rule on purpose; think of what an operation needs from all its tensors."],
-    why={"a": "`x` is a tensor like any other: nothing about its type is wrong, only where it lives.",
-         "b": "That is article B's \"silently slow\" claim: PyTorch does not move the model to make an "
-              "operation work.",
-         "c": "The shapes fit: `nn.Linear(4, 2)` takes 4 features, and `x` has 4."},
+    code="model = nn.Linear(4, 2)                  # on the CPU\n"
+    'x = torch.randn(8, 4, device="meta")     # on another device\n'
+    "model(x)",
+    options={
+        "a": "TypeError: `nn.Linear` accepts only input tensors that live on the CPU",
+        "b": "No error: PyTorch copies the weights over to the input, just slowly",
+        "c": "ValueError: the input's shape does not fit a layer on another device",
+        "d": "RuntimeError: the input and the layer's weight are on two devices",
+    },
+    hints=[
+        "Which claim of article B does this code test?",
+        "Chapter 02 breaks this rule on purpose; think of what an operation needs from all its tensors.",
+    ],
+    why={
+        "a": "`x` is a tensor like any other: nothing about its type is wrong, only where it lives.",
+        "b": 'That is article B\'s "silently slow" claim: PyTorch does not move the model to make an '
+        "operation work.",
+        "c": "The shapes fit: `nn.Linear(4, 2)` takes 4 features, and `x` has 4.",
+    },
     explanation="Mixing devices is an error, not a slowdown: PyTorch does not move the model or the data "
-                "for you (two narrow exceptions, 0-dim CPU tensors and CPU indices, come right after "
-                "this quiz).",
+    "for you (two narrow exceptions, 0-dim CPU tensors and CPU indices, come right after "
+    "this quiz).",
 )
 
 tensor_bytes = chapter.quiz(
@@ -135,15 +163,19 @@ tensor_bytes = chapter.quiz(
     title="How big is a tensor?",
     kind="numeric",
     question="How many BYTES does `torch.zeros(256, 1024)` hold (default dtype float32)? "
-             "Answer with a number; check yourself with `t.element_size() * t.nelement()`.",
+    "Answer with a number; check yourself with `t.element_size() * t.nelement()`.",
     digest="40a78a0a5a0e7273",
-    hints=["Bytes, not elements: count the elements (rows times columns), then the bytes each float32 "
-           "element takes.",
-           "Let PyTorch count: `t = torch.zeros(256, 1024)`, then `t.element_size() * t.nelement()`."],
+    hints=[
+        "Bytes, not elements: count the elements (rows times columns), then the bytes each float32 "
+        "element takes.",
+        "Let PyTorch count: `t = torch.zeros(256, 1024)`, then `t.element_size() * t.nelement()`.",
+    ],
     explanation="256 * 1024 elements * 4 bytes each: one mebibyte.",
-    why={262144: "That is the number of elements (256 x 1024); the question asks for bytes.",
-         8388608: "8 bytes per element is float64; the default dtype is float32.",
-         2097152: "2 bytes per element is float16 or bfloat16; the default dtype is float32."},
+    why={
+        262144: "That is the number of elements (256 x 1024); the question asks for bytes.",
+        8388608: "8 bytes per element is float64; the default dtype is float32.",
+        2097152: "2 bytes per element is float16 or bfloat16; the default dtype is float32.",
+    },
 )
 
 created_on_device = chapter.quiz(
@@ -151,17 +183,23 @@ created_on_device = chapter.quiz(
     title="Which lines create the tensor directly on the device?",
     kind="multiple",
     question="`device` is your GPU and `x` already lives there. Which lines make the new tensor on the GPU "
-             "with no copy from the CPU? Choose all that apply.",
-    options={"a": "`torch.randn(32, 10, device=device)`",
-             "b": "`torch.randn(32, 10).to(device)`",
-             "c": "`torch.zeros_like(x)`",
-             "d": "`torch.tensor([1.0, 2.0]).cuda()`"},
+    "with no copy from the CPU? Choose all that apply.",
+    options={
+        "a": "`torch.randn(32, 10, device=device)`",
+        "b": "`torch.randn(32, 10).to(device)`",
+        "c": "`torch.zeros_like(x)`",
+        "d": "`torch.tensor([1.0, 2.0]).cuda()`",
+    },
     digest="389eb561566447d9",
-    hints=["For each line, ask: does the device appear at the moment the tensor is made, or afterwards?",
-           "`*_like` functions copy the shape, dtype and device of the tensor they are given."],
-    why={"b": "`torch.randn(32, 10)` is born on the CPU; `.to(device)` then copies it over "
-              f"({section('01', 'Create tensors where they will be used')} traced it).",
-         "d": "`torch.tensor([...])` is made on the CPU first; `.cuda()` is a copy, and it hard-codes CUDA too."},
+    hints=[
+        "For each line, ask: does the device appear at the moment the tensor is made, or afterwards?",
+        "`*_like` functions copy the shape, dtype and device of the tensor they are given.",
+    ],
+    why={
+        "b": "`torch.randn(32, 10)` is born on the CPU; `.to(device)` then copies it over "
+        f"({section('01', 'Create tensors where they will be used')} traced it).",
+        "d": "`torch.tensor([...])` is made on the CPU first; `.cuda()` is a copy, and it hard-codes CUDA too.",
+    },
     explanation="Factory functions with `device=`, and `*_like` functions, create in place; `.to`/`.cuda` copy.",
 )
 
@@ -175,9 +213,16 @@ def environment_panel():
 
 DEVICE_CHOICES = {
     "hard-coded torch.device('cuda:0')": lambda: torch.device("cuda:0"),
-    "article A's cuda-or-cpu one-liner": lambda: torch.device("cuda" if torch.cuda.is_available() else "cpu"),
-    "cuda, then mps, then cpu": lambda: torch.device("cuda") if torch.cuda.is_available()
-    else torch.device("mps") if torch.backends.mps.is_available() else torch.device("cpu"),
+    "article A's cuda-or-cpu one-liner": lambda: torch.device(
+        "cuda" if torch.cuda.is_available() else "cpu"
+    ),
+    "cuda, then mps, then cpu": lambda: (
+        torch.device("cuda")
+        if torch.cuda.is_available()
+        else torch.device("mps")
+        if torch.backends.mps.is_available()
+        else torch.device("cpu")
+    ),
 }
 
 
@@ -197,7 +242,10 @@ def verdict_on(machine_name: str, choice) -> str:
 def machine_explorer():
     """Pick a machine; see what three ways of choosing the device do there."""
     import ipywidgets as W
-    picker = W.Dropdown(options=list(MACHINES), description="Machine:", layout=W.Layout(width="360px"))
+
+    picker = W.Dropdown(
+        options=list(MACHINES), description="Machine:", layout=W.Layout(width="360px")
+    )
     table = W.HTML()
 
     def redraw(_=None):

@@ -17,10 +17,12 @@ class Chapter:
         if not (len(number) == 2 and number.isdigit()):
             raise ValueError(f"a chapter number has two digits, like '05'; got {number!r}")
         self.number, self.name, self.title = number, name, title
-        self.stem = f"{number}_{name}"                    # 05_speedups
-        self.module = f"course_lib.ch{self.stem}"         # the chapter module
-        self.key_module = f"course_lib.key.ch{self.stem}"  # its answer key (not in the student bundle)
-        self.notebook = f"{self.stem}.ipynb"              # its notebook, in notebooks/
+        self.stem = f"{number}_{name}"  # 05_speedups
+        self.module = f"course_lib.ch{self.stem}"  # the chapter module
+        self.key_module = (
+            f"course_lib.key.ch{self.stem}"  # its answer key (not in the student bundle)
+        )
+        self.notebook = f"{self.stem}.ipynb"  # its notebook, in notebooks/
         self.exercises = {}  # exercise name -> exercise, filled by the chapter module
 
     def __repr__(self) -> str:
@@ -63,8 +65,10 @@ def get(number) -> Chapter:
     for chapter in CHAPTERS:
         if chapter.number == key:
             return chapter
-    raise KeyError(f"the course has no chapter {number!r}; its chapters are "
-                   f"{', '.join(c.number for c in CHAPTERS)}")
+    raise KeyError(
+        f"the course has no chapter {number!r}; its chapters are "
+        f"{', '.join(c.number for c in CHAPTERS)}"
+    )
 
 
 def of_module(module_name: str) -> Chapter:

@@ -6,6 +6,7 @@ Learning Repository, CC BY 4.0). The file ``course_lib/assets/digits.csv.gz`` is
 scikit-learn ships for ``load_digits`` (see ``course_lib/assets/README.md``); the course reads
 it itself, offline, without scikit-learn. Chapter 03 introduces it; 04-07 reuse it.
 """
+
 import gzip
 from functools import lru_cache
 from pathlib import Path
@@ -73,8 +74,15 @@ def pin_memory_for(device) -> bool:
     return torch.device(device).type == "cuda"
 
 
-def make_loader(dataset, device, batch_size: int = 64, shuffle: bool = False, num_workers: int = 0,
-                seed: int = 0, **options) -> DataLoader:
+def make_loader(
+    dataset,
+    device,
+    batch_size: int = 64,
+    shuffle: bool = False,
+    num_workers: int = 0,
+    seed: int = 0,
+    **options,
+) -> DataLoader:
     """A DataLoader for training on `device` (chapters 03+).
 
     ``pin_memory`` follows the device (CUDA only); a shuffled loader gets its own seeded
@@ -82,13 +90,21 @@ def make_loader(dataset, device, batch_size: int = 64, shuffle: bool = False, nu
     batches in worker processes (chapter 05 measures when that pays).
     """
     generator = torch.Generator().manual_seed(seed) if shuffle else None
-    return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, num_workers=num_workers,
-                      pin_memory=pin_memory_for(device), generator=generator, **options)
+    return DataLoader(
+        dataset,
+        batch_size=batch_size,
+        shuffle=shuffle,
+        num_workers=num_workers,
+        pin_memory=pin_memory_for(device),
+        generator=generator,
+        **options,
+    )
 
 
 def show_digits(dataset, n: int = 12, title: str = ""):
     """A row of `n` digits with their labels, as a matplotlib Figure (chapters 03+)."""
     import matplotlib.pyplot as plt
+
     n = min(n, len(dataset))
     fig, axes = plt.subplots(1, n, figsize=(1.1 * n, 1.5), squeeze=False)
     for ax, i in zip(axes[0], range(n)):

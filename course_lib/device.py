@@ -4,6 +4,7 @@
 COURSE_DEVICE (e.g. ``COURSE_DEVICE=cpu``) to force a choice, for instance the CPU on a
 GPU machine.
 """
+
 import itertools
 import json
 import os
@@ -62,7 +63,9 @@ def forced_device():
     try:
         device = torch.device(name)
     except RuntimeError as err:
-        raise ValueError(f"{ENV_VAR}={name!r} is not a device name; use cpu, cuda, cuda:1, mps or auto") from err
+        raise ValueError(
+            f"{ENV_VAR}={name!r} is not a device name; use cpu, cuda, cuda:1, mps or auto"
+        ) from err
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"{ENV_VAR}={name!r} but this PyTorch sees no CUDA GPU; use cpu or auto")
     if device.type == "mps" and not mps_available():
@@ -100,13 +103,16 @@ def gpu_only(what: str, figure: str = None) -> bool:
     SKIPPED line (all chapters). `figure` names the reference figures recorded on a real
     GPU for this cell (a key of FIGURE_KEYS, see docs/gpu/README.md), shown beside the skip line."""
     if figure is not None and figure not in FIGURE_KEYS:
-        raise ValueError(f"gpu_only: unknown figure key {figure!r}; the keys are in course_lib.device.FIGURE_KEYS")
+        raise ValueError(
+            f"gpu_only: unknown figure key {figure!r}; the keys are in course_lib.device.FIGURE_KEYS"
+        )
     device = pick_device()
     if device.type == "cuda":
         return True
     lines = [f"[GPU only] skipped ({why_not_cuda(device)}): {what}"]
     if figure is not None:
         from .gpu_notes import note_lines  # what a GPU shows here and why (learner-facing text)
+
         lines += note_lines(figure) + reference_figures(figure)
     print("\n".join(_wrap(line) for line in lines))
     return False
@@ -117,7 +123,9 @@ def why_not_cuda(device: torch.device) -> str:
     if device.type == "cuda":
         return "the course device is a CUDA GPU"
     if forced_device() is not None:
-        return f"{ENV_VAR}={os.environ[ENV_VAR].strip()} chose " + ("the CPU" if device.type == "cpu" else str(device))
+        return f"{ENV_VAR}={os.environ[ENV_VAR].strip()} chose " + (
+            "the CPU" if device.type == "cpu" else str(device)
+        )
     if device.type == "mps":
         return "this needs a CUDA GPU; the GPU here is Apple's MPS"
     return "no CUDA GPU here"
@@ -126,8 +134,14 @@ def why_not_cuda(device: torch.device) -> str:
 def _wrap(line: str) -> str:
     """One output line wrapped between words, continuation lines indented (skip lines)."""
     indent = " " * (len(line) - len(line.lstrip()))
-    return textwrap.fill(line, SKIP_WIDTH, initial_indent="", subsequent_indent=indent + "    ",
-                         break_long_words=False, break_on_hyphens=False)
+    return textwrap.fill(
+        line,
+        SKIP_WIDTH,
+        initial_indent="",
+        subsequent_indent=indent + "    ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 def recorded_run(path=None):
@@ -151,7 +165,9 @@ def reference_figures(key: str, path=None) -> list:
     where = f"{info['gpu']}, torch {info.get('torch', '?')}, {info.get('date', '?')}"
     entry = run.get("figures", {}).get(key) or {}
     if entry.get("lines"):
-        return [f"  On a real GPU (measured on {where}):"] + [f"    {line}" for line in entry["lines"]]
+        return [f"  On a real GPU (measured on {where}):"] + [
+            f"    {line}" for line in entry["lines"]
+        ]
     reason = entry.get("missing") or entry.get("error") or "this figure was not measured"
     return [f"  The reference GPU run ({where}) has no figure for this cell: {reason}."]
 
@@ -167,10 +183,15 @@ def devices_of(thing) -> list:
 def device_report(**things) -> str:
     """One line per named model/loss/tensor with its device(s), then a verdict (chapters 02, 04)."""
     width = max(map(len, things), default=0)
-    lines = [f"{name:<{width}} : {', '.join(devices_of(thing)) or '(no tensors)'}" for name, thing in things.items()]
+    lines = [
+        f"{name:<{width}} : {', '.join(devices_of(thing)) or '(no tensors)'}"
+        for name, thing in things.items()
+    ]
     found = sorted({d for thing in things.values() for d in devices_of(thing)})
     if len(found) <= 1:
         lines.append(f"OK: everything is on {found[0] if found else 'no device'}")
     else:
-        lines.append(f"MISMATCH: {' and '.join(found)} are both in use; move everything to one device")
+        lines.append(
+            f"MISMATCH: {' and '.join(found)} are both in use; move everything to one device"
+        )
     return "\n".join(lines)

@@ -7,6 +7,7 @@ CUDA GPU the caching allocator's own counters (``memory_allocated``, ``max_memor
 ``memory_reserved``) measure the whole step. ``MemoryBudget`` is a clearly labelled CPU
 stand-in for a small GPU: it raises ``MemoryBudgetExceeded`` (never a CUDA error).
 """
+
 import gc
 from contextlib import contextmanager
 
@@ -44,14 +45,21 @@ def optimizer_state_bytes(optimizer) -> int:
     """Bytes of every tensor in optimizer.state (Adam: exp_avg, exp_avg_sq, step) (chapter 06)."""
     if optimizer is None:
         return 0
-    return sum(tensor_bytes(v) for state in optimizer.state.values() for v in state.values()
-               if isinstance(v, torch.Tensor))
+    return sum(
+        tensor_bytes(v)
+        for state in optimizer.state.values()
+        for v in state.values()
+        if isinstance(v, torch.Tensor)
+    )
 
 
 def state_bytes(model, optimizer=None) -> dict:
     """{'weights', 'grads', 'optimizer_state'}: bytes the model and optimizer hold now (chapter 06)."""
-    return {"weights": weight_bytes(model), "grads": grad_bytes(model),
-            "optimizer_state": optimizer_state_bytes(optimizer)}
+    return {
+        "weights": weight_bytes(model),
+        "grads": grad_bytes(model),
+        "optimizer_state": optimizer_state_bytes(optimizer),
+    }
 
 
 def format_bytes(n: float) -> str:
@@ -65,6 +73,7 @@ def format_bytes(n: float) -> str:
 # ---------------------------------------------------------------- activations saved for backward
 class _Saved:
     """What autograd stores for one saved tensor while an ActivationMeter watches; tells the meter when freed."""
+
     __slots__ = ("tensor", "meter", "key")
 
     def __init__(self, tensor, meter, key):
@@ -103,7 +112,9 @@ class ActivationMeter:
             self.peak = max(self.peak, self.live)
             if self.on_save is not None:
                 self.on_save(self)
-        return _Saved(t.detach(), self, key)  # detached: an output would hold its own grad_fn (a cycle)
+        return _Saved(
+            t.detach(), self, key
+        )  # detached: an output would hold its own grad_fn (a cycle)
 
     @staticmethod
     def _unpack(saved):
@@ -151,8 +162,11 @@ def training_step_memory(model, optimizer, criterion, x, y) -> dict:
 # ---------------------------------------------------------------- the CUDA allocator's counters
 def cuda_memory(device=None) -> dict:
     """The caching allocator now: allocated (tensors), reserved (cached blocks), peak (chapter 06)."""
-    return {"allocated": torch.cuda.memory_allocated(device), "reserved": torch.cuda.memory_reserved(device),
-            "peak": torch.cuda.max_memory_allocated(device)}
+    return {
+        "allocated": torch.cuda.memory_allocated(device),
+        "reserved": torch.cuda.memory_reserved(device),
+        "peak": torch.cuda.max_memory_allocated(device),
+    }
 
 
 def cuda_peak(fn, device=None) -> dict:
@@ -162,8 +176,11 @@ def cuda_peak(fn, device=None) -> dict:
     torch.cuda.reset_peak_memory_stats(device)
     fn()
     torch.cuda.synchronize(device)
-    return {"before": before, "peak": torch.cuda.max_memory_allocated(device),
-            "after": torch.cuda.memory_allocated(device)}
+    return {
+        "before": before,
+        "peak": torch.cuda.max_memory_allocated(device),
+        "after": torch.cuda.memory_allocated(device),
+    }
 
 
 def cuda_index(device=None) -> int:
@@ -240,12 +257,16 @@ class MemoryBudget:
             parts = ", ".join(f"{k.replace('_', ' ')} {format_bytes(v)}" for k, v in used.items())
             raise MemoryBudgetExceeded(
                 f"memory budget exceeded: {format_bytes(total)} in use > budget {format_bytes(self.budget)}\n"
-                f"({parts}).\nThis is the course's stand-in for a small GPU, not a CUDA error.")
+                f"({parts}).\nThis is the course's stand-in for a small GPU, not a CUDA error."
+            )
 
     def __enter__(self):
         self.meter = ActivationMeter(self.model, on_save=self.check).__enter__()
-        self._hooks = [p.register_post_accumulate_grad_hook(self.check) for p in self.model.parameters()
-                       if p.requires_grad]
+        self._hooks = [
+            p.register_post_accumulate_grad_hook(self.check)
+            for p in self.model.parameters()
+            if p.requires_grad
+        ]
         if self.optimizer is not None:
             self._hooks.append(self.optimizer.register_step_post_hook(self.check))
         try:
@@ -275,6 +296,9 @@ def fits_call(try_batch, n: int) -> bool:
 def plot_stacked(rows: dict, title: str = ""):
     """Stacked bars in MiB, one per row label, one colour per component (chapter 06). rows: label -> {component: bytes}."""
     from .measure import plot_stacked as stacked_bars
+
     components = [c for c in COMPONENTS if any(c in r for r in rows.values())]
     mib = {label: [r.get(c, 0) / 2**20 for c in components] for label, r in rows.items()}
-    return stacked_bars(mib, parts=[c.replace("_", " ") for c in components], title=title, ylabel="MiB")
+    return stacked_bars(
+        mib, parts=[c.replace("_", " ") for c in components], title=title, ylabel="MiB"
+    )

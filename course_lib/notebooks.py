@@ -5,6 +5,7 @@ chapter notebooks here and nowhere else. (Students' submissions are another matt
 reads those bytes with its own guarded parser, grading/cells.py.) The notebooks/ folder sits
 beside course_lib/, in the teacher's checkout and in the student bundle alike.
 """
+
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ FOLDER = Path(__file__).resolve().parent.parent / "notebooks"
 @dataclass(frozen=True)
 class Cell:
     """One cell as the tests and tools use it; names as in nbformat (``cell_type``, ``source``)."""
+
     cell_type: str
     source: str
     id: str = ""
@@ -40,7 +42,9 @@ def support_files() -> list:
     """The files of notebooks/ that are not notebooks (data the chapters read), by name."""
     if not FOLDER.is_dir():
         return []
-    return sorted((p for p in FOLDER.iterdir() if p.is_file() and p.suffix != ".ipynb"), key=lambda p: p.name)
+    return sorted(
+        (p for p in FOLDER.iterdir() if p.is_file() and p.suffix != ".ipynb"), key=lambda p: p.name
+    )
 
 
 def read(notebook) -> dict:
@@ -55,8 +59,10 @@ def dumps(nb: dict) -> str:
 
 def cells(notebook) -> list:
     """Its cells, each with its source as one string."""
-    return [Cell(c["cell_type"], "".join(c.get("source", "")), c.get("id", ""), c.get("metadata", {}))
-            for c in read(notebook)["cells"]]
+    return [
+        Cell(c["cell_type"], "".join(c.get("source", "")), c.get("id", ""), c.get("metadata", {}))
+        for c in read(notebook)["cells"]
+    ]
 
 
 def code(notebook) -> list:
@@ -77,5 +83,16 @@ def cell(notebook, cell_id: str) -> str:
     raise KeyError(f"{path_of(notebook).name} has no cell with id {cell_id!r}")
 
 
-__all__ = ["FOLDER", "Cell", "path_of", "chapter_notebooks", "support_files", "read", "dumps", "cells",
-           "code", "markdown", "cell"]
+__all__ = [
+    "FOLDER",
+    "Cell",
+    "path_of",
+    "chapter_notebooks",
+    "support_files",
+    "read",
+    "dumps",
+    "cells",
+    "code",
+    "markdown",
+    "cell",
+]

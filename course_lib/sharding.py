@@ -7,6 +7,7 @@ batches (``ddp_worker.train_step``, i.e. ``training.train_step``), and records w
 holds (parameters, gradients, optimizer state: numbers and bytes), the collectives one step
 sends, the losses, and how far the final weights of the two are apart.
 """
+
 import functools
 import re
 from itertools import islice
@@ -39,10 +40,12 @@ def held(model: nn.Module, optimizer) -> dict:
     """Bytes this rank holds per part, and its number of parameter elements (chapter 08)."""
     params = list(model.parameters())
     state = [v for s in optimizer.state.values() for v in s.values() if isinstance(v, torch.Tensor)]
-    return {"parameters": sum(local_bytes(p) for p in params),
-            "gradients": sum(local_bytes(p.grad) for p in params if p.grad is not None),
-            "optimizer_state": sum(local_bytes(v) for v in state),
-            "parameter_count": sum(local(p).numel() for p in params)}
+    return {
+        "parameters": sum(local_bytes(p) for p in params),
+        "gradients": sum(local_bytes(p.grad) for p in params if p.grad is not None),
+        "optimizer_state": sum(local_bytes(v) for v in state),
+        "parameter_count": sum(local(p).numel() for p in params),
+    }
 
 
 def shard(model: nn.Module) -> nn.Module:
@@ -72,8 +75,10 @@ def collectives(prof) -> list:
 
 def full_weights(model: nn.Module) -> dict:
     """Every parameter whole, on the CPU: DTensors are gathered (a collective: every rank calls it)."""
-    return {k: (v.full_tensor() if isinstance(v, DTensor) else v).detach().cpu().clone()
-            for k, v in model.state_dict().items()}
+    return {
+        k: (v.full_tensor() if isinstance(v, DTensor) else v).detach().cpu().clone()
+        for k, v in model.state_dict().items()
+    }
 
 
 def profiled_step(model, optimizer, x, y, device) -> tuple:
@@ -102,20 +107,35 @@ def train_both(runs: dict, optimizers: dict, loader, sampler, device, config) ->
 def compare_rank(rank: int, device: torch.device, config) -> dict:
     """One rank of chapter 08's run: DDP and FSDP on the same batches, and what each holds (chapter 08)."""
     dataset = ddp_worker.train_set()
-    sampler = DistributedSampler(dataset, num_replicas=config.world_size, rank=rank, seed=config.seed)
+    sampler = DistributedSampler(
+        dataset, num_replicas=config.world_size, rank=rank, seed=config.seed
+    )
     loader = DataLoader(dataset, batch_size=config.per_device_batch, sampler=sampler)
     replica = ddp_worker.make_model(config).to(device)
     plain = {"DDP": replica, "FSDP": shard(ddp_worker.make_model(config).to(device))}
-    runs = {"DDP": DDP(replica, device_ids=[device.index] if device.type == "cuda" else None),
-            "FSDP": plain["FSDP"]}
-    optimizers = {name: torch.optim.Adam(model.parameters(), lr=config.lr) for name, model in runs.items()}
+    runs = {
+        "DDP": DDP(replica, device_ids=[device.index] if device.type == "cuda" else None),
+        "FSDP": plain["FSDP"],
+    }
+    optimizers = {
+        name: torch.optim.Adam(model.parameters(), lr=config.lr) for name, model in runs.items()
+    }
     losses, sent = train_both(runs, optimizers, loader, sampler, device, config)
     weights = {name: full_weights(model) for name, model in plain.items()}
-    record = {"rank": rank, "device": str(device), "backend": config.backend, "world_size": config.world_size,
-              "total_parameters": sum(p.numel() for p in replica.parameters()), "losses": losses, "sent": sent,
-              "holds": {name: held(model, optimizers[name]) for name, model in plain.items()},
-              "shards": shard_rows(plain["FSDP"]),
-              "weights_gap": max((weights["DDP"][k] - weights["FSDP"][k]).abs().max().item() for k in weights["DDP"])}
+    record = {
+        "rank": rank,
+        "device": str(device),
+        "backend": config.backend,
+        "world_size": config.world_size,
+        "total_parameters": sum(p.numel() for p in replica.parameters()),
+        "losses": losses,
+        "sent": sent,
+        "holds": {name: held(model, optimizers[name]) for name, model in plain.items()},
+        "shards": shard_rows(plain["FSDP"]),
+        "weights_gap": max(
+            (weights["DDP"][k] - weights["FSDP"][k]).abs().max().item() for k in weights["DDP"]
+        ),
+    }
     dist.barrier()
     return record
 
@@ -127,7 +147,9 @@ class ShapesModel(nn.Module):
     def __init__(self, shapes, seed: int = 0):
         super().__init__()
         gen = torch.Generator().manual_seed(seed)
-        self.params = nn.ParameterList(nn.Parameter(torch.randn(shape, generator=gen)) for shape in shapes)
+        self.params = nn.ParameterList(
+            nn.Parameter(torch.randn(shape, generator=gen)) for shape in shapes
+        )
 
     def forward(self, scale: torch.Tensor):
         return sum((p * p).sum() for p in self.params) * scale
@@ -147,7 +169,9 @@ class HoldingsTask:
             optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
             run(torch.ones(())).backward()
             optimizer.step()
-            found[name] = {part: value for part, value in held(model, optimizer).items() if part in PARTS}
+            found[name] = {
+                part: value for part, value in held(model, optimizer).items() if part in PARTS
+            }
         return found
 
 
@@ -166,5 +190,15 @@ def measure_holdings(shapes, world_size: int) -> list:
     return list(_holdings(tuple(tuple(int(d) for d in s) for s in shapes), world_size))
 
 
-__all__ = ["PARTS", "ShapesModel", "collectives", "compare_rank", "held", "local", "local_bytes", "measure_holdings",
-           "shard", "shard_rows"]
+__all__ = [
+    "PARTS",
+    "ShapesModel",
+    "collectives",
+    "compare_rank",
+    "held",
+    "local",
+    "local_bytes",
+    "measure_holdings",
+    "shard",
+    "shard_rows",
+]

@@ -9,6 +9,7 @@
 ipywidgets and IPython are imported where a widget is made, so importing this module (as every
 chapter module does) costs a graded process nothing.
 """
+
 import contextlib
 import io
 import textwrap
@@ -20,6 +21,7 @@ from .exercises.text import html as text_html
 
 def result_html(result):
     import ipywidgets as W
+
     return W.HTML(result._repr_html_())
 
 
@@ -47,9 +49,11 @@ EMPTY_ANSWER = {  # what the Check button says when nothing is chosen yet: it sp
 }
 CHOOSE_ONE = "Choose an option above, then press Check."
 # under a right answer in the widget: the one place an answer is kept is the answer cell below it
-ANSWER_CELL = ("<div class='course-answer-cell' style='color:#57606a;margin:2px 0'>Now write it in the answer "
-               "cell below (<code>answer_{name} = ...</code>) and run that cell: the Check button is for "
-               "practice, the cell is what is saved with the notebook and graded.</div>")
+ANSWER_CELL = (
+    "<div class='course-answer-cell' style='color:#57606a;margin:2px 0'>Now write it in the answer "
+    "cell below (<code>answer_{name} = ...</code>) and run that cell: the Check button is for "
+    "practice, the cell is what is saved with the notebook and graded.</div>"
+)
 
 
 def hint_widget(exercise):
@@ -58,6 +62,7 @@ def hint_widget(exercise):
     Showing it reveals nothing (Run All spends no hint); the state lives on the exercise, so
     re-running the cell shows the hints already revealed, and every view of it stays in step."""
     import ipywidgets as W
+
     if not exercise.hints:
         return W.VBox([W.HTML("No hints for this one.")])
     shown = W.HTML()
@@ -65,9 +70,13 @@ def hint_widget(exercise):
 
     def refresh():
         n, total = len(exercise.hints_shown()), len(exercise.hints)
-        shown.value = "".join(f"<div style='margin:2px 0'>{text_html(line)}</div>" for line in exercise.hints_shown())
+        shown.value = "".join(
+            f"<div style='margin:2px 0'>{text_html(line)}</div>" for line in exercise.hints_shown()
+        )
         button.disabled = n >= total
-        button.description = f"Show a hint ({n + 1} of {total})" if n < total else f"All {total} hints shown"
+        button.description = (
+            f"Show a hint ({n + 1} of {total})" if n < total else f"All {total} hints shown"
+        )
 
     button.on_click(lambda _: exercise.reveal_hint())
     exercise._hint_views[:] = exercise._hint_views[-9:] + [refresh]
@@ -80,8 +89,16 @@ def hint_widget(exercise):
 def _option_rows(quiz):
     """One checkbox per option, its text as HTML (code as code); single choice keeps one ticked."""
     import ipywidgets as W
-    rows = [W.Checkbox(description=f"{k}) {text_html(v)}", description_allow_html=True, indent=False,
-                       layout=W.Layout(width="auto")) for k, v in quiz.options.items()]
+
+    rows = [
+        W.Checkbox(
+            description=f"{k}) {text_html(v)}",
+            description_allow_html=True,
+            indent=False,
+            layout=W.Layout(width="auto"),
+        )
+        for k, v in quiz.options.items()
+    ]
     single = quiz.kind in ("single", "error")
     for row in rows:
         row.add_class("course-option")
@@ -101,6 +118,7 @@ def _option_rows(quiz):
 def quiz_widget(quiz):
     """The question, one row per option (or a number box), Check and Hint buttons, the verdict."""
     import ipywidgets as W
+
     if quiz.kind == "numeric":
         chooser = W.Text(description="Answer:", placeholder="a number")
         read = lambda: chooser.value
@@ -115,7 +133,9 @@ def quiz_widget(quiz):
 
     def on_click(_):
         result = quiz.check(read(), empty=EMPTY_ANSWER.get(quiz.kind, CHOOSE_ONE))
-        verdict.value = result._repr_html_() + (ANSWER_CELL.format(name=quiz.name) if result.status == CORRECT else "")
+        verdict.value = result._repr_html_() + (
+            ANSWER_CELL.format(name=quiz.name) if result.status == CORRECT else ""
+        )
 
     def clear_verdict(_):  # a verdict belongs to the answer it judged
         verdict.value = ""
@@ -123,12 +143,20 @@ def quiz_widget(quiz):
     button.on_click(on_click)
     for widget in watched:
         widget.observe(clear_verdict, names="value")
-    parts = [W.HTML(QUIZ_CSS + f"<b>{text_html(quiz.title)}</b><div>{text_html(quiz.prompt)}</div>")]
+    parts = [
+        W.HTML(QUIZ_CSS + f"<b>{text_html(quiz.title)}</b><div>{text_html(quiz.prompt)}</div>")
+    ]
     if quiz.code:
-        parts.append(W.HTML(f"<pre style='background:#f6f8fa;color:#1f2328;padding:6px'>{escape(quiz.code)}</pre>"))
+        parts.append(
+            W.HTML(
+                f"<pre style='background:#f6f8fa;color:#1f2328;padding:6px'>{escape(quiz.code)}</pre>"
+            )
+        )
     hints = [hint_widget(quiz)] if quiz.hints else []
-    box = W.VBox(parts + [chooser, W.HBox([button]), verdict] + hints,
-                 layout=W.Layout(border="1px solid #d0d7de", padding="6px"))
+    box = W.VBox(
+        parts + [chooser, W.HBox([button]), verdict] + hints,
+        layout=W.Layout(border="1px solid #d0d7de", padding="6px"),
+    )
     box.add_class("course-quiz")
 
     def answer(value):
@@ -159,14 +187,21 @@ def _cell(value) -> str:
 
 
 def _row(cells, tag: str = "td") -> str:
-    return "<tr>" + "".join(f"<{tag} style='text-align:left'>{_cell(c)}</{tag}>" for c in cells) + "</tr>"
+    return (
+        "<tr>"
+        + "".join(f"<{tag} style='text-align:left'>{_cell(c)}</{tag}>" for c in cells)
+        + "</tr>"
+    )
 
 
 def html_table(header, rows, *, above: str = "", name: str = "table") -> str:
     """An HTML table (class `course-<name>`): the header row (none when `header` is empty), one row per
     item of `rows`, every cell left-aligned; `above`: text shown over it, wrapped between words."""
-    text = (f"<pre style='white-space:pre-wrap;word-break:normal;overflow-wrap:normal'>{escape(above)}</pre>"
-            if above else "")
+    text = (
+        f"<pre style='white-space:pre-wrap;word-break:normal;overflow-wrap:normal'>{escape(above)}</pre>"
+        if above
+        else ""
+    )
     head = _row(header, "th") if header else ""
     return f"{text}<table class='course-{name}'>{head}{''.join(_row(r) for r in rows)}</table>"
 
@@ -174,16 +209,22 @@ def html_table(header, rows, *, above: str = "", name: str = "table") -> str:
 def table(header, rows, **options):
     """`html_table` as a notebook display: the table is the cell's result."""
     from IPython.display import HTML
+
     return HTML(html_table(header, rows, **options))
 
 
 def text_table(rows, header=None, gap: int = 2) -> str:
     """Rows as plain-text columns, each as wide as its widest cell (the last one not padded)."""
     rows = [[str(c) for c in row] for row in ([header] if header else []) + list(rows)]
-    widths = [max(len(row[i]) for row in rows if i < len(row)) for i in range(max(map(len, rows), default=0))]
+    widths = [
+        max(len(row[i]) for row in rows if i < len(row))
+        for i in range(max(map(len, rows), default=0))
+    ]
     pad = " " * gap
-    return "\n".join(pad.join(c.ljust(widths[i]) if i < len(row) - 1 else c for i, c in enumerate(row))
-                     for row in rows)
+    return "\n".join(
+        pad.join(c.ljust(widths[i]) if i < len(row) - 1 else c for i, c in enumerate(row))
+        for row in rows
+    )
 
 
 def print_wrapped(*paragraphs: str, width: int = 96) -> None:
@@ -202,14 +243,20 @@ def reveal(show, *args, label: str = "Show the result", after=None, **kwargs):
     """
     if after is not None and after.answered():
         return show(*args, **kwargs)
-    note = (f"Answer the quiz \"{after.title}\" above first; then click the button (or run this cell again)."
-            if after is not None else "")
+    note = (
+        f'Answer the quiz "{after.title}" above first; then click the button (or run this cell again).'
+        if after is not None
+        else ""
+    )
     try:
         import ipywidgets as W
     except ImportError:  # a terminal or a plain script
         print(note or f"({label}: a button in JupyterLab)")
         return None
-    button, area = W.Button(description=label, button_style="primary", layout=W.Layout(width="auto")), W.HTML()
+    button, area = (
+        W.Button(description=label, button_style="primary", layout=W.Layout(width="auto")),
+        W.HTML(),
+    )
 
     def click(_=None):
         button.disabled = True
@@ -217,7 +264,8 @@ def reveal(show, *args, label: str = "Show the result", after=None, **kwargs):
             value = show(*args, **kwargs)
         shown = printed.getvalue()
         area.value = (value if isinstance(value, str) else "") + (
-            f"<pre style='white-space:pre-wrap'>{escape(shown)}</pre>" if shown else "")
+            f"<pre style='white-space:pre-wrap'>{escape(shown)}</pre>" if shown else ""
+        )
 
     button.on_click(click)
     return W.VBox(([W.HTML(note)] if note else []) + [button, area])
@@ -226,8 +274,11 @@ def reveal(show, *args, label: str = "Show the result", after=None, **kwargs):
 # ---------------------------------------------------------------- the environment report, progress
 def report_table(report: dict, format_value=str) -> str:
     """The environment report as a two-column table, the names right-aligned (doctor)."""
-    rows = "".join(f"<tr><th style='text-align:right'>{escape(k)}</th><td style='text-align:left'>"
-                   f"{escape(format_value(k, v))}</td></tr>" for k, v in report.items())
+    rows = "".join(
+        f"<tr><th style='text-align:right'>{escape(k)}</th><td style='text-align:left'>"
+        f"{escape(format_value(k, v))}</td></tr>"
+        for k, v in report.items()
+    )
     return f"<table class='course-report'>{rows}</table>"
 
 
@@ -238,11 +289,39 @@ def progress_table(rows) -> str:
     """HTML table of per-chapter progress rows from exercises.progress.chapter_summary."""
     body = []
     for r in rows:
-        status = "done" if r["done"] == r["total"] else "in progress" if r["done"] or r["attempted"] else "not started"
-        body.append((r["chapter"], r["title"], f"{r['done']}/{r['total']}", f"{r['points']:g}/{r['max_points']:g}",
-                     Html(f"<span style='color:{STATUS_COLOURS[status]}'>{status}</span>")))
-    return html_table(["chapter", "title", "exercises done", "points", "status"], body, name="progress")
+        status = (
+            "done"
+            if r["done"] == r["total"]
+            else "in progress"
+            if r["done"] or r["attempted"]
+            else "not started"
+        )
+        body.append(
+            (
+                r["chapter"],
+                r["title"],
+                f"{r['done']}/{r['total']}",
+                f"{r['points']:g}/{r['max_points']:g}",
+                Html(f"<span style='color:{STATUS_COLOURS[status]}'>{status}</span>"),
+            )
+        )
+    return html_table(
+        ["chapter", "title", "exercises done", "points", "status"], body, name="progress"
+    )
 
 
-__all__ = ["quiz_widget", "hint_widget", "result_html", "Html", "code", "html_table", "table", "text_table",
-           "print_wrapped", "reveal", "report_table", "progress_table", "CORRECT"]
+__all__ = [
+    "quiz_widget",
+    "hint_widget",
+    "result_html",
+    "Html",
+    "code",
+    "html_table",
+    "table",
+    "text_table",
+    "print_wrapped",
+    "reveal",
+    "report_table",
+    "progress_table",
+    "CORRECT",
+]

@@ -2,6 +2,7 @@
 
 What tests share (the checkout's root, the notebooks, helpers) is in tests/support.
 """
+
 import os
 import tempfile
 from pathlib import Path

@@ -4,6 +4,7 @@ The checkers' basic contract (reference passes, stub not attempted, wrong answer
 test_exercise_keys; here: what the VISIBLE tests catch (the student bundle has no key), what
 the feedback says, and the chapter's quizzes and widgets driven as a learner would.
 """
+
 import inspect
 
 import pytest
@@ -15,12 +16,15 @@ from course_lib.checks.devices import simulated_machine
 from course_lib.doctor import doctor_widget
 from course_lib.exercises import CORRECT, INCORRECT
 
-QUERIES = {"cuda.is_available": (torch.cuda, "is_available"), "cuda.device_count": (torch.cuda, "device_count"),
-           "cuda.get_device_name": (torch.cuda, "get_device_name"),
-           "mps.is_available": (torch.backends.mps, "is_available"),
-           "accelerator.is_available": (torch.accelerator, "is_available"),
-           "accelerator.current_accelerator": (torch.accelerator, "current_accelerator"),
-           "accelerator.device_count": (torch.accelerator, "device_count")}
+QUERIES = {
+    "cuda.is_available": (torch.cuda, "is_available"),
+    "cuda.device_count": (torch.cuda, "device_count"),
+    "cuda.get_device_name": (torch.cuda, "get_device_name"),
+    "mps.is_available": (torch.backends.mps, "is_available"),
+    "accelerator.is_available": (torch.accelerator, "is_available"),
+    "accelerator.current_accelerator": (torch.accelerator, "current_accelerator"),
+    "accelerator.device_count": (torch.accelerator, "device_count"),
+}
 
 
 def _real_queries():
@@ -72,7 +76,9 @@ def _visible(exercise, candidate):
 
 
 def test_forgetting_the_mac_gpu_is_caught_without_the_key():
-    result = _visible(ch.choose_device, lambda: torch.device("cuda" if torch.cuda.is_available() else "cpu"))
+    result = _visible(
+        ch.choose_device, lambda: torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    )
     assert result.status == INCORRECT
     assert "On a Mac with Apple GPU, your choose_device() returned cpu" in result.text()
     assert "torch.backends.mps.is_available()" in result.text()
@@ -97,9 +103,13 @@ def test_a_cpu_detour_is_caught_without_the_key():
     assert result.status == INCORRECT and "made it on the CPU first" in result.text()
 
 
-@pytest.mark.parametrize("exercise", [ch.choose_device, ch.gpu_names, ch.make_batch], ids=lambda e: e.name)
+@pytest.mark.parametrize(
+    "exercise", [ch.choose_device, ch.gpu_names, ch.make_batch], ids=lambda e: e.name
+)
 def test_hints_show_the_shape_of_the_code_not_the_code(exercise):
-    source = inspect.getsource(exercise.key().solution).splitlines()[1:]  # the body, without the def line
+    source = inspect.getsource(exercise.key().solution).splitlines()[
+        1:
+    ]  # the body, without the def line
     lines = [line.strip() for line in source if len(line.strip()) > 12]
     for hint in exercise.hints:
         assert not any(line in hint for line in lines), (hint, lines)
@@ -172,7 +182,9 @@ def test_every_exercise_has_a_hint_cell_and_gpu_cells_follow_the_course_device()
         if exercise.kind == "function":
             assert any(f"ch.{name}.hint()" in s for s in sources), f"{name} has no hint cell"
     gpu_cells = [s for s in sources if "gpu_only(" in s]
-    assert {s.split('figure="')[1].split('"')[0] for s in gpu_cells} == {"ch01.device_memory",
-                                                                        "ch01.create_on_device"}
+    assert {s.split('figure="')[1].split('"')[0] for s in gpu_cells} == {
+        "ch01.device_memory",
+        "ch01.create_on_device",
+    }
     for s in gpu_cells:
         assert '"cuda' not in s and "'cuda" not in s, s

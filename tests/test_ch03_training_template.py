@@ -1,5 +1,6 @@
 """Chapter 03: right answers written differently pass, each known mistake gets one precise message,
 and the chapter's demos (zero_grad experiment, DynamicNet) behave as the notebook says."""
+
 import pytest
 import torch
 
@@ -92,8 +93,13 @@ def tensor_total_then_item(model, loader, device, optimizer, criterion):
     return (total / count).item()
 
 
-CORRECT_TRAIN = [set_to_none, model_zero_grad_non_blocking, enumerate_and_dataset_length,
-                 while_loop_zero_grad_after_step, tensor_total_then_item]
+CORRECT_TRAIN = [
+    set_to_none,
+    model_zero_grad_non_blocking,
+    enumerate_and_dataset_length,
+    while_loop_zero_grad_after_step,
+    tensor_total_then_item,
+]
 
 
 @pytest.mark.parametrize("answer", CORRECT_TRAIN, ids=lambda f: f.__name__)
@@ -139,10 +145,17 @@ def per_batch_accuracy_weighted(model, loader, device, criterion):
             accuracies.append((logits.argmax(dim=1) == y).float().mean().item())
             sizes.append(len(y))
     n = sum(sizes)
-    return (sum(l * s for l, s in zip(losses, sizes)) / n, sum(a * s for a, s in zip(accuracies, sizes)) / n)
+    return (
+        sum(l * s for l, s in zip(losses, sizes)) / n,
+        sum(a * s for a, s in zip(accuracies, sizes)) / n,
+    )
 
 
-CORRECT_EVAL = [inference_mode_and_float, decorated_no_grad_dataset_length, per_batch_accuracy_weighted]
+CORRECT_EVAL = [
+    inference_mode_and_float,
+    decorated_no_grad_dataset_length,
+    per_batch_accuracy_weighted,
+]
 
 
 @pytest.mark.parametrize("answer", CORRECT_EVAL, ids=lambda f: f.__name__)
@@ -160,8 +173,9 @@ def test_each_mistake_fails_exactly_one_visible_test(exercise, wrong):
     result = check(exercise, wrong.function)
     visible_failures = [t.name for t in result.tests if not t.passed and not t.hidden]
     assert result.status == INCORRECT
-    assert len(visible_failures) == 1, f"{wrong.label}: several tests fail, the feedback is muddled: " \
-                                       f"{visible_failures}"
+    assert len(visible_failures) == 1, (
+        f"{wrong.label}: several tests fail, the feedback is muddled: {visible_failures}"
+    )
 
 
 def test_both_exercises_ship_many_wrong_answers():
@@ -172,6 +186,7 @@ def test_both_exercises_ship_many_wrong_answers():
 def test_an_error_before_the_first_forward_is_reported_not_hidden():
     def crashes(model, loader, device, optimizer, criterion):
         raise ValueError("oops in my loop")
+
     result = check(ch.train_one_epoch, crashes)
     assert result.status == INCORRECT and "ValueError: oops in my loop" in result.text()
 
@@ -205,10 +220,17 @@ def test_rig_probes_record_what_happened():
 
 
 def test_yours_or_reference_picks_the_learners_function_only_when_correct(capsys):
-    assert ch.yours_or_reference(set_to_none, ch.train_one_epoch, training.train_epoch) is set_to_none
+    assert (
+        ch.yours_or_reference(set_to_none, ch.train_one_epoch, training.train_epoch) is set_to_none
+    )
+
     def train_one_epoch(model, loader, device, optimizer, criterion):
         raise NotImplementedError  # the notebook's stub
-    assert ch.yours_or_reference(train_one_epoch, ch.train_one_epoch, training.train_epoch) is training.train_epoch
+
+    assert (
+        ch.yours_or_reference(train_one_epoch, ch.train_one_epoch, training.train_epoch)
+        is training.train_epoch
+    )
     assert "not attempted" in capsys.readouterr().out
 
 
@@ -216,6 +238,7 @@ def test_yours_or_reference_picks_the_learners_function_only_when_correct(capsys
 @pytest.fixture(scope="module")
 def zero_grad_runs():
     from course_lib import data
+
     train_set, test_set = data.digits_split()
     return ch.zero_grad_experiment(train_set, test_set, torch.device("cpu"), epochs=2)
 

@@ -1,4 +1,5 @@
 """Chapter 04's checkpoint fixtures behave like the real thing."""
+
 import pytest
 import torch
 

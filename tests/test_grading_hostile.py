@@ -4,6 +4,7 @@ One grader run (2 workers, short limits) grades every fixture of tests/fixtures/
 right and a blank chapter 01 notebook, against a private copy of course_lib that the hostile
 fixtures attack. Each fixture gets a clear status and exactly the points it earned.
 """
+
 import json
 from pathlib import Path
 
@@ -11,7 +12,6 @@ import pytest
 
 from course_lib.grading import landlock
 from course_lib.grading.grader import scratch_root_for
-
 from support import submissions  # noqa: E402
 
 NO_ISOLATION = {"COURSE_GRADER_NO_LANDLOCK": "1", "COURSE_GRADER_NO_NAMESPACES": "1"}
@@ -20,8 +20,11 @@ FULL, FUNCTION_POINTS = 13.0, 3.0
 
 
 def _tree(folder: Path) -> dict:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in folder.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +32,14 @@ def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hostile")
     subs = tmp / "submissions"
     subs.mkdir()
-    submissions.write_all(subs, [p.name.split(".")[0] for p in submissions.fixture_paths()
-                           if not p.name.startswith(("cheat_kill_grader", "attack"))])  # attacks: their own test
+    submissions.write_all(
+        subs,
+        [
+            p.name.split(".")[0]
+            for p in submissions.fixture_paths()
+            if not p.name.startswith(("cheat_kill_grader", "attack"))
+        ],
+    )  # attacks: their own test
     bases = submissions.bases()
     for name in ("reference", "blank"):
         (subs / f"{name}.ipynb").write_text(json.dumps(bases[name]))
@@ -39,9 +48,20 @@ def graded(tmp_path_factory):
     out = tmp / "out" / "gradebook.csv"
     proc = submissions.run_grader(subs, out, *LIMITS, pythonpath=lib)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    records = {p.stem: json.loads(p.read_text()) for p in out.with_name("gradebook_feedback").glob("*.json")}
-    return {"book": submissions.read_gradebook(out), "rows": submissions.gradebook_rows(out), "records": records, "out": out,
-            "lib": lib, "before": before, "subs": subs, "stderr": proc.stderr}
+    records = {
+        p.stem: json.loads(p.read_text())
+        for p in out.with_name("gradebook_feedback").glob("*.json")
+    }
+    return {
+        "book": submissions.read_gradebook(out),
+        "rows": submissions.gradebook_rows(out),
+        "records": records,
+        "out": out,
+        "lib": lib,
+        "before": before,
+        "subs": subs,
+        "stderr": proc.stderr,
+    }
 
 
 def total(graded, name):
@@ -63,7 +83,9 @@ def test_every_submission_is_graded_once_with_a_row_per_exercise(graded):
 def test_right_and_blank_notebooks(graded):
     assert total(graded, "reference")[:2] == (FULL, "ok")
     assert total(graded, "blank")[:2] == (0.0, "ok")
-    assert {r["status"] for e, r in graded["book"]["blank"].items() if e != "TOTAL"} == {"not attempted"}
+    assert {r["status"] for e, r in graded["book"]["blank"].items() if e != "TOTAL"} == {
+        "not attempted"
+    }
 
 
 @pytest.mark.parametrize("name", ["not_json", "empty_file", "truncated", "wrong_structure"])
@@ -75,22 +97,27 @@ def test_unreadable_files_get_a_reason_and_zero(graded, name):
 
 def test_empty_notebook_has_everything_missing(graded):
     assert total(graded, "empty_notebook")[:2] == (0.0, "empty")
-    assert {r["status"] for e, r in graded["book"]["empty_notebook"].items() if e != "TOTAL"} == {"missing"}
+    assert {r["status"] for e, r in graded["book"]["empty_notebook"].items() if e != "TOTAL"} == {
+        "missing"
+    }
 
 
-@pytest.mark.parametrize("name,status,words", [
-    ("infinite_loop", "cell errors", "stopped at the cell time limit"),
-    ("stubborn_loop", "timed out", "ignored the interrupt"),
-    ("sys_exit", "cell errors", "raised an error"),
-    ("os_exit", "exited", "exited with code 3"),
-    ("segfault", "crashed", "SIGSEGV"),
-    ("big_output", "ok", "printed"),
-    ("torch_warning", "ok", "ran all"),
-    ("widgets", "cell errors", "raised an error"),
-    ("import_error", "cell errors", "raised an error"),
-    ("reordered", "cell errors", "ran all"),
-    ("free_text", "ok", "ran all"),
-])
+@pytest.mark.parametrize(
+    "name,status,words",
+    [
+        ("infinite_loop", "cell errors", "stopped at the cell time limit"),
+        ("stubborn_loop", "timed out", "ignored the interrupt"),
+        ("sys_exit", "cell errors", "raised an error"),
+        ("os_exit", "exited", "exited with code 3"),
+        ("segfault", "crashed", "SIGSEGV"),
+        ("big_output", "ok", "printed"),
+        ("torch_warning", "ok", "ran all"),
+        ("widgets", "cell errors", "raised an error"),
+        ("import_error", "cell errors", "raised an error"),
+        ("reordered", "cell errors", "ran all"),
+        ("free_text", "ok", "ran all"),
+    ],
+)
 def test_a_broken_notebook_keeps_the_points_its_answers_earned(graded, name, status, words):
     points, got_status, detail, _ = total(graded, name)
     assert (points, got_status) == (FULL, status), detail
@@ -108,12 +135,15 @@ def test_what_went_wrong_is_said(graded):
     assert len(graded["records"]["big_output"]["output"]["stdout"]) < 30_000
 
 
-@pytest.mark.parametrize("name,exercise,status", [
-    ("crash_in_function", "ch01.gpu_names", "crashed"),
-    ("memory_hog", "ch01.make_batch", "incorrect"),
-    ("renamed", "ch01.gpu_names", "missing"),
-    ("syntax_error", "ch01.choose_device", "error"),
-])
+@pytest.mark.parametrize(
+    "name,exercise,status",
+    [
+        ("crash_in_function", "ch01.gpu_names", "crashed"),
+        ("memory_hog", "ch01.make_batch", "incorrect"),
+        ("renamed", "ch01.gpu_names", "missing"),
+        ("syntax_error", "ch01.choose_device", "error"),
+    ],
+)
 def test_one_bad_function_costs_only_its_own_points(graded, name, exercise, status):
     row = graded["book"][name][exercise]
     assert (row["status"], float(row["points"])) == (status, 0.0), row["detail"]
@@ -123,11 +153,23 @@ def test_one_bad_function_costs_only_its_own_points(graded, name, exercise, stat
 def test_free_text_answers_are_collected(graded):
     texts = graded["out"].with_name("gradebook.texts.csv").read_text()
     assert "free_text,reflection,Creating on the device" in texts and "free_text,why_meta" in texts
-    assert "### reflection" in graded["out"].with_name("gradebook_feedback").joinpath("free_text.md").read_text()
+    assert (
+        "### reflection"
+        in graded["out"].with_name("gradebook_feedback").joinpath("free_text.md").read_text()
+    )
 
 
-@pytest.mark.parametrize("name", ["cheat_patch_check", "cheat_patch_builtins", "cheat_patch_when_called",
-                                  "cheat_fake_output", "cheat_overwrite", "cheat_key_import"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "cheat_patch_check",
+        "cheat_patch_builtins",
+        "cheat_patch_when_called",
+        "cheat_fake_output",
+        "cheat_overwrite",
+        "cheat_key_import",
+    ],
+)
 def test_cheats_earn_nothing(graded, name):
     points, _, detail, _ = total(graded, name)
     assert points == 0.0, detail
@@ -152,7 +194,11 @@ def test_the_graders_files_are_untouched(graded):
     assert not (feedback / "someone_else.md").exists()
     assert "You failed everything" not in (feedback / "infinite_loop.md").read_text()
     stdout = graded["records"]["cheat_overwrite"]["output"]["stdout"]
-    assert "'engine': 'done'" not in stdout and "'key': 'done'" not in stdout and "'gradebook': 'done'" not in stdout
+    assert (
+        "'engine': 'done'" not in stdout
+        and "'key': 'done'" not in stdout
+        and "'gradebook': 'done'" not in stdout
+    )
 
 
 def test_without_landlock_changed_files_are_restored_and_the_culprit_gets_nothing(tmp_path):
@@ -162,7 +208,9 @@ def test_without_landlock_changed_files_are_restored_and_the_culprit_gets_nothin
     lib = submissions.course_copy(tmp_path)
     before = _tree(lib / "course_lib")
     out = tmp_path / "out" / "gradebook.csv"
-    proc = submissions.run_grader(subs, out, *LIMITS[:1], 1, *LIMITS[2:], pythonpath=lib, env=NO_ISOLATION)
+    proc = submissions.run_grader(
+        subs, out, *LIMITS[:1], 1, *LIMITS[2:], pythonpath=lib, env=NO_ISOLATION
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     book = submissions.read_gradebook(out)
     assert set(book) == {"cheat_overwrite", "renamed"}
@@ -189,7 +237,9 @@ def test_a_notebook_that_kills_the_grader_is_isolated_on_rerun(tmp_path):
     assert float(book["sys_exit"]["TOTAL"]["points"]) == FULL
 
 
-@pytest.mark.parametrize("env", [{}, {"COURSE_GRADER_NO_NAMESPACES": "1"}], ids=["namespaces", "landlock"])
+@pytest.mark.parametrize(
+    "env", [{}, {"COURSE_GRADER_NO_NAMESPACES": "1"}], ids=["namespaces", "landlock"]
+)
 def test_an_isolated_process_cannot_kill_the_grader(tmp_path, env):
     if env and landlock.abi_version() < 6:
         pytest.skip("Landlock signal scoping needs Linux 6.12+")
@@ -206,4 +256,6 @@ def test_an_isolated_process_cannot_kill_the_grader(tmp_path, env):
 
 def test_no_graded_process_is_left_behind(graded):
     assert not submissions.alive_under(scratch_root_for(graded["out"]))
-    assert not submissions.alive_with(str(scratch_root_for(graded["out"])))  # nor its zygotes, anywhere
+    assert not submissions.alive_with(
+        str(scratch_root_for(graded["out"]))
+    )  # nor its zygotes, anywhere

@@ -1,4 +1,5 @@
 """Kill the grader with SIGKILL mid-run, run it again: no gradebook row lost or duplicated (issue 5 bar)."""
+
 import json
 import os
 import signal
@@ -6,11 +7,15 @@ import time
 
 from course_lib.grading.grader import scratch_root_for
 from course_lib.grading.selftest import chapter_cases
-
 from support import submissions  # noqa: E402
 
-SLOW_CELL = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-             "source": "import time\ntime.sleep(0.6)  # a notebook that takes a moment"}
+SLOW_CELL = {
+    "cell_type": "code",
+    "metadata": {},
+    "outputs": [],
+    "execution_count": None,
+    "source": "import time\ntime.sleep(0.6)  # a notebook that takes a moment",
+}
 
 
 def _submissions(folder):
@@ -43,7 +48,9 @@ def test_sigkill_then_rerun_loses_and_duplicates_nothing(tmp_path):
     done_before = out.read_text().count(",TOTAL,")
     assert 3 <= done_before < len(expected)
     time.sleep(1.0)
-    assert not submissions.alive_under(scratch_root_for(out)), "graded processes outlived the grader"
+    assert not submissions.alive_under(scratch_root_for(out)), (
+        "graded processes outlived the grader"
+    )
 
     again = submissions.run_grader(subs, out, "--workers", 2)
     assert again.returncode == 0, again.stderr[-3000:]
@@ -51,9 +58,13 @@ def test_sigkill_then_rerun_loses_and_duplicates_nothing(tmp_path):
 
     rows = submissions.gradebook_rows(out)
     keys = [(r["submission"], r["exercise"]) for r in rows]
-    wanted = {(name, ex) for name, verdicts in expected.items() for ex in list(verdicts) + ["TOTAL"]}
+    wanted = {
+        (name, ex) for name, verdicts in expected.items() for ex in list(verdicts) + ["TOTAL"]
+    }
     assert len(keys) == len(set(keys)), "duplicated rows"
     assert set(keys) == wanted, "lost rows"
     for r in rows:
         if r["exercise"] != "TOTAL":
-            assert (r["status"], round(float(r["points"]), 3)) == expected[r["submission"]][r["exercise"]]
+            assert (r["status"], round(float(r["points"]), 3)) == expected[r["submission"]][
+                r["exercise"]
+            ]

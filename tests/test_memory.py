@@ -1,5 +1,6 @@
 """course_lib.memory: the byte counts are the tensors' real sizes, the activation meter sees what autograd
 saves and forgets it when autograd does, and the memory budget is a clearly named stand-in."""
+
 import pytest
 import torch
 from torch import nn
@@ -75,8 +76,9 @@ def test_meter_sees_graphs_kept_alive():
 def test_training_step_memory_reports_every_component():
     model = small_model()
     optimizer = torch.optim.Adam(model.parameters())
-    got = memory.training_step_memory(model, optimizer, nn.CrossEntropyLoss(), torch.randn(8, 10),
-                                      torch.randint(0, 5, (8,)))
+    got = memory.training_step_memory(
+        model, optimizer, nn.CrossEntropyLoss(), torch.randn(8, 10), torch.randint(0, 5, (8,))
+    )
     assert set(got) == set(memory.COMPONENTS) and all(v > 0 for v in got.values())
 
 
@@ -112,6 +114,7 @@ def test_fits_call_catches_only_out_of_memory():
             raise RuntimeError("mat1 and mat2 shapes cannot be multiplied")
         if n > 4:
             raise memory.OutOfMemoryError("CUDA out of memory")
+
     assert memory.fits_call(card, 2) and not memory.fits_call(card, 8)
     with pytest.raises(RuntimeError, match="shapes"):
         memory.fits_call(card, 3)
@@ -125,7 +128,9 @@ def test_format_bytes():
 
 
 def test_plot_stacked_returns_a_figure():
-    fig = memory.plot_stacked({"a": {"weights": 2**20, "activations": 2**21}, "b": {"weights": 2**20}})
+    fig = memory.plot_stacked(
+        {"a": {"weights": 2**20, "activations": 2**21}, "b": {"weights": 2**20}}
+    )
     assert len(fig.axes) == 1
 
 
@@ -162,7 +167,9 @@ def simulated_cuda(monkeypatch):
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append(("empty_cache",)))
     monkeypatch.setattr(torch.cuda.memory, "_lazy_init", lambda: None)
     monkeypatch.setattr(torch._C, "_cuda_setMemoryFraction", set_fraction, raising=False)
-    monkeypatch.setattr(torch._C, "_cuda_getMemoryFraction", lambda index: fraction[index], raising=False)
+    monkeypatch.setattr(
+        torch._C, "_cuda_getMemoryFraction", lambda index: fraction[index], raising=False
+    )
     return calls
 
 

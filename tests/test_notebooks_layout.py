@@ -1,4 +1,5 @@
 """Notebooks are numbered, paired with a chapter module, and committed clean."""
+
 import importlib
 import re
 
@@ -15,30 +16,43 @@ def test_notebooks_exist_and_are_numbered_in_order():
     numbers = [int(n[:2]) for n in names]
     assert numbers and numbers == list(range(1, len(numbers) + 1)), names
     found = sorted(notebooks.FOLDER.glob("*.ipynb"))  # no notebook outside the declared chapters
-    assert found == sorted(NOTEBOOKS), f"not a declared chapter's notebook: {sorted(set(found) - set(NOTEBOOKS))}"
+    assert found == sorted(NOTEBOOKS), (
+        f"not a declared chapter's notebook: {sorted(set(found) - set(NOTEBOOKS))}"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=names)
 def test_notebook_is_committed_clean(path):
     nb = notebooks.read(path)
-    dirty = [i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"
-             and (c.get("outputs") or c.get("execution_count") is not None)]
-    assert not dirty, f"{path.name}: cells {dirty} have outputs or execution counts; clear them before committing"
+    dirty = [
+        i
+        for i, c in enumerate(nb["cells"])
+        if c["cell_type"] == "code" and (c.get("outputs") or c.get("execution_count") is not None)
+    ]
+    assert not dirty, (
+        f"{path.name}: cells {dirty} have outputs or execution counts; clear them before committing"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=names)
 def test_notebook_pairs_with_its_chapter_module(path):
     module = "ch" + path.stem
     declared = [c.module for c in CHAPTERS if c.notebook == path.name]
-    assert declared == [f"course_lib.{module}"], f"{path.name} needs course_lib/{module}.py, declared in chapters.py"
-    assert f"course_lib import {module}" in path.read_text(), f"{path.name} should import its module {module}"
+    assert declared == [f"course_lib.{module}"], (
+        f"{path.name} needs course_lib/{module}.py, declared in chapters.py"
+    )
+    assert f"course_lib import {module}" in path.read_text(), (
+        f"{path.name} should import its module {module}"
+    )
     importlib.import_module(f"course_lib.{module}")
 
 
 def test_every_chapter_module_has_a_notebook():
     stems = {p.stem for p in NOTEBOOKS}
     for module in (c.module.split(".")[-1] for c in CHAPTERS):
-        assert module[2:] in stems, f"course_lib/{module}.py has no notebook notebooks/{module[2:]}.ipynb"
+        assert module[2:] in stems, (
+            f"course_lib/{module}.py has no notebook notebooks/{module[2:]}.ipynb"
+        )
 
 
 def test_every_chapter_is_declared_once_and_every_chapter_module_is_declared():
@@ -49,17 +63,22 @@ def test_every_chapter_is_declared_once_and_every_chapter_module_is_declared():
     assert files == [c.module for c in CHAPTERS]
     for chapter in CHAPTERS:
         module = importlib.import_module(chapter.module)
-        assert module.chapter is chapter, f"{chapter.module}: chapter = chapters.of_module(__name__)"
-        assert all(ex.chapter is chapter and ex.id.startswith(f"ch{chapter.number}.")
-                   for ex in chapter.exercises.values())
-
+        assert module.chapter is chapter, (
+            f"{chapter.module}: chapter = chapters.of_module(__name__)"
+        )
+        assert all(
+            ex.chapter is chapter and ex.id.startswith(f"ch{chapter.number}.")
+            for ex in chapter.exercises.values()
+        )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=names)
 def test_first_code_cell_turns_the_error_explainer_on(path):
     first = notebooks.code(path)[0]
     calls = [line for line in first.splitlines() if line.startswith("explain_errors()")]
-    assert calls, f"{path.name}: the first code cell should call explain_errors() (issue: error explainer)"
+    assert calls, (
+        f"{path.name}: the first code cell should call explain_errors() (issue: error explainer)"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=names)
@@ -69,7 +88,9 @@ def test_text_before_a_hint_cell_describes_the_hint_button(path):
     for before, cell in zip(cells, cells[1:]):
         if cell.cell_type == "code" and ".hint()" in cell.source:
             text = before.source.lower()
-            assert not ("each run" in text or "each time you run" in text), f"{path.name}: {text[-120:]}"
+            assert not ("each run" in text or "each time you run" in text), (
+                f"{path.name}: {text[-120:]}"
+            )
 
 
 # ch05-07 get theirs with issue 21's work on those modules (then every chapter is checked)
@@ -82,8 +103,10 @@ def test_chapter_module_declares_what_the_learner_gets(chapter):
     notebook uses nothing else of it, and `ch.<Tab>` (dir) lists exactly these names."""
     module = importlib.import_module(chapter.module)
     names, n = module.__all__, len(chapter.exercises)
-    assert names[0] == "chapter" and names[1:1 + n] == list(chapter.exercises), names[:1 + n]
+    assert names[0] == "chapter" and names[1 : 1 + n] == list(chapter.exercises), names[: 1 + n]
     assert len(names) == len(set(names)) and all(hasattr(module, name) for name in names)
     used = set(re.findall(r"\bch\.(\w+)", "\n".join(notebooks.code(chapter))))
-    assert used <= set(names), f"{chapter.notebook} uses names outside __all__: {sorted(used - set(names))}"
+    assert used <= set(names), (
+        f"{chapter.notebook} uses names outside __all__: {sorted(used - set(names))}"
+    )
     assert dir(module) == sorted(names)

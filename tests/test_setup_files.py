@@ -1,5 +1,7 @@
 """The install files agree with each other and with the README."""
+
 import re
+
 import tomllib
 
 from support import ROOT
@@ -9,7 +11,9 @@ CONDA_NAMES = {"pytorch": "torch"}  # conda-forge name -> PyPI name
 
 def pip_requirements() -> dict:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    reqs = project["dependencies"] + [r for extra in project["optional-dependencies"].values() for r in extra]
+    reqs = project["dependencies"] + [
+        r for extra in project["optional-dependencies"].values() for r in extra
+    ]
     return dict(re.match(r"([A-Za-z0-9_.-]+)\s*(.*)", r).groups() for r in reqs)
 
 
@@ -33,7 +37,9 @@ def torch_floor() -> str:
 
 
 def test_launcher_pins_the_torch_that_satisfies_the_range():
-    pinned = re.search(r'^TORCH_VERSION = "([\d.]+)"', (ROOT / "course.py").read_text(), re.M).group(1)
+    pinned = re.search(
+        r'^TORCH_VERSION = "([\d.]+)"', (ROOT / "course.py").read_text(), re.M
+    ).group(1)
     assert as_tuple(pinned) >= as_tuple(torch_floor())
 
 
@@ -50,9 +56,17 @@ def test_course_sh_wraps_the_python_launcher():
 
 def test_readme_tells_the_truth_about_torch_on_linux_gpus():
     readme = (ROOT / "README.md").read_text()
-    for said in ("CUDA 13", "580", "python course.py start", "python course.py test", "COURSE_DEVICE=cpu"):
+    for said in (
+        "CUDA 13",
+        "580",
+        "python course.py start",
+        "python course.py test",
+        "COURSE_DEVICE=cpu",
+    ):
         assert said in readme
-    assert "takes the CUDA\n  build there" not in readme and "takes the CUDA build there" not in readme
+    assert (
+        "takes the CUDA\n  build there" not in readme and "takes the CUDA build there" not in readme
+    )
     for path in ("course.sh", "course.py", "course_lib/doctor.py"):
         assert "580" in (ROOT / path).read_text(), path
 
@@ -68,12 +82,23 @@ def test_readme_chapter_table_lists_each_chapters_exercises_and_quizzes():
     from collections import Counter
 
     from course_lib.exercises import all_exercises
-    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(\d\d)_\w+\.ipynb` \|.*\| ([^|]+) \|$",
-                                                       (ROOT / "README.md").read_text(), re.M)}
+
+    rows = {
+        m.group(1): m.group(2)
+        for m in re.finditer(
+            r"^\| `(\d\d)_\w+\.ipynb` \|.*\| ([^|]+) \|$", (ROOT / "README.md").read_text(), re.M
+        )
+    }
     quizzes = Counter(e.chapter.number for e in all_exercises() if e.kind != "function")
     for ex in all_exercises():
-        assert ex.chapter.number in rows, f"README's chapter table has no row for chapter {ex.chapter.number}"
+        assert ex.chapter.number in rows, (
+            f"README's chapter table has no row for chapter {ex.chapter.number}"
+        )
         if ex.kind == "function":
-            assert f"`{ex.name}`" in rows[ex.chapter.number], f"README's row {ex.chapter.number} misses {ex.name}"
+            assert f"`{ex.name}`" in rows[ex.chapter.number], (
+                f"README's row {ex.chapter.number} misses {ex.name}"
+            )
     for number, n in quizzes.items():
-        assert f"{n} quizzes" in rows[number], f"README's row {number} should say {n} quizzes: {rows[number]}"
+        assert f"{n} quizzes" in rows[number], (
+            f"README's row {number} should say {n} quizzes: {rows[number]}"
+        )

@@ -1,4 +1,5 @@
 """The course's chapters as assignments: number, title, points, notebook file (teacher side)."""
+
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -23,6 +24,7 @@ class Assignment:
 def all_assignments() -> dict:
     """{chapter number: Assignment} of every chapter that has exercises, in order."""
     from ..exercises import all_exercises
+
     chapters = {}
     for ex in all_exercises():
         chapters.setdefault(ex.chapter.number, [ex.chapter, 0.0])[1] += float(ex.points)
@@ -35,6 +37,7 @@ def all_assignments() -> dict:
 @lru_cache(maxsize=1)
 def _chapter_by_exercise() -> dict:
     from ..exercises import all_exercises
+
     return {ex.id: ex.chapter.number for ex in all_exercises()}
 
 
@@ -51,6 +54,8 @@ def assignment(number: str) -> Assignment:
     known = all_assignments()
     key = str(number).strip().zfill(2)
     if key not in known:
-        raise NoSuchChapter(f"the course has no chapter {number!r} with exercises; "
-                            f"its chapters are {', '.join(known)}")
+        raise NoSuchChapter(
+            f"the course has no chapter {number!r} with exercises; "
+            f"its chapters are {', '.join(known)}"
+        )
     return known[key]

@@ -3,9 +3,24 @@
 It knows no chapter by name: each chapter is declared once in course_lib/chapters.py, and its
 module declares its exercises on that `Chapter`.
 """
+
 from .registry import all_exercises, get
 from .results import CORRECT, INCORRECT, NOT_ATTEMPTED, CheckResult
 from .spec import AnswerKey, Chapter, Fail, FunctionExercise, Quiz, Test, WrongAnswer, answer_digest
 
-__all__ = ["all_exercises", "get", "CORRECT", "INCORRECT", "NOT_ATTEMPTED", "CheckResult", "AnswerKey",
-           "Chapter", "Fail", "FunctionExercise", "Quiz", "Test", "WrongAnswer", "answer_digest"]
+__all__ = [
+    "all_exercises",
+    "get",
+    "CORRECT",
+    "INCORRECT",
+    "NOT_ATTEMPTED",
+    "CheckResult",
+    "AnswerKey",
+    "Chapter",
+    "Fail",
+    "FunctionExercise",
+    "Quiz",
+    "Test",
+    "WrongAnswer",
+    "answer_digest",
+]

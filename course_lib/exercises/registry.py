@@ -2,6 +2,7 @@
 
 Nobody names a chapter here; a chapter module's exercises are known once it is imported.
 """
+
 import importlib
 
 from ..chapters import CHAPTERS
@@ -16,7 +17,9 @@ def discover() -> None:
 def all_exercises() -> list:
     """Every exercise of every chapter, by id."""
     discover()
-    return sorted((ex for chapter in CHAPTERS for ex in chapter.exercises.values()), key=lambda e: e.id)
+    return sorted(
+        (ex for chapter in CHAPTERS for ex in chapter.exercises.values()), key=lambda e: e.id
+    )
 
 
 def get(exercise_id: str):

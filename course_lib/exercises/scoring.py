@@ -5,6 +5,7 @@ these functions, so a learner and a teacher always see the same points. Nothing 
 secret: it ships in the student bundle, and the flags below are hints for the teacher,
 not the defence (the grader's isolation is; see docs/grading-threat-model.md).
 """
+
 import re
 
 # Code a function under test, or a notebook, has no business containing: the teacher reviews it.
@@ -14,11 +15,11 @@ REVIEW_PATTERNS = {
     "builtins": r"\bbuiltins\b|__builtins__",
     "dynamic code": r"(?<![\w.])(?:exec|eval|compile)\s*\(|__code__|__globals__|__closure__|cell_contents",
     "processes and files": r"/proc/|\bos\.(?:write|kill|killpg|_exit|system|fork|setsid|open|dup2?|exec\w*)\b"
-                           r"|\bsubprocess\b|\bctypes\b|\bsignal\b|\bpty\b",
+    r"|\bsubprocess\b|\bctypes\b|\bsignal\b|\bpty\b",
     "network": r"\bsocket\b|\burllib\b|\bhttp\.client\b|\brequests\b",
     "patching": r"\bmock\b|\bsetattr\s*\(|\bmonkeypatch\b|\.__class__\s*=|\btorch(?:\.\w+)+\s*=(?!=)",
     "tensor subclass": r"\(\s*torch\.Tensor\s*\)\s*:|_make_subclass|_make_wrapper_subclass|__torch_function__"
-                       r"|__torch_dispatch__",
+    r"|__torch_dispatch__",
 }
 
 
@@ -27,7 +28,7 @@ REVIEW_PATTERNS = {
 # in-process evidence are listed in docs/grading-threat-model.md.
 FUNCTION_PATTERNS = {
     "test detection": r"""['"]meta['"]|\btype\s*==\s*['"]meta|_python_dispatch|\b[gs]et_rng_state\b"""
-                      r"|\bis_grad_enabled\b|\b_growth_tracker\b|\b__self__\b",
+    r"|\bis_grad_enabled\b|\b_growth_tracker\b|\b__self__\b",
 }
 
 

@@ -7,6 +7,7 @@ machines with neither): it compares size, mtime, inode and ctime, so no write go
 bytes of course_lib (answer key included) and of every output file the grader wrote, and
 puts back anything a graded process changed, added or deleted.
 """
+
 import os
 from pathlib import Path
 

@@ -8,6 +8,7 @@ row or feedback file. A symbolic link or anything else that is not a regular fil
 never graded as its owner's work; a file is opened without following links. Reading a notebook
 never raises: what cannot be read becomes that submission's status.
 """
+
 import hashlib
 import os
 import stat
@@ -30,11 +31,12 @@ from .records import REFUSED
 @dataclass
 class Submission:
     """One student's notebook and everything learned about it while grading."""
+
     name: str
     path: Path
     analysis: object = None
     unreadable: str = ""
-    refused: str = ""   # REFUSED when the file is not a regular file (a link, a FIFO, a device)
+    refused: str = ""  # REFUSED when the file is not a regular file (a link, a FIFO, a device)
     exercises: list = field(default_factory=list)
     verdicts: dict = field(default_factory=dict)
     run: dict = field(default_factory=dict)
@@ -50,6 +52,7 @@ class Submission:
 @dataclass
 class Entry:
     """One file found: its identity (the gradebook's name), its path, and why it is refused, if it is."""
+
     name: str
     path: Path
     refused: str = ""
@@ -58,7 +61,9 @@ class Entry:
 def scratch_root_for(out: Path) -> Path:
     """Where a gradebook's graded processes get their scratch folders: short, because Unix
     socket paths under it (multiprocessing, DataLoader workers) must stay under 108 bytes."""
-    digest = hashlib.sha1(str(Path(out).resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:10]
+    digest = hashlib.sha1(str(Path(out).resolve()).encode("utf-8", "surrogateescape")).hexdigest()[
+        :10
+    ]
     return Path(tempfile.gettempdir()) / f"course-grade-{digest}"
 
 
@@ -81,9 +86,14 @@ def _notebooks(folder: Path, skip: list):
     """Paths of every *.ipynb entry under `folder` (files, links, FIFOs...), never following links."""
     skip = [os.path.realpath(s) for s in skip]
     for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d != ".ipynb_checkpoints"
-                             and os.path.realpath(os.path.join(dirpath, d)) not in skip)
-        for name in sorted(filenames):  # links to files, pipes and devices are here too; links to folders are not
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d != ".ipynb_checkpoints" and os.path.realpath(os.path.join(dirpath, d)) not in skip
+        )
+        for name in sorted(
+            filenames
+        ):  # links to files, pipes and devices are here too; links to folders are not
             if name.endswith(".ipynb"):
                 yield Path(dirpath) / name
 
@@ -110,9 +120,13 @@ def _confused(names: list) -> list:
 def _identities(named: list, folder: Path) -> list:
     """One distinct, printable name per (raw name, path): a fingerprint of the path where needed."""
     base = [gradebook.clean(shown_name(raw)) for raw, _ in named]
-    mark = lambda i, width: gradebook.clean(f"{base[i][:120]} #{fingerprint(named[i][1], folder)[:width]}")
-    names = [mark(i, 8) if bad or shown_name(raw) != raw or len(file_name(base[i])) > 150 else base[i]
-             for i, (bad, (raw, _)) in enumerate(zip(_confused(base), named))]
+    mark = lambda i, width: gradebook.clean(
+        f"{base[i][:120]} #{fingerprint(named[i][1], folder)[:width]}"
+    )
+    names = [
+        mark(i, 8) if bad or shown_name(raw) != raw or len(file_name(base[i])) > 150 else base[i]
+        for i, (bad, (raw, _)) in enumerate(zip(_confused(base), named))
+    ]
     return [mark(i, 40) if bad else n for i, (bad, n) in enumerate(zip(_confused(names), names))]
 
 
@@ -123,7 +137,10 @@ def find_submissions(folder: Path, skip: list) -> list:
     folder = Path(folder)
     paths = list(_notebooks(folder, skip))
     stems = Counter(p.stem for p in paths)
-    named = [(p.stem if stems[p.stem] == 1 else p.relative_to(folder).with_suffix("").as_posix(), p) for p in paths]
+    named = [
+        (p.stem if stems[p.stem] == 1 else p.relative_to(folder).with_suffix("").as_posix(), p)
+        for p in paths
+    ]
     names = _identities(named, folder)
     return [Entry(name, path, refusal(path)) for name, (_, path) in zip(names, named)]
 
@@ -159,7 +176,9 @@ def read(entry: Entry) -> Submission:
     except UnreadableNotebook as err:
         sub.unreadable = str(err)
     except Exception as err:  # noqa: BLE001 - whatever a file does to the reader is its own status
-        sub.unreadable = f"the file could not be read: {type(err).__name__}: {shown_name(str(err))[:200]}"
+        sub.unreadable = (
+            f"the file could not be read: {type(err).__name__}: {shown_name(str(err))[:200]}"
+        )
     return sub
 
 
@@ -176,13 +195,19 @@ def assign(subs: list, chapters: set) -> None:
     by_chapter = {}
     for ex in exercises:
         by_chapter.setdefault(ex.chapter.number, []).append(
-            ex.name if ex.kind == "function" else ANSWER_PREFIX + ex.name)
+            ex.name if ex.kind == "function" else ANSWER_PREFIX + ex.name
+        )
     guesses = {}
     for s in subs:
         try:
-            guesses[s.name] = (chapters or chapter_guess(s.analysis, by_chapter)) if s.analysis else set()
+            guesses[s.name] = (
+                (chapters or chapter_guess(s.analysis, by_chapter)) if s.analysis else set()
+            )
         except Exception as err:  # noqa: BLE001
-            mark_failed(s, f"the grader could not tell which chapter this notebook is for ({type(err).__name__})")
+            mark_failed(
+                s,
+                f"the grader could not tell which chapter this notebook is for ({type(err).__name__})",
+            )
             guesses[s.name] = set()
     counted = Counter(frozenset(g) for g in guesses.values() if g)
     default = set(counted.most_common(1)[0][0]) if counted else set()
@@ -207,15 +232,25 @@ def flag_added_code(subs: list) -> None:
         given = set()
         for number in {ex.chapter.number for ex in sub.exercises}:
             given |= cache.setdefault(number, handed_out_lines(number))
-        added = [line for _, src in sub.analysis.cells for line in src.splitlines() if line.strip() not in given]
-        sub.flags |= {f"review:{label.replace(' ', '-')}" for label in review_flags("\n".join(added))}
+        added = [
+            line
+            for _, src in sub.analysis.cells
+            for line in src.splitlines()
+            if line.strip() not in given
+        ]
+        sub.flags |= {
+            f"review:{label.replace(' ', '-')}" for label in review_flags("\n".join(added))
+        }
 
 
 # ---------------------------------------------------------------- the journal: progress after a crash
 def _journal_lines(journal: Path) -> list:
     if not journal.exists():
         return []
-    return [line.split("\t") for line in journal.read_text(encoding="utf-8", errors="replace").splitlines()]
+    return [
+        line.split("\t")
+        for line in journal.read_text(encoding="utf-8", errors="replace").splitlines()
+    ]
 
 
 def read_journal(journal: Path, pending: list, fresh: bool) -> int:
@@ -232,8 +267,10 @@ def read_journal(journal: Path, pending: list, fresh: bool) -> int:
             starts.setdefault(parts[1], set()).add(parts[2])
     for sub in pending:
         if "solo" in starts.get(sub.name, ()):
-            sub.unreadable = ("grading this notebook stopped the grader itself (the grader died while it was "
-                              "the only notebook being graded); it was not graded again")
+            sub.unreadable = (
+                "grading this notebook stopped the grader itself (the grader died while it was "
+                "the only notebook being graded); it was not graded again"
+            )
             sub.run["status"] = "stopped the grader"
         elif sub.name in starts:
             sub.solo = True
@@ -256,13 +293,19 @@ def read_all(entries: list, journal: Path, fresh: bool) -> list:
     third time (its status says why), so a rerun always gets past it."""
     if fresh:
         journal.unlink(missing_ok=True)
-    tries = Counter(parts[1] for parts in _journal_lines(journal) if len(parts) == 2 and parts[0] == "reading")
-    read_ok = {parts[1] for parts in _journal_lines(journal) if len(parts) == 2 and parts[0] == "read"}
+    tries = Counter(
+        parts[1] for parts in _journal_lines(journal) if len(parts) == 2 and parts[0] == "reading"
+    )
+    read_ok = {
+        parts[1] for parts in _journal_lines(journal) if len(parts) == 2 and parts[0] == "read"
+    }
     subs = []
     for entry in entries:
         if tries[entry.name] >= 2 and entry.name not in read_ok:
             sub = Submission(entry.name, entry.path)
-            sub.unreadable = "reading this notebook stopped the grader itself, twice; it was not read again"
+            sub.unreadable = (
+                "reading this notebook stopped the grader itself, twice; it was not read again"
+            )
             sub.run["status"] = "stopped the grader"
         else:
             if entry.name not in read_ok:

@@ -8,6 +8,7 @@ the same way. In the bundle `Exercise.key()` is None: checks run the visible tes
 and `.solution()` says the teacher withheld it. Before returning, the bundle is scanned
 for anything of the key (`find_leaks`); a leaking bundle is an error, never a warning.
 """
+
 import re
 import shutil
 from pathlib import Path
@@ -58,6 +59,7 @@ the functions you defined and reads your quiz answers, so:
 
 def _checkout() -> Path:
     import course_lib
+
     return Path(course_lib.__file__).resolve().parent.parent
 
 
@@ -70,7 +72,9 @@ def _clean_notebook(path: Path) -> str:
 
 
 def _ignore(directory, names):
-    return [n for n in names if n in LEFT_OUT or n.endswith((".pyc", ".pyo")) or n.endswith(".egg-info")]
+    return [
+        n for n in names if n in LEFT_OUT or n.endswith((".pyc", ".pyo")) or n.endswith(".egg-info")
+    ]
 
 
 def release(out_dir, force: bool = False) -> dict:
@@ -96,8 +100,11 @@ def release(out_dir, force: bool = False) -> dict:
     leaks = find_leaks(out)
     if leaks:
         raise RuntimeError("the bundle would reveal the answer key: " + "; ".join(leaks[:5]))
-    return {"out": str(out), "notebooks": len(handed_out),
-            "files": sum(1 for p in out.rglob("*") if p.is_file())}
+    return {
+        "out": str(out),
+        "notebooks": len(handed_out),
+        "files": sum(1 for p in out.rglob("*") if p.is_file()),
+    }
 
 
 def _normal(text: str) -> str:
@@ -107,15 +114,24 @@ def _normal(text: str) -> str:
 def secret_lines(root: Path = None) -> list:
     """Lines of the answer key that appear nowhere else in the teacher's checkout: the secrets."""
     root = root or _checkout()
-    public = "\n".join(_normal(p.read_text(errors="replace")) for p in (root / "course_lib").rglob("*.py")
-                       if "key" not in p.relative_to(root / "course_lib").parts[:1]
-                       and "grading" not in p.relative_to(root / "course_lib").parts[:1])
-    public += "\n".join(_normal(p.read_text(errors="replace")) for p in notebooks.chapter_notebooks())
+    public = "\n".join(
+        _normal(p.read_text(errors="replace"))
+        for p in (root / "course_lib").rglob("*.py")
+        if "key" not in p.relative_to(root / "course_lib").parts[:1]
+        and "grading" not in p.relative_to(root / "course_lib").parts[:1]
+    )
+    public += "\n".join(
+        _normal(p.read_text(errors="replace")) for p in notebooks.chapter_notebooks()
+    )
     secrets = []
     for path in sorted((root / "course_lib" / "key").glob("*.py")):
         for line in path.read_text().splitlines():
             line = _normal(line)
-            if len(line) >= 20 and not line.startswith(("#", "import ", "from ", '"""')) and line not in public:
+            if (
+                len(line) >= 20
+                and not line.startswith(("#", "import ", "from ", '"""'))
+                and line not in public
+            ):
                 secrets.append(line)
     return secrets
 
@@ -123,11 +139,19 @@ def secret_lines(root: Path = None) -> list:
 def find_leaks(bundle: Path, root: Path = None) -> list:
     """What in `bundle` reveals the key: its files, bytecode, or any secret line of its source."""
     bundle = Path(bundle)
-    leaks = [f"file {p.relative_to(bundle)}" for p in bundle.rglob("*")
-             if p.suffix in (".pyc", ".pyo") or p.name == "__pycache__"
-             or re.search(r"(^|/)course_lib/(key|grading)(/|$)", p.relative_to(bundle).as_posix())]
-    texts = [_normal(p.read_text(errors="replace")) for p in bundle.rglob("*")
-             if p.is_file() and p.suffix in (".py", ".ipynb", ".md", ".txt", ".toml", ".sh", ".json", ".yml")]
+    leaks = [
+        f"file {p.relative_to(bundle)}"
+        for p in bundle.rglob("*")
+        if p.suffix in (".pyc", ".pyo")
+        or p.name == "__pycache__"
+        or re.search(r"(^|/)course_lib/(key|grading)(/|$)", p.relative_to(bundle).as_posix())
+    ]
+    texts = [
+        _normal(p.read_text(errors="replace"))
+        for p in bundle.rglob("*")
+        if p.is_file()
+        and p.suffix in (".py", ".ipynb", ".md", ".txt", ".toml", ".sh", ".json", ".yml")
+    ]
     for line in secret_lines(root):
         if any(line in text for text in texts):
             leaks.append(f"key line {line[:80]!r}")

@@ -4,6 +4,7 @@ The scheduler owns the two zygotes, starts each task's process through the right
 reads the processes' report pipes, enforces the time limits (SIGINT for a cell, then
 SIGKILL) and hands every finished process back. It decides nothing about grades.
 """
+
 import dataclasses
 import os
 import selectors
@@ -70,8 +71,13 @@ class Scheduler:
         job_file = self.root / f"{scratch.name}.job"
         write_job(job_file, payload)  # read by the child itself, after the fork
         read_fd, write_fd = os.pipe()
-        job = {"id": self.started, "file": str(job_file), "role": role, "scratch": str(scratch),
-               "limits": dataclasses.asdict(self.limits)}
+        job = {
+            "id": self.started,
+            "file": str(job_file),
+            "role": role,
+            "scratch": str(scratch),
+            "limits": dataclasses.asdict(self.limits),
+        }
         try:
             pid, pidfd = self.zygotes[role].spawn(job, write_fd)
         finally:
@@ -120,13 +126,20 @@ class Scheduler:
                 child.kill_at = now + self.limits.interrupt_grace
                 child.signal(signal.SIGINT)
             if child.kill_at and now > child.kill_at:
-                child.kill(f"killed: cell {child.current_cell} ran past its {self.limits.cell_timeout:g} s limit "
-                           "and ignored the interrupt")
+                child.kill(
+                    f"killed: cell {child.current_cell} ran past its {self.limits.cell_timeout:g} s limit "
+                    "and ignored the interrupt"
+                )
             elif now > child.deadline:
-                what = f"the notebook's {self.limits.timeout:g} s limit" if child.role == "notebook" \
+                what = (
+                    f"the notebook's {self.limits.timeout:g} s limit"
+                    if child.role == "notebook"
                     else "the time limit of the check"
-                child.kill(f"killed: ran past {what}" + (f" (in cell {child.current_cell})"
-                                                         if child.role == "notebook" else ""))
+                )
+                child.kill(
+                    f"killed: ran past {what}"
+                    + (f" (in cell {child.current_cell})" if child.role == "notebook" else "")
+                )
 
     def _reap(self) -> list:
         exits = {}

@@ -3,6 +3,7 @@
 Deselect the suite with `-m "not browser"`. Without Chromium or playwright the suite is skipped
 with the install command, except in CI (CI=true), where that is a failure.
 """
+
 import os
 import re
 
@@ -13,14 +14,19 @@ from support import NOTEBOOKS, ROOT
 from .lab import CHROMIUM_ARGS, ChapterFailure, LabServer, NotebookPage, find_chromium
 
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
-INSTALL = ("to run it: `apt-get install chromium` (Debian/Ubuntu; or set COURSE_CHROMIUM to a "
-           "Chromium/Chrome binary) and `pip install -e '.[test]'` (brings playwright); "
-           "`playwright install` is not needed")
+INSTALL = (
+    "to run it: `apt-get install chromium` (Debian/Ubuntu; or set COURSE_CHROMIUM to a "
+    "Chromium/Chrome binary) and `pip install -e '.[test]'` (brings playwright); "
+    "`playwright install` is not needed"
+)
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "browser: opens the chapters in JupyterLab in headless Chromium "
-                                       "(deselect with -m \"not browser\")")
+    config.addinivalue_line(
+        "markers",
+        "browser: opens the chapters in JupyterLab in headless Chromium "
+        '(deselect with -m "not browser")',
+    )
 
 
 def in_ci() -> bool:
@@ -45,7 +51,9 @@ def chromium():
         missing_browser("Chromium was not found (/usr/bin/chromium)")
     driver = sync_playwright().start()
     try:
-        browser = driver.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        browser = driver.chromium.launch(
+            executable_path=executable, headless=True, args=CHROMIUM_ARGS
+        )
         try:
             yield browser
         finally:
@@ -77,6 +85,7 @@ def lab(chromium, tmp_path_factory):
 def chapter_page(request, lab, chromium, artifacts):
     """One chapter opened, all cells run, widgets rendered; screenshots after the run and at the end."""
     from .chapters import CHAPTERS, BrowserSpec
+
     spec = CHAPTERS.get(request.param.stem, BrowserSpec())
     page = NotebookPage(lab, chromium, lab.root / request.param.name, artifacts)
     try:
@@ -84,7 +93,8 @@ def chapter_page(request, lab, chromium, artifacts):
         page.run_all(spec.run_timeout)
         page.settle_widgets()
         page.kernel_tree = page.kernel_widget_tree(
-            [o["widget"] for c in page.code_cells() for o in c["outputs"] if o["widget"]])
+            [o["widget"] for c in page.code_cells() for o in c["outputs"] if o["widget"]]
+        )
         page.screenshot("")
         yield page
         page.screenshot("after-interactions")
@@ -98,7 +108,11 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     page = getattr(item, "funcargs", {}).get("chapter_page")
-    if report.failed and page is not None and call.excinfo is not None \
-            and not call.excinfo.errisinstance(ChapterFailure):
+    if (
+        report.failed
+        and page is not None
+        and call.excinfo is not None
+        and not call.excinfo.errisinstance(ChapterFailure)
+    ):
         shot = page.screenshot("FAILED-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", item.originalname))
         report.sections.append(("browser", f"chapter {page.name}; screenshot: {shot}"))

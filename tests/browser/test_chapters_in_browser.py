@@ -3,6 +3,7 @@
 One opened notebook per chapter (fixture chapter_page, conftest.py); what to click comes from
 chapters.py. Screenshots: test-artifacts/browser/.
 """
+
 import importlib
 import re
 import textwrap
@@ -23,8 +24,11 @@ ids = [p.stem for p in NOTEBOOKS]
 
 def spec_of(page) -> BrowserSpec:
     if page.name not in CHAPTERS:
-        page.fail("tests/browser/chapters.py", f"no entry for {page.name}: add one (see 01_device_check) naming "
-                  "the chapter's main widget, what to do with it, what must then be on the screen, and one exercise")
+        page.fail(
+            "tests/browser/chapters.py",
+            f"no entry for {page.name}: add one (see 01_device_check) naming "
+            "the chapter's main widget, what to do with it, what must then be on the screen, and one exercise",
+        )
     return CHAPTERS[page.name]
 
 
@@ -39,14 +43,20 @@ def test_entry_matches_the_notebook(path):
     """Each cell an entry names exists in the committed notebook (catches renamed cells without a browser)."""
     spec = CHAPTERS.get(path.stem)
     if spec is None:
-        pytest.fail(f"tests/browser/chapters.py has no entry for {path.stem}: add one (see 01_device_check)")
+        pytest.fail(
+            f"tests/browser/chapters.py has no entry for {path.stem}: add one (see 01_device_check)"
+        )
     sources = notebooks.code(path)
     needles = [i.cell for i in spec.interactions]
     if spec.exercise:
         needles += [f"def {spec.exercise.name}(", f".{spec.exercise.name}.check("]
     missing = [n for n in needles if not any(n in s for s in sources)]
-    assert not missing, f"{path.name}: no code cell contains {missing}; update tests/browser/chapters.py"
-    assert spec.interactions or spec.why_no_interaction, f"{path.stem}: name the main widget's interaction"
+    assert not missing, (
+        f"{path.name}: no code cell contains {missing}; update tests/browser/chapters.py"
+    )
+    assert spec.interactions or spec.why_no_interaction, (
+        f"{path.stem}: name the main widget's interaction"
+    )
 
 
 # ------------------------------------------------------------------ what every chapter must look like
@@ -56,14 +66,18 @@ def test_no_cell_error_output(chapter_page):
     for cell in chapter_page.code_cells_after_run():
         for out in cell["outputs"]:
             if out["type"] == "error":
-                problems.append(f"{describe(cell)} shows {out['ename']}: {out['evalue']}\n"
-                                f"{short(out['traceback'], 800)}")
+                problems.append(
+                    f"{describe(cell)} shows {out['ename']}: {out['evalue']}\n"
+                    f"{short(out['traceback'], 800)}"
+                )
         if cell["count"] is None and cell["source"].strip():
             problems.append(f"{describe(cell)} did not run (Run All stopped before it)")
     for err in chapter_page.kernel_errors():
         if err["parent"] != "execute_request":
-            problems.append(f"the kernel reported {err['ename']}: {err['evalue']} outside any cell (a widget "
-                            f"callback?)\n{short(err['traceback'], 800)}")
+            problems.append(
+                f"the kernel reported {err['ename']}: {err['evalue']} outside any cell (a widget "
+                f"callback?)\n{short(err['traceback'], 800)}"
+            )
     if problems:
         chapter_page.fail("cell errors", f"{len(problems)} problem(s)", "\n\n".join(problems))
 
@@ -76,16 +90,20 @@ def test_no_widget_render_error(chapter_page):
             for pattern, meaning in BROKEN_ON_PAGE:
                 found = pattern.search(dom["text"])
                 if found:
-                    context = dom["text"][max(0, found.start() - 80):found.end() + 200]
+                    context = dom["text"][max(0, found.start() - 80) : found.end() + 200]
                     problems.append(f"{describe(cell)}: {meaning}: {context!r}")
             if FIGURE_AS_TEXT.search(dom["text"]) and not any(o["image"] for o in cell["outputs"]):
-                problems.append(f"{describe(cell)}: a matplotlib figure shown as text, not drawn: "
-                                f"{FIGURE_AS_TEXT.search(dom['text']).group(0)}")
+                problems.append(
+                    f"{describe(cell)}: a matplotlib figure shown as text, not drawn: "
+                    f"{FIGURE_AS_TEXT.search(dom['text']).group(0)}"
+                )
     dialogs = chapter_page.dialog_text()
     if dialogs:
         problems.append(f"a dialog covers the notebook: {dialogs}")
     if problems:
-        chapter_page.fail("widget render errors", f"{len(problems)} problem(s)", "\n".join(problems))
+        chapter_page.fail(
+            "widget render errors", f"{len(problems)} problem(s)", "\n".join(problems)
+        )
 
 
 def test_every_widget_rendered(chapter_page):
@@ -96,23 +114,34 @@ def test_every_widget_rendered(chapter_page):
         roots = [d for d in cell["dom"] if d["widget"]]
         if len(roots) < len(wanted):
             texts = " | ".join(d["text"][:200] for d in cell["dom"] if not d["widget"])
-            problems.append(f"{describe(cell)}: the kernel displayed {len(wanted)} widget(s), "
-                            f"{len(roots)} drawn; shown instead: {texts!r}")
+            problems.append(
+                f"{describe(cell)}: the kernel displayed {len(wanted)} widget(s), "
+                f"{len(roots)} drawn; shown instead: {texts!r}"
+            )
         made += sum(tree.get(model_id, [0])[0] for model_id in wanted)
         for model_id, root in zip(wanted, roots):
             views, _, unknown = tree.get(model_id, [0, 0, 1])
             drawn += root["views"]
             if unknown:
-                problems.append(f"{describe(cell)}: {unknown} widget model(s) unknown to the kernel")
+                problems.append(
+                    f"{describe(cell)}: {unknown} widget model(s) unknown to the kernel"
+                )
             if root["views"] < views:
-                problems.append(f"{describe(cell)}: the kernel made {views} widget views, {root['views']} are "
-                                f"in the page: {root['text'][:300]!r}")
+                problems.append(
+                    f"{describe(cell)}: the kernel made {views} widget views, {root['views']} are "
+                    f"in the page: {root['text'][:300]!r}"
+                )
             if root["width"] < 2 or root["height"] < 2:
-                problems.append(f"{describe(cell)}: the widget has no size on screen "
-                                f"({root['width']:.0f}x{root['height']:.0f} px)")
+                problems.append(
+                    f"{describe(cell)}: the widget has no size on screen "
+                    f"({root['width']:.0f}x{root['height']:.0f} px)"
+                )
     if problems:
-        chapter_page.fail("widgets not rendered", f"{len(problems)} problem(s); {drawn} of {made} views drawn",
-                          "\n".join(problems))
+        chapter_page.fail(
+            "widgets not rendered",
+            f"{len(problems)} problem(s); {drawn} of {made} views drawn",
+            "\n".join(problems),
+        )
 
 
 def test_every_plot_rendered_as_image(chapter_page):
@@ -125,8 +154,10 @@ def test_every_plot_rendered_as_image(chapter_page):
         images = sum(d["images"] for d in cell["dom"])
         loaded = sum(d["loaded"] for d in cell["dom"]) + sum(d["svgs"] for d in cell["dom"])
         if loaded < wanted or loaded < images:
-            problems.append(f"{describe(cell)}: {wanted} plot(s) made by the kernel, {images} <img> in the page, "
-                            f"{loaded} loaded")
+            problems.append(
+                f"{describe(cell)}: {wanted} plot(s) made by the kernel, {images} <img> in the page, "
+                f"{loaded} loaded"
+            )
     if problems:
         chapter_page.fail("plots not drawn", f"{len(problems)} problem(s)", "\n".join(problems))
 
@@ -151,8 +182,14 @@ def test_main_widgets_respond(chapter_page):
                 problem = f"could not do it: {str(err).splitlines()[0]}"
             new_errors = chapter_page.kernel_errors()[errors_before:]
             if new_errors:
-                problem = (problem + "; " if problem else "") + "the kernel raised " + "; ".join(
-                    f"{e['ename']}: {e['evalue']}\n{short(e['traceback'], 800)}" for e in new_errors)
+                problem = (
+                    (problem + "; " if problem else "")
+                    + "the kernel raised "
+                    + "; ".join(
+                        f"{e['ename']}: {e['evalue']}\n{short(e['traceback'], 800)}"
+                        for e in new_errors
+                    )
+                )
             if problem:
                 chapter_page.fail(where, problem, chapter_page.output_text(cell["index"]))
 
@@ -175,8 +212,10 @@ def test_exercise_wrong_then_right(chapter_page):
     check = chapter_page.find_cell(f".{exercise.name}.check(", after=stub["index"])
     where = f"exercise {exercise.name} ({describe(stub)}, checked by {describe(check)})"
     wrong_patterns = [r"Incorrect", r"Hint: \S+", *exercise.wrong_feedback]
-    for answer, patterns in [(exercise.wrong, wrong_patterns), (right_answer(chapter_page.name, exercise),
-                                                                  [r"Correct: "])]:
+    for answer, patterns in [
+        (exercise.wrong, wrong_patterns),
+        (right_answer(chapter_page.name, exercise), [r"Correct: "]),
+    ]:
         chapter_page.type_into_cell(stub["index"], answer)
         chapter_page.run_cell(stub["index"])
         chapter_page.run_cell(check["index"])
@@ -184,7 +223,9 @@ def test_exercise_wrong_then_right(chapter_page):
         missing = [p for p in patterns if not re.search(p, text or "")]
         if missing:
             shown = text or chapter_page.output_text(check["index"])
-            chapter_page.fail(where, f"after typing\n{answer}\nthe check does not show {missing}", shown)
+            chapter_page.fail(
+                where, f"after typing\n{answer}\nthe check does not show {missing}", shown
+            )
 
 
 # ------------------------------------------------------------------ quizzes and hints as a learner meets them
@@ -200,16 +241,31 @@ def test_quiz_options_do_not_overlap(chapter_page):
             continue
         for group in chapter_page.option_rows(cell["index"]):
             seen += len(group)
-            problems += [f"{describe(cell)}: option {row['text']!r} has no visible button" for row in group
-                         if not row["button"]]
-            problems += [f"{describe(cell)}: option {upper['text']!r} (down to y={upper['bottom']:.0f}) runs "
-                         f"over option {lower['text']!r} (from y={lower['top']:.0f})"
-                         for upper, lower in zip(group, group[1:]) if upper["bottom"] > lower["top"] + 0.5]
-    quizzes = [q for q in chapter_module(chapter_page).chapter.exercises.values()
-               if q.kind in ("single", "multiple", "error")]
-    asked = [q for q in quizzes if any(f".{q.name}.ask()" in c["source"] for c in chapter_page.code_cells())]
+            problems += [
+                f"{describe(cell)}: option {row['text']!r} has no visible button"
+                for row in group
+                if not row["button"]
+            ]
+            problems += [
+                f"{describe(cell)}: option {upper['text']!r} (down to y={upper['bottom']:.0f}) runs "
+                f"over option {lower['text']!r} (from y={lower['top']:.0f})"
+                for upper, lower in zip(group, group[1:])
+                if upper["bottom"] > lower["top"] + 0.5
+            ]
+    quizzes = [
+        q
+        for q in chapter_module(chapter_page).chapter.exercises.values()
+        if q.kind in ("single", "multiple", "error")
+    ]
+    asked = [
+        q
+        for q in quizzes
+        if any(f".{q.name}.ask()" in c["source"] for c in chapter_page.code_cells())
+    ]
     if asked and not seen:
-        problems.append(f"the chapter shows {len(asked)} quiz widget(s) but no option rows were found")
+        problems.append(
+            f"the chapter shows {len(asked)} quiz widget(s) but no option rows were found"
+        )
     if problems:
         chapter_page.fail("quiz options", f"{len(problems)} problem(s)", "\n".join(problems))
 
@@ -235,25 +291,36 @@ def test_wrong_quiz_answer_says_why_without_naming_the_right_option(chapter_page
             candidates.append((cell, quiz))
     if not candidates:
         pytest.skip(f"{chapter_page.name} shows no choice quiz with a why or hints")
-    cell, quiz = sorted(candidates, key=lambda cq: not _wrong_choice(cq[1])[0] in cq[1].why)[0]
+    cell, quiz = sorted(candidates, key=lambda cq: _wrong_choice(cq[1])[0] not in cq[1].why)[0]
     letter, right_texts = _wrong_choice(quiz)
     where = f"quiz {quiz.name} ({describe(cell)})"
-    steps = [Choose(f"{letter}) {short_text(quiz.options[letter])}"), Click("Check"), Expect(r"Incorrect")]
+    steps = [
+        Choose(f"{letter}) {short_text(quiz.options[letter])}"),
+        Click("Check"),
+        Expect(r"Incorrect"),
+    ]
     for step in steps:
         problem = step(chapter_page, cell["index"])
         if problem:
             chapter_page.fail(where, f"{step}: {problem}", chapter_page.output_text(cell["index"]))
-    verdict = " ".join(chapter_page.cell_locator(cell["index"]).locator(".course-check").last.inner_text().split())
+    verdict = " ".join(
+        chapter_page.cell_locator(cell["index"]).locator(".course-check").last.inner_text().split()
+    )
     wanted = short_text(quiz.why[letter]) if letter in quiz.why else "Hint 1 of"
     problems = [] if wanted in verdict else [f"the verdict does not show {wanted!r}"]
-    problems += [f"the verdict names the right option {short_text(t)!r}" for t in right_texts
-                 if short_text(t) in verdict]
+    problems += [
+        f"the verdict names the right option {short_text(t)!r}"
+        for t in right_texts
+        if short_text(t) in verdict
+    ]
     if quiz.kind == "error" and "raised" in verdict:
         problems.append("a wrong answer is told what the code raised")
     if problems:
         chapter_page.fail(where, f"after choosing {letter}): " + "; ".join(problems), verdict)
     if quiz.kind == "multiple":
-        Choose(f"{letter}) {short_text(quiz.options[letter])}")(chapter_page, cell["index"])  # untick it again
+        Choose(f"{letter}) {short_text(quiz.options[letter])}")(
+            chapter_page, cell["index"]
+        )  # untick it again
 
 
 def short_text(text: str, limit: int = 40) -> str:
@@ -271,16 +338,30 @@ def test_hints_come_one_at_a_time_and_stay(chapter_page):
     exercise = getattr(chapter_module(chapter_page), name)
     cell = chapter_page.find_cell(f".{name}.hint()")
     where, total = f"hints of {name} ({describe(cell)})", len(exercise.hints)
-    after_run = " ".join(d["text"] for c in chapter_page.code_cells_after_run() if c["index"] == cell["index"]
-                         for d in c["dom"])
+    after_run = " ".join(
+        d["text"]
+        for c in chapter_page.code_cells_after_run()
+        if c["index"] == cell["index"]
+        for d in c["dom"]
+    )
     if f"Show a hint (1 of {total})" not in after_run or "Hint 1 of" in after_run:
-        chapter_page.fail(where, f"after Run All the cell must offer 'Show a hint (1 of {total})' and show no "
-                          "hint yet", after_run)
+        chapter_page.fail(
+            where,
+            f"after Run All the cell must offer 'Show a hint (1 of {total})' and show no hint yet",
+            after_run,
+        )
     steps = [Click(f"Show a hint (1 of {total})"), Expect(rf"Hint 1 of {total}:")]
     if total >= 2:
-        steps += [Click(f"Show a hint (2 of {total})"), Expect(rf"Hint 2 of {total}:"), Expect(rf"Hint 1 of {total}:"),
-                  RunCell(), Expect(rf"Hint 1 of {total}:[\s\S]*Hint 2 of {total}:")]
+        steps += [
+            Click(f"Show a hint (2 of {total})"),
+            Expect(rf"Hint 2 of {total}:"),
+            Expect(rf"Hint 1 of {total}:"),
+            RunCell(),
+            Expect(rf"Hint 1 of {total}:[\s\S]*Hint 2 of {total}:"),
+        ]
     for number, step in enumerate(steps, 1):
         problem = step(chapter_page, cell["index"])
         if problem:
-            chapter_page.fail(where, f"step {number} ({step}): {problem}", chapter_page.output_text(cell["index"]))
+            chapter_page.fail(
+                where, f"step {number} ({step}): {problem}", chapter_page.output_text(cell["index"])
+            )

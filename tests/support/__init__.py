@@ -4,6 +4,7 @@ The chapter notebooks are found and read by course_lib.notebooks, as the grader 
 find them; `notebook_cells` reads an exercise's cells out of its notebook; `benchmark` loads a
 script of benchmarks/ as a module without putting that folder on sys.path.
 """
+
 import importlib.util
 from pathlib import Path
 
@@ -16,6 +17,7 @@ NOTEBOOKS = notebooks.chapter_notebooks()
 def benchmark(name: str):
     """benchmarks/<name>.py as a module (loaded once; the GPU check runs these as scripts)."""
     import sys
+
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")

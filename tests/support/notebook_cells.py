@@ -1,4 +1,5 @@
 """Reading exercise cells out of the committed notebooks (used by the checker self-tests)."""
+
 import re
 
 import torch
@@ -19,8 +20,14 @@ def chapter_notebook(exercise):
 
 def stub_function(exercise):
     """Define the learner's function exactly as the notebook's stub cell does, and return it."""
-    cells = [s for s in code_cells(chapter_notebook(exercise)) if re.search(rf"^def {exercise.name}\(", s, re.M)]
-    assert len(cells) == 1, f"{exercise.id}: expected one cell defining {exercise.name}(), found {len(cells)}"
+    cells = [
+        s
+        for s in code_cells(chapter_notebook(exercise))
+        if re.search(rf"^def {exercise.name}\(", s, re.M)
+    ]
+    assert len(cells) == 1, (
+        f"{exercise.id}: expected one cell defining {exercise.name}(), found {len(cells)}"
+    )
     namespace = {"torch": torch, "nn": torch.nn}
     exec(cells[0], namespace)
     return namespace[exercise.name]
@@ -29,6 +36,12 @@ def stub_function(exercise):
 def stub_answer(exercise):
     """The value the notebook's answer line gives a quiz before the learner edits it."""
     pattern = rf"^answer_{exercise.name}\s*=\s*(.+?)\s*(#.*)?$"
-    found = [m.group(1) for s in code_cells(chapter_notebook(exercise)) for m in re.finditer(pattern, s, re.M)]
-    assert len(found) == 1, f"{exercise.id}: expected one line 'answer_{exercise.name} = ...' in the notebook"
+    found = [
+        m.group(1)
+        for s in code_cells(chapter_notebook(exercise))
+        for m in re.finditer(pattern, s, re.M)
+    ]
+    assert len(found) == 1, (
+        f"{exercise.id}: expected one line 'answer_{exercise.name} = ...' in the notebook"
+    )
     return eval(found[0], {})
