@@ -26,7 +26,8 @@ PARTS = ("parameters", "gradients", "optimizer_state")  # what a rank holds betw
 
 
 def local(t: torch.Tensor) -> torch.Tensor:
-    """The part of `t` this rank stores: a DTensor's local shard, any other tensor itself (chapter 08)."""
+    """The part of `t` this rank stores: a DTensor's
+    local shard, any other tensor itself (chapter 08)."""
     return t.to_local() if isinstance(t, DTensor) else t
 
 
@@ -49,7 +50,8 @@ def held(model: nn.Module, optimizer) -> dict:
 
 
 def shard(model: nn.Module) -> nn.Module:
-    """FSDP2: `fully_shard` each Linear layer (one all-gather each), then the whole model (chapter 08)."""
+    """FSDP2: `fully_shard` each Linear layer (one
+    all-gather each), then the whole model (chapter 08)."""
     for layer in model.modules():
         if isinstance(layer, nn.Linear):
             fully_shard(layer)
@@ -74,7 +76,8 @@ def collectives(prof) -> list:
 
 
 def full_weights(model: nn.Module) -> dict:
-    """Every parameter whole, on the CPU: DTensors are gathered (a collective: every rank calls it)."""
+    """Every parameter whole, on the CPU: DTensors
+    are gathered (a collective: every rank calls it)."""
     return {
         k: (v.full_tensor() if isinstance(v, DTensor) else v).detach().cpu().clone()
         for k, v in model.state_dict().items()
@@ -89,7 +92,8 @@ def profiled_step(model, optimizer, x, y, device) -> tuple:
 
 
 def train_both(runs: dict, optimizers: dict, loader, sampler, device, config) -> tuple:
-    """The same batches through every run, the first step profiled: (losses per run, collectives per run)."""
+    """The same batches through every run, the first step
+    profiled: (losses per run, collectives per run)."""
     losses, sent = {name: [] for name in runs}, {}
     for epoch in range(config.epochs):
         sampler.set_epoch(epoch)
@@ -105,7 +109,8 @@ def train_both(runs: dict, optimizers: dict, loader, sampler, device, config) ->
 
 
 def compare_rank(rank: int, device: torch.device, config) -> dict:
-    """One rank of chapter 08's run: DDP and FSDP on the same batches, and what each holds (chapter 08)."""
+    """One rank of chapter 08's run: DDP and FSDP on
+    the same batches, and what each holds (chapter 08)."""
     dataset = ddp_worker.train_set()
     sampler = DistributedSampler(
         dataset, num_replicas=config.world_size, rank=rank, seed=config.seed
@@ -140,9 +145,10 @@ def compare_rank(rank: int, device: torch.device, config) -> dict:
     return record
 
 
-# ---------------------------------------------------------------- what N ranks hold, measured (chapter 08's check)
+# ------------------------------------------------- what N ranks hold, measured (chapter 08's check)
 class ShapesModel(nn.Module):
-    """Parameters of the given shapes and nothing else; calling it gives a loss that uses them all."""
+    """Parameters of the given shapes and nothing
+    else; calling it gives a loss that uses them all."""
 
     def __init__(self, shapes, seed: int = 0):
         super().__init__()
@@ -156,7 +162,8 @@ class ShapesModel(nn.Module):
 
 
 class HoldingsTask:
-    """One rank of measure_holdings: the same parameters under DDP and under fully_shard, one Adam step each."""
+    """One rank of measure_holdings: the same parameters
+    under DDP and under fully_shard, one Adam step each."""
 
     def __init__(self, shapes):
         self.shapes = [tuple(s) for s in shapes]
@@ -185,8 +192,9 @@ def _holdings(shapes: tuple, world_size: int) -> tuple:
 
 
 def measure_holdings(shapes, world_size: int) -> list:
-    """Per rank, what DDP and FSDP hold after one Adam step, measured in `world_size` real gloo processes:
-    ``[{"DDP": {part: bytes}, "FSDP": {part: bytes}}, ...]`` (cached per shapes and world size) (chapter 08)."""
+    """Per rank, what DDP and FSDP hold after one Adam step, measured in `world_size` real gloo
+    processes: ``[{"DDP": {part: bytes}, "FSDP": {part: bytes}}, ...]`` (cached per shapes and world
+    size) (chapter 08)."""
     return list(_holdings(tuple(tuple(int(d) for d in s) for s in shapes), world_size))
 
 

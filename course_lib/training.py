@@ -82,7 +82,8 @@ def train_step(
 def train_epoch(
     model, loader, device, optimizer, criterion, *, zero_grad: bool = True, on_batch=None
 ) -> float:
-    """One epoch of the course's training template; returns the mean loss over samples (chapters 03+).
+    """One epoch of the course's training template;
+    returns the mean loss over samples (chapters 03+).
 
     Every batch is moved to `device`, then `train_step` runs on it; the keywords go to `train_step`.
     The losses are added up on the device and read once, at the end of the epoch.
@@ -130,8 +131,9 @@ class History:
         if not self.epochs:
             return "no epochs yet"
         return (
-            f"{self.epochs} epochs: train loss {self.train_loss[0]:.3f} -> {self.train_loss[-1]:.3f}, "
-            f"test loss {self.test_loss[-1]:.3f}, test accuracy {self.test_accuracy[-1]:.1%}"
+            f"{self.epochs} epochs: train loss {self.train_loss[0]:.3f} -> "
+            f"{self.train_loss[-1]:.3f}, test loss {self.test_loss[-1]:.3f}, test accuracy "
+            f"{self.test_accuracy[-1]:.1%}"
         )
 
 

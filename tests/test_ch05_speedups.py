@@ -191,7 +191,8 @@ def test_compile_needs_a_compiler_on_the_cpu(monkeypatch, capsys):
 
 
 def test_compile_timings_time_the_course_step_eager_then_compiled(monkeypatch):
-    """Without compiling (slow): torch.compile gives a marked wrapper; every call goes through train_step."""
+    """Without compiling (slow): torch.compile gives a
+    marked wrapper; every call goes through train_step."""
     from course_lib import training
 
     compiled, seen = [], []
@@ -216,7 +217,7 @@ def test_compile_timings_time_the_course_step_eager_then_compiled(monkeypatch):
     assert len(compiled) == 1 and seen[4:] == compiled * 4 and compiled[0] not in seen[:4]
 
 
-# ---------------------------------------------------------------- amp_train_step written differently
+# --------------------------------------------------------------- amp_train_step written differently
 def set_to_none_and_model_zero_grad(model, x, y, optimizer, criterion, scaler, device_type, dtype):
     model.zero_grad(set_to_none=True)
     with torch.autocast(device_type, dtype):
@@ -303,7 +304,8 @@ def two_warmups_time_time(fn, device, repeats=5):
 
 
 def is_available_guard(fn, device, repeats=5):
-    """Synchronizes whenever the machine has CUDA: on a GPU machine timing the CPU, that is wrong."""
+    """Synchronizes whenever the machine has CUDA:
+    on a GPU machine timing the CPU, that is wrong."""
     import statistics
 
     fn()
@@ -405,7 +407,7 @@ def test_measure_time_fn_would_pass_the_checker():
     assert check(ch.time_it, course_timer).status == CORRECT
 
 
-# ---------------------------------------------------------------- time_it: the CPU lesson is visible (issue 9.3)
+# --------------------------------------------------- time_it: the CPU lesson is visible (issue 9.3)
 def visible(exercise, candidate):
     """What the learner's own check says in the student bundle: visible tests only."""
     return exercise.check(candidate, include_hidden=False, record=False)
@@ -448,7 +450,7 @@ def test_cpu_tests_record_every_cuda_call(monkeypatch):
     assert result.status == INCORRECT and "While timing a CPU device" in result.text()
 
 
-# ---------------------------------------------------------------- amp_train_step: what autocast did (issue 8.1)
+# ---------------------------------------------------- amp_train_step: what autocast did (issue 8.1)
 def autocast_for_cuda(model, x, y, optimizer, criterion, scaler, device_type, dtype):
     optimizer.zero_grad()
     with torch.autocast(device_type="cuda", dtype=dtype):
@@ -510,7 +512,7 @@ def test_forward_outside_autocast_is_told_apart():
     assert "not while the model ran" in check(ch.amp_train_step, loss_only).text()
 
 
-# ---------------------------------------------------------------- amp_train_step: feedback says what happened (12.1)
+# ----------------------------------------------- amp_train_step: feedback says what happened (12.1)
 def plain_step(model, x, y, optimizer, criterion, scaler, device_type, dtype):
     optimizer.zero_grad()
     with torch.autocast(device_type=device_type, dtype=dtype):
@@ -571,7 +573,7 @@ class WrongAnswerLike:
         self.function = function
 
 
-# ---------------------------------------------------------------- COURSE_DEVICE=cpu on a GPU machine (issue 8.1)
+# --------------------------------------------------- COURSE_DEVICE=cpu on a GPU machine (issue 8.1)
 def test_course_device_cpu_on_a_gpu_machine_times_no_cpu_to_cpu_copy(
     cuda_machine, monkeypatch, capsys
 ):
@@ -601,7 +603,7 @@ def test_notebook_gpu_cells_follow_the_course_device():
     assert not any('"cuda"' in c or "'cuda'" in c for c in cells if "gpu_only" in c)
 
 
-# ---------------------------------------------------------------- predict first, then see (issue 12.3)
+# ------------------------------------------------------------- predict first, then see (issue 12.3)
 def test_results_after_a_quiz_wait_for_an_answer(monkeypatch, tmp_path, capsys):
     from course_lib.exercises import progress
 
@@ -625,7 +627,7 @@ def test_notebook_reveals_the_scaler_step_only_after_its_quiz():
     assert any("ch.after_answer(ch.compile_control_flow" in "".join(c.split()) for c in cells)
 
 
-# ---------------------------------------------------------------- the lines shown in the notebook are the code (9.15)
+# ---------------------------------------------- the lines shown in the notebook are the code (9.15)
 def markdown_snippets():
     import re
 

@@ -143,17 +143,17 @@ def test_seed_everything_repeats():
 
 def test_expect_error_passes_prints_and_fails_when_nothing_raised(capsys):
     with expect_error(ZeroDivisionError, "division"):
-        1 / 0
+        _ = 1 / 0
     assert "ZeroDivisionError: division by zero" in capsys.readouterr().out
     with pytest.raises(AssertionError, match="ran without an error"):
         with expect_error(ZeroDivisionError):
             pass
     with pytest.raises(AssertionError, match="no longer mentions"):
         with expect_error(ZeroDivisionError, "some other text"):
-            1 / 0
+            _ = 1 / 0
     with pytest.raises(KeyError):  # a different error is not swallowed
         with expect_error(ZeroDivisionError):
-            {}["x"]
+            _ = {}["x"]
 
 
 def test_doctor_report_has_the_essentials():
@@ -281,7 +281,7 @@ def test_expect_warning_needs_the_warning(capsys):
     from course_lib.errors import expect_warning
 
     with expect_warning(FutureWarning, "deprecated"):
-        warnings.warn("this is deprecated", FutureWarning)
+        warnings.warn("this is deprecated", FutureWarning, stacklevel=1)
     assert "FutureWarning: this is deprecated" in capsys.readouterr().out
     with pytest.raises(AssertionError, match="no warning at all"):
         with expect_warning(FutureWarning):

@@ -144,7 +144,8 @@ def test_train_epoch_moves_the_data_to_the_models_device():
 
 
 def test_one_training_step_serves_the_epoch_loop_and_the_ddp_worker(monkeypatch):
-    """The step is written once (training.train_step): the epoch loop and the DDP worker both call it."""
+    """The step is written once (training.train_step):
+    the epoch loop and the DDP worker both call it."""
     from course_lib import ddp_worker
 
     calls = []

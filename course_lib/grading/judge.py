@@ -51,15 +51,18 @@ class Judge:
     # ------------------------------------------------------------ preparing a run
     def prepare(self, exercise_ids: list) -> dict:
         """{"specs": {id: [[name, weight, hidden, builder, inputs]]}, "problems": [...]}: what the
-        grader needs to start check processes (each test's inputs as one wire line: tensors by value),
-        and what is wrong with the key (if anything)."""
+        grader needs to start check processes (each test's inputs as one wire line: tensors by
+        value), and what is wrong with the key (if anything)."""
         specs, problems = {}, []
         for ex in (get(i) for i in exercise_ids):
             key = ex.key()
             if ex.kind == "function":
                 tests = [t for t in ex.graded_tests() if t.check.splittable]
                 problems += [
-                    f"{ex.id}: test {t.name!r} is not split into a run half and a judge half; not graded"
+                    (
+                        f"{ex.id}: test {t.name!r} is not split into a run half and a judge half; "
+                        "not graded"
+                    )
                     for t in ex.graded_tests()
                     if not t.check.splittable
                 ]
@@ -122,7 +125,10 @@ class Judge:
                         float(ex.points),
                         0,
                         len(tests),
-                        f"the check could not judge this test ({type(err).__name__}); tell your teacher",
+                        (
+                            f"the check could not judge this test ({type(err).__name__}); tell "
+                            "your teacher"
+                        ),
                     )
                 if outcomes[-1].not_attempted:
                     break
@@ -179,7 +185,10 @@ class Judge:
             return verdict
         if isinstance(value, dict) or not valid_answer(value):
             verdict.status = INCORRECT
-            verdict.detail = f"`answer_{quiz.name}` is not a plain answer (a letter, a list of letters or a number)"
+            verdict.detail = (
+                f"`answer_{quiz.name}` is not a plain answer (a letter, a list of letters or a "
+                "number)"
+            )
             return verdict
         result = quiz.check(value, include_hidden=True, record=False)
         verdict.status, verdict.detail = result.status, result.summary
@@ -207,7 +216,8 @@ class Judge:
 
 # ---------------------------------------------------------------- the judge process
 def serve(requests, replies) -> None:
-    """One JSON request per line in, one reply per line out; a failing request gets an error reply."""
+    """One JSON request per line in, one reply per
+    line out; a failing request gets an error reply."""
     judge = Judge()
     for line in requests:
         try:
@@ -286,7 +296,8 @@ class JudgeClient:
         return self.counter
 
     def request(self, op: str, timeout: float = REPLY_TIMEOUT, **data):
-        """The judge's answer to one request; JudgeDied when it ends or stays silent past `timeout`."""
+        """The judge's answer to one request; JudgeDied
+        when it ends or stays silent past `timeout`."""
         self.finish_prepare()
         return self._reply(self._send(op, **data), timeout)
 

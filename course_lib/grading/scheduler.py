@@ -50,7 +50,8 @@ class Scheduler:
 
     def warm(self, specs: list) -> None:
         """The check zygote runs each of these [builder, inputs] run halves once, on a function that
-        does nothing (no student code, no key): their first-use costs are paid once, not per process."""
+        does nothing (no student code, no key): their first-use costs are paid once, not per
+        process."""
         self.zygotes["check"].warm(specs)
 
     def warm_notebooks(self, exercise_ids: list) -> None:
@@ -59,8 +60,8 @@ class Scheduler:
 
     # ------------------------------------------------------------------ processes
     def start(self, task, role: str, payload: dict, files=()) -> Child:
-        """Start one graded process for `task`; `payload` is its job, `files` ((name, bytes) pairs or
-        paths of course files) go into its scratch copy."""
+        """Start one graded process for `task`; `payload` is its job, `files`
+        ((name, bytes) pairs or paths of course files) go into its scratch copy."""
         self.started += 1
         scratch = make_scratch(self.root, f"{self.started}{role[0]}")
         for source in files:
@@ -127,8 +128,8 @@ class Scheduler:
                 child.signal(signal.SIGINT)
             if child.kill_at and now > child.kill_at:
                 child.kill(
-                    f"killed: cell {child.current_cell} ran past its {self.limits.cell_timeout:g} s limit "
-                    "and ignored the interrupt"
+                    f"killed: cell {child.current_cell} ran past its "
+                    f"{self.limits.cell_timeout:g} s limit and ignored the interrupt"
                 )
             elif now > child.deadline:
                 what = (

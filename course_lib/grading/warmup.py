@@ -49,7 +49,8 @@ def import_everything() -> None:
 
 
 def _draw_once() -> None:
-    """matplotlib with its fonts loaded (a child would otherwise rebuild the font cache: seconds)."""
+    """matplotlib with its fonts loaded (a child
+    would otherwise rebuild the font cache: seconds)."""
     try:
         import matplotlib.pyplot as plt
     except ImportError:
@@ -103,7 +104,8 @@ def _does_nothing(*args, **kwargs):
 
 
 def warm_run_halves(specs: list) -> None:
-    """Each [builder, inputs as a wire line] test's run half once, on a function that does nothing."""
+    """Each [builder, inputs as a wire line] test's
+    run half once, on a function that does nothing."""
     from ..checks import wire
     from ..checks.base import rebuild
     from ..exercises.runner import observe, warm_up

@@ -104,8 +104,9 @@ class ZygoteClient:
         return reply[1], fds[0]
 
     def warm(self, specs: list) -> None:
-        """Warm the zygote: run halves (check zygote) or visible references (notebook zygote), then freeze.
-        The list goes through a file: a test's inputs (a profile's trace, say) outgrow one socket message."""
+        """Warm the zygote: run halves (check zygote) or visible references (notebook zygote), then
+        freeze. The list goes through a file: a test's inputs (a profile's trace, say) outgrow one
+        socket message."""
         path = self.scratch_root / f"warm-{self.role}.json"
         path.write_text(json.dumps(specs), encoding="utf-8")
         self.request(["warm", str(path)])
@@ -145,7 +146,8 @@ def _prctl(option, value) -> None:
 
 
 def warm_common() -> None:
-    """Every course_lib module but the key and the grader, widgets, matplotlib, torch's first use."""
+    """Every course_lib module but the key and the
+    grader, widgets, matplotlib, torch's first use."""
     from .warmup import import_everything, torch_first_use
 
     with warnings.catch_warnings():
@@ -208,7 +210,8 @@ class Zygote:
             self.fork(message[1], fds[0])
 
     def fork(self, job: dict, report_fd: int) -> None:
-        """Fork one graded process; the child reads its job's file itself (the zygote never does)."""
+        """Fork one graded process; the child reads
+        its job's file itself (the zygote never does)."""
         from .isolation import IdHandshake
         from .sandbox import run_child
 
