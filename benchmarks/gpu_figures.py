@@ -39,7 +39,7 @@ from torch import nn  # noqa: E402
 from course_lib import ch05_speedups as ch05  # noqa: E402
 from course_lib import ch06_out_of_memory as ch06  # noqa: E402
 from course_lib import data, measure, memory, profiling, training  # noqa: E402
-from course_lib.device import FIGURE_KEYS, pick_device  # noqa: E402
+from course_lib.device import FIGURE_KEYS, amp_dtype, pick_device  # noqa: E402
 from course_lib.doctor import nvidia_smi_gpus  # noqa: E402
 
 fmt = memory.format_bytes
@@ -71,11 +71,6 @@ def mlp(width: int) -> nn.Sequential:
     return nn.Sequential(
         nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10)
     )
-
-
-def amp_dtype():
-    """bfloat16 where the GPU has it (no GradScaler needed), else float16 with a GradScaler."""
-    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
 def amp_step(model, optimizer, x, y, dtype):
@@ -214,7 +209,7 @@ def amp(device):
     results = {}
     for label, dtype in (
         ("float32", None),
-        (f"autocast {str(amp_dtype()).replace('torch.', '')}", amp_dtype()),
+        (f"autocast {str(amp_dtype(device)).replace('torch.', '')}", amp_dtype(device)),
     ):
         torch.manual_seed(0)
         model = mlp(width).to(device)
@@ -284,7 +279,7 @@ def nvidia_smi_during_training(device, seconds: float = 3.0):
 def benchmark_table(device):
     sizes = (64, 256, S["matmul"]) if S["matmul"] > 256 else (16, S["matmul"])
     results = ch05.benchmark_measurements(
-        device, sizes=sizes, dtypes=(torch.float32, amp_dtype()), min_run_time=0.1
+        device, sizes=sizes, dtypes=(torch.float32, amp_dtype(device)), min_run_time=0.1
     )
     values = {f"{m.task_spec.sub_label} {m.task_spec.description}": m.median * 1e6 for m in results}
     return [
@@ -426,7 +421,7 @@ def amp_memory(device):
     peaks = {}
     for label, dtype in (
         ("float32", None),
-        (f"autocast {str(amp_dtype()).replace('torch.', '')}", amp_dtype()),
+        (f"autocast {str(amp_dtype(device)).replace('torch.', '')}", amp_dtype(device)),
     ):
         torch.manual_seed(0)
         model = ch06.wide_mlp(width).to(device)

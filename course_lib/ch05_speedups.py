@@ -23,63 +23,77 @@ from torch import nn
 from torch.profiler import record_function
 from torch.utils.data import Dataset, Subset
 
-from . import data, measure, profiling, training
+from . import chapters, data, measure, profiling, training
 from .checks import speedups
-from .checks.rig import checker_threads  # noqa: F401
-from .checks.speedups import (  # re-exported as ch05.<name> (the tests use ch05.SimulatedGPU)
-    AmpRig,  # noqa: F401
-    AmpTrace,  # noqa: F401
-    ScalerSpy,  # noqa: F401
-    SimulatedGPU,  # noqa: F401
-    TimeIt,
-    make_amp_rig,  # noqa: F401
-    recording_autocast,  # noqa: F401
-    simulated,  # noqa: F401
-)
-from .device import gpu_only, mps_available
-from .exercises import CORRECT, INCORRECT, Chapter, Test
-from .exercises import progress as _progress
+from .checks.speedups import TimeIt
+from .device import amp_dtype, gpu_only, mps_available
+from .exercises import Test
 from .sections import section
+from .widgets import reveal, text_table
 
-chapter = Chapter(__name__, title="Speedups, measured")
+chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
+
+__all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
+    "chapter",
+    # exercises and quizzes: ch.<name>.check(...), .hint(), .solution(), .ask()
+    "amp_train_step",
+    "phase_ms",
+    "time_it",
+    "bf16_scaler",
+    "low_utilization",
+    "profile_verdict",
+    "scale_after_overflow",
+    "compile_control_flow",
+    # teaching helpers: the demos, tables and models the notebook uses
+    "amp_dtype",
+    "reveal",
+    "text_table",
+    "gpu_reference",
+    "AugmentedDigits",
+    "reads_of_two_digits",
+    "starving_experiment",
+    "profile_steps",
+    "nvidia_smi",
+    "time_epochs",
+    "workers_experiment",
+    "plot_epochs",
+    "workers_notes",
+    "start_method_note",
+    "machine_cores",
+    "pin_memory_demo",
+    "copy_benchmark",
+    "async_demo",
+    "timer_vs_time_fn",
+    "show_timer_vs_time_fn",
+    "benchmark_compare",
+    "float_formats",
+    "round_trip",
+    "precision_pitfalls",
+    "show_autocast_ops",
+    "autocast_dtypes",
+    "precision_step",
+    "amp_speed",
+    "compare",
+    "amp_vs_fp32",
+    "show_precision_runs",
+    "scaler_demo",
+    "compile_call_cost",
+    "compile_experiment",
+    "LoopNet",
+    "control_flow_demo",
+    "item_loops",
+    "show_item_loops",
+    "readback_race",
+    "show_readback_race",
+    "hidden_syncs",
+]
 
 
-# ---------------------------------------------------------------- predict first, then see
-def answered(quiz) -> bool:
-    """True once the learner has checked an answer to `quiz` (right or wrong) (chapter 05)."""
-    return _progress.load().get(quiz.id, {}).get("status") in (CORRECT, INCORRECT)
+def __dir__():
+    return __all__
 
 
-def after_answer(quiz, show, *args, label: str = "Show the result", **kwargs):
-    """Run ``show(*args)`` only once `quiz` is answered, or when the learner clicks (chapter 05).
-
-    "Run All" must not print a quiz's answer right under it: until the quiz has an answer, the
-    cell shows a button instead of the result.
-    """
-    if answered(quiz):
-        return show(*args, **kwargs)
-    note = (
-        f'Answer the quiz "{quiz.title}" above first; then click the button (or run this cell '
-        "again)."
-    )
-    try:
-        import ipywidgets as W
-        from IPython.display import display
-    except ImportError:
-        print(note)
-        return None
-    button, out = W.Button(description=label, layout=W.Layout(width="auto")), W.Output()
-
-    def click(_):
-        button.disabled = True
-        with out:
-            show(*args, **kwargs)
-
-    button.on_click(click)
-    display(W.VBox([W.HTML(note), button, out]))
-    return None
-
-
+# ================================================================ teaching helpers
 def gpu_reference(what: str, figure: str) -> None:
     """Below a measurement made on any device: on a machine without CUDA, the figures a real GPU
     recorded for it (nothing more on a CUDA device: the cell above measured the GPU)
@@ -136,26 +150,12 @@ def reads_of_two_digits(augmented: AugmentedDigits, reads: int = 3) -> Subset:
     return Subset(augmented, [0] * reads + [other] * reads)
 
 
-def train_step(model, optimizer, criterion, device, phase=training.no_label):
-    """The training template's loop body (`training.train_step`)
-    as ``step(x, y)`` (chapter 05 times it).
-
-    ``phase=torch.profiler.record_function`` labels its forward, backward and step in a profile."""
-
-    def step(x, y):
-        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        training.train_step(model, optimizer, criterion, x, y, phase=phase)
-
-    return step
-
-
 def fresh_step(device, seed: int = 0, phase=training.no_label):
     """A new digits MLP with Adam and cross-entropy on `device`, as a step function (chapter 05)."""
     torch.manual_seed(seed)
     model = training.digits_mlp().to(device)
-    return train_step(
-        model, torch.optim.Adam(model.parameters(), lr=1e-3), nn.CrossEntropyLoss(), device, phase
-    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    return training.stepper(model, optimizer, nn.CrossEntropyLoss(), device, phase)
 
 
 def starving_experiment(train_set, device, batch_size: int = 64, **loader_options) -> list:
@@ -699,18 +699,12 @@ def autocast_dtypes(model: nn.Module, x, y, criterion, device_type: str, dtype) 
     return rows
 
 
-def show_rows(rows) -> str:
-    """Two aligned columns (chapter 05)."""
-    width = max(len(str(a)) for a, _ in rows)
-    return "\n".join(f"{str(a):<{width}}  {b}" for a, b in rows)
-
-
 def amp_settings(device) -> list:
     """(label, autocast dtype or None, needs a GradScaler)
     for the precisions this device offers (chapter 05)."""
     device = torch.device(device)
     settings = [("float32 (no autocast)", None, False)]
-    if device.type == "cpu" or (device.type == "cuda" and torch.cuda.is_bf16_supported()):
+    if device.type in ("cpu", "cuda") and amp_dtype(device) == torch.bfloat16:
         settings.append(("autocast bfloat16", torch.bfloat16, False))
     if device.type == "cuda":
         settings.append(("autocast float16 + GradScaler", torch.float16, True))
@@ -1228,6 +1222,7 @@ def hidden_syncs(device, steps: int = 3) -> dict:
     return found
 
 
+# ================================================================ exercises and quizzes
 # ---------------------------------------------------------------- exercise: amp_train_step
 # The checks (and the AMP rig, the scaler spy, the simulated
 # GPU clock) live in course_lib/checks/speedups.py.

@@ -14,32 +14,89 @@ import statistics
 import torch
 from torch import nn
 
-from . import memory, profiling, training
+from . import chapters, memory, profiling, training
 from .checks import memory as checks
 from .checks.rig import MovesData
 from .data import N_CLASSES, N_FEATURES
-from .exercises import Chapter, Test
+from .device import amp_dtype
+from .exercises import Test
 from .measure import Timer
-from .memory import OUT_OF_MEMORY, MemoryBudgetExceeded, OutOfMemoryError, format_bytes  # noqa: F401
+from .memory import BUDGET, OUT_OF_MEMORY, format_bytes, step_in_budget
 from .sections import section
 from .seed import seed_everything
+from .training import wide_mlp
+from .widgets import print_wrapped, table
 
-chapter = Chapter(__name__, title="Out of memory")
+chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
 
-BUDGET = 7 * 2**20  # the CPU stand-in's "small card": 7 MiB, sized for wide_mlp() below
-HIDDEN = 512
+__all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
+    "chapter",
+    # exercises and quizzes: ch.<name>.check(...), .hint(), .solution(), .ask()
+    "model_state_bytes",
+    "train_with_accumulation",
+    "largest_batch",
+    "seed_question",
+    "state_dominates",
+    "empty_cache",
+    "oom_message",
+    "accumulation_conditions",
+    "adam_bytes",
+    # teaching helpers: the demos, tables and models the notebook uses
+    "amp_dtype",
+    "step_in_budget",
+    "BUDGET",
+    "print_wrapped",
+    "digit_batch",
+    "fresh_setup",
+    "mid_training",
+    "estimate",
+    "measured_step_bytes",
+    "compare",
+    "activation_curve",
+    "plot_curve",
+    "crossover",
+    "cuda_vs_accounting",
+    "profiled_step",
+    "timeline_vs_estimate",
+    "gpu_oom_demo",
+    "snapshot_oom",
+    "load_snapshot",
+    "read_snapshot",
+    "snapshot_table",
+    "snapshot_html",
+    "fragmentation_demo",
+    "fragmentation_table",
+    "OOM_EXAMPLE",
+    "oom_diagnosis",
+    "read_oom_message",
+    "accumulation_step",
+    "amp_step",
+    "try_fixes",
+    "fixes_table",
+    "eval_memory_over_batches",
+    "leak_experiment",
+    "usual_loop_peak",
+    "plot_leak",
+    "empty_cache_demo",
+    "amp_compare",
+    "side_by_side",
+    "amp_table",
+    "amp_verdict",
+    "amp_peak",
+    "amp_peak_table",
+    "freeze_compare",
+    "deep_mlp",
+    "checkpoint_compare",
+    "checkpoint_table",
+]
 
 
+def __dir__():
+    return __all__
+
+
+# ================================================================ teaching helpers
 # ---------------------------------------------------------------- models and batches
-def wide_mlp(hidden: int = HIDDEN, layers: int = 2) -> nn.Sequential:
-    """Digits in, `layers` hidden Linear+ReLU layers
-    of width `hidden`, 10 scores out (chapter 06)."""
-    mods = [nn.Linear(N_FEATURES, hidden), nn.ReLU()]
-    for _ in range(layers - 1):
-        mods += [nn.Linear(hidden, hidden), nn.ReLU()]
-    return nn.Sequential(*mods, nn.Linear(hidden, N_CLASSES))
-
-
 def digit_batch(dataset, n: int, device, seed: int = 0):
     """n digits drawn (with replacement) from `dataset`, as (x, y) on `device` (chapter 06)."""
     g = torch.Generator().manual_seed(seed)
@@ -59,13 +116,8 @@ def mid_training(device, x, y):
     """A fresh setup after one small step on x[:8], y[:8]:
     Adam's state exists, as in the middle of training."""
     model, optimizer, criterion = fresh_setup(device)
-    warm_step(model, optimizer, criterion, x[:8], y[:8])
+    training.train_step(model, optimizer, criterion, x[:8], y[:8])
     return model, optimizer, criterion
-
-
-def warm_step(model, optimizer, criterion, x, y) -> float:
-    """One plain training step, `training.train_step` (creates Adam's lazy state) (chapter 06)."""
-    return training.train_step(model, optimizer, criterion, x, y).item()
 
 
 # ---------------------------------------------------------------- section 1: estimate vs measure
@@ -94,46 +146,13 @@ def estimate(model: nn.Sequential, batch_size: int, optimizer_copies: int = 2) -
     }
 
 
-def measure(device, batch_size: int, dataset, **model_args) -> dict:
+def measured_step_bytes(device, batch_size: int, dataset, **model_args) -> dict:
     """A second training step of a fresh model (Adam
     state exists), bytes per component (chapter 06)."""
     model, optimizer, criterion = fresh_setup(device, **model_args)
     x, y = digit_batch(dataset, batch_size, device)
-    warm_step(model, optimizer, criterion, x, y)
+    training.train_step(model, optimizer, criterion, x, y)
     return memory.training_step_memory(model, optimizer, criterion, x, y)
-
-
-def html_table(header, rows, above: str = ""):
-    """A small HTML table for the notebook, optionally
-    below a block of text `above` (chapter 06)."""
-    from html import escape
-
-    from IPython.display import HTML
-
-    head = "".join(f"<th style='text-align:left'>{escape(str(h))}</th>" for h in header)
-    body = "".join(
-        "<tr>"
-        + "".join(f"<td style='text-align:left'>{escape(str(c))}</td>" for c in row)
-        + "</tr>"
-        for row in rows
-    )
-    text = (
-        (
-            "<pre "
-            f"style='white-space:pre-wrap;word-break:normal;overflow-wrap:normal'>{escape(above)}</pre>"
-        )
-        if above
-        else ""
-    )
-    return HTML(f"{text}<table class='course-memory'><tr>{head}</tr>{body}</table>")
-
-
-def print_wrapped(*paragraphs: str, width: int = 96):
-    """Print each paragraph wrapped between words, so no number is cut in two (chapter 06)."""
-    import textwrap
-
-    for text in paragraphs:
-        print(textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False))
 
 
 def compare(estimated: dict, measured: dict):
@@ -149,12 +168,12 @@ def compare(estimated: dict, measured: dict):
         for k in memory.COMPONENTS
     ]
     rows.append(("total", format_bytes(sum(estimated.values())), format_bytes(total), "100%"))
-    return html_table(["component", "estimated from shapes", "measured", "share"], rows)
+    return table(["component", "estimated from shapes", "measured", "share"], rows)
 
 
 def activation_curve(device, dataset, batch_sizes=(32, 128, 512, 1024, 2048)) -> dict:
     """Measured bytes per component for each batch size (chapter 06)."""
-    return {b: measure(device, b, dataset) for b in batch_sizes}
+    return {b: measured_step_bytes(device, b, dataset) for b in batch_sizes}
 
 
 def plot_curve(curve: dict):
@@ -219,11 +238,13 @@ def accounting_and_peak(device, dataset, batch_size: int = 1024, **model_args) -
     """
     model, optimizer, criterion = fresh_setup(device, **model_args)
     x, y = digit_batch(dataset, batch_size, device)
-    warm_step(model, optimizer, criterion, x, y)
+    training.train_step(model, optimizer, criterion, x, y)
     counted = memory.training_step_memory(model, optimizer, criterion, x, y)
     counted["batch"] = memory.tensor_bytes(x) + memory.tensor_bytes(y)
     optimizer.zero_grad(set_to_none=True)
-    measured = memory.cuda_peak(lambda: warm_step(model, optimizer, criterion, x, y), device)
+    measured = memory.cuda_peak(
+        lambda: training.train_step(model, optimizer, criterion, x, y), device
+    )
     return {"counted": counted, "measured": measured}
 
 
@@ -243,7 +264,7 @@ def cuda_vs_accounting(device, dataset, batch_size: int = 1024):
             format_bytes(sum(result["counted"].values())),
         ),
     ]
-    return html_table(["", "bytes"], rows)
+    return table(["", "bytes"], rows)
 
 
 # ------------------------------------------------------------ section 1: the profiler's memory view
@@ -253,7 +274,7 @@ def profiled_step(device, dataset, batch_size: int = 1024, steps: int = 2) -> tu
     x, y = digit_batch(dataset, batch_size, device)
     model, optimizer, criterion = mid_training(device, x, y)
     prof = profiling.memory_profile(
-        lambda: warm_step(model, optimizer, criterion, x, y), steps=steps, device=device
+        lambda: training.train_step(model, optimizer, criterion, x, y), steps=steps, device=device
     )
     return prof, estimate(model, batch_size)
 
@@ -285,7 +306,7 @@ def timeline_vs_estimate(timeline: dict, estimated: dict):
             format_bytes(sum(end.values())),
         )
     )
-    return html_table(
+    return table(
         ["part", "the course's estimate", "profiler, at its peak", "profiler, after the last step"],
         rows,
     )
@@ -363,9 +384,7 @@ def snapshot_table(facts: dict, path=None):
         (k, v if v is None or k in ("events recorded", "segments held") else format_bytes(v))
         for k, v in facts.items()
     ]
-    return html_table(
-        ["the snapshot", "value"], shown, above=f"snapshot file: {path}" if path else ""
-    )
+    return table(["the snapshot", "value"], shown, above=f"snapshot file: {path}" if path else "")
 
 
 def snapshot_html(path, name: str = "ch06_oom_snapshot.html"):
@@ -434,7 +453,7 @@ def fragmentation_table(results: dict):
         (meaning, *(shown(key, r[key]) for r in results.values()))
         for key, meaning in ALLOCATOR_COUNTERS
     ]
-    return html_table(["counter (change over the pattern)", *results], rows)
+    return table(["counter (change over the pattern)", *results], rows)
 
 
 # A CUDA out-of-memory message, in the exact format of PyTorch's caching allocator
@@ -529,19 +548,11 @@ def read_oom_message(message: str, source: str = ""):
     """The message (and where it comes from), then each
     of its numbers and what it means (chapter 06)."""
     parts = oom_parts(message)
-    return html_table(
+    return table(
         ["the message says", "here", "what it tells you"],
         [(name, parts[name] or "(not in this message)", meaning) for name, _, meaning in OOM_PARTS],
         above=f"({source})\n{message}" if source else message,
     )
-
-
-def step_in_budget(model, optimizer, criterion, x, y, budget: int = BUDGET) -> dict:
-    """One training step inside the memory budget; its
-    peak, per component; raises if over (chapter 06)."""
-    with memory.MemoryBudget(budget, model, optimizer) as b:
-        warm_step(model, optimizer, criterion, x, y)
-    return b.peak
 
 
 def accumulation_step(model, optimizer, criterion, x, y, micro: int):
@@ -551,14 +562,6 @@ def accumulation_step(model, optimizer, criterion, x, y, micro: int):
         loss = criterion(model(xs), ys)  # the mean over this micro-batch
         (loss * len(xs) / len(x)).backward()  # weighted by its share of the batch; .grad adds up
     optimizer.step()  # one step: the big batch's step
-
-
-def amp_dtype(device) -> torch.dtype:
-    """bfloat16 where the device supports it, else float16 (chapter 06)."""
-    device = torch.device(device)
-    return (
-        torch.bfloat16 if device.type != "cuda" or torch.cuda.is_bf16_supported() else torch.float16
-    )
 
 
 def amp_step(model, optimizer, criterion, x, y):
@@ -578,8 +581,8 @@ def eval_step(model, optimizer, criterion, x, y):
 
 
 FIXES = {
-    "batch 1024 (too big)": lambda m, o, c, x, y: warm_step(m, o, c, x, y),
-    "smaller batch: 512": lambda m, o, c, x, y: warm_step(m, o, c, x[:512], y[:512]),
+    "batch 1024 (too big)": lambda m, o, c, x, y: training.train_step(m, o, c, x, y),
+    "smaller batch: 512": lambda m, o, c, x, y: training.train_step(m, o, c, x[:512], y[:512]),
     "accumulation: 2 x 512": lambda m, o, c, x, y: accumulation_step(m, o, c, x, y, micro=512),
     "AMP (autocast), batch 1024": amp_step,
     "evaluation under no_grad, batch 1024": eval_step,
@@ -605,7 +608,7 @@ def try_fixes(device, dataset, batch_size: int = 1024, budget: int = BUDGET) -> 
 
 def fixes_table(rows):
     """The fixes and their peaks as a table (chapter 06)."""
-    return html_table(["what we run", f"peak (budget {format_bytes(BUDGET)})", "verdict"], rows)
+    return table(["what we run", f"peak (budget {format_bytes(BUDGET)})", "verdict"], rows)
 
 
 # ---------------------------------------------------------------- section 3: graphs kept alive
@@ -706,7 +709,7 @@ def empty_cache_demo(device):
     rows.append(("after del", memory.cuda_memory(device)))
     torch.cuda.empty_cache()
     rows.append(("after empty_cache()", memory.cuda_memory(device)))
-    return html_table(
+    return table(
         ["moment", "allocated (tensors)", "reserved (cached by PyTorch)"],
         [(m, format_bytes(r["allocated"]), format_bytes(r["reserved"])) for m, r in rows],
     )
@@ -779,7 +782,7 @@ def amp_compare(device, dataset, batch_size: int = 1024) -> dict:
     result = {}
     for label, autocast in (("float32", False), ("autocast", True)):
         model, optimizer, criterion = fresh_setup(device)
-        warm_step(model, optimizer, criterion, x, y)
+        training.train_step(model, optimizer, criterion, x, y)
         with (
             AutocastMeter(model) as meter,
             torch.autocast(
@@ -821,7 +824,7 @@ def side_by_side(result: dict):
             ratio(sum(first.values()), sum(second.values())),
         )
     )
-    return html_table(["component", a, b, "ratio"], rows)
+    return table(["component", a, b, "ratio"], rows)
 
 
 def amp_table(result: dict):
@@ -852,7 +855,7 @@ def amp_peak(device, dataset, batch_size: int = 1024) -> dict:
     float32 step and an autocast step (chapter 06)."""
     x, y = digit_batch(dataset, batch_size, device)
     peaks = {}
-    for label, step in (("float32", warm_step), ("autocast", amp_step)):
+    for label, step in (("float32", training.train_step), ("autocast", amp_step)):
         model, optimizer, criterion = mid_training(device, x, y)
         run = lambda step=step, m=model, o=optimizer, c=criterion: step(m, o, c, x, y)
         peaks[label] = memory.cuda_peak(run, device)["peak"]
@@ -863,7 +866,7 @@ def amp_peak(device, dataset, batch_size: int = 1024) -> dict:
 def amp_peak_table(peaks: dict):
     """float32 vs autocast peak, and their ratio (chapter 06)."""
     ratio = peaks["autocast"] / peaks["float32"]
-    return html_table(
+    return table(
         ["training step", "peak memory_allocated"],
         [(k, format_bytes(v)) for k, v in peaks.items()] + [("autocast / float32", f"{ratio:.2f}")],
     )
@@ -880,7 +883,7 @@ def freeze_compare(device, dataset, batch_size: int = 256) -> dict:
         for p in model[:frozen].parameters():
             p.requires_grad_(False)
         optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3)
-        warm_step(model, optimizer, nn.CrossEntropyLoss(), x, y)
+        training.train_step(model, optimizer, nn.CrossEntropyLoss(), x, y)
         result[label] = memory.training_step_memory(model, optimizer, nn.CrossEntropyLoss(), x, y)
     return result
 
@@ -992,7 +995,7 @@ def checkpoint_table(result: dict):
         )
     )
     print("same gradients with and without checkpointing:", same)
-    return html_table(
+    return table(
         [
             "training step",
             "saved for backward",
@@ -1004,6 +1007,7 @@ def checkpoint_table(result: dict):
     )
 
 
+# ================================================================ exercises and quizzes
 # ---------------------------------------------------------------- exercise 1: model_state_bytes
 # The checks live in course_lib/checks/memory.py; the
 # names below stay here for the notebook and tests.

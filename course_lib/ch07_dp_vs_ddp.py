@@ -15,16 +15,47 @@ import torch
 from torch import nn
 from torch.utils.data import DistributedSampler
 
-from . import ddp_worker
+from . import chapters, ddp_worker, training
 from .checks import distributed
 from .device import gpu_only
-from .exercises import Chapter, Test
+from .exercises import Test
 from .memory import format_bytes, weight_bytes
 from .sections import section
 
-chapter = Chapter(__name__, title="DataParallel vs DistributedDataParallel")
+chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
+
+__all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
+    "chapter",
+    # exercises and quizzes: ch.<name>.check(...), .hint(), .solution(), .ask()
+    "shard_indices",
+    "average_gradients",
+    "local_rank_device",
+    "effective_batch",
+    "who_saves",
+    "forgot_init",
+    "dp_vs_ddp",
+    "faster_not_smarter",
+    # teaching helpers: the demos, tables and models the notebook uses
+    "gpus_available",
+    "multi_gpu_only",
+    "dataparallel_phases",
+    "failure_demo",
+    "sync_batchnorm_on_cpu",
+    "describe_ranks",
+    "show_sampler_orders",
+    "show_torchrun_ranks",
+    "gradient_sync_report",
+    "compare_with_single_process",
+    "effective_batch_size",
+    "step_through",
+]
 
 
+def __dir__():
+    return __all__
+
+
+# ================================================================ teaching helpers
 # ---------------------------------------------------------------- DataParallel
 def gpus_available() -> int:
     """How many CUDA GPUs this process sees (0 without CUDA) (chapter 07)."""
@@ -251,12 +282,12 @@ def single_process_run(result: ddp_worker.LaunchResult, ranks=None) -> dict:
     ranks = range(len(result.ranks)) if ranks is None else ranks
     dataset = ddp_worker.train_set()
     model = ddp_worker.make_model(config)
-    optimizer = torch.optim.SGD(model.parameters(), lr=config.lr)
+    step = training.stepper(model, torch.optim.SGD(model.parameters(), lr=config.lr))
     grads = []
     for step_batches in zip(*(result.ranks[r]["batches"] for r in ranks)):
         index = torch.tensor([i for batch in step_batches for i in batch])
         x, y = dataset[index]
-        ddp_worker.train_step(model, optimizer, x, y)
+        step(x, y)
         grads.append(ddp_worker.grads_of(model))
     return {"batch": len(index), "grads": grads, "weights": model.state_dict()}
 
@@ -684,6 +715,7 @@ def step_through(n: int = 4, per_device_batch: int = 32) -> StepThrough:
     return StepThrough(n, per_device_batch)
 
 
+# ================================================================ exercises and quizzes
 # ---------------------------------------------------------------- exercise 1: shard_indices
 # The checks live in course_lib/checks/distributed.py;
 # these names stay here for the notebook and tests.

@@ -10,14 +10,39 @@ exercise is checked against FSDP itself: its judge measures real gloo processes.
 import torch
 from torch import nn
 
-from . import ddp_worker, measure, sharding, training
+from . import chapters, ddp_worker, measure, sharding, training
 from .checks.sharding import RankBytes
-from .exercises import Chapter, Test
+from .exercises import Test
 from .memory import format_bytes, state_bytes
 from .sections import section
 
-chapter = Chapter(__name__, title="Sharding with FSDP")
+chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
 
+__all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
+    "chapter",
+    # exercises and quizzes: ch.<name>.check(...), .hint(), .solution(), .ask()
+    "rank_bytes",
+    "when_sharding_pays",
+    "fsdp_gigabytes",
+    # teaching helpers: the demos, tables and models the notebook uses
+    "one_process",
+    "show_one_process",
+    "run_config",
+    "describe_shards",
+    "losses_report",
+    "bytes_report",
+    "plot_bytes",
+    "collectives_report",
+    "ring_numbers",
+    "zero_table",
+]
+
+
+def __dir__():
+    return __all__
+
+
+# ================================================================ teaching helpers
 # chapter 08's run: the digits MLP 256 wide (19,210
 # parameters), Adam, 3 steps of 32 samples per rank
 RUN = dict(task="shard", hidden=256, lr=1e-3, steps=3, epochs=1, per_device_batch=32)
@@ -175,6 +200,7 @@ def zero_table(parameters: int, world_size: int) -> str:
     return "\n".join(lines)
 
 
+# ================================================================ exercises and quizzes
 # ----------------------------------------------------------------------------- exercise: rank_bytes
 # Its check (predictions here, a real gloo run of FSDP in
 # the judge, the mistakes table) is checks/sharding.py's.

@@ -128,12 +128,6 @@ def train_set():
     return data.digits_split()[0]
 
 
-def train_step(model, optimizer, x, y) -> float:
-    """Chapter 03's training step (`training.train_step`)
-    with the cross-entropy loss (chapter 07)."""
-    return training.train_step(model, optimizer, nn.functional.cross_entropy, x, y).item()
-
-
 def grads_of(model: nn.Module) -> list:
     """Copies of every parameter's gradient, on the CPU (chapter 07)."""
     return [p.grad.detach().cpu().clone() for p in model.parameters()]
@@ -202,6 +196,7 @@ def train_rank(rank: int, device: torch.device, config: DDPConfig) -> dict:
     model = make_model(config).to(device)
     ddp_model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
     optimizer = torch.optim.SGD(ddp_model.parameters(), lr=config.lr)
+    step = training.stepper(ddp_model, optimizer)  # backward() also all-reduces the gradients
     log = RankLog(rank, device, config)
     for epoch in range(config.epochs):
         sampler.set_epoch(epoch)  # a new shuffle each epoch, the same one on every rank
@@ -209,10 +204,7 @@ def train_rank(rank: int, device: torch.device, config: DDPConfig) -> dict:
         for x, y in islice(loader, config.steps):
             x, y = x.to(device), y.to(device)
             log.before_step(ddp_model, x, y)
-            loss = train_step(
-                ddp_model, optimizer, x, y
-            )  # backward() also all-reduces the gradients
-            log.after_step(loss, model)
+            log.after_step(step(x, y).item(), model)
     if rank == 0:  # one writer; .module: keys without the 'module.' prefix (chapter 04)
         torch.save(ddp_model.module.state_dict(), Path(config.out_dir) / CHECKPOINT)
     dist.barrier()  # nobody goes on (e.g. to load the checkpoint) before rank 0 has written it

@@ -112,6 +112,15 @@ def second_device() -> torch.device:
     return torch.device("meta")
 
 
+def amp_dtype(device) -> torch.dtype:
+    """The 16-bit dtype for torch.autocast on `device`: bfloat16 (no GradScaler needed), or float16
+    on a CUDA GPU without bfloat16 (chapters 05, 06)."""
+    device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        return torch.float16
+    return torch.bfloat16
+
+
 def gpu_only(what: str, figure: str = None) -> bool:
     """For a GPU-only cell: True when the course device is a CUDA GPU, else a visible
     SKIPPED line (all chapters). `figure` names the reference figures recorded on a real

@@ -13,6 +13,8 @@ from contextlib import contextmanager
 
 import torch
 
+from .training import train_step
+
 OutOfMemoryError = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
 COMPONENTS = ("weights", "grads", "optimizer_state", "activations")
 
@@ -290,6 +292,17 @@ class MemoryBudget:
             hook.remove()
         self.meter.__exit__(*exc)
         return False
+
+
+BUDGET = 7 * 2**20  # the stand-in's "small card": 7 MiB, sized for training.wide_mlp()
+
+
+def step_in_budget(model, optimizer, criterion, x, y, budget: int = BUDGET) -> dict:
+    """One training step inside the memory budget; its peak, per component; raises if over
+    (chapter 06 and its largest_batch check)."""
+    with MemoryBudget(budget, model, optimizer) as b:
+        train_step(model, optimizer, criterion, x, y)
+    return b.peak
 
 
 def fits_call(try_batch, n: int) -> bool:

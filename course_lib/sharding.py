@@ -3,7 +3,7 @@
 torchrun starts chapter 07's worker with ``--task shard`` (``ddp_worker.TASKS``); in every rank
 `compare_rank` builds the same model twice, wraps one copy in DDP and shards the other with
 `fully_shard` (each Linear layer, then the whole model), trains both with Adam on the same
-batches (``ddp_worker.train_step``, i.e. ``training.train_step``), and records what that rank
+batches (``training.stepper``, i.e. ``training.train_step``), and records what that rank
 holds (parameters, gradients, optimizer state: numbers and bytes), the collectives one step
 sends, the losses, and how far the final weights of the two are apart.
 """
@@ -20,7 +20,7 @@ from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
 
-from . import ddp_worker, profiling
+from . import ddp_worker, profiling, training
 
 PARTS = ("parameters", "gradients", "optimizer_state")  # what a rank holds between steps
 
@@ -84,10 +84,10 @@ def full_weights(model: nn.Module) -> dict:
     }
 
 
-def profiled_step(model, optimizer, x, y, device) -> tuple:
+def profiled_step(step, x, y, device) -> tuple:
     """One training step under the profiler: (its loss, the collectives it sent) (chapter 08)."""
     with profiling.profiled(device, record_shapes=True) as prof:
-        loss = ddp_worker.train_step(model, optimizer, x, y)
+        loss = step(x, y).item()
     return loss, collectives(prof)
 
 
@@ -95,15 +95,16 @@ def train_both(runs: dict, optimizers: dict, loader, sampler, device, config) ->
     """The same batches through every run, the first step
     profiled: (losses per run, collectives per run)."""
     losses, sent = {name: [] for name in runs}, {}
+    steps = {name: training.stepper(model, optimizers[name]) for name, model in runs.items()}
     for epoch in range(config.epochs):
         sampler.set_epoch(epoch)
         for x, y in islice(loader, config.steps):
             x, y = x.to(device), y.to(device)
-            for name, model in runs.items():
+            for name, step in steps.items():
                 if name not in sent:
-                    loss, sent[name] = profiled_step(model, optimizers[name], x, y, device)
+                    loss, sent[name] = profiled_step(step, x, y, device)
                 else:
-                    loss = ddp_worker.train_step(model, optimizers[name], x, y)
+                    loss = step(x, y).item()
                 losses[name].append(loss)
     return losses, sent
 

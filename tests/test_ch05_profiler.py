@@ -30,7 +30,7 @@ def profiled():
         TensorDataset(torch.randn(96, 64), torch.randint(0, 10, (96,))), batch_size=32
     )
     model = training.digits_mlp()
-    step = ch.train_step(
+    step = training.stepper(
         model,
         torch.optim.Adam(model.parameters()),
         nn.CrossEntropyLoss(),

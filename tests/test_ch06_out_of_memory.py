@@ -102,7 +102,7 @@ def test_an_unweighted_last_group_is_not_the_big_batch_step():
 # ---------------------------------------------------------------- the notebook's measured claims
 def test_estimate_matches_measurement(digits):
     model, _, _ = ch.fresh_setup("cpu")
-    est, got = ch.estimate(model, 256), ch.measure("cpu", 256, digits)
+    est, got = ch.estimate(model, 256), ch.measured_step_bytes("cpu", 256, digits)
     assert est["weights"] == got["weights"] and est["grads"] == got["grads"]
     for k in (
         "optimizer_state",
@@ -182,7 +182,7 @@ def test_checkpointing_saves_memory_costs_compute_same_gradients(digits):
 def test_html_tables_render(digits):
     assert (
         "activations"
-        in ch.compare(ch.estimate(ch.wide_mlp(), 8), ch.measure("cpu", 8, digits)).data
+        in ch.compare(ch.estimate(ch.wide_mlp(), 8), ch.measured_step_bytes("cpu", 8, digits)).data
     )
     assert "ratio" in ch.amp_table(ch.amp_compare("cpu", digits, batch_size=32)).data
 

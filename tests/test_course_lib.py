@@ -60,6 +60,19 @@ def test_second_device_is_never_the_cpu():
     assert dev.second_device().type != "cpu"
 
 
+def test_amp_dtype_is_bfloat16_unless_the_gpu_lacks_it(monkeypatch):
+    """The one autocast dtype choice, which chapters 05 and 06 (and the GPU figures) use."""
+    from course_lib import ch05_speedups, ch06_out_of_memory
+
+    assert dev.amp_dtype("cpu") == dev.amp_dtype(torch.device("cpu")) == torch.bfloat16
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    assert dev.amp_dtype("cuda") == torch.bfloat16
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
+    assert dev.amp_dtype("cuda") == torch.float16  # then float16, with a GradScaler
+    assert [s[1] for s in ch05_speedups.amp_settings("cuda")] == [None, torch.float16]
+    assert ch05_speedups.amp_dtype is ch06_out_of_memory.amp_dtype is dev.amp_dtype
+
+
 def test_gpu_only_prints_a_visible_marker(monkeypatch, capsys):
     monkeypatch.delenv(dev.ENV_VAR, raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

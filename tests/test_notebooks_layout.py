@@ -93,11 +93,7 @@ def test_text_before_a_hint_cell_describes_the_hint_button(path):
             )
 
 
-# ch05-07 get theirs with issue 21's work on those modules (then every chapter is checked)
-DECLARING = [c for c in CHAPTERS if c.number <= "04"]
-
-
-@pytest.mark.parametrize("chapter", DECLARING, ids=lambda c: c.stem)
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.stem)
 def test_chapter_module_declares_what_the_learner_gets(chapter):
     """`__all__`: the chapter, its exercises and quizzes (in order), then its teaching helpers; the
     notebook uses nothing else of it, and `ch.<Tab>` (dir) lists exactly these names."""

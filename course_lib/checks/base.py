@@ -204,6 +204,24 @@ def tensor_fail(value: TensorValue, what: str) -> Fail:
     )
 
 
+def matches(seen, want, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
+    """Observed tensors (a list of TensorValue) hold the values of the tensors `want`, one by one,
+    shapes included."""
+    import torch
+
+    return (
+        isinstance(seen, list)
+        and len(seen) == len(want)
+        and all(
+            isinstance(p, TensorValue)
+            and p.values is not None
+            and p.shape == tuple(q.shape)
+            and torch.allclose(p.values, q, rtol=rtol, atol=atol)
+            for p, q in zip(seen, want)
+        )
+    )
+
+
 def same_values(a, b, atol: float = 1e-6, rtol: float = 1e-5) -> bool:
     """Two observed tensors (or lists of them) hold
     the same values (shapes, dtypes and devices too)."""

@@ -13,11 +13,13 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from .. import memory
+from ..data import N_CLASSES, N_FEATURES
 from ..exercises.spec import Fail
-from ..memory import OutOfMemoryError, format_bytes
-from .base import Check, attempt, check, is_error, number, shown
+from ..memory import BUDGET, OutOfMemoryError, format_bytes, step_in_budget
+from ..training import train_step, wide_mlp
+from .base import Check, attempt, check, is_error, matches, number, shown
 from .rig import Trace, checker_threads, watch_gradients
-from .wire import TensorValue, roundtrip
+from .wire import roundtrip
 
 # ---------------------------------------------------------------- model_state_bytes
 STATE_CASES = {
@@ -231,20 +233,6 @@ def _weights(model) -> list:
     return [p.detach().clone() for p in model.parameters()]
 
 
-def _same(seen, want) -> bool:
-    return (
-        isinstance(seen, list)
-        and len(seen) == len(want)
-        and all(
-            isinstance(p, TensorValue)
-            and p.values is not None
-            and p.shape == tuple(q.shape)
-            and torch.allclose(p.values, q, rtol=1e-4, atol=1e-6)
-            for p, q in zip(seen, want)
-        )
-    )
-
-
 def _divisions(k: int) -> dict:
     """Each way to divide a group's micro-batch losses:
     by the group's size, by accum_steps, not at all."""
@@ -342,7 +330,9 @@ class StepPattern(Check):
                         "Accumulating IS not clearing: zero_grad only right after optimizer.step()."
                     ),
                 )
-        if not any(_same(seen["params"], [w.values for w in weights]) for weights in ref):
+        if not any(
+            matches(seen["params"], [w.values for w in weights], rtol=1e-4) for weights in ref
+        ):
             raise Fail(
                 f"The weights after the epoch are not those of one step per group of {accum_steps} "
                 f"micro-batches{where}.",
@@ -424,11 +414,11 @@ class EqualsBigBatch(Check):
         )
 
     def judge(self, seen, ref):
-        if _same(seen, [w.values for w in ref["right"]]):
+        if matches(seen, [w.values for w in ref["right"]], rtol=1e-4):
             return
         where = f" ({self.n_micro} micro-batches of 8, accum_steps={self.accum_steps})"
         for weights, what, hint in ref["mistakes"]:
-            if _same(seen, [w.values for w in weights]):
+            if matches(seen, [w.values for w in weights], rtol=1e-4):
                 raise Fail(
                     what + where + ".",
                     expected="the weights of big-batch training on the same data",
@@ -583,15 +573,6 @@ class OtherErrors(Check):
 def budget_card(n_max: int = 2048, budget: int = None):
     """try_batch on the CPU stand-in: one Adam step of a fresh wide_mlp on n samples inside `budget`
     (chapter 06's model and budget)."""
-    from ..ch06_out_of_memory import (
-        BUDGET,
-        N_CLASSES,
-        N_FEATURES,
-        step_in_budget,
-        warm_step,
-        wide_mlp,
-    )
-
     budget = budget or BUDGET
     g = torch.Generator().manual_seed(0)
     x, y = (
@@ -604,7 +585,7 @@ def budget_card(n_max: int = 2048, budget: int = None):
             torch.manual_seed(0)
             model = wide_mlp()
         optimizer, criterion = torch.optim.Adam(model.parameters(), lr=1e-3), nn.CrossEntropyLoss()
-        warm_step(model, optimizer, criterion, x[:8], y[:8])
+        train_step(model, optimizer, criterion, x[:8], y[:8])
         step_in_budget(model, optimizer, criterion, x[:n], y[:n], budget)
 
     return try_batch
@@ -620,8 +601,6 @@ class RealBudget(Check):
             return candidate(budget_card(), 2048)
 
     def reference(self, solution):
-        from ..ch06_out_of_memory import BUDGET
-
         try_batch, want = budget_card(), 0
         with checker_threads():
             for n in (2**k for k in range(12)):

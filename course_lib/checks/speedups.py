@@ -27,7 +27,17 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from .. import profiling, training
 from ..exercises.spec import Fail
-from .base import Check, attempt, check, number, same_values, shown, tensor_fail, type_name
+from .base import (
+    Check,
+    attempt,
+    check,
+    matches,
+    number,
+    same_values,
+    shown,
+    tensor_fail,
+    type_name,
+)
 from .rig import checker_threads, first_linear, make_rig
 from .wire import TensorValue, roundtrip
 
@@ -270,20 +280,6 @@ def _after_step(start, grads, scale, mode):
     return [w.values - factor * g for w, g in zip(start, grads)]
 
 
-def _same_weights(params, want) -> bool:
-    return (
-        isinstance(params, list)
-        and len(want) == len(params)
-        and all(
-            isinstance(p, TensorValue)
-            and p.values is not None
-            and p.shape == tuple(w.shape)
-            and torch.allclose(p.values, w, atol=1e-6, rtol=1e-5)
-            for p, w in zip(params, want)
-        )
-    )
-
-
 def _step_match(ref, params, tracker) -> tuple:
     """(step mode, scaled backward) whose weights equal `params`, or (None, None). The scaler's
     growth tracker tells apart what the weights alone cannot: it exists only once `scaler.scale` ran
@@ -303,7 +299,7 @@ def _step_match(ref, params, tracker) -> tuple:
     for mode, scaled in order:
         for stale in (False, True):
             for grads in _gradients(ref, scaled, stale).values():
-                if _same_weights(params, _after_step(ref["start"], grads, ref["scale"], mode)):
+                if matches(params, _after_step(ref["start"], grads, ref["scale"], mode)):
                     return mode, scaled
     return None, None
 

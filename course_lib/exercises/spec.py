@@ -525,19 +525,3 @@ def is_empty_answer(answer) -> bool:
         or (isinstance(answer, str) and not answer.strip())
         or (isinstance(answer, (list, tuple)) and not answer)
     )
-
-
-def Chapter(module_name: str, title: str):
-    """A chapter module's declaration, looked up by its module name (course_lib/chapters.py).
-
-    Transitional, for modules that still write ``Chapter(__name__, title=...)``; the title must be
-    the declared one, so the two cannot drift apart. New code: ``chapters.of_module(__name__)``.
-    """
-    from ..chapters import of_module
-
-    chapter = of_module(module_name)
-    if title != chapter.title:
-        raise ValueError(
-            f"{module_name}: title {title!r}, but course_lib/chapters.py declares {chapter.title!r}"
-        )
-    return chapter

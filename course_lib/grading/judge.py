@@ -42,6 +42,11 @@ def valid_answer(value) -> bool:
     )
 
 
+def _crashed(ex, n_tests: int, why: str) -> Verdict:
+    """No points: the check process's report cannot be judged (not the student's fault)."""
+    return Verdict(ex.id, CRASHED, 0.0, float(ex.points), 0, n_tests, why)
+
+
 class Judge:
     """Verdicts from observations and answers; the answer key is read here and nowhere else."""
 
@@ -118,30 +123,12 @@ class Judge:
                 try:
                     outcomes.append(ex.judge(test, seen, limit))
                 except Exception as err:  # noqa: BLE001 - a reference that cannot be computed: not the student's fault
-                    return Verdict(
-                        ex.id,
-                        CRASHED,
-                        0.0,
-                        float(ex.points),
-                        0,
-                        len(tests),
-                        (
-                            f"the check could not judge this test ({type(err).__name__}); tell "
-                            "your teacher"
-                        ),
-                    )
+                    why = f"the check could not judge this test ({type(err).__name__}); tell your"
+                    return _crashed(ex, len(tests), why + " teacher")
                 if outcomes[-1].not_attempted:
                     break
             if len(outcomes) < len(tests) and not (outcomes and outcomes[-1].not_attempted):
-                return Verdict(
-                    ex.id,
-                    CRASHED,
-                    0.0,
-                    float(ex.points),
-                    0,
-                    len(tests),
-                    "the report was incomplete",
-                )
+                return _crashed(ex, len(tests), "the report was incomplete")
             result = ex.result(outcomes, include_hidden=True)
         problems = "; ".join(str(p)[:200] for p in (defined.get("problems") or [])[:5])
         detail = result.summary

@@ -348,7 +348,7 @@ CHAPTERS = {
             ),
             Interaction(
                 "what TorchDynamo did, shown after the quiz",
-                "ch.after_answer(ch.compile_control_flow",
+                "after=ch.compile_control_flow",
                 (
                     Click("Show what TorchDynamo did"),
                     Expect(r"1 graph\(s\), 0 graph break\(s\)"),
