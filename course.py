@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""One entry point for learners, teachers and CI, on Linux, macOS and Windows (standard library only).
+"""One entry point for learners, teachers and CI, on
+Linux, macOS and Windows (standard library only).
 
     python course.py start   [JupyterLab options]  install into .venv (first time), open the course
     python course.py test    [pytest options]      install into .venv (first time), run the tests
@@ -14,6 +15,7 @@ it uses an NVIDIA GPU when the driver is of the 580 series or newer; with an old
 torch.cuda.is_available() is False and the course runs on the CPU (`doctor` says so and why).
 On Windows and macOS PyPI's torch runs on the CPU (and on Apple's MPS GPU on a Mac).
 """
+
 import hashlib
 import os
 import subprocess
@@ -39,7 +41,8 @@ def venv_python(venv: Path, os_name: str = os.name) -> Path:
 
 
 def install_fingerprint(root: Path = ROOT) -> str:
-    """What the install depends on: the pinned torch and pyproject.toml (a change means reinstall)."""
+    """What the install depends on: the pinned torch
+    and pyproject.toml (a change means reinstall)."""
     text = f"torch=={TORCH_VERSION}\n".encode() + (root / "pyproject.toml").read_bytes()
     return hashlib.sha256(text).hexdigest()[:16]
 
@@ -47,20 +50,28 @@ def install_fingerprint(root: Path = ROOT) -> str:
 def is_installed(venv: Path, os_name: str = os.name, root: Path = ROOT) -> bool:
     """True when the venv exists and its stamp says the current pyproject.toml is installed."""
     stamp = venv / STAMP_NAME
-    return (venv_python(venv, os_name).exists() and stamp.exists()
-            and stamp.read_text().strip() == install_fingerprint(root))
+    return (
+        venv_python(venv, os_name).exists()
+        and stamp.exists()
+        and stamp.read_text().strip() == install_fingerprint(root)
+    )
 
 
 def install_steps(venv: Path, os_name: str = os.name) -> list:
-    """The commands of a first install, in order: make the venv, torch pinned first, then the course."""
+    """The commands of a first install, in order: make
+    the venv, torch pinned first, then the course."""
     python = str(venv_python(venv, os_name))
     pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    make_venv = [] if venv_python(venv, os_name).exists() else [[sys.executable, "-m", "venv", str(venv)]]
+    make_venv = (
+        [] if venv_python(venv, os_name).exists() else [[sys.executable, "-m", "venv", str(venv)]]
+    )
     # torch first and pinned: on Linux an unpinned torch could pull another (multi-GB) CUDA build.
     return make_venv + [pip + [f"torch=={TORCH_VERSION}"], pip + ["-e", ".[test]"]]
 
 
-def install(venv: Path, run=subprocess.check_call, os_name: str = os.name, root: Path = ROOT) -> bool:
+def install(
+    venv: Path, run=subprocess.check_call, os_name: str = os.name, root: Path = ROOT
+) -> bool:
     """Install the course into `venv` unless its stamp is current; True when it installed."""
     if is_installed(venv, os_name, root):
         return False
@@ -78,9 +89,18 @@ def is_root() -> bool:
 def command_line(command: str, args: list, python: Path, as_root: bool = False) -> list:
     """What `command` runs in the venv, with the learner's extra arguments last."""
     if command == "start":
-        root_flag = ["--allow-root"] if as_root else []  # Jupyter refuses root without it (containers)
-        return [str(python), "-m", "jupyterlab", "--ip=127.0.0.1", "--notebook-dir=notebooks",
-                *root_flag, *args]
+        root_flag = (
+            ["--allow-root"] if as_root else []
+        )  # Jupyter refuses root without it (containers)
+        return [
+            str(python),
+            "-m",
+            "jupyterlab",
+            "--ip=127.0.0.1",
+            "--notebook-dir=notebooks",
+            *root_flag,
+            *args,
+        ]
     if command == "test":
         return [str(python), "-m", "pytest", *args]
     if command == "doctor":
@@ -104,8 +124,13 @@ def hand_over(cmd: list) -> int:
 
 def main(argv: list) -> int:
     if sys.version_info < MIN_PYTHON:
-        print(f"course.py: Python {'.'.join(map(str, MIN_PYTHON))} or newer is needed (3.11 recommended)",
-              file=sys.stderr)
+        print(
+            (
+                f"course.py: Python {'.'.join(map(str, MIN_PYTHON))} or newer is needed (3.11 "
+                "recommended)"
+            ),
+            file=sys.stderr,
+        )
         return 1
     command, args = (argv[0], argv[1:]) if argv else ("start", [])
     if command not in ("start", "test", "doctor"):
@@ -115,7 +140,10 @@ def main(argv: list) -> int:
     try:
         install(venv)
     except subprocess.CalledProcessError as err:
-        print(f"course.py: the install step failed ({err}); fix the cause and run it again", file=sys.stderr)
+        print(
+            f"course.py: the install step failed ({err}); fix the cause and run it again",
+            file=sys.stderr,
+        )
         return 1
     return hand_over(command_line(command, args, venv_python(venv), is_root()))
 

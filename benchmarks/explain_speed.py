@@ -7,6 +7,7 @@ issue threads) once course_lib is imported and warm, and prints the median and t
 message, then the coverage figures on the whole corpus and on its held-out fifth. A measurement,
 not a test: the test suite only holds a generous bound.
 """
+
 import json
 import statistics
 import sys
@@ -35,7 +36,7 @@ def right(row: dict) -> bool:
 
 def timings(rows: list, rounds: int = 5) -> list:
     """Seconds per message: the median of `rounds` runs of each message."""
-    for row in rows:                      # warm up: compiled patterns, caches
+    for row in rows:  # warm up: compiled patterns, caches
         explain_text(row["message"])
     per_message = []
     for row in rows:
@@ -54,17 +55,23 @@ def figures(rows: list) -> str:
     other = [r for r in rows if r["kind"] != "gpu"]
     ok = sum(right(r) for r in gpu)
     claimed = sum(not right(r) for r in other)
-    return (f"GPU-training: {ok}/{len(gpu)} right entry and chapter ({ok / len(gpu):.1%}); "
-            f"unrelated: {claimed}/{len(other)} claimed ({claimed / len(other):.1%})")
+    return (
+        f"GPU-training: {ok}/{len(gpu)} right entry and chapter ({ok / len(gpu):.1%}); "
+        f"unrelated: {claimed}/{len(other)} claimed ({claimed / len(other):.1%})"
+    )
 
 
 def main() -> None:
     rows = corpus()
     times = sorted(timings(rows))
-    print(f"{len(rows)} real messages, {len(set(len(r['message']) for r in rows))} lengths "
-          f"(up to {max(len(r['message']) for r in rows)} characters)")
-    print(f"median {statistics.median(times) * 1000:.3f} ms per message, "
-          f"90th percentile {times[int(len(times) * 0.9)] * 1000:.3f} ms, slowest {times[-1] * 1000:.3f} ms")
+    print(
+        f"{len(rows)} real messages, {len(set(len(r['message']) for r in rows))} lengths "
+        f"(up to {max(len(r['message']) for r in rows)} characters)"
+    )
+    print(
+        f"median {statistics.median(times) * 1000:.3f} ms per message, 90th percentile "
+        f"{times[int(len(times) * 0.9)] * 1000:.3f} ms, slowest {times[-1] * 1000:.3f} ms"
+    )
     print("whole corpus:  ", figures(rows))
     print("held-out fifth:", figures([r for r in rows if r["holdout"]]))
 

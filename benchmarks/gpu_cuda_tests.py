@@ -8,17 +8,24 @@ tests (one reruns the whole check), not the grading tests (the grader step check
 the GPU). On a machine without a GPU the selected tests are collected and skipped, which shows
 what would run; ``--collect-only`` lists them (gpu_check.sh's dry run).
 """
+
 from pathlib import Path
 
 NEEDS_CUDA = "needs a cuda gpu"  # the skip reason, lower-cased
-LEFT_TO_OTHER_STEPS = ("test_gpu_check.py", "test_grading_*.py")  # the check itself; the grader step
+LEFT_TO_OTHER_STEPS = (
+    "test_gpu_check.py",
+    "test_grading_*.py",
+)  # the check itself; the grader step
 
 
 def needs_cuda(item) -> bool:
     """Marked cuda, or skipped without CUDA with the reason "needs a CUDA GPU"."""
     if any(True for _ in item.iter_markers("cuda")):
         return True
-    return any(NEEDS_CUDA in str(mark.kwargs.get("reason", "")).lower() for mark in item.iter_markers("skipif"))
+    return any(
+        NEEDS_CUDA in str(mark.kwargs.get("reason", "")).lower()
+        for mark in item.iter_markers("skipif")
+    )
 
 
 def left_to_another_step(item) -> bool:
@@ -31,7 +38,9 @@ def selected(item) -> bool:
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "cuda: the test needs a CUDA GPU (gpu_check.sh's cuda-tests step runs it)")
+    config.addinivalue_line(
+        "markers", "cuda: the test needs a CUDA GPU (gpu_check.sh's cuda-tests step runs it)"
+    )
 
 
 def pytest_collection_modifyitems(config, items):

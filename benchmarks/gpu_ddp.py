@@ -14,6 +14,7 @@ single_process_run, on the CPU), and a checkpoint without 'module.' prefixes.
 Without a CUDA GPU (or without nccl in this torch) it prints why and exits 77 (skipped);
 ``--backend gloo`` runs the same code on the CPU (the test of this script).
 """
+
 import argparse
 import sys
 from pathlib import Path
@@ -28,7 +29,9 @@ from course_lib import ch07_dp_vs_ddp as ch07  # noqa: E402
 from course_lib import ddp_worker  # noqa: E402
 
 SKIPPED = 77  # exit code: this machine cannot run it, and why was said (gpu_check.sh: "skipped")
-TOLERANCE = 1e-3  # cuda vs cpu float32 arithmetic of the same few steps (the summary shows the real gap)
+TOLERANCE = (
+    1e-3  # cuda vs cpu float32 arithmetic of the same few steps (the summary shows the real gap)
+)
 LAUNCHERS = {"spawn": ddp_worker.launch_spawn, "torchrun": ddp_worker.launch_torchrun}
 
 
@@ -46,8 +49,9 @@ def why_not(backend: str) -> str:
 def config_for(work: Path, how: str, backend: str) -> ddp_worker.DDPConfig:
     """World size 1, a few steps of chapter 07's digits MLP, in WORK/how."""
     (work / how).mkdir(parents=True, exist_ok=True)
-    return ddp_worker.DDPConfig(out_dir=str(work / how), world_size=1, backend=backend, steps=3, epochs=1,
-                                timeout_s=60.0)
+    return ddp_worker.DDPConfig(
+        out_dir=str(work / how), world_size=1, backend=backend, steps=3, epochs=1, timeout_s=60.0
+    )
 
 
 def problems(result: ddp_worker.LaunchResult, backend: str) -> list:
@@ -56,7 +60,10 @@ def problems(result: ddp_worker.LaunchResult, backend: str) -> list:
     want_device = "cuda:0" if backend == "nccl" else "cpu"
     found = []
     if (rank["backend"], rank["device"]) != (backend, want_device):
-        found.append(f"rank 0 ran with backend {rank['backend']} on {rank['device']}, not {backend} on {want_device}")
+        found.append(
+            f"rank 0 ran with backend {rank['backend']} on {rank['device']}, not {backend} on "
+            f"{want_device}"
+        )
     synced = max(ch07.max_abs_diff(a, b) for a, b in zip(rank["local_grads"], rank["synced_grads"]))
     if synced > TOLERANCE:
         found.append(f"the all-reduced gradients differ from the rank's own by {synced:.2e}")
@@ -73,10 +80,12 @@ def problems(result: ddp_worker.LaunchResult, backend: str) -> list:
 def summary(result: ddp_worker.LaunchResult) -> str:
     rank = result.ranks[0]
     alone = ch07.single_process_run(result)
-    return (f"{result.how}: world size 1, backend {rank['backend']} on {rank['device']}, "
-            f"{len(rank['losses'])} steps, losses {' '.join(f'{x:.3f}' for x in rank['losses'])}, "
-            f"weights vs one process {ch07.max_abs_diff(rank['weights'], alone['weights']):.1e}, "
-            f"{result.seconds:.1f} s")
+    return (
+        f"{result.how}: world size 1, backend {rank['backend']} on {rank['device']}, "
+        f"{len(rank['losses'])} steps, losses {' '.join(f'{x:.3f}' for x in rank['losses'])}, "
+        f"weights vs one process {ch07.max_abs_diff(rank['weights'], alone['weights']):.1e}, "
+        f"{result.seconds:.1f} s"
+    )
 
 
 def main(argv=None) -> int:
@@ -88,8 +97,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     reason = why_not(args.backend)
     if args.dry_run:
-        print(reason or f"would launch course_lib.ddp_worker with {' and '.join(LAUNCHERS)}: world size 1, "
-              f"backend {args.backend}, at most {args.deadline:.0f} s each")
+        print(
+            reason
+            or f"would launch course_lib.ddp_worker with {' and '.join(LAUNCHERS)}: world size 1, "
+            f"backend {args.backend}, at most {args.deadline:.0f} s each"
+        )
         return 0
     if reason:
         print(reason)
@@ -99,14 +111,19 @@ def main(argv=None) -> int:
         try:
             result = launch(config_for(args.work, how, args.backend), deadline_s=args.deadline)
         except Exception as err:  # noqa: BLE001 - one launcher's failure is reported, the other still runs
-            print(f"{how}: FAILED: {type(err).__name__}: {' '.join(str(err).split())[:1500]}", flush=True)
+            print(
+                f"{how}: FAILED: {type(err).__name__}: {' '.join(str(err).split())[:1500]}",
+                flush=True,
+            )
             bad += 1
             continue
         found = problems(result, args.backend)
         print(summary(result) + ("" if not found else "; WRONG: " + "; ".join(found)), flush=True)
         bad += bool(found)
-    print(f"{len(LAUNCHERS) - bad} of {len(LAUNCHERS)} launches of chapter 07's DDP worker ran as taught "
-          f"with {args.backend} (world size 1)")
+    print(
+        f"{len(LAUNCHERS) - bad} of {len(LAUNCHERS)} launches of chapter 07's DDP worker ran "
+        f"as taught with {args.backend} (world size 1)"
+    )
     return 1 if bad else 0
 
 

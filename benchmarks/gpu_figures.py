@@ -2,19 +2,19 @@
 
     python benchmarks/gpu_figures.py OUT.json [--only KEY ...] [--skip KEY ...] [--dry-run]
 
-Writes OUT.json in the format course_lib.device reads from docs/gpu/figures.json:
-``{"run": {"gpu", "driver", "torch", "cuda", "date", ...}, "figures": {KEY: {"lines": [...],
-"values": {...}}}}``, one key of course_lib.device.FIGURE_KEYS per GPU-only cell. A figure that
-cannot be measured here gets ``{"missing": why}`` (what the machine lacks, asked before the
-figure runs: NEEDS) or ``{"error": what was raised}``; the file is rewritten after each figure,
-so a run cut short keeps what it measured. Exit 0, 1 when a figure raised, 77 (skipped) when
-every figure asked for is missing; ``--dry-run`` says what each key would do and measures nothing. An existing OUT.json
-from the same GPU is extended (gpu_check.sh measures torch.compile in a second, timeboxed run).
-Each figure reuses the course's own code: the public measurement helpers (measure, memory,
-training, data) and the chapters' public experiments (ch05, ch06), so a figure measures what
-its chapter shows; one training step everywhere (training.train_step, ch05's precision_step
-for autocast).
+Writes OUT.json in the format course_lib.device reads from docs/gpu/figures.json: ``{"run": {"gpu",
+"driver", "torch", "cuda", "date", ...}, "figures": {KEY: {"lines": [...], "values": {...}}}}``, one
+key of course_lib.device.FIGURE_KEYS per GPU-only cell. A figure that cannot be measured here gets
+``{"missing": why}`` (what the machine lacks, asked before the figure runs: NEEDS) or ``{"error":
+what was raised}``; the file is rewritten after each figure, so a run cut short keeps what it
+measured. Exit 0, 1 when a figure raised, 77 (skipped) when every figure asked for is missing;
+``--dry-run`` says what each key would do and measures nothing. An existing OUT.json from the same
+GPU is extended (gpu_check.sh measures torch.compile in a second, timeboxed run). Each figure reuses
+the course's own code: the public measurement helpers (measure, memory, training, data) and the
+chapters' public experiments (ch05, ch06), so a figure measures what its chapter shows; one training
+step everywhere (training.train_step, ch05's precision_step for autocast).
 """
+
 import argparse
 import datetime
 import functools
@@ -39,34 +39,47 @@ from torch import nn  # noqa: E402
 from course_lib import ch05_speedups as ch05  # noqa: E402
 from course_lib import ch06_out_of_memory as ch06  # noqa: E402
 from course_lib import data, measure, memory, profiling, training  # noqa: E402
-from course_lib.device import FIGURE_KEYS, pick_device  # noqa: E402
+from course_lib.device import FIGURE_KEYS, amp_dtype, pick_device  # noqa: E402
 from course_lib.doctor import nvidia_smi_gpus  # noqa: E402
 
 fmt = memory.format_bytes
 # Sizes of the measured workloads; --small shrinks them (the CPU smoke test of this script).
-S = {"width": 4096, "batch": 1024, "big_batch": 8192, "copy_mib": 64, "matmul": 4096, "oom_limit": 2**30,
-     "epoch_items": None}
-SMALL = {"width": 32, "batch": 16, "big_batch": 32, "copy_mib": 1, "matmul": 64, "oom_limit": 2**20,
-         "epoch_items": 128}
+S = {
+    "width": 4096,
+    "batch": 1024,
+    "big_batch": 8192,
+    "copy_mib": 64,
+    "matmul": 4096,
+    "oom_limit": 2**30,
+    "epoch_items": None,
+}
+SMALL = {
+    "width": 32,
+    "batch": 16,
+    "big_batch": 32,
+    "copy_mib": 1,
+    "matmul": 64,
+    "oom_limit": 2**20,
+    "epoch_items": 128,
+}
 
 
 # ---------------------------------------------------------------- helpers
 def mlp(width: int) -> nn.Sequential:
-    """`width` features in, two hidden layers of `width`, 10 scores out (the model of ch05.amp_speed)."""
-    return nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
-                         nn.Linear(width, 10))
-
-
-def amp_dtype():
-    """bfloat16 where the GPU has it (no GradScaler needed), else float16 with a GradScaler."""
-    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    """`width` features in, two hidden layers of `width`,
+    10 scores out (the model of ch05.amp_speed)."""
+    return nn.Sequential(
+        nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10)
+    )
 
 
 def amp_step(model, optimizer, x, y, dtype):
     """ch05's precision_step as ``step()``: autocast with `dtype` (float16 with a GradScaler)."""
     device_type = x.device.type
     scaler = torch.amp.GradScaler(device_type, enabled=dtype == torch.float16)
-    return functools.partial(ch05.precision_step, model, optimizer, scaler, device_type, dtype, x, y)
+    return functools.partial(
+        ch05.precision_step, model, optimizer, scaler, device_type, dtype, x, y
+    )
 
 
 def plain_step(model, optimizer, x, y):
@@ -76,7 +89,9 @@ def plain_step(model, optimizer, x, y):
 
 def batch_of(n: int, width: int, device, seed: int = 0):
     g = torch.Generator().manual_seed(seed)
-    return torch.randn(n, width, generator=g).to(device), torch.randint(0, 10, (n,), generator=g).to(device)
+    return torch.randn(n, width, generator=g).to(device), torch.randint(
+        0, 10, (n,), generator=g
+    ).to(device)
 
 
 def digits_batch(n: int, device):
@@ -87,25 +102,43 @@ def digits_batch(n: int, device):
 # ---------------------------------------------------------------- one function per figure key
 def device_memory(device):
     before = torch.cuda.memory_allocated(device)
-    label = torch.device("cuda")
+    _label = torch.device("cuda")  # a device label: no memory
     after_label = torch.cuda.memory_allocated(device)
     t = torch.zeros(1024, 1024, device=device)
     after_tensor = torch.cuda.memory_allocated(device)
     del t
     values = {"label_bytes": after_label - before, "tensor_bytes": after_tensor - after_label}
-    return [f"memory_allocated: +{values['label_bytes']} bytes after torch.device('cuda'), "
-            f"+{fmt(values['tensor_bytes'])} after a 1024 x 1024 float32 tensor"], values
+    return [
+        f"memory_allocated: +{values['label_bytes']} bytes after torch.device('cuda'), "
+        f"+{fmt(values['tensor_bytes'])} after a 1024 x 1024 float32 tensor"
+    ], values
 
 
 def create_on_device(device):
     n = S["matmul"]
-    copy = measure.time_fn(lambda: torch.randn(n, n).to(device), device, repeats=10, warmup=2,
-                           label="made on the CPU, then copied")
-    direct = measure.time_fn(lambda: torch.randn(n, n, device=device), device, repeats=10, warmup=2,
-                             label="made on the GPU")
-    return ([f"a {n} x {n} tensor: made on the CPU then copied {copy.median:.2f} ms; made directly on "
-             f"the GPU {direct.median:.3f} ms ({measure.speed_ratio(copy, direct)})"],
-            {"copy_ms": copy.median, "direct_ms": direct.median})
+    copy = measure.time_fn(
+        lambda: torch.randn(n, n).to(device),
+        device,
+        repeats=10,
+        warmup=2,
+        label="made on the CPU, then copied",
+    )
+    direct = measure.time_fn(
+        lambda: torch.randn(n, n, device=device),
+        device,
+        repeats=10,
+        warmup=2,
+        label="made on the GPU",
+    )
+    return (
+        [
+            (
+                f"a {n} x {n} tensor: made on the CPU then copied {copy.median:.2f} ms; made "
+                f"directly on the GPU {direct.median:.3f} ms ({measure.speed_ratio(copy, direct)})"
+            )
+        ],
+        {"copy_ms": copy.median, "direct_ms": direct.median},
+    )
 
 
 def sync_timing(device):
@@ -119,10 +152,14 @@ def sync_timing(device):
         launched.append((time.perf_counter() - start) * 1000)
         torch.cuda.synchronize(device)
         finished.append((time.perf_counter() - start) * 1000)
-    launch_ms, work_ms = sorted(launched[1:])[2], sorted(finished[1:])[2]  # medians, first call left out
-    return [f"{n} x {n} matmul: the Python line returns after {launch_ms:.3f} ms (the launch); "
-            f"the GPU finishes after {work_ms:.3f} ms (read only after torch.cuda.synchronize())"], \
-        {"launch_ms": launch_ms, "finished_ms": work_ms}
+    launch_ms, work_ms = (
+        sorted(launched[1:])[2],
+        sorted(finished[1:])[2],
+    )  # medians, first call left out
+    return [
+        f"{n} x {n} matmul: the Python line returns after {launch_ms:.3f} ms (the launch); "
+        f"the GPU finishes after {work_ms:.3f} ms (read only after torch.cuda.synchronize())"
+    ], {"launch_ms": launch_ms, "finished_ms": work_ms}
 
 
 def data_wait(device):
@@ -131,8 +168,11 @@ def data_wait(device):
         train_set = torch.utils.data.Subset(train_set, range(S["epoch_items"]))
     lines, values = [], {}
     for times in ch05.starving_experiment(train_set, device, batch_size=64):
-        lines.append(f"{times.label} (batch 64, num_workers=0): waiting for data {sum(times.wait_ms):.0f} ms "
-                     f"({times.wait_share:.0%}), computing {sum(times.compute_ms):.0f} ms per epoch")
+        lines.append(
+            f"{times.label} (batch 64, num_workers=0): waiting for data "
+            f"{sum(times.wait_ms):.0f} ms ({times.wait_share:.0%}), computing "
+            f"{sum(times.compute_ms):.0f} ms per epoch"
+        )
         values[times.label] = {"wait_ms": sum(times.wait_ms), "compute_ms": sum(times.compute_ms)}
     return lines, values
 
@@ -144,17 +184,21 @@ def pinned_copy(device):
     n_bytes = pageable.numel() * pageable.element_size()
     lines, values = [], {}
     for label, source in (("pageable", pageable), ("pinned", pinned)):
-        timing = measure.time_fn(lambda: source.to(device), device, repeats=10, warmup=2)
-        lines.append(f"{megabytes} MiB host-to-GPU from {label} memory: {timing.median:.2f} ms, "
-                     f"{ch05.gb_per_s(n_bytes, timing.median):.1f} GB/s")  # chapter 05's unit
+        timing = measure.time_fn(lambda s=source: s.to(device), device, repeats=10, warmup=2)
+        lines.append(
+            f"{megabytes} MiB host-to-GPU from {label} memory: {timing.median:.2f} ms, "
+            f"{ch05.gb_per_s(n_bytes, timing.median):.1f} GB/s"
+        )  # chapter 05's unit
         values[label] = {"ms": timing.median, "gb_per_s": ch05.gb_per_s(n_bytes, timing.median)}
     torch.cuda.synchronize(device)
     start = time.perf_counter()
     pinned.to(device, non_blocking=True)
     returned = (time.perf_counter() - start) * 1000
     torch.cuda.synchronize(device)
-    lines.append(f"from pinned memory with non_blocking=True, Python goes on after {returned:.3f} ms; "
-                 f"the copy ends after {(time.perf_counter() - start) * 1000:.2f} ms")
+    lines.append(
+        f"from pinned memory with non_blocking=True, Python goes on after {returned:.3f} ms; "
+        f"the copy ends after {(time.perf_counter() - start) * 1000:.2f} ms"
+    )
     values["non_blocking_return_ms"] = returned
     return lines, values
 
@@ -163,25 +207,45 @@ def amp(device):
     width, batch = S["width"], S["batch"]
     x, y = batch_of(batch, width, device)
     results = {}
-    for label, dtype in (("float32", None), (f"autocast {str(amp_dtype()).replace('torch.', '')}", amp_dtype())):
+    for label, dtype in (
+        ("float32", None),
+        (f"autocast {str(amp_dtype(device)).replace('torch.', '')}", amp_dtype(device)),
+    ):
         torch.manual_seed(0)
         model = mlp(width).to(device)
         step = amp_step(model, torch.optim.SGD(model.parameters(), lr=1e-3), x, y, dtype)
         results[label] = measure.time_fn(step, device, repeats=10, warmup=3, label=label)
     base, fast = results.values()
-    return ([f"training step of an MLP {width} wide, batch {batch}: {base.label} {base.median:.2f} ms, "
-             f"{fast.label} {fast.median:.2f} ms ({measure.speed_ratio(base, fast)})"],
-            {label: t.median for label, t in results.items()})
+    return (
+        [
+            (
+                f"training step of an MLP {width} wide, batch {batch}: {base.label} "
+                f"{base.median:.2f} ms, {fast.label} {fast.median:.2f} ms "
+                f"({measure.speed_ratio(base, fast)})"
+            )
+        ],
+        {label: t.median for label, t in results.items()},
+    )
 
 
 def compile_(device, width: int = 256, batch: int = 256):
     results = ch05.compile_timings(device, batch=batch, width=width, repeats=20)
     eager, compiled = results["eager"], results["torch.compile"]
-    return ([f"first call with torch.compile (compiling): {compiled.warmup_ms[0] / 1000:.1f} s",
-             f"training step of a small MLP ({width} wide, batch {batch}): eager {eager.median:.3f} ms, "
-             f"compiled {compiled.median:.3f} ms ({measure.speed_ratio(eager, compiled)})"],
-            {"first_call_s": compiled.warmup_ms[0] / 1000, "eager_ms": eager.median,
-             "compiled_ms": compiled.median})
+    return (
+        [
+            f"first call with torch.compile (compiling): {compiled.warmup_ms[0] / 1000:.1f} s",
+            (
+                f"training step of a small MLP ({width} wide, batch {batch}): eager "
+                f"{eager.median:.3f} ms, compiled {compiled.median:.3f} ms "
+                f"({measure.speed_ratio(eager, compiled)})"
+            ),
+        ],
+        {
+            "first_call_s": compiled.warmup_ms[0] / 1000,
+            "eager_ms": eager.median,
+            "compiled_ms": compiled.median,
+        },
+    )
 
 
 def nvidia_smi_during_training(device, seconds: float = 3.0):
@@ -199,8 +263,12 @@ def nvidia_smi_during_training(device, seconds: float = 3.0):
     worker.start()
     time.sleep(seconds / 2)
     query = "name,utilization.gpu,memory.used,memory.total"
-    out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
-                         capture_output=True, text=True, timeout=20)
+    out = subprocess.run(
+        ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
     time.sleep(seconds / 2)
     stop.set()
     worker.join()
@@ -210,9 +278,14 @@ def nvidia_smi_during_training(device, seconds: float = 3.0):
 
 def benchmark_table(device):
     sizes = (64, 256, S["matmul"]) if S["matmul"] > 256 else (16, S["matmul"])
-    results = ch05.benchmark_measurements(device, sizes=sizes, dtypes=(torch.float32, amp_dtype()), min_run_time=0.1)
+    results = ch05.benchmark_measurements(
+        device, sizes=sizes, dtypes=(torch.float32, amp_dtype(device)), min_run_time=0.1
+    )
     values = {f"{m.task_spec.sub_label} {m.task_spec.description}": m.median * 1e6 for m in results}
-    return [f"Timer.blocked_autorange median of a @ a, {label}: {us:.2f} us" for label, us in values.items()], values
+    return [
+        f"Timer.blocked_autorange median of a @ a, {label}: {us:.2f} us"
+        for label, us in values.items()
+    ], values
 
 
 def profiler_cuda(device):
@@ -223,50 +296,78 @@ def profiler_cuda(device):
     kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"]
     top = sorted(prof.key_averages(), key=lambda e: e.self_device_time_total, reverse=True)[:3]
     lines = profiling.compare_splits(totals, times).splitlines()
-    lines.append(f"{len(kernels)} GPU kernels in the trace, {sum(e['dur'] for e in kernels) / 1000:.2f} ms of GPU "
-                 "time; top by self CUDA time: " + ", ".join(f"{e.key} {e.self_device_time_total / 1000:.2f} ms"
-                                                          for e in top))
+    lines.append(
+        (
+            f"{len(kernels)} GPU kernels in the trace, "
+            f"{sum(e['dur'] for e in kernels) / 1000:.2f} ms of GPU time; top by self CUDA time: "
+        )
+        + ", ".join(f"{e.key} {e.self_device_time_total / 1000:.2f} ms" for e in top)
+    )
     return lines, {"phases_ms": totals, "wait_share": times.wait_share, "kernels": len(kernels)}
 
 
 def item_sync(device):
     timings = ch05.item_loops(device, steps=30, batch=S["batch"], width=S["width"] // 4 or 8)
     (a, every), (b, once) = timings.items()
-    return ([f"30 training steps, MLP {S['width'] // 4 or 8} wide, batch {S['batch']}: {a} {every.median:.2f} ms, "
-             f"{b} {once.median:.2f} ms ({measure.speed_ratio(every, once)})"],
-            {a: every.median, b: once.median})
+    return (
+        [
+            (
+                f"30 training steps, MLP {S['width'] // 4 or 8} wide, batch {S['batch']}: {a} "
+                f"{every.median:.2f} ms, {b} {once.median:.2f} ms "
+                f"({measure.speed_ratio(every, once)})"
+            )
+        ],
+        {a: every.median, b: once.median},
+    )
 
 
 def nonblocking_d2h(device):
     n = 2**22 if S["matmul"] > 256 else 2**10
     counts = ch05.readback_race(device, n=n, rounds=5, work=S["matmul"])
-    return ch05.show_readback_race(counts, n).splitlines(), {"wrong_at_once": [c[0] for c in counts],
-                                                              "wrong_after_event": [c[1] for c in counts]}
+    return ch05.show_readback_race(counts, n).splitlines(), {
+        "wrong_at_once": [c[0] for c in counts],
+        "wrong_after_event": [c[1] for c in counts],
+    }
 
 
 def sync_debug(device):
     found = ch05.hidden_syncs(device, steps=3)
-    return ([f"{count} x  {line}" for line, count in found.items()] or ["no synchronizing call was reported"],
-            {"lines": found})
+    return (
+        [f"{count} x  {line}" for line, count in found.items()]
+        or ["no synchronizing call was reported"],
+        {"lines": found},
+    )
 
 
 def estimate_vs_peak(device):
     width, batch = S["width"], S["batch"]
-    result = ch06.accounting_and_peak(device, data.DigitsDataset(*data.load_digits()), batch, hidden=width)
+    result = ch06.accounting_and_peak(
+        device, data.DigitsDataset(*data.load_digits()), batch, hidden=width
+    )
     counted, measured = result["counted"], result["measured"]
     parts = ", ".join(f"{k.replace('_', ' ')} {fmt(v)}" for k, v in counted.items())
     total = sum(counted.values())
-    return ([f"digits MLP {width} wide, Adam, batch {batch}: counted {fmt(total)} ({parts})",
-             f"peak measured by torch.cuda.max_memory_allocated: {fmt(measured['peak'])} "
-             f"({measured['peak'] / total:.2f}x the count; before the step {fmt(measured['before'])})"],
-            result)
+    return (
+        [
+            f"digits MLP {width} wide, Adam, batch {batch}: counted {fmt(total)} ({parts})",
+            (
+                f"peak measured by torch.cuda.max_memory_allocated: {fmt(measured['peak'])} "
+                f"({measured['peak'] / total:.2f}x the count; before the step "
+                f"{fmt(measured['before'])})"
+            ),
+        ],
+        result,
+    )
 
 
 def real_oom(device):
     limit, index = S["oom_limit"], torch.device("cuda", memory.cuda_index(device))
     model = ch06.wide_mlp(S["width"]).to(index)
-    before = torch.cuda.get_per_process_memory_fraction(index) \
-        if hasattr(torch.cuda, "get_per_process_memory_fraction") else None
+    before = (
+        torch.cuda.get_per_process_memory_fraction(index)
+        if hasattr(torch.cuda, "get_per_process_memory_fraction")
+        else None
+    )
     start, batch, error = time.perf_counter(), 2**10, None
     with memory.small_gpu(limit, index):
         while batch <= 2**22 and error is None:
@@ -279,10 +380,17 @@ def real_oom(device):
                 error = err
     seconds = time.perf_counter() - start
     if error is None:
-        return [f"no out-of-memory error up to batch {batch // 2} under a {fmt(limit)} cap"], {"batch": batch}
+        return [f"no out-of-memory error up to batch {batch // 2} under a {fmt(limit)} cap"], {
+            "batch": batch
+        }
     message = " ".join(str(error).split())[:160]
-    lines = [f"under a {fmt(limit)} cap (set_per_process_memory_fraction on {index}), a digits MLP {S['width']} wide "
-             f"raised torch.OutOfMemoryError at batch {batch} after {seconds:.2f} s: \"{message}...\""]
+    lines = [
+        (
+            f"under a {fmt(limit)} cap (set_per_process_memory_fraction on {index}), a digits MLP "
+            f"{S['width']} wide raised torch.OutOfMemoryError at batch {batch} after "
+            f'{seconds:.2f} s: "{message}..."'
+        )
+    ]
     values = {"batch": batch, "seconds": seconds, "message": message, "fraction_before": before}
     if before is not None:
         values["fraction_after"] = torch.cuda.get_per_process_memory_fraction(index)
@@ -298,15 +406,23 @@ def empty_cache(device):
     state["after del"] = memory.cuda_memory(device)
     torch.cuda.empty_cache()
     state["after empty_cache()"] = memory.cuda_memory(device)
-    return ([f"{when}: allocated {fmt(m['allocated'])}, reserved {fmt(m['reserved'])}" for when, m in state.items()],
-            state)
+    return (
+        [
+            f"{when}: allocated {fmt(m['allocated'])}, reserved {fmt(m['reserved'])}"
+            for when, m in state.items()
+        ],
+        state,
+    )
 
 
 def amp_memory(device):
     width, batch = S["width"], S["big_batch"]
     x, y = digits_batch(batch, device)
     peaks = {}
-    for label, dtype in (("float32", None), (f"autocast {str(amp_dtype()).replace('torch.', '')}", amp_dtype())):
+    for label, dtype in (
+        ("float32", None),
+        (f"autocast {str(amp_dtype(device)).replace('torch.', '')}", amp_dtype(device)),
+    ):
         torch.manual_seed(0)
         model = ch06.wide_mlp(width).to(device)
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -316,27 +432,49 @@ def amp_memory(device):
         del model, optimizer, step
         torch.cuda.empty_cache()
     (base, b), (amp_label, a) = peaks.items()
-    return ([f"training step, digits MLP {width} wide, Adam, batch {batch}: peak {fmt(b['peak'])} in {base}, "
-             f"{fmt(a['peak'])} under {amp_label}; in use between steps (weights, Adam state): "
-             f"{fmt(b['before'])} vs {fmt(a['before'])}"], peaks)
+    return (
+        [
+            (
+                f"training step, digits MLP {width} wide, Adam, batch {batch}: peak "
+                f"{fmt(b['peak'])} in {base}, {fmt(a['peak'])} under {amp_label}; in use between "
+                f"steps (weights, Adam state): {fmt(b['before'])} vs {fmt(a['before'])}"
+            )
+        ],
+        peaks,
+    )
 
 
 def memory_snapshot(device):
     path, message = ch06.snapshot_oom(device, limit_bytes=S["oom_limit"])
     facts = ch06.read_snapshot(ch06.load_snapshot(path))
     html = ch06.snapshot_html(path)
-    shown = {k: (v if v is None or k in ("events recorded", "segments held") else fmt(v)) for k, v in facts.items()}
-    return ([f"OOM under a {fmt(S['oom_limit'])} cap, recorded by _record_memory_history: "
-             + ", ".join(f"{k} {v}" for k, v in shown.items()),
-             f"trace_plot page: {html.stat().st_size / 2**20:.1f} MiB; the message began: \"{message[:120]}\""],
-            {**facts, "message": message[:300]})
+    shown = {
+        k: (v if v is None or k in ("events recorded", "segments held") else fmt(v))
+        for k, v in facts.items()
+    }
+    return (
+        [
+            f"OOM under a {fmt(S['oom_limit'])} cap, recorded by _record_memory_history: "
+            + ", ".join(f"{k} {v}" for k, v in shown.items()),
+            (
+                f"trace_plot page: {html.stat().st_size / 2**20:.1f} MiB; the message began: "
+                f'"{message[:120]}"'
+            ),
+        ],
+        {**facts, "message": message[:300]},
+    )
 
 
 def fragmentation(device):
     results = ch06.fragmentation_demo(device)
-    lines = [f"{setting}: " + ", ".join(f"{key.split('.')[0]} {value if key.startswith('segment') else fmt(value)}"
-                                        for key, value in counters.items())
-             for setting, counters in results.items()]
+    lines = [
+        f"{setting}: "
+        + ", ".join(
+            f"{key.split('.')[0]} {value if key.startswith('segment') else fmt(value)}"
+            for key, value in counters.items()
+        )
+        for setting, counters in results.items()
+    ]
     return lines, results
 
 
@@ -348,13 +486,25 @@ def data_parallel_on_one_gpu(device):
     calls = {"replicate": 0, "gather": 0}
     for name in calls:
         real = getattr(dp, name)
-        setattr(dp, name, lambda *a, _real=real, _name=name, **k: calls.__setitem__(_name, calls[_name] + 1)
-                or _real(*a, **k))
+        setattr(
+            dp,
+            name,
+            lambda *a, _real=real, _name=name, **k: (
+                calls.__setitem__(_name, calls[_name] + 1) or _real(*a, **k)
+            ),
+        )
     with torch.no_grad():
         same = torch.equal(dp(x), model(x))
-    return ([f"with 1 GPU, nn.DataParallel(model)(x) is a plain call of model(x): device_ids {dp.device_ids}, "
-             f"{calls['replicate']} replicas made, {calls['gather']} gathers, the same output: {same}; "
-             "a speed comparison needs 2 or more GPUs"], {"gpus": 1, "same_output": same, **calls})
+    return (
+        [
+            (
+                "with 1 GPU, nn.DataParallel(model)(x) is a plain call of model(x): device_ids "
+                f"{dp.device_ids}, {calls['replicate']} replicas made, {calls['gather']} gathers, "
+                f"the same output: {same}; a speed comparison needs 2 or more GPUs"
+            )
+        ],
+        {"gpus": 1, "same_output": same, **calls},
+    )
 
 
 def data_parallel(device):
@@ -371,8 +521,15 @@ def data_parallel(device):
         step = plain_step(run, torch.optim.SGD(model.parameters(), lr=1e-3), x, y)
         results[label] = measure.time_fn(step, device, repeats=5, warmup=2, label=label)
     one, dp = results.values()
-    return ([f"training step, MLP {width} wide, batch {batch}: one GPU {one.median:.2f} ms, {dp.label} "
-             f"{dp.median:.2f} ms ({measure.speed_ratio(one, dp)})"], {k: t.median for k, t in results.items()})
+    return (
+        [
+            (
+                f"training step, MLP {width} wide, batch {batch}: one GPU {one.median:.2f} ms, "
+                f"{dp.label} {dp.median:.2f} ms ({measure.speed_ratio(one, dp)})"
+            )
+        ],
+        {k: t.median for k, t in results.items()},
+    )
 
 
 FIGURES = {
@@ -400,7 +557,8 @@ FIGURES = {
 
 
 def triton_build_tools_missing(device) -> str:
-    """What Triton lacks to build its CUDA driver module here (torch.compile on CUDA): "" if nothing.
+    """What Triton lacks to build its CUDA driver
+    module here (torch.compile on CUDA): "" if nothing.
 
     Triton compiles a small C module at its first use with the compiler named by CC, else gcc,
     else clang, against Python.h of this Python; without them torch.compile fails on CUDA."""
@@ -412,14 +570,24 @@ def triton_build_tools_missing(device) -> str:
     include = sysconfig.get_paths().get("include", "")
     if not (Path(include) / "Python.h").exists():
         lacking.append(f"no Python headers (no Python.h in {include})")
-    return ("missing: " + " / ".join(lacking) + ": Triton builds its driver module with them, so "
-            "torch.compile cannot run on CUDA here") if lacking else ""
+    return (
+        (
+            "missing: " + " / ".join(lacking) + ": Triton builds its driver module with them, so "
+            "torch.compile cannot run on CUDA here"
+        )
+        if lacking
+        else ""
+    )
 
 
-# What each figure needs from the machine, asked before it runs: (device) -> why it is missing, or "".
+# What each figure needs from the machine, asked before
+# it runs: (device) -> why it is missing, or "".
 NEEDS = {
-    "ch05.nvidia_smi": lambda device: "" if shutil.which("nvidia-smi") else
-    "missing: nvidia-smi is not on the check machine's PATH",
+    "ch05.nvidia_smi": lambda device: (
+        ""
+        if shutil.which("nvidia-smi")
+        else "missing: nvidia-smi is not on the check machine's PATH"
+    ),
     "ch05.compile": triton_build_tools_missing,
 }
 
@@ -429,13 +597,16 @@ def run_info() -> dict:
     gpus = nvidia_smi_gpus()
     cuda = torch.cuda.is_available()
     props = torch.cuda.get_device_properties(0) if cuda else None
-    return {"gpu": props.name if cuda else None,
-            "gpu_memory": fmt(props.total_memory) if cuda else None,
-            "gpus": torch.cuda.device_count() if cuda else 0,
-            "driver": gpus[0][1] if gpus else None,
-            "torch": torch.__version__, "cuda": torch.version.cuda,
-            "python": platform.python_version(),
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")}
+    return {
+        "gpu": props.name if cuda else None,
+        "gpu_memory": fmt(props.total_memory) if cuda else None,
+        "gpus": torch.cuda.device_count() if cuda else 0,
+        "driver": gpus[0][1] if gpus else None,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+    }
 
 
 def write(path: Path, result: dict) -> None:
@@ -475,8 +646,11 @@ def measure_all(path: Path, keys: list) -> dict:
         entry["seconds"] = round(time.perf_counter() - start, 2)
         result["figures"][key] = entry
         write(path, result)
-        print(f"{key}: " + " | ".join(entry.get("lines") or [entry.get("missing") or entry.get("error")]),
-              flush=True)
+        print(
+            f"{key}: "
+            + " | ".join(entry.get("lines") or [entry.get("missing") or entry.get("error")]),
+            flush=True,
+        )
     return result
 
 
@@ -486,7 +660,9 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="*", default=None, help="measure these keys only")
     parser.add_argument("--skip", nargs="*", default=[], help="leave these keys out")
     parser.add_argument("--small", action="store_true", help="tiny workloads (the CPU smoke test)")
-    parser.add_argument("--dry-run", action="store_true", help="say what each key would do; measure nothing")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="say what each key would do; measure nothing"
+    )
     args = parser.parse_args(argv)
     if args.small:
         S.update(SMALL)
@@ -507,14 +683,19 @@ def main(argv=None) -> int:
     return 0
 
 
-SKIPPED = 77  # exit code: nothing could be measured here, and why was said (gpu_check.sh: "skipped")
+SKIPPED = (
+    77  # exit code: nothing could be measured here, and why was said (gpu_check.sh: "skipped")
+)
 
 
 def dry_run(keys: list) -> int:
     """What measure_all would do for each key on this machine, measuring nothing."""
     device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
     for key in keys:
-        print(f"{key}: " + (NEEDS.get(key, lambda d: "")(device) or f"would measure ({FIGURE_KEYS[key]})"))
+        print(
+            f"{key}: "
+            + (NEEDS.get(key, lambda d: "")(device) or f"would measure ({FIGURE_KEYS[key]})")
+        )
     print(f"dry run: {len(keys)} figure(s) planned on {device}")
     return 0
 

@@ -14,6 +14,7 @@ course device cpu). Computed here, where the GPU is visible, an answer such as c
 asks for GPU 0" would pass "works on this machine" and be expected to score 1.2 of 3, where the
 grader, which hides the GPUs, gives it 0.6 (issue 16).
 """
+
 import argparse
 import csv
 import json
@@ -49,19 +50,26 @@ def read_gradebook(path: Path) -> dict:
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
             if row["exercise"] != "TOTAL":
-                book.setdefault(row["submission"], {})[row["exercise"]] = (row["status"],
-                                                                           round(float(row["points"]), 3))
+                book.setdefault(row["submission"], {})[row["exercise"]] = (
+                    row["status"],
+                    round(float(row["points"]), 3),
+                )
     return book
 
 
 def write_cases(subs: Path, chapters: list) -> dict:
-    """Each chapter's reference, blank and first known-wrong submissions into `subs`; {name: expected}.
+    """Each chapter's reference, blank and first
+    known-wrong submissions into `subs`; {name: expected}.
 
     Run by build_cases in a child that sees the GPUs as the grader's processes do."""
     from course_lib.grading.selftest import chapter_cases
+
     expected = {}
     for number in chapters:
-        print(f"chapter {number}: building the reference, blank and known-wrong submissions", flush=True)
+        print(
+            f"chapter {number}: building the reference, blank and known-wrong submissions",
+            flush=True,
+        )
         for case in chapter_cases(number)[:3]:
             (subs / f"{case.name}.ipynb").write_text(json.dumps(case.notebook))
             expected[case.name] = case.expected
@@ -69,21 +77,42 @@ def write_cases(subs: Path, chapters: list) -> dict:
 
 
 def build_cases(subs: Path, chapters: list) -> dict:
-    """write_cases in a child process with the grader's environment (HIDDEN_GPUS); {name: expected}."""
+    """write_cases in a child process with the grader's
+    environment (HIDDEN_GPUS); {name: expected}."""
     answer = subs.parent / "expected.json"
-    subprocess.run([sys.executable, __file__, str(subs.parent), "--write-cases", *[f"--chapter={c}" for c in chapters]],
-                   env={**os.environ, **HIDDEN_GPUS}, check=True)
-    return {name: {ex: tuple(v) for ex, v in want.items()} for name, want in json.loads(answer.read_text()).items()}
+    subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            str(subs.parent),
+            "--write-cases",
+            *[f"--chapter={c}" for c in chapters],
+        ],
+        env={**os.environ, **HIDDEN_GPUS},
+        check=True,
+    )
+    return {
+        name: {ex: tuple(v) for ex, v in want.items()}
+        for name, want in json.loads(answer.read_text()).items()
+    }
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("work", type=Path)
-    parser.add_argument("--chapter", action="append", help=f"chapters (default {' '.join(CHAPTERS)})")
+    parser.add_argument(
+        "--chapter", action="append", help=f"chapters (default {' '.join(CHAPTERS)})"
+    )
     parser.add_argument("--workers", type=int, default=6)
-    parser.add_argument("--seconds", type=float, default=200, help="stop the grader then, compare what it graded")
-    parser.add_argument("--write-cases", action="store_true", help=argparse.SUPPRESS)  # build_cases' child
-    parser.add_argument("--dry-run", action="store_true", help="say what would be graded, grade nothing")
+    parser.add_argument(
+        "--seconds", type=float, default=200, help="stop the grader then, compare what it graded"
+    )
+    parser.add_argument(
+        "--write-cases", action="store_true", help=argparse.SUPPRESS
+    )  # build_cases' child
+    parser.add_argument(
+        "--dry-run", action="store_true", help="say what would be graded, grade nothing"
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     subs = args.work / "submissions"
@@ -94,9 +123,11 @@ def main(argv=None) -> int:
         return 0
     if args.dry_run:
         hidden = " ".join(f"{k}={v!r}" for k, v in HIDDEN_GPUS.items() if "VISIBLE" in k)
-        print(f"would grade the reference, blank and first known-wrong submissions of chapters "
-              f"{' '.join(chapters)} with {args.workers} workers for at most {args.seconds:.0f} s; "
-              f"expected scores computed in a child with {hidden}")
+        print(
+            f"would grade the reference, blank and first known-wrong submissions of chapters "
+            f"{' '.join(chapters)} with {args.workers} workers for at most {args.seconds:.0f} s; "
+            f"expected scores computed in a child with {hidden}"
+        )
         return 0
     try:
         expected = build_cases(subs, chapters)
@@ -104,16 +135,38 @@ def main(argv=None) -> int:
         print(f"the submissions could not be built from the answer key (exit {err.returncode})")
         return 1
     out = args.work / "gradebook.csv"
-    print(f"grading {len(expected)} submissions ({time.perf_counter() - start:.0f} s so far)", flush=True)
-    proc = subprocess.Popen([sys.executable, "-m", "course_lib", "grade", str(subs), "--out", str(out),
-                             "--no-progress", "--fresh", "--workers", str(args.workers)],
-                            cwd=args.work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    print(
+        f"grading {len(expected)} submissions ({time.perf_counter() - start:.0f} s so far)",
+        flush=True,
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "course_lib",
+            "grade",
+            str(subs),
+            "--out",
+            str(out),
+            "--no-progress",
+            "--fresh",
+            "--workers",
+            str(args.workers),
+        ],
+        cwd=args.work,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         said, _ = proc.communicate(timeout=max(5.0, args.seconds - (time.perf_counter() - start)))
     except (subprocess.TimeoutExpired, KeyboardInterrupt):  # our time is up: compare what it graded
         stop(proc)
-        said = proc.communicate()[0] + f"\nthe grader was stopped after {time.perf_counter() - start:.0f} s"
+        said = (
+            proc.communicate()[0]
+            + f"\nthe grader was stopped after {time.perf_counter() - start:.0f} s"
+        )
     print(said[-4000:])
     if not out.exists():
         print(f"the grader wrote no gradebook (exit {proc.returncode})")
@@ -126,10 +179,19 @@ def main(argv=None) -> int:
             continue
         diff = {ex: (want[ex], got[name].get(ex)) for ex in want if got[name].get(ex) != want[ex]}
         bad += bool(diff)
-        print(f"{name}: " + ("as the key expects" if not diff else
-                             "DIFFERS " + "; ".join(f"{ex}: expected {w}, got {g}" for ex, (w, g) in diff.items())))
-    print(f"{len(expected) - bad} of {len(expected)} submissions graded as the key expects "
-          f"in {time.perf_counter() - start:.0f} s (grader exit {proc.returncode})")
+        print(
+            f"{name}: "
+            + (
+                "as the key expects"
+                if not diff
+                else "DIFFERS "
+                + "; ".join(f"{ex}: expected {w}, got {g}" for ex, (w, g) in diff.items())
+            )
+        )
+    print(
+        f"{len(expected) - bad} of {len(expected)} submissions graded as the key expects "
+        f"in {time.perf_counter() - start:.0f} s (grader exit {proc.returncode})"
+    )
     return 1 if bad or proc.returncode else 0
 
 

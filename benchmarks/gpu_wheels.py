@@ -1,8 +1,9 @@
-"""The wheels gpu_check.sh brings to a GPU machine that lacks the notebook tools (standard library only).
+"""The wheels gpu_check.sh brings to a GPU machine
+that lacks the notebook tools (standard library only).
 
-    python benchmarks/gpu_wheels.py install WHEELS_DIR TARGET_DIR   on the GPU machine, offline
-    python benchmarks/gpu_wheels.py plan WHEELS_DIR                  what install would do, and why
-    python benchmarks/gpu_wheels.py prepare WHEELS_DIR               here, with internet (pip download)
+    python benchmarks/gpu_wheels.py install WHEELS_DIR TARGET_DIR  on the GPU machine, offline
+    python benchmarks/gpu_wheels.py plan WHEELS_DIR                 what install would do, and why
+    python benchmarks/gpu_wheels.py prepare WHEELS_DIR              here, online (pip download)
 
 `install` puts into TARGET_DIR (for PYTHONPATH) every wheel of WHEELS_DIR whose project this
 Python does not have yet, with ``pip install --no-index --no-deps --target``; where pip is
@@ -14,6 +15,7 @@ project's wheel is installed too, and shadows the machine's on PYTHONPATH. `plan
 `install` would do and why, installing nothing. `prepare` downloads the wheels for Python 3.12
 on x86-64 Linux (the GPU machine's), binary only, with their dependencies.
 """
+
 import email.parser
 import importlib.metadata as metadata
 import re
@@ -46,13 +48,15 @@ def packaging_module(wheels: list):
     try:
         import packaging.requirements
         import packaging.version
+
         return packaging
     except ImportError:
         pass
     try:
-        from pip._vendor import packaging
         import pip._vendor.packaging.requirements  # noqa: F401
         import pip._vendor.packaging.version  # noqa: F401
+        from pip._vendor import packaging
+
         return packaging
     except ImportError:
         pass
@@ -61,6 +65,7 @@ def packaging_module(wheels: list):
             sys.path.append(str(wheel))
             import packaging.requirements
             import packaging.version
+
             return packaging
     return None
 
@@ -68,8 +73,12 @@ def packaging_module(wheels: list):
 def wheel_metadata(wheel: Path) -> tuple:
     """(version, [Requires-Dist lines]) read from the wheel's METADATA."""
     with zipfile.ZipFile(wheel) as z:
-        name = next(n for n in z.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA"))
-        meta = email.parser.Parser().parsestr(z.read(name).decode("utf-8", "replace"), headersonly=True)
+        name = next(
+            n for n in z.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")
+        )
+        meta = email.parser.Parser().parsestr(
+            z.read(name).decode("utf-8", "replace"), headersonly=True
+        )
     return meta["Version"], meta.get_all("Requires-Dist") or []
 
 
@@ -80,11 +89,17 @@ def plan(wheels: list, version_of=installed_version) -> tuple:
     if pk is None:
         newest = {project_of(w): w for w in sorted(wheels, key=lambda w: w.name)}
         return [w for p, w in sorted(newest.items()) if version_of(p) is None], [
-            "WARNING: no `packaging` here: the installed versions were not checked against the wheels' requirements"]
+            (
+                "WARNING: no `packaging` here: the installed versions were not checked against "
+                "the wheels' requirements"
+            )
+        ]
     newest, versions = {}, {}
     for wheel in wheels:  # one wheel per project: its newest version
         project, version = project_of(wheel), wheel_metadata(wheel)[0]
-        if project not in newest or pk.version.Version(version) > pk.version.Version(versions[project]):
+        if project not in newest or pk.version.Version(version) > pk.version.Version(
+            versions[project]
+        ):
             newest[project], versions[project] = wheel, version
     chosen = {p: w for p, w in newest.items() if version_of(p) is None}
     notes, seen = [], set()
@@ -97,18 +112,27 @@ def plan(wheels: list, version_of=installed_version) -> tuple:
                 continue
             dep = re.sub(r"[-_.]+", "-", req.name).lower()
             have = versions[dep] if dep in chosen else version_of(dep)
-            if have is not None and req.specifier.contains(pk.version.Version(have), prereleases=True):
+            if have is not None and req.specifier.contains(
+                pk.version.Version(have), prereleases=True
+            ):
                 continue
-            if dep not in chosen and dep in newest and req.specifier.contains(pk.version.Version(versions[dep]),
-                                                                              prereleases=True):
+            if (
+                dep not in chosen
+                and dep in newest
+                and req.specifier.contains(pk.version.Version(versions[dep]), prereleases=True)
+            ):
                 chosen[dep] = newest[dep]
                 todo.append(dep)
-                notes.append(f"installing {dep} {versions[dep]}: {needer} needs {req.specifier} and this "
-                             f"Python has {have}")
+                notes.append(
+                    f"installing {dep} {versions[dep]}: {needer} needs {req.specifier} and this "
+                    f"Python has {have}"
+                )
             elif (needer, dep) not in seen:
                 seen.add((needer, dep))
-                notes.append(f"WARNING: {needer} needs {dep}{req.specifier}; this Python has {have} and the "
-                             f"wheels folder {'has ' + versions[dep] if dep in newest else 'has none'}")
+                notes.append(
+                    f"WARNING: {needer} needs {dep}{req.specifier}; this Python has {have} and the "
+                    f"wheels folder {'has ' + versions[dep] if dep in newest else 'has none'}"
+                )
     return [chosen[p] for p in sorted(chosen)], notes
 
 
@@ -132,18 +156,34 @@ def unpack(wheel: Path, target: Path) -> None:
 def install(folder: Path, target: Path) -> int:
     wheels = sorted(Path(folder).glob("*.whl")) if Path(folder).is_dir() else []
     if not wheels:
-        print(f"no wheels in {folder}: prepare them with "
-              f"`bash benchmarks/gpu_check.sh --prepare-wheels {folder}` and bring that folder along")
+        print(
+            f"no wheels in {folder}: prepare them with "
+            f"`bash benchmarks/gpu_check.sh --prepare-wheels {folder}` and bring that folder along"
+        )
         return 1
     todo, notes = plan(wheels)
-    print(f"{len(wheels)} wheels in {folder}; installing {len(todo)}"
-          + (": " + " ".join(project_of(w) for w in todo) if todo else ""))
+    print(
+        f"{len(wheels)} wheels in {folder}; installing {len(todo)}"
+        + (": " + " ".join(project_of(w) for w in todo) if todo else "")
+    )
     for note in notes:
         print(note)
     target.mkdir(parents=True, exist_ok=True)
     if todo:
-        pip = [sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "--no-compile", "--disable-pip-version-check",
-               "-q", "--target", str(target), *map(str, todo)]
+        pip = [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-index",
+            "--no-deps",
+            "--no-compile",
+            "--disable-pip-version-check",
+            "-q",
+            "--target",
+            str(target),
+            *map(str, todo),
+        ]
         if subprocess.run(pip).returncode != 0:
             print("pip could not install them; unpacking the wheels instead")
             for wheel in todo:
@@ -154,8 +194,21 @@ def install(folder: Path, target: Path) -> int:
 def prepare(folder: Path) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / ".gitignore").write_text("*\n")  # the wheels are never committed
-    cmd = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "-q", "--only-binary=:all:",
-           "--python-version", PYTHON_VERSION, "--implementation", "cp", "-d", str(folder)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--disable-pip-version-check",
+        "-q",
+        "--only-binary=:all:",
+        "--python-version",
+        PYTHON_VERSION,
+        "--implementation",
+        "cp",
+        "-d",
+        str(folder),
+    ]
     for platform in PLATFORMS:
         cmd += ["--platform", platform]
     code = subprocess.run(cmd + list(NEEDED)).returncode
@@ -168,13 +221,18 @@ def show_plan(folder: Path) -> int:
     """What install would do here, and why; installs nothing (gpu_check.sh's dry run)."""
     wheels = sorted(Path(folder).glob("*.whl")) if Path(folder).is_dir() else []
     if not wheels:
-        print(f"no wheels in {folder}: prepare them with `bash benchmarks/gpu_check.sh --prepare-wheels {folder}`")
+        print(
+            f"no wheels in {folder}: prepare them with "
+            f"`bash benchmarks/gpu_check.sh --prepare-wheels {folder}`"
+        )
         return 1
     todo, notes = plan(wheels)
     for note in notes:
         print(note)
-    print(f"would install {len(todo)} of {len(wheels)} wheels in {folder}"
-          + (": " + " ".join(project_of(w) for w in todo) if todo else ""))
+    print(
+        f"would install {len(todo)} of {len(wheels)} wheels in {folder}"
+        + (": " + " ".join(project_of(w) for w in todo) if todo else "")
+    )
     return 0
 
 

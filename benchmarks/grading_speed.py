@@ -1,4 +1,5 @@
-"""How fast the grader grades a class, against executing the same notebooks with nbclient (issue 5 bar).
+"""How fast the grader grades a class, against executing
+the same notebooks with nbclient (issue 5 bar).
 
     .venv/bin/python benchmarks/grading_speed.py [--chapter 03] [--right 30 --wrong 8 --blank 2]
 
@@ -14,6 +15,7 @@ key's known-wrong answers, untouched notebooks), then, in one run on this machin
 Prints the figures (and the load average seen); it is a measurement, not a pass/fail test.
 The goal (issue 20): the grader at most 0.10 of sequential nbclient on 40 chapter-03 submissions.
 """
+
 import argparse
 import csv
 import json
@@ -51,8 +53,11 @@ def make_class(chapter: str, folder: Path, right: int, wrong: int, blank: int) -
     """Write the submissions; return {name: expected verdicts}."""
     cases = {c.name.split("-", 1)[1]: c for c in chapter_cases(chapter, compact_wrong=False)}
     wrongs = [c for k, c in sorted(cases.items()) if k.startswith("wrong")]
-    plan = [("right", cases["reference"])] * right + [("wrong", wrongs[i % len(wrongs)]) for i in range(wrong)] \
+    plan = (
+        [("right", cases["reference"])] * right
+        + [("wrong", wrongs[i % len(wrongs)]) for i in range(wrong)]
         + [("blank", cases["blank"])] * blank
+    )
     expected = {}
     for i, (kind, case) in enumerate(plan):
         name = f"student{i + 1:02d}-{kind}"
@@ -62,7 +67,17 @@ def make_class(chapter: str, folder: Path, right: int, wrong: int, blank: int) -
 
 
 def grade(folder: Path, out: Path, workers, extra=()) -> tuple:
-    cmd = [sys.executable, "-m", "course_lib", "grade", str(folder), "--out", str(out), "--no-progress", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "course_lib",
+        "grade",
+        str(folder),
+        "--out",
+        str(out),
+        "--no-progress",
+        *extra,
+    ]
     if workers:
         cmd += ["--workers", str(workers)]
     start = time.perf_counter()
@@ -76,12 +91,15 @@ def grade(folder: Path, out: Path, workers, extra=()) -> tuple:
 def where_time_went(out: Path) -> str:
     """Sum and median of the graded processes' seconds, from the feedback records."""
     import statistics
+
     notebooks, checks = [], []
     for path in out.with_name(out.stem + "_feedback").glob("*.json"):
         record = json.loads(path.read_text())
         notebooks += [record["run"]["seconds"]] if record["run"].get("seconds") else []
         checks += [s for s in record["run"]["check_seconds"].values() if s]
-    part = lambda xs: f"{sum(xs):.1f} s in all, median {statistics.median(xs):.2f} s" if xs else "none"
+    part = lambda xs: (
+        f"{sum(xs):.1f} s in all, median {statistics.median(xs):.2f} s" if xs else "none"
+    )
     return f"notebook processes: {part(notebooks)}; check processes: {part(checks)}"
 
 
@@ -90,7 +108,10 @@ def read_book(path: Path) -> dict:
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
             if row["exercise"] != "TOTAL":
-                book.setdefault(row["submission"], {})[row["exercise"]] = (row["status"], round(float(row["points"]), 3))
+                book.setdefault(row["submission"], {})[row["exercise"]] = (
+                    row["status"],
+                    round(float(row["points"]), 3),
+                )
     return book
 
 
@@ -98,35 +119,63 @@ def nbclient_sequential(folder: Path, chapter: str, cell_timeout: int) -> tuple:
     """Execute each notebook plus a grading cell, one after another; return (seconds, verdicts)."""
     import nbformat
     from nbclient import NotebookClient
+
     verdicts = {}
     env = dict(os.environ, COURSE_PROGRESS_FILE="off")
     start = time.perf_counter()
     for path in sorted(folder.glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         nb.cells.append(nbformat.v4.new_code_cell(GRADE_CELL % chapter))
-        client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
-                                resources={"metadata": {"path": str(folder)}}, env=env)
+        client = NotebookClient(
+            nb,
+            timeout=cell_timeout,
+            kernel_name="python3",
+            allow_errors=True,
+            resources={"metadata": {"path": str(folder)}},
+            env=env,
+        )
         try:
             client.execute()
         except Exception as err:  # noqa: BLE001 - a dead kernel is a verdict of nothing
             print(f"  nbclient: {path.name}: {type(err).__name__}: {err}")
-        text = "".join(o.get("text", "") for o in nb.cells[-1].get("outputs", []) if o.get("name") == "stdout")
-        line = [l for l in text.splitlines() if l.startswith("GRADES ")]
-        verdicts[path.stem] = {k: tuple(v) for k, v in json.loads(line[0][7:]).items()} if line else {}
+        text = "".join(
+            o.get("text", "") for o in nb.cells[-1].get("outputs", []) if o.get("name") == "stdout"
+        )
+        line = [s for s in text.splitlines() if s.startswith("GRADES ")]
+        verdicts[path.stem] = (
+            {k: tuple(v) for k, v in json.loads(line[0][7:]).items()} if line else {}
+        )
         if not line:
-            errors = [f"cell {i}: {o.get('ename')}: {str(o.get('evalue', ''))[:120]}" for i, c in enumerate(nb.cells)
-                      if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
+            errors = [
+                f"cell {i}: {o.get('ename')}: {str(o.get('evalue', ''))[:120]}"
+                for i, c in enumerate(nb.cells)
+                if c.cell_type == "code"
+                for o in c.get("outputs", [])
+                if o.get("output_type") == "error"
+            ]
             print(f"  nbclient: {path.name}: no verdict; errors: {errors[-3:]}")
     return time.perf_counter() - start, verdicts
 
 
 def kill_and_resume(folder: Path, out: Path, workers, kill_after: int) -> dict:
     """Grade, SIGKILL the grader after `kill_after` submissions are written, rerun; count rows."""
-    cmd = [sys.executable, "-m", "course_lib", "grade", str(folder), "--out", str(out), "--no-progress", "--fresh"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "course_lib",
+        "grade",
+        str(folder),
+        "--out",
+        str(out),
+        "--no-progress",
+        "--fresh",
+    ]
     if workers:
         cmd += ["--workers", str(workers)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while proc.poll() is None and (not out.exists() or out.read_text().count(",TOTAL,") < kill_after):
+    while proc.poll() is None and (
+        not out.exists() or out.read_text().count(",TOTAL,") < kill_after
+    ):
         time.sleep(0.02)
     killed_with = out.read_text().count(",TOTAL,") if out.exists() else 0
     if proc.poll() is None:
@@ -135,8 +184,13 @@ def kill_and_resume(folder: Path, out: Path, workers, kill_after: int) -> dict:
     rerun = subprocess.run([c for c in cmd if c != "--fresh"], capture_output=True, text=True)
     with open(out, newline="") as f:
         keys = [(r["submission"], r["exercise"]) for r in csv.DictReader(f)]
-    return {"killed_after": killed_with, "rerun_rc": rerun.returncode, "rows": len(keys),
-            "duplicated": len(keys) - len(set(keys)), "keys": set(keys)}
+    return {
+        "killed_after": killed_with,
+        "rerun_rc": rerun.returncode,
+        "rows": len(keys),
+        "duplicated": len(keys) - len(set(keys)),
+        "keys": set(keys),
+    }
 
 
 def main() -> int:
@@ -145,7 +199,9 @@ def main() -> int:
     parser.add_argument("--right", type=int, default=30)
     parser.add_argument("--wrong", type=int, default=8)
     parser.add_argument("--blank", type=int, default=2)
-    parser.add_argument("--workers", type=int, default=None, help="grader workers (default: all cores)")
+    parser.add_argument(
+        "--workers", type=int, default=None, help="grader workers (default: all cores)"
+    )
     parser.add_argument("--cell-timeout", type=int, default=120, help="nbclient's per-cell limit")
     parser.add_argument("--skip-nbclient", action="store_true")
     parser.add_argument("--keep", help="keep the class and the results in this folder")
@@ -155,16 +211,20 @@ def main() -> int:
     folder.mkdir(parents=True, exist_ok=True)
     expected = make_class(args.chapter, folder, args.right, args.wrong, args.blank)
     n = len(expected)
-    print(f"class: {n} submissions of chapter {args.chapter} ({args.right} right, {args.wrong} wrong, "
-          f"{args.blank} blank) in {folder}; {os.cpu_count()} CPUs; load average {load()}")
+    print(
+        f"class: {n} submissions of chapter {args.chapter} ({args.right} right, {args.wrong} "
+        f"wrong, {args.blank} blank) in {folder}; {os.cpu_count()} CPUs; load average {load()}"
+    )
 
     print(f"[1] grader ... (load before: {load()})", flush=True)
     out = work / "grader" / "gradebook.csv"
     grader_s, proc = grade(folder, out, args.workers, ["--fresh", "--json"])
     report = json.loads(proc.stdout)
     book = read_book(out)
-    print(f"    {grader_s:.1f} s wall ({grader_s / n:.2f} s per submission), {report['processes']} graded "
-          f"processes; load after: {load()}")
+    print(
+        f"    {grader_s:.1f} s wall ({grader_s / n:.2f} s per submission), "
+        f"{report['processes']} graded processes; load after: {load()}"
+    )
     right_verdicts = sum(book.get(s) == e for s, e in expected.items())
     print(f"    verdicts equal to the answer key's expectation: {right_verdicts}/{n} submissions")
     print(f"    {where_time_went(out)}")
@@ -174,21 +234,31 @@ def main() -> int:
         nbc_s, nbc = nbclient_sequential(folder, args.chapter, args.cell_timeout)
         print(f"    {nbc_s:.1f} s wall ({nbc_s / n:.2f} s per submission); load after: {load()}")
         same = sum(book.get(s) == nbc.get(s) for s in expected)
-        diffs = [(s, ex, book.get(s, {}).get(ex), nbc.get(s, {}).get(ex)) for s in expected
-                 for ex in expected[s] if book.get(s, {}).get(ex) != nbc.get(s, {}).get(ex)]
+        diffs = [
+            (s, ex, book.get(s, {}).get(ex), nbc.get(s, {}).get(ex))
+            for s in expected
+            for ex in expected[s]
+            if book.get(s, {}).get(ex) != nbc.get(s, {}).get(ex)
+        ]
         print(f"    verdicts equal between grader and nbclient: {same}/{n} submissions")
         for d in diffs[:10]:
             print(f"      differs: {d}")
-        print(f"[3] ratio grader / sequential nbclient = {grader_s / nbc_s:.3f} "
-              f"(goal: at most 0.10); speed-up {nbc_s / grader_s:.1f}x")
+        print(
+            f"[3] ratio grader / sequential nbclient = {grader_s / nbc_s:.3f} "
+            f"(goal: at most 0.10); speed-up {nbc_s / grader_s:.1f}x"
+        )
 
     print(f"[4] kill-and-resume ... (load before: {load()})", flush=True)
-    resume = kill_and_resume(folder, work / "resume" / "gradebook.csv", args.workers, kill_after=max(1, n // 3))
+    resume = kill_and_resume(
+        folder, work / "resume" / "gradebook.csv", args.workers, kill_after=max(1, n // 3)
+    )
     wanted = {(s, ex) for s, verdicts in expected.items() for ex in list(verdicts) + ["TOTAL"]}
     lost = len(wanted - resume["keys"])
-    print(f"    killed with SIGKILL after {resume['killed_after']} of {n} submissions were written; rerun exit code "
-          f"{resume['rerun_rc']}; rows {resume['rows']} (expected {len(wanted)}): lost {lost}, duplicated "
-          f"{resume['duplicated']}")
+    print(
+        f"    killed with SIGKILL after {resume['killed_after']} of {n} submissions were "
+        f"written; rerun exit code {resume['rerun_rc']}; rows {resume['rows']} (expected "
+        f"{len(wanted)}): lost {lost}, duplicated {resume['duplicated']}"
+    )
     print(f"done; load average {load()}; files in {work}")
     return 0
 

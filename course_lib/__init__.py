@@ -3,6 +3,7 @@
 Notebooks import their chapter module (``from course_lib import ch01_device_check as ch``);
 the shared parts are `device`, `seed`, `doctor`, `widgets` and the `exercises` engine.
 """
+
 from .device import pick_device
 from .seed import seed_everything
 
@@ -16,6 +17,7 @@ def progress():
     from .exercises import all_exercises
     from .exercises.progress import chapter_summary
     from .widgets import progress_table
+
     return HTML(progress_table(chapter_summary(all_exercises())))
 
 
@@ -23,6 +25,7 @@ def explain(error=None):
     """Explain a PyTorch GPU-training error: the last one raised (no argument), an exception, or a
     message, traceback or log text. Returns a panel (HTML in JupyterLab, text elsewhere)."""
     from .explainer import explain as _explain
+
     return _explain(error)
 
 
@@ -32,6 +35,7 @@ def explain_errors():
     Every notebook calls it in its first cell; it is idempotent and does nothing outside IPython.
     """
     from .explainer import enable
+
     enable()
 
 

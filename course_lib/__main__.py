@@ -1,5 +1,6 @@
 """Command line: python -m course_lib {doctor, exercises, digest, grade, release, explain,
 collect, gradescope}."""
+
 import argparse
 import json
 import sys
@@ -7,6 +8,7 @@ import sys
 
 def cmd_doctor(args) -> int:
     from .doctor import environment_report, format_report
+
     report = environment_report()
     print(json.dumps(report, indent=1) if args.json else format_report(report))
     return 0
@@ -14,18 +16,23 @@ def cmd_doctor(args) -> int:
 
 def cmd_exercises(args) -> int:
     from .exercises import all_exercises
+
     rows = [ex.info() for ex in all_exercises()]
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
         for r in rows:
-            print(f"{r['id']:<34} chapter {r['chapter']}  {r['kind']:<8} {r['points']:>2} pt  {r['title']}")
+            print(
+                f"{r['id']:<34} chapter {r['chapter']}  {r['kind']:<8} {r['points']:>2} pt  "
+                f"{r['title']}"
+            )
         print(f"{len(rows)} exercises, {sum(r['points'] for r in rows)} points")
     return 0
 
 
 def cmd_digest(args) -> int:
     from .exercises import answer_digest, get
+
     quiz = get(args.quiz_id)
     print(answer_digest(quiz.id, quiz.normalize(args.answer)))
     return 0
@@ -38,16 +45,18 @@ def cmd_release(args) -> int:
         print("release is part of the teacher's copy of the course, not of the student bundle")
         return 2
     report = release(args.out_dir, force=args.force)
-    print(f"student bundle written to {report['out']}: {report['notebooks']} notebooks, "
-          f"{report['files']} files (answer key and grader left out)")
+    print(
+        f"student bundle written to {report['out']}: {report['notebooks']} notebooks, "
+        f"{report['files']} files (answer key and grader left out)"
+    )
     return 0
 
 
 def cmd_grade(args) -> int:
     try:
+        from .grading.gradebook import NotAGradebook
         from .grading.grader import Grader
         from .grading.sandbox import Limits
-        from .grading.gradebook import NotAGradebook
     except ImportError:
         print("grading is part of the teacher's copy of the course, not of the student bundle")
         return 2
@@ -55,25 +64,44 @@ def cmd_grade(args) -> int:
     if exporter is False:
         return 2
     import os
+
     # Grading runs on the CPU: verdicts must not depend on the grading machine (the grader's
     # zygotes also start with every GPU hidden, whatever this process has seen).
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
     os.environ["COURSE_DEVICE"] = "cpu"
-    limits = Limits(cell_timeout=args.cell_timeout, timeout=args.timeout, test_timeout=args.test_timeout,
-                    memory_mb=args.memory_mb, disk_mb=args.disk_mb)
+    limits = Limits(
+        cell_timeout=args.cell_timeout,
+        timeout=args.timeout,
+        test_timeout=args.test_timeout,
+        memory_mb=args.memory_mb,
+        disk_mb=args.disk_mb,
+    )
     chapters = [c.zfill(2) for c in args.chapter or []]
-    grader = Grader(args.submissions, args.out, workers=args.workers, chapters=chapters, limits=limits,
-                    progress=not args.no_progress, fresh=args.fresh, keep_scratch=args.keep_scratch)
+    grader = Grader(
+        args.submissions,
+        args.out,
+        workers=args.workers,
+        chapters=chapters,
+        limits=limits,
+        progress=not args.no_progress,
+        fresh=args.fresh,
+        keep_scratch=args.keep_scratch,
+    )
     try:
         report = grader.run()
     except NotAGradebook as err:
         print(err, file=sys.stderr)
         return 2
-    print(json.dumps(report, indent=1) if args.json else
-          f"graded {report['graded']} submission(s) in {report['seconds']:g} s"
-          f" ({report['skipped']} already graded); gradebook: {report['gradebook']}")
+    print(
+        json.dumps(report, indent=1)
+        if args.json
+        else f"graded {report['graded']} submission(s) in {report['seconds']:g} s"
+        f" ({report['skipped']} already graded); gradebook: {report['gradebook']}"
+    )
     status = 1 if report["key_problems"] else 0
-    return max(status, exporter.run(lambda line: print(line, file=sys.stderr))) if exporter else status
+    return (
+        max(status, exporter.run(lambda line: print(line, file=sys.stderr))) if exporter else status
+    )
 
 
 def _grade_exporter(args):
@@ -81,6 +109,7 @@ def _grade_exporter(args):
     None without --export, False (after saying why) for a bad roster."""
     from .classroom.exports import Exporter, ExportError
     from .classroom.roster import RosterError
+
     try:
         return Exporter.from_args(args)
     except (ExportError, RosterError) as err:
@@ -89,13 +118,22 @@ def _grade_exporter(args):
 
 
 def cmd_collect(args) -> int:
-    """Copy every hub user's chapter notebook into SUBMISSIONS_DIR (course_lib/classroom/collect.py)."""
+    """Copy every hub user's chapter notebook into
+    SUBMISSIONS_DIR (course_lib/classroom/collect.py)."""
     from .classroom.assignments import NoSuchChapter
     from .classroom.collect import CollectError, collect
+
     try:
-        collection = collect(args.source, args.out_dir, args.chapter, exchange=args.exchange,
-                             user_prefix=args.user_prefix, path=args.path, assignment_id=args.assignment,
-                             update=args.update)
+        collection = collect(
+            args.source,
+            args.out_dir,
+            args.chapter,
+            exchange=args.exchange,
+            user_prefix=args.user_prefix,
+            path=args.path,
+            assignment_id=args.assignment,
+            update=args.update,
+        )
     except (CollectError, NoSuchChapter) as err:
         print(f"nothing collected: {err}", file=sys.stderr)
         return 2
@@ -107,14 +145,19 @@ def cmd_gradescope(args) -> int:
     """Write the Gradescope autograder zip of one chapter (course_lib/classroom/gradescope.py)."""
     from .classroom.assignments import NoSuchChapter
     from .classroom.gradescope import NotTheTeachersCopy, build
+
     try:
-        info = build(args.chapter, args.out_zip, cell_timeout=args.cell_timeout, timeout=args.timeout)
+        info = build(
+            args.chapter, args.out_zip, cell_timeout=args.cell_timeout, timeout=args.timeout
+        )
     except (NoSuchChapter, NotTheTeachersCopy) as err:
         print(f"no autograder written: {err}", file=sys.stderr)
         return 2
-    print(f"Gradescope autograder for chapter {info['chapter']} ({info['notebook']}): {info['zip']}, "
-          f"{info['files']} files, {info['bytes'] // 1024} KiB; it holds the answer key: "
-          "upload it to Gradescope only")
+    print(
+        f"Gradescope autograder for chapter {info['chapter']} ({info['notebook']}): {info['zip']}, "
+        f"{info['files']} files, {info['bytes'] // 1024} KiB; it holds the answer key: "
+        "upload it to Gradescope only"
+    )
     return 0
 
 
@@ -122,10 +165,15 @@ def cmd_explain(args) -> int:
     """Explain the error in each FILE (or stdin). Exit 0: every input explained; 1: some input holds
     no error the course knows; 2: a FILE could not be read."""
     from .explainer import explain_text
+
     inputs, status = [], 0
     for name in args.files or ["-"]:
         try:
-            text = sys.stdin.read() if name == "-" else open(name, encoding="utf-8", errors="replace").read()
+            text = (
+                sys.stdin.read()
+                if name == "-"
+                else open(name, encoding="utf-8", errors="replace").read()
+            )
         except OSError as err:
             print(f"cannot read {name}: {err.strerror}", file=sys.stderr)
             status = 2
@@ -135,7 +183,11 @@ def cmd_explain(args) -> int:
         if args.json:
             print(json.dumps({"input": name, **explanation.to_dict()}, ensure_ascii=False))
         else:
-            print(("\n" if i else "") + (f"== {name} ==\n" if len(inputs) > 1 else "") + str(explanation))
+            print(
+                ("\n" if i else "")
+                + (f"== {name} ==\n" if len(inputs) > 1 else "")
+                + str(explanation)
+            )
         if not explanation.known:
             status = status or 1
     return status
@@ -150,57 +202,123 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("exercises", help="list every exercise: id, chapter, kind, points")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_exercises)
-    p = sub.add_parser("digest", help="(authors) the fingerprint of a quiz answer for the chapter module")
+    p = sub.add_parser(
+        "digest", help="(authors) the fingerprint of a quiz answer for the chapter module"
+    )
     p.add_argument("quiz_id")
     p.add_argument("answer")
     p.set_defaults(run=cmd_digest)
-    p = sub.add_parser("release", help="(teachers) write the student bundle: notebooks and course_lib, no answer key")
+    p = sub.add_parser(
+        "release",
+        help="(teachers) write the student bundle: notebooks and course_lib, no answer key",
+    )
     p.add_argument("out_dir")
     p.add_argument("--force", action="store_true", help="replace OUT_DIR if it exists")
     p.set_defaults(run=cmd_release)
-    p = sub.add_parser("grade", help="(teachers) grade a folder of submitted notebooks into a gradebook CSV")
+    p = sub.add_parser(
+        "grade", help="(teachers) grade a folder of submitted notebooks into a gradebook CSV"
+    )
     p.add_argument("submissions", help="folder with one .ipynb per student (searched recursively)")
-    p.add_argument("--out", required=True, help="gradebook CSV; feedback and summaries are written beside it")
-    p.add_argument("--workers", type=int, default=None, help="processes at once (default: all cores)")
-    p.add_argument("--chapter", action="append", help="grade these chapters' exercises (default: from each notebook)")
+    p.add_argument(
+        "--out", required=True, help="gradebook CSV; feedback and summaries are written beside it"
+    )
+    p.add_argument(
+        "--workers", type=int, default=None, help="processes at once (default: all cores)"
+    )
+    p.add_argument(
+        "--chapter",
+        action="append",
+        help="grade these chapters' exercises (default: from each notebook)",
+    )
     p.add_argument("--cell-timeout", type=float, default=60.0, help="seconds per cell (default 60)")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per notebook (default 600)")
-    p.add_argument("--test-timeout", type=float, default=0.0, help="cap on each exercise's per-test limit")
-    p.add_argument("--memory-mb", type=int, default=4096, help="memory per graded process (default 4096)")
-    p.add_argument("--disk-mb", type=int, default=512,
-                   help="scratch, /tmp and /dev/shm of each graded process, in MB each (default 512)")
+    p.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds per notebook (default 600)"
+    )
+    p.add_argument(
+        "--test-timeout", type=float, default=0.0, help="cap on each exercise's per-test limit"
+    )
+    p.add_argument(
+        "--memory-mb", type=int, default=4096, help="memory per graded process (default 4096)"
+    )
+    p.add_argument(
+        "--disk-mb",
+        type=int,
+        default=512,
+        help="scratch, /tmp and /dev/shm of each graded process, in MB each (default 512)",
+    )
     p.add_argument("--fresh", action="store_true", help="start a new gradebook instead of resuming")
-    p.add_argument("--keep-scratch", action="store_true", help="keep the graded processes' scratch folders")
+    p.add_argument(
+        "--keep-scratch", action="store_true", help="keep the graded processes' scratch folders"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the run's report as JSON")
-    p.add_argument("--export", action="append", choices=["nbgrader", "canvas"],
-                   help="also write GRADEBOOK.nbgrader.csv / GRADEBOOK.canvas.csv (repeatable)")
-    p.add_argument("--roster", help="CSV of id, name, email (optional username, section): who each submission is")
+    p.add_argument(
+        "--export",
+        action="append",
+        choices=["nbgrader", "canvas"],
+        help="also write GRADEBOOK.nbgrader.csv / GRADEBOOK.canvas.csv (repeatable)",
+    )
+    p.add_argument(
+        "--roster",
+        help="CSV of id, name, email (optional username, section): who each submission is",
+    )
     p.set_defaults(run=cmd_grade)
-    p = sub.add_parser("collect", help="(teachers) copy each hub user's chapter notebook into a submissions folder",
-                       description="Copy each user's notebook of one chapter from a hub's home folders (or an "
-                                   "nbgrader exchange) into OUT_DIR/USER.ipynb, ready for `grade`. Exit status: "
-                                   "0 every user's notebook collected, 1 some users reported, 2 nothing collected.")
-    p.add_argument("source", help="folder of home folders (e.g. /home), or an nbgrader exchange course folder")
+    p = sub.add_parser(
+        "collect",
+        help="(teachers) copy each hub user's chapter notebook into a submissions folder",
+        description="Copy each user's notebook of one chapter from a hub's home folders (or an "
+        "nbgrader exchange) into OUT_DIR/USER.ipynb, ready for `grade`. Exit status: "
+        "0 every user's notebook collected, 1 some users reported, 2 nothing collected.",
+    )
+    p.add_argument(
+        "source", help="folder of home folders (e.g. /home), or an nbgrader exchange course folder"
+    )
     p.add_argument("out_dir", help="the submissions folder to fill")
-    p.add_argument("--chapter", required=True, help="the chapter whose notebook to collect, e.g. 01")
-    p.add_argument("--exchange", action="store_true", help="SOURCE is an nbgrader exchange (EXCHANGE/COURSE)")
-    p.add_argument("--assignment", help="with --exchange: the nbgrader assignment id (default: any with the notebook)")
-    p.add_argument("--user-prefix", default="", help="home folders start with this, removed from the name (jupyter-)")
-    p.add_argument("--path", help="the notebook's path inside each home (default: pytorch-gpu-course/notebooks/...)")
-    p.add_argument("--update", action="store_true", help="replace copies collected before (kept in OUT_DIR.replaced)")
+    p.add_argument(
+        "--chapter", required=True, help="the chapter whose notebook to collect, e.g. 01"
+    )
+    p.add_argument(
+        "--exchange", action="store_true", help="SOURCE is an nbgrader exchange (EXCHANGE/COURSE)"
+    )
+    p.add_argument(
+        "--assignment",
+        help="with --exchange: the nbgrader assignment id (default: any with the notebook)",
+    )
+    p.add_argument(
+        "--user-prefix",
+        default="",
+        help="home folders start with this, removed from the name (jupyter-)",
+    )
+    p.add_argument(
+        "--path",
+        help="the notebook's path inside each home (default: pytorch-gpu-course/notebooks/...)",
+    )
+    p.add_argument(
+        "--update",
+        action="store_true",
+        help="replace copies collected before (kept in OUT_DIR.replaced)",
+    )
     p.set_defaults(run=cmd_collect)
     p = sub.add_parser("gradescope", help="(teachers) write a chapter's Gradescope autograder zip")
     p.add_argument("chapter", help="the chapter to grade, e.g. 01")
     p.add_argument("out_zip", help="the zip to write (upload it as the assignment's autograder)")
-    p.add_argument("--cell-timeout", type=float, default=60.0, help="seconds per notebook cell (default 60)")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per notebook (default 600)")
+    p.add_argument(
+        "--cell-timeout", type=float, default=60.0, help="seconds per notebook cell (default 60)"
+    )
+    p.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds per notebook (default 600)"
+    )
     p.set_defaults(run=cmd_gradescope)
-    p = sub.add_parser("explain", help="explain a PyTorch GPU-training error from a message, a traceback or a log",
-                       description="Explain the error in each FILE (a message, a traceback or a whole log; "
-                                   "without FILE, standard input). Exit status: 0 every input explained, "
-                                   "1 some input holds no error the course knows, 2 a FILE could not be read.")
-    p.add_argument("files", nargs="*", metavar="FILE", help="text files; '-' or none: standard input")
+    p = sub.add_parser(
+        "explain",
+        help="explain a PyTorch GPU-training error from a message, a traceback or a log",
+        description="Explain the error in each FILE (a message, a traceback or a whole log; "
+        "without FILE, standard input). Exit status: 0 every input explained, "
+        "1 some input holds no error the course knows, 2 a FILE could not be read.",
+    )
+    p.add_argument(
+        "files", nargs="*", metavar="FILE", help="text files; '-' or none: standard input"
+    )
     p.add_argument("--json", action="store_true", help="one JSON object per input, one per line")
     p.set_defaults(run=cmd_explain)
     return parser

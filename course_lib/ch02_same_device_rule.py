@@ -1,9 +1,11 @@
-"""Chapter 02, the same-device rule: exercises, the warehouse-and-workshop widget, demo helpers.
+"""Chapter 02, the same-device rule: the demos and the
+warehouse-and-workshop widget, then the exercises.
 
 Every demo takes the second device from `course_lib.device.second_device()`: the GPU on a GPU
 machine, else `meta`, which PyTorch treats as a genuine second device. The device-mismatch
 errors shown here are therefore PyTorch's real errors on any machine.
 """
+
 import itertools
 from dataclasses import dataclass
 from html import escape
@@ -12,18 +14,52 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import exercises
+from . import chapters
 from .checks import batches
-from .device import device_report, devices_of, second_device  # noqa: F401 (used by the notebook)
-from .exercises import Chapter, Test
+from .device import device_report, second_device
+from .exercises import Test
 from .sections import section
+from .widgets import Html, code, html_table, reveal
 
-chapter = Chapter(__name__, title="The same-device rule")
+chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
+
+__all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
+    "chapter",
+    # exercises and quizzes: ch.<name>.check(...), .hint(), .solution(), .ask()
+    "move_to",
+    "where_is",
+    "failing_placements",
+    "forgot_assignment",
+    # teaching helpers: the demos, widgets and models the notebook uses
+    "ScaledCrossEntropy",
+    "WeightedCrossEntropy",
+    "adam_checkpoint",
+    "adam_state_devices",
+    "device_report",
+    "PARTS",
+    "StepOutcome",
+    "make_step_parts",
+    "run_step",
+    "all_placements",
+    "runs_expected",
+    "prediction_verdict",
+    "rooms",
+    "outcome_html",
+    "placements_table",
+    "warehouse_and_workshop",
+    "placements_reveal",
+]
+
+
+def __dir__():
+    return __all__
+
 
 PARTS = ("model", "inputs", "labels", "loss")
 N_FEATURES, N_CLASSES, BATCH = 4, 3, 8
 
 
+# ================================================================ teaching helpers
 # ---------------------------------------------------------------- losses used in the demos
 class ScaledCrossEntropy(nn.Module):
     """Cross-entropy with a learnable scale per class: a loss that OWNS a parameter (chapter 02)."""
@@ -37,7 +73,8 @@ class ScaledCrossEntropy(nn.Module):
 
 
 class WeightedCrossEntropy(nn.Module):
-    """Class-weighted cross-entropy; the weights are a buffer, or (the trap) a plain attribute (chapter 02)."""
+    """Class-weighted cross-entropy; the weights are a
+    buffer, or (the trap) a plain attribute (chapter 02)."""
 
     def __init__(self, class_weights: torch.Tensor, as_buffer: bool = True):
         super().__init__()
@@ -52,7 +89,8 @@ class WeightedCrossEntropy(nn.Module):
 
 # ---------------------------------------------------------------- the optimizer and the move
 def adam_checkpoint() -> dict:
-    """An Adam state_dict after one step on a CPU `nn.Linear(4, 3)`, as a checkpoint holds it (chapter 02)."""
+    """An Adam state_dict after one step on a CPU
+    `nn.Linear(4, 3)`, as a checkpoint holds it (chapter 02)."""
     torch.manual_seed(0)
     model = nn.Linear(4, 3)
     optimizer = torch.optim.Adam(model.parameters())
@@ -62,7 +100,8 @@ def adam_checkpoint() -> dict:
 
 
 def adam_state_devices(optimizer) -> dict:
-    """{'exp_avg': 'cpu', ...}: where an optimizer's per-parameter state of its first parameter lives (chapter 02)."""
+    """{'exp_avg': 'cpu', ...}: where an optimizer's per-parameter
+    state of its first parameter lives (chapter 02)."""
     state = next(iter(optimizer.state.values()), {})
     return {name: str(value.device) for name, value in state.items()}
 
@@ -71,12 +110,14 @@ def adam_state_devices(optimizer) -> dict:
 @dataclass
 class StepOutcome:
     """What happened when a training step ran on a placement (chapter 02 widget)."""
+
     ran: bool
     detail: str
 
 
 def make_step_parts(placement: dict):
-    """A tiny model, a batch, its labels and a loss with a parameter, each on its own device (chapter 02)."""
+    """A tiny model, a batch, its labels and a loss with
+    a parameter, each on its own device (chapter 02)."""
     model = nn.Linear(N_FEATURES, N_CLASSES).to(placement["model"])
     x = torch.randn(BATCH, N_FEATURES).to(placement["inputs"])
     y = torch.randint(0, N_CLASSES, (BATCH,)).to(placement["labels"])
@@ -91,21 +132,29 @@ def _loss_text(loss: torch.Tensor) -> str:
 
 
 def run_step(placement: dict) -> StepOutcome:
-    """Forward, loss and backward on a placement; PyTorch's own error text if it fails (chapter 02)."""
+    """Forward, loss and backward on a placement;
+    PyTorch's own error text if it fails (chapter 02)."""
     model, x, y, loss_fn = make_step_parts(placement)
     try:
         loss = loss_fn(model(x), y)
         loss.backward()
     except RuntimeError as err:
         return StepOutcome(False, f"RuntimeError: {str(err).strip().splitlines()[0]}")
-    return StepOutcome(True, f"{_loss_text(loss)}; backward reached the model (weight.grad on "
-                             f"{model.weight.grad.device})")
+    return StepOutcome(
+        True,
+        f"{_loss_text(loss)}; backward reached the model (weight.grad on "
+        f"{model.weight.grad.device})",
+    )
 
 
 def all_placements(other=None) -> list:
-    """All 16 ways to put model, inputs, labels and loss on the CPU or the other device (chapter 02)."""
+    """All 16 ways to put model, inputs, labels and
+    loss on the CPU or the other device (chapter 02)."""
     other = str(other or second_device())
-    return [dict(zip(PARTS, devices)) for devices in itertools.product(["cpu", other], repeat=len(PARTS))]
+    return [
+        dict(zip(PARTS, devices))
+        for devices in itertools.product(["cpu", other], repeat=len(PARTS))
+    ]
 
 
 def runs_expected(placement: dict) -> bool:
@@ -119,7 +168,8 @@ def prediction_verdict(predicted_runs: bool, outcome: StepOutcome) -> bool:
 
 
 def rooms(placement: dict) -> str:
-    """'warehouse (cpu): model, labels | workshop (meta): inputs, loss' for a placement (chapter 02)."""
+    """'warehouse (cpu): model, labels | workshop
+    (meta): inputs, loss' for a placement (chapter 02)."""
     groups = {}
     for part in PARTS:
         groups.setdefault(placement[part], []).append(part)
@@ -127,26 +177,28 @@ def rooms(placement: dict) -> str:
     return " | ".join(f"{name(dev)} ({dev}): {', '.join(parts)}" for dev, parts in groups.items())
 
 
-def _placement_row(placement: dict) -> str:
-    return "".join(f"<td><code>{escape(placement[p])}</code></td>" for p in PARTS)
-
-
-_PARTS_HEAD = "".join(f"<th>{p}</th>" for p in PARTS)
+def _placement_cells(placement: dict) -> list:
+    return [code(placement[p]) for p in PARTS]
 
 
 def outcome_html(placement: dict, predicted_runs: bool, outcome: StepOutcome) -> str:
-    """The widget's answer: the placement, the prediction, the real outcome, right or wrong (chapter 02)."""
+    """The widget's answer: the placement, the prediction,
+    the real outcome, right or wrong (chapter 02)."""
     right = prediction_verdict(predicted_runs, outcome)
     colour = "#1a7f37" if outcome.ran else "#cf222e"
     said = "it will run" if predicted_runs else "it will raise an error"
-    verdict = "<b style='color:#1a7f37'>✔ right</b>" if right else "<b style='color:#cf222e'>✘ wrong</b>"
-    return (f"<table class='course-workshop'><tr>{_PARTS_HEAD}</tr><tr>{_placement_row(placement)}</tr></table>"
-            f"<div>{escape(rooms(placement))}</div>"
-            f"<div>Your prediction: {said}. {verdict}</div>"
-            f"<div>What PyTorch really did: <span style='color:{colour}'>"
-            f"{'ran' if outcome.ran else 'raised'}</span></div>"
-            f"<pre style='white-space:pre-wrap;background:#f6f8fa;color:#1f2328;padding:4px'>"
-            f"{escape(outcome.detail)}</pre>")
+    verdict = (
+        "<b style='color:#1a7f37'>✔ right</b>" if right else "<b style='color:#cf222e'>✘ wrong</b>"
+    )
+    return (
+        html_table(PARTS, [_placement_cells(placement)], name="workshop")
+        + f"<div>{escape(rooms(placement))}</div>"
+        f"<div>Your prediction: {said}. {verdict}</div>"
+        f"<div>What PyTorch really did: <span style='color:{colour}'>"
+        f"{'ran' if outcome.ran else 'raised'}</span></div>"
+        f"<pre style='white-space:pre-wrap;background:#f6f8fa;color:#1f2328;padding:4px'>"
+        f"{escape(outcome.detail)}</pre>"
+    )
 
 
 def placements_table(other=None) -> str:
@@ -155,10 +207,10 @@ def placements_table(other=None) -> str:
     for placement in all_placements(other):
         outcome = run_step(placement)
         mark = "ran" if outcome.ran else "error"
-        rows.append(f"<tr>{_placement_row(placement)}<td style='text-align:left'><b>{mark}</b>: "
-                    f"{escape(outcome.detail)}</td></tr>")
-    return (f"<table class='course-workshop'><tr>{_PARTS_HEAD}<th>what really happened</th></tr>"
-            f"{''.join(rows)}</table>")
+        rows.append(
+            _placement_cells(placement) + [Html(f"<b>{mark}</b>: {escape(outcome.detail)}")]
+        )
+    return html_table([*PARTS, "what really happened"], rows, name="workshop")
 
 
 class WarehouseAndWorkshop:
@@ -166,21 +218,35 @@ class WarehouseAndWorkshop:
 
     def __init__(self, other=None):
         import ipywidgets as W
+
         other = str(other or second_device())
         choices = [("warehouse (cpu)", "cpu"), (f"workshop ({other})", other)]
-        self.pickers = {p: W.ToggleButtons(options=choices, value="cpu", description=f"{p}:") for p in PARTS}
-        self.prediction = W.ToggleButtons(options=[("it will run", True), ("it will raise an error", False)],
-                                          value=None, description="You predict:")
-        self.button = W.Button(description="Run the step for real", button_style="primary",
-                               layout=W.Layout(width="auto"))
+        self.pickers = {
+            p: W.ToggleButtons(options=choices, value="cpu", description=f"{p}:") for p in PARTS
+        }
+        self.prediction = W.ToggleButtons(
+            options=[("it will run", True), ("it will raise an error", False)],
+            value=None,
+            description="You predict:",
+        )
+        self.button = W.Button(
+            description="Run the step for real",
+            button_style="primary",
+            layout=W.Layout(width="auto"),
+        )
         self.result = W.HTML()
         self.button.on_click(self._on_click)
         for toggle in [*self.pickers.values(), self.prediction]:
             toggle.observe(self._on_change, names="value")
-        intro = W.HTML("<b>The warehouse and the workshop.</b> Put each part in the warehouse (the CPU) or the "
-                       "workshop (the other device), predict, then run forward, loss and backward for real.")
-        self.box = W.VBox([intro, *self.pickers.values(), self.prediction, self.button, self.result],
-                          layout=W.Layout(border="1px solid #d0d7de", padding="6px"))
+        intro = W.HTML(
+            "<b>The warehouse and the workshop.</b> Put each part in the warehouse (the CPU) "
+            "or the workshop (the other device), predict, then run forward, loss and backward "
+            "for real."
+        )
+        self.box = W.VBox(
+            [intro, *self.pickers.values(), self.prediction, self.button, self.result],
+            layout=W.Layout(border="1px solid #d0d7de", padding="6px"),
+        )
 
     def placement(self) -> dict:
         """The devices chosen in the widget, part -> device string."""
@@ -195,7 +261,9 @@ class WarehouseAndWorkshop:
         if self.prediction.value is None:
             self.result.value = "<i>Choose your prediction first, then run.</i>"
             return
-        self.result.value = outcome_html(self.placement(), self.prediction.value, run_step(self.placement()))
+        self.result.value = outcome_html(
+            self.placement(), self.prediction.value, run_step(self.placement())
+        )
 
     def _repr_mimebundle_(self, **kwargs):
         return self.box._repr_mimebundle_(**kwargs)
@@ -207,83 +275,136 @@ def warehouse_and_workshop(other=None) -> WarehouseAndWorkshop:
 
 
 def placements_reveal(other=None):
-    """A button that runs all 16 placements and shows the table, once the learner asks (chapter 02)."""
-    import ipywidgets as W
-    button = W.Button(description="Run all 16 placements", button_style="primary", layout=W.Layout(width="auto"))
-    table = W.HTML()
-
-    def reveal(_=None):
-        table.value = placements_table(other)
-        button.disabled = True
-
-    button.on_click(reveal)
-    return W.VBox([button, table])
+    """A button that runs all 16 placements and shows
+    the table, once the learner asks (chapter 02)."""
+    return reveal(placements_table, other, label="Run all 16 placements")
 
 
+# ================================================================ exercises and quizzes
 # ---------------------------------------------------------------- exercise 1: move_to
-# The checks live in course_lib/checks/batches.py; these names stay here for the notebook and tests.
-META, CONTAINERS = batches.META, batches.CONTAINERS
-_tensors_in, _compare_moved = batches._tensors_in, batches.compare_moved
-tuple_batch, dict_batch, nested_batch, list_batch = (batches.tuple_batch, batches.dict_batch, batches.nested_batch,
-                                                     batches.list_batch)
-Fail = exercises.Fail
+# The checks live in course_lib/checks/batches.py.
 
 move_to = chapter.function_exercise(
     "move_to",
     title="Move a whole batch to the device",
-    prompt="Write move_to(batch, device) that returns the batch with every tensor moved to `device`. "
-           "A batch may be a tensor, or a tuple, list or dict holding tensors, non-tensors (ints, strings, "
-           "None) and further tuples, lists and dicts, nested to any depth. Keep the container types (a tuple "
-           "stays a tuple, a list a list, a dict keeps its keys in order), return non-tensors unchanged, and "
-           "build new containers: the batch you were given is left as it was.",
+    prompt=(
+        "Write move_to(batch, device) that returns the batch with every tensor moved to `device`. "
+        "A batch may be a tensor, or a tuple, list or dict holding tensors, non-tensors (ints, "
+        "strings, None) and further tuples, lists and dicts, nested to any depth. Keep the "
+        "container types (a tuple stays a tuple, a list a list, a dict keeps its keys in order), "
+        "return non-tensors unchanged, and build new containers: the batch you were given is left "
+        "as it was."
+    ),
     points=4,
     tests=[
         Test("a single tensor lands on the device", batches.Moves(batches.randn(3, 2))),
-        Test("an (inputs, labels) tuple stays a tuple", batches.Moves(tuple_batch())),
-        Test("a dict keeps its keys; non-tensors are left alone", batches.Moves(dict_batch())),
-        Test("containers inside containers are moved too", batches.Moves(
-            nested_batch(), container_hint="Containers hold containers here: call move_to on every item of a "
-                                           "container, and the same code then handles any depth.")),
-        Test("the batch you were given is left as it was", batches.Untouched(list_batch())),
+        Test("an (inputs, labels) tuple stays a tuple", batches.Moves(batches.tuple_batch())),
+        Test(
+            "a dict keeps its keys; non-tensors are left alone", batches.Moves(batches.dict_batch())
+        ),
+        Test(
+            "containers inside containers are moved too",
+            batches.Moves(
+                batches.nested_batch(),
+                container_hint="Containers hold containers here: call move_to on every item of a "
+                "container, and the same code then handles any depth.",
+            ),
+        ),
+        Test("the batch you were given is left as it was", batches.Untouched(batches.list_batch())),
     ],
-    hints=["Three cases: a tensor (return its moved copy), a container (handle each item), anything else "
-           "(return it unchanged).",
-           "For a container, call move_to on each item: that one idea makes any depth of nesting work.",
-           "Shape: if tensor -> its `.to(device)`; if dict -> a new dict of move_to(value); if list or tuple -> "
-           "a new one of the same type, move_to on each item; else -> the value itself."],
+    hints=[
+        (
+            "Three cases: a tensor (return its moved copy), a container (handle each item), "
+            "anything else (return it unchanged)."
+        ),
+        (
+            "For a container, call move_to on each item: that one idea makes any depth of nesting "
+            "work."
+        ),
+        (
+            "Shape: if tensor -> its `.to(device)`; if dict -> a new dict of move_to(value); if "
+            "list or tuple -> a new one of the same type, move_to on each item; else -> the value "
+            "itself."
+        ),
+    ],
 )
 
 
 # ---------------------------------------------------------------- exercise 2: where_is
 def _where(layers, tensors, model, tensor_devices, same):
-    return batches.Where(layers, tensors, {"model": model, "tensors": tensor_devices, "same_device": same})
+    return batches.Where(
+        layers, tensors, {"model": model, "tensors": tensor_devices, "same_device": same}
+    )
 
 
 where_is = chapter.function_exercise(
     "where_is",
     title="Where is everything? A device diagnostic",
-    prompt="Write where_is(model, *tensors) returning a dict with exactly three keys: 'model': a sorted list of "
-           "the distinct devices of ALL the model's parameters and buffers; 'tensors': a list with each "
-           "tensor's device, in the order given; 'same_device': True when the model and every tensor are on "
-           "one device, else False. Devices are strings: str(t.device), e.g. 'cpu', 'cuda:0', 'meta'.",
+    prompt=(
+        "Write where_is(model, *tensors) returning a dict with exactly three keys: 'model': a "
+        "sorted list of the distinct devices of ALL the model's parameters and buffers; "
+        "'tensors': a list with each tensor's device, in the order given; 'same_device': True "
+        "when the model and every tensor are on one device, else False. Devices are strings: "
+        "str(t.device), e.g. 'cpu', 'cuda:0', 'meta'."
+    ),
     points=3,
     tests=[
-        Test("everything on the CPU", _where(
-            [("Linear", (4, 2), "cpu")], [batches.randn(8, 4), torch.arange(8)], ["cpu"], ["cpu", "cpu"], True)),
-        Test("inputs on another device", _where(
-            [("Linear", (4, 2), "cpu")], [torch.empty(8, 4, device="meta"), torch.arange(8)], ["cpu"],
-            ["meta", "cpu"], False)),
-        Test("a model split across two devices", _where(
-            [("Linear", (4, 8), "cpu"), ("ReLU", (), "cpu"), ("Linear", (8, 2), "meta")],
-            [torch.empty(8, 4, device="meta")], ["cpu", "meta"], ["meta"], False)),
-        Test("a buffer left on the CPU", _where(  # a model on meta whose BatchNorm buffer was put back
-            [("Linear", (4, 3), "meta"), ("BatchNorm1d", (3,), "meta", {"running_var": "cpu"})],
-            [torch.empty(8, 4, device="meta")], ["cpu", "meta"], ["meta"], False)),
+        Test(
+            "everything on the CPU",
+            _where(
+                [("Linear", (4, 2), "cpu")],
+                [batches.randn(8, 4), torch.arange(8)],
+                ["cpu"],
+                ["cpu", "cpu"],
+                True,
+            ),
+        ),
+        Test(
+            "inputs on another device",
+            _where(
+                [("Linear", (4, 2), "cpu")],
+                [torch.empty(8, 4, device="meta"), torch.arange(8)],
+                ["cpu"],
+                ["meta", "cpu"],
+                False,
+            ),
+        ),
+        Test(
+            "a model split across two devices",
+            _where(
+                [("Linear", (4, 8), "cpu"), ("ReLU", (), "cpu"), ("Linear", (8, 2), "meta")],
+                [torch.empty(8, 4, device="meta")],
+                ["cpu", "meta"],
+                ["meta"],
+                False,
+            ),
+        ),
+        Test(
+            "a buffer left on the CPU",
+            _where(  # a model on meta whose BatchNorm buffer was put back
+                [("Linear", (4, 3), "meta"), ("BatchNorm1d", (3,), "meta", {"running_var": "cpu"})],
+                [torch.empty(8, 4, device="meta")],
+                ["cpu", "meta"],
+                ["meta"],
+                False,
+            ),
+        ),
     ],
-    hints=["`next(model.parameters()).device` is article A's quick look, but it sees only the first parameter.",
-           "Collect the device string of every tensor in `model.parameters()` and in `model.buffers()`, in a set.",
-           "Shape: model = the sorted set of those strings; tensors = one string per tensor; same_device = "
-           "whether both together hold exactly one device (an empty model adds nothing)."],
+    hints=[
+        (
+            "`next(model.parameters()).device` is article A's quick look, but it sees only the "
+            "first parameter."
+        ),
+        (
+            "Collect the device string of every tensor in `model.parameters()` and in "
+            "`model.buffers()`, in a set."
+        ),
+        (
+            "Shape: model = the sorted set of those strings; tensors = one string per tensor; "
+            "same_device = whether both together hold exactly one device (an empty model adds "
+            "nothing)."
+        ),
+    ],
 )
 
 
@@ -293,47 +414,95 @@ failing_placements = chapter.quiz(
     title="Which training steps fail?",
     kind="multiple",
     points=2,
-    question="`device` is your GPU. For each setup, one training step runs: `logits = model(x)`; "
-             "`loss = loss_fn(logits, y)`; `loss.backward()`. Which setups RAISE an error? Choose all that apply.",
-    options={"a": "`model`, `x` and `y` all moved to `device`",
-             "b": "`model` and `x` moved to `device`; `y` left on the CPU",
-             "c": "`model`, `x` and `y` moved; `loss_fn = nn.CrossEntropyLoss()` created on the CPU, never moved",
-             "d": "`model`, `x` and `y` moved; `loss_fn = ScaledCrossEntropy()` (it owns an `nn.Parameter`) "
-                  "never moved",
-             "e": "`x` and `y` moved to `device`; the model left on the CPU",
-             "f": "nothing moved: `model`, `x`, `y` and the loss all on the CPU"},
+    question=(
+        "`device` is your GPU. For each setup, one training step runs: `logits = model(x)`; "
+        "`loss = loss_fn(logits, y)`; `loss.backward()`. Which setups RAISE an error? Choose all "
+        "that apply."
+    ),
+    options={
+        "a": "`model`, `x` and `y` all moved to `device`",
+        "b": "`model` and `x` moved to `device`; `y` left on the CPU",
+        "c": (
+            "`model`, `x` and `y` moved; `loss_fn = nn.CrossEntropyLoss()` created on the CPU, "
+            "never moved"
+        ),
+        "d": (
+            "`model`, `x` and `y` moved; `loss_fn = ScaledCrossEntropy()` (it owns an "
+            "`nn.Parameter`) never moved"
+        ),
+        "e": "`x` and `y` moved to `device`; the model left on the CPU",
+        "f": "nothing moved: `model`, `x`, `y` and the loss all on the CPU",
+    },
     digest="21970b071b9b1f3f",
-    hints=["For each setup, list every tensor the step touches: the parameters of the model and of the loss, "
-           "`x` and `y`. Are they all in one place?",
-           "A loss with no parameters holds nothing that could be left behind; a loss with an `nn.Parameter` "
-           "is like a model."],
-    why={"a": "Model, inputs and labels share one device, and the standard loss has nothing of its own to move.",
-         "c": "`nn.CrossEntropyLoss()` holds no parameters or buffers: it computes wherever its inputs are.",
-         "f": "Everything in the warehouse is still one device: the CPU alone runs the whole step."},
-    explanation="Every tensor an operation touches must share one device: parameters (model and loss), inputs "
-                "and labels. A loss without parameters has nothing to move.",
+    hints=[
+        (
+            "For each setup, list every tensor the step touches: the parameters of the model and "
+            "of the loss, `x` and `y`. Are they all in one place?"
+        ),
+        (
+            "A loss with no parameters holds nothing that could be left behind; a loss with an "
+            "`nn.Parameter` is like a model."
+        ),
+    ],
+    why={
+        "a": (
+            "Model, inputs and labels share one device, and the standard loss has nothing of its "
+            "own to move."
+        ),
+        "c": (
+            "`nn.CrossEntropyLoss()` holds no parameters or buffers: it computes wherever its "
+            "inputs are."
+        ),
+        "f": "Everything in the warehouse is still one device: the CPU alone runs the whole step.",
+    },
+    explanation=(
+        "Every tensor an operation touches must share one device: parameters (model and loss), "
+        "inputs and labels. A loss without parameters has nothing to move."
+    ),
 )
 
 forgot_assignment = chapter.quiz(
     "forgot_assignment",
     title="Which error will this raise?",
     kind="error",
-    question="`meta` stands in for the GPU. The model is moved, and so (it seems) is x. What happens at "
-             "`model(x)`?",
-    code='model = nn.Linear(4, 2)\n'
-         'model.to("meta")                  # a module moves in place\n'
-         'x = torch.randn(8, 4)\n'
-         'x.to("meta")                      # the moved copy is thrown away\n'
-         'model(x)',
-    options={"a": "RuntimeError: x never left the CPU, and the model's weight is on meta",
-             "b": "No error: `model.to` and `x.to` both moved their objects in place",
-             "c": "TypeError: `model.to` returned None, so `model` can no longer be called",
-             "d": "AttributeError: a plain tensor has no `.to` method; only modules do"},
-    hints=["Look at the two `.to` lines: which result is kept, and which is thrown away?",
-           f"{section('02', '`Module.to` and `Tensor.to`', start=True)} printed where `x` was after a lone `x.to(other)`."],
-    why={"b": "Only a module moves in place; the comment on the fourth line says what happened to the copy.",
-         "c": f"`Module.to` returns the module itself: {section('02', '`Module.to` and `Tensor.to`')} printed `returned is model: True`.",
-         "d": f"Tensors do have `.to` ({section('02', '`Module.to` and `Tensor.to`')} used `x.to(other)`): the line runs, it just does not move `x`."},
-    explanation="`Module.to` moves the module in place (and returns it); `Tensor.to` returns a NEW tensor. "
-                "Write `x = x.to(device)`.",
+    question=(
+        "`meta` stands in for the GPU. The model is moved, and so (it seems) is x. What happens "
+        "at `model(x)`?"
+    ),
+    code="model = nn.Linear(4, 2)\n"
+    'model.to("meta")                  # a module moves in place\n'
+    "x = torch.randn(8, 4)\n"
+    'x.to("meta")                      # the moved copy is thrown away\n'
+    "model(x)",
+    options={
+        "a": "RuntimeError: x never left the CPU, and the model's weight is on meta",
+        "b": "No error: `model.to` and `x.to` both moved their objects in place",
+        "c": "TypeError: `model.to` returned None, so `model` can no longer be called",
+        "d": "AttributeError: a plain tensor has no `.to` method; only modules do",
+    },
+    hints=[
+        "Look at the two `.to` lines: which result is kept, and which is thrown away?",
+        (
+            f"{section('02', '`Module.to` and `Tensor.to`', start=True)} printed where `x` was "
+            "after a lone `x.to(other)`."
+        ),
+    ],
+    why={
+        "b": (
+            "Only a module moves in place; the comment on the fourth line says what happened to "
+            "the copy."
+        ),
+        "c": (
+            "`Module.to` returns the module itself: "
+            f"{section('02', '`Module.to` and `Tensor.to`')} printed `returned is model: True`."
+        ),
+        "d": (
+            f"Tensors do have `.to` ({section('02', '`Module.to` and `Tensor.to`')} used "
+            "`x.to(other)`): the line runs, it just does not move `x`."
+        ),
+    },
+    explanation=(
+        "`Module.to` moves the module in place (and returns it); `Tensor.to` returns a NEW "
+        "tensor. Write `x = x.to(device)`."
+    ),
 )

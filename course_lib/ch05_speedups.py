@@ -1,10 +1,12 @@
-"""Chapter 05, speedups: is the GPU starving, workers, pinned memory, mixed precision, torch.compile.
+"""Chapter 05, speedups: is the GPU starving, workers,
+pinned memory, mixed precision, torch.compile.
 
 Every number in this chapter is measured on the learner's machine by the functions below; the
 notebook prints and plots them and draws no conclusion that the numbers did not show. The
 exercises are checked on the CPU: autocast and GradScaler work there for real, and a simulated
 clock stands in for a GPU that runs asynchronously.
 """
+
 import functools
 import math
 import os
@@ -21,61 +23,88 @@ from torch import nn
 from torch.profiler import record_function
 from torch.utils.data import Dataset, Subset
 
-from . import data, measure, profiling, training
+from . import chapters, data, measure, profiling, training
 from .checks import speedups
-from .device import gpu_only, mps_available
-from .checks.rig import checker_threads  # noqa: F401
-from .checks.speedups import (AmpRig, AmpTrace, ScalerSpy, SimulatedGPU, TimeIt, make_amp_rig,  # noqa: F401
-                              recording_autocast, simulated)
-from .exercises import CORRECT, INCORRECT, Chapter, Test
-from .exercises import progress as _progress
+from .checks.speedups import TimeIt
+from .device import amp_dtype, gpu_only, mps_available
+from .exercises import Test
 from .sections import section
+from .widgets import reveal, text_table
 
-chapter = Chapter(__name__, title="Speedups, measured")
+chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
+
+__all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
+    "chapter",
+    # exercises and quizzes: ch.<name>.check(...), .hint(), .solution(), .ask()
+    "amp_train_step",
+    "phase_ms",
+    "time_it",
+    "bf16_scaler",
+    "low_utilization",
+    "profile_verdict",
+    "scale_after_overflow",
+    "compile_control_flow",
+    # teaching helpers: the demos, tables and models the notebook uses
+    "amp_dtype",
+    "reveal",
+    "text_table",
+    "gpu_reference",
+    "AugmentedDigits",
+    "reads_of_two_digits",
+    "starving_experiment",
+    "profile_steps",
+    "nvidia_smi",
+    "time_epochs",
+    "workers_experiment",
+    "plot_epochs",
+    "workers_notes",
+    "start_method_note",
+    "machine_cores",
+    "pin_memory_demo",
+    "copy_benchmark",
+    "async_demo",
+    "timer_vs_time_fn",
+    "show_timer_vs_time_fn",
+    "benchmark_compare",
+    "float_formats",
+    "round_trip",
+    "precision_pitfalls",
+    "show_autocast_ops",
+    "autocast_dtypes",
+    "precision_step",
+    "amp_speed",
+    "compare",
+    "amp_vs_fp32",
+    "show_precision_runs",
+    "scaler_demo",
+    "compile_call_cost",
+    "compile_experiment",
+    "LoopNet",
+    "control_flow_demo",
+    "item_loops",
+    "show_item_loops",
+    "readback_race",
+    "show_readback_race",
+    "hidden_syncs",
+]
 
 
-# ---------------------------------------------------------------- predict first, then see
-def answered(quiz) -> bool:
-    """True once the learner has checked an answer to `quiz` (right or wrong) (chapter 05)."""
-    return _progress.load().get(quiz.id, {}).get("status") in (CORRECT, INCORRECT)
+def __dir__():
+    return __all__
 
 
-def after_answer(quiz, show, *args, label: str = "Show the result", **kwargs):
-    """Run ``show(*args)`` only once `quiz` is answered, or when the learner clicks (chapter 05).
-
-    "Run All" must not print a quiz's answer right under it: until the quiz has an answer, the
-    cell shows a button instead of the result.
-    """
-    if answered(quiz):
-        return show(*args, **kwargs)
-    note = f"Answer the quiz \"{quiz.title}\" above first; then click the button (or run this cell again)."
-    try:
-        import ipywidgets as W
-        from IPython.display import display
-    except ImportError:
-        print(note)
-        return None
-    button, out = W.Button(description=label, layout=W.Layout(width="auto")), W.Output()
-
-    def click(_):
-        button.disabled = True
-        with out:
-            show(*args, **kwargs)
-
-    button.on_click(click)
-    display(W.VBox([W.HTML(note), button, out]))
-    return None
-
-
+# ================================================================ teaching helpers
 def gpu_reference(what: str, figure: str) -> None:
     """Below a measurement made on any device: on a machine without CUDA, the figures a real GPU
-    recorded for it (nothing more on a CUDA device: the cell above measured the GPU) (chapter 05)."""
+    recorded for it (nothing more on a CUDA device: the cell above measured the GPU)
+    (chapter 05)."""
     gpu_only(what, figure=figure)
 
 
-# ---------------------------------------------------------------- 1. a loader that does real CPU work
+# -------------------------------------------------------------- 1. a loader that does real CPU work
 class AugmentedDigits(Dataset):
-    """The digits with a fresh random rotation, zoom and shift each time an item is read (chapter 05).
+    """The digits with a fresh random rotation, zoom
+    and shift each time an item is read (chapter 05).
 
     Each read upsamples the 8x8 digit to `size` x `size`, applies a random affine transform
     (``affine_grid`` + ``grid_sample``) and pools it back to 8x8: real per-item CPU work, as
@@ -83,8 +112,14 @@ class AugmentedDigits(Dataset):
     worker processes started with "spawn" (macOS, Windows) can import it.
     """
 
-    def __init__(self, base: Dataset, size: int = 32, degrees: float = 15.0, shift: float = 0.1,
-                 zoom: float = 0.1):
+    def __init__(
+        self,
+        base: Dataset,
+        size: int = 32,
+        degrees: float = 15.0,
+        shift: float = 0.1,
+        zoom: float = 0.1,
+    ):
         self.base, self.size = base, size
         self.degrees, self.shift, self.zoom = degrees, shift, zoom
 
@@ -100,7 +135,9 @@ class AugmentedDigits(Dataset):
 
     def __getitem__(self, index):
         x, y = self.base[index]
-        image = F.interpolate(x.reshape(1, 1, 8, 8), size=self.size, mode="bilinear", align_corners=False)
+        image = F.interpolate(
+            x.reshape(1, 1, 8, 8), size=self.size, mode="bilinear", align_corners=False
+        )
         grid = F.affine_grid(self._theta(), list(image.shape), align_corners=False)
         image = F.grid_sample(image, grid, align_corners=False)
         return F.avg_pool2d(image, self.size // 8).reshape(64), y
@@ -113,59 +150,68 @@ def reads_of_two_digits(augmented: AugmentedDigits, reads: int = 3) -> Subset:
     return Subset(augmented, [0] * reads + [other] * reads)
 
 
-def train_step(model, optimizer, criterion, device, phase=training.no_label):
-    """The training template's loop body (`training.train_step`) as ``step(x, y)`` (chapter 05 times it).
-
-    ``phase=torch.profiler.record_function`` labels its forward, backward and step in a profile."""
-    def step(x, y):
-        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        training.train_step(model, optimizer, criterion, x, y, phase=phase)
-    return step
-
-
 def fresh_step(device, seed: int = 0, phase=training.no_label):
     """A new digits MLP with Adam and cross-entropy on `device`, as a step function (chapter 05)."""
     torch.manual_seed(seed)
     model = training.digits_mlp().to(device)
-    return train_step(model, torch.optim.Adam(model.parameters(), lr=1e-3), nn.CrossEntropyLoss(), device, phase)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    return training.stepper(model, optimizer, nn.CrossEntropyLoss(), device, phase)
 
 
 def starving_experiment(train_set, device, batch_size: int = 64, **loader_options) -> list:
-    """One epoch each on the plain and on the augmented digits: data-wait vs compute per step (chapter 05)."""
+    """One epoch each on the plain and on the augmented
+    digits: data-wait vs compute per step (chapter 05)."""
     results = []
-    for label, dataset in (("digits in memory", train_set), ("augmented on the fly", AugmentedDigits(train_set))):
+    for label, dataset in (
+        ("digits in memory", train_set),
+        ("augmented on the fly", AugmentedDigits(train_set)),
+    ):
         loader = data.make_loader(dataset, device, batch_size, shuffle=True, **loader_options)
         results.append(measure.loop_breakdown(fresh_step(device), loader, device, label=label))
     return results
 
 
 def profile_steps(dataset, device, steps: int = 4, batch_size: int = 64) -> tuple:
-    """`steps` training steps on `dataset` under torch.profiler, phases labelled: (profiler, LoopTimes) (chapter 05)."""
+    """`steps` training steps on `dataset` under torch.profiler,
+    phases labelled: (profiler, LoopTimes) (chapter 05)."""
     loader = data.make_loader(dataset, device, batch_size, shuffle=True)
     step = fresh_step(device, phase=record_function)
     return profiling.profile_training(step, loader, device, steps=steps, label="profiled steps")
 
 
 def nvidia_smi() -> None:
-    """Print nvidia-smi's one-line-per-GPU view (utilization, memory), or say why not (chapter 05)."""
+    """Print nvidia-smi's one-line-per-GPU view
+    (utilization, memory), or say why not (chapter 05)."""
     if not gpu_only("nvidia-smi: the GPU's utilization and memory", figure="ch05.nvidia_smi"):
         return
     exe = shutil.which("nvidia-smi")
     if exe is None:
-        print("[GPU only] nvidia-smi is not on this machine's PATH (a container without the NVIDIA tools?)")
+        print(
+            "[GPU only] nvidia-smi is not on this machine's PATH (a container without the "
+            "NVIDIA tools?)"
+        )
         return
     query = "index,name,utilization.gpu,memory.used,memory.total"
-    out = subprocess.run([exe, f"--query-gpu={query}", "--format=csv"], capture_output=True, text=True,
-                         timeout=30)
+    out = subprocess.run(
+        [exe, f"--query-gpu={query}", "--format=csv"], capture_output=True, text=True, timeout=30
+    )
     print(out.stdout or out.stderr)
 
 
 # ---------------------------------------------------------------- 2. num_workers
-def time_epochs(dataset, device, num_workers: int, persistent: bool = False, epochs: int = 2,
-                batch_size: int = 64) -> list:
+def time_epochs(
+    dataset,
+    device,
+    num_workers: int,
+    persistent: bool = False,
+    epochs: int = 2,
+    batch_size: int = 64,
+) -> list:
     """Milliseconds per epoch (worker start-up included) for one loader setting (chapter 05)."""
     options = dict(persistent_workers=True) if persistent and num_workers else {}
-    loader = data.make_loader(dataset, device, batch_size, shuffle=True, num_workers=num_workers, **options)
+    loader = data.make_loader(
+        dataset, device, batch_size, shuffle=True, num_workers=num_workers, **options
+    )
     step, times = fresh_step(device), []
     for _ in range(epochs):
         with measure.Timer(device) as t:
@@ -175,8 +221,11 @@ def time_epochs(dataset, device, num_workers: int, persistent: bool = False, epo
     return times
 
 
-def workers_experiment(dataset, device, settings=((0, False), (2, False), (2, True)), epochs: int = 2) -> dict:
-    """Epoch times for each (num_workers, persistent_workers) setting: label -> [ms per epoch] (chapter 05)."""
+def workers_experiment(
+    dataset, device, settings=((0, False), (2, False), (2, True)), epochs: int = 2
+) -> dict:
+    """Epoch times for each (num_workers, persistent_workers)
+    setting: label -> [ms per epoch] (chapter 05)."""
     results = {}
     for workers, persistent in settings:
         label = f"num_workers={workers}" + (", persistent" if persistent else "")
@@ -187,17 +236,37 @@ def workers_experiment(dataset, device, settings=((0, False), (2, False), (2, Tr
 def plot_epochs(results: dict):
     """Epoch 1 and epoch 2 side by side for each loader setting (chapter 05)."""
     n = max(len(v) for v in results.values())
-    return measure.plot_grouped(results, parts=tuple(f"epoch {i + 1}" for i in range(n)),
-                                title="the same epochs, per loader setting", ylabel="ms per epoch")
+    return measure.plot_grouped(
+        results,
+        parts=tuple(f"epoch {i + 1}" for i in range(n)),
+        title="the same epochs, per loader setting",
+        ylabel="ms per epoch",
+    )
 
 
 # (setting, epoch index, compared with setting, epoch index, what the comparison shows)
 WORKER_COMPARISONS = (
-    ("num_workers=2", 1, "num_workers=0", 1, "epoch 2 with 2 workers vs none: do workers pay here?"),
-    ("num_workers=2, persistent", 1, "num_workers=2", 1,
-     "epoch 2, persistent vs fresh workers: what starting 2 workers costs"),
-    ("num_workers=2, persistent", 1, "num_workers=2, persistent", 0,
-     "persistent workers, epoch 2 vs epoch 1: the start-up paid once"),
+    (
+        "num_workers=2",
+        1,
+        "num_workers=0",
+        1,
+        "epoch 2 with 2 workers vs none: do workers pay here?",
+    ),
+    (
+        "num_workers=2, persistent",
+        1,
+        "num_workers=2",
+        1,
+        "epoch 2, persistent vs fresh workers: what starting 2 workers costs",
+    ),
+    (
+        "num_workers=2, persistent",
+        1,
+        "num_workers=2, persistent",
+        0,
+        "persistent workers, epoch 2 vs epoch 1: the start-up paid once",
+    ),
 )
 
 
@@ -205,7 +274,12 @@ def workers_notes(results: dict) -> str:
     """The comparisons the text asks for, computed from the measured epoch times (chapter 05)."""
     lines = []
     for this, i, other, j, what in WORKER_COMPARISONS:
-        if this in results and other in results and len(results[this]) > i and len(results[other]) > j:
+        if (
+            this in results
+            and other in results
+            and len(results[this]) > i
+            and len(results[other]) > j
+        ):
             a, b = results[this][i], results[other][j]
             verdict = measure.speed_ratio(measure.Timing(other, [b]), measure.Timing(this, [a]))
             lines.append(f"- {what}\n    {a:.0f} ms vs {b:.0f} ms: {verdict}")
@@ -214,15 +288,31 @@ def workers_notes(results: dict) -> str:
 
 # (start method, where it is the default, what starting a DataLoader worker costs and needs)
 START_METHODS = (
-    ("fork", "Linux with Python up to 3.13",
-     "the worker is a copy of this process: fast to start, nothing to import or pickle; but once this "
-     "process has used CUDA, a forked child cannot use CUDA at all"),
-    ("forkserver", "Linux with Python 3.14 and newer",
-     "a small server process, started once, forks each worker: the dataset is pickled and its class "
-     "must be importable (as with spawn); the server has not used CUDA, so its workers can"),
-    ("spawn", "macOS and Windows",
-     "each worker is a fresh Python that imports torch and your dataset's module: seconds per start; "
-     "the dataset is pickled and its class must be importable"),
+    (
+        "fork",
+        "Linux with Python up to 3.13",
+        (
+            "the worker is a copy of this process: fast to start, nothing to import or pickle; "
+            "but once this process has used CUDA, a forked child cannot use CUDA at all"
+        ),
+    ),
+    (
+        "forkserver",
+        "Linux with Python 3.14 and newer",
+        (
+            "a small server process, started once, forks each worker: the dataset is pickled and "
+            "its class must be importable (as with spawn); the server has not used CUDA, so its "
+            "workers can"
+        ),
+    ),
+    (
+        "spawn",
+        "macOS and Windows",
+        (
+            "each worker is a fresh Python that imports torch and your dataset's module: seconds "
+            "per start; the dataset is pickled and its class must be importable"
+        ),
+    ),
 )
 
 
@@ -231,17 +321,25 @@ def start_method_note() -> str:
     import multiprocessing
     import platform
     import sys
+
     method = multiprocessing.get_start_method(allow_none=False)
-    where, means = next(((w, m) for name, w, m in START_METHODS if name == method),
-                        ("set explicitly", "see Python's multiprocessing documentation"))
-    return (f"Here (Python {platform.python_version()} on {sys.platform}) workers start with {method!r}, "
-            f"the default on {where}: {means}.")
+    where, means = next(
+        ((w, m) for name, w, m in START_METHODS if name == method),
+        ("set explicitly", "see Python's multiprocessing documentation"),
+    )
+    return (
+        f"Here (Python {platform.python_version()} on {sys.platform}) workers start with "
+        f"{method!r}, the default on {where}: {means}."
+    )
 
 
 def machine_cores() -> str:
     """How many CPU cores this process may use, and torch's compute threads (chapter 05)."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"CPU cores usable here: {usable}; torch compute threads in this process: {torch.get_num_threads()}"
+    return (
+        f"CPU cores usable here: {usable}; torch compute threads in this process: "
+        f"{torch.get_num_threads()}"
+    )
 
 
 # ---------------------------------------------------------------- 3. pinned memory
@@ -251,7 +349,8 @@ def accelerator_present() -> bool:
 
 
 def pinned_batch(dataset, batch_size: int = 64) -> torch.Tensor:
-    """The first batch of a DataLoader built with pin_memory=True, whatever the device (chapter 05)."""
+    """The first batch of a DataLoader built with
+    pin_memory=True, whatever the device (chapter 05)."""
     loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, pin_memory=True)
     return next(iter(loader))[0]
 
@@ -259,27 +358,46 @@ def pinned_batch(dataset, batch_size: int = 64) -> torch.Tensor:
 # (accelerator PyTorch sees, what DataLoader(pin_memory=True) does there, why) from
 # torch/utils/data/dataloader.py (_BaseDataLoaderIter.__init__), torch 2.x
 PINNING = (
-    ("cuda", "pins every batch (a host-to-host copy into page-locked memory)",
-     "the GPU's copy engine can then read the batch directly, and `.to(device, non_blocking=True)` "
-     "returns before the copy is done"),
-    ("mps", "turns pinning OFF, with a warning: the batch is not pinned",
-     "the DataLoader's own code switches it off on MPS: pinned memory is 'not supported on MPS now' "
-     "(its comment points to PyTorch issue 86060), so on a Mac 'pinned: False' is expected"),
-    (None, "ignores the flag, with a warning: the batch is not pinned",
-     "there is no accelerator to copy to, so there is nothing to pin for"),
+    (
+        "cuda",
+        "pins every batch (a host-to-host copy into page-locked memory)",
+        (
+            "the GPU's copy engine can then read the batch directly, and "
+            "`.to(device, non_blocking=True)` returns before the copy is done"
+        ),
+    ),
+    (
+        "mps",
+        "turns pinning OFF, with a warning: the batch is not pinned",
+        (
+            "the DataLoader's own code switches it off on MPS: pinned memory is 'not supported on "
+            "MPS now' (its comment points to PyTorch issue 86060), so on a Mac 'pinned: False' is "
+            "expected"
+        ),
+    ),
+    (
+        None,
+        "ignores the flag, with a warning: the batch is not pinned",
+        "there is no accelerator to copy to, so there is nothing to pin for",
+    ),
 )
 
 
 def pin_memory_demo(dataset) -> torch.Tensor:
-    """Build a pin_memory=True loader here; print what PyTorch did and said, and why (chapter 05)."""
-    accelerator = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
+    """Build a pin_memory=True loader here; print
+    what PyTorch did and said, and why (chapter 05)."""
+    accelerator = (
+        torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
+    )
     kind = accelerator.type if accelerator is not None else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         batch = pinned_batch(dataset)
     known = {k: (d, w) for k, d, w in PINNING}
     does, why = known.get(kind, known["cuda"])  # another accelerator (xpu, ...) pins as CUDA does
-    print(f"accelerator PyTorch sees: {kind or 'none'} | batch in pinned memory: {batch.is_pinned()}")
+    print(
+        f"accelerator PyTorch sees: {kind or 'none'} | batch in pinned memory: {batch.is_pinned()}"
+    )
     for w in caught:
         print(f"PyTorch warned: {str(w.message).splitlines()[0]}")
     print(f"Here DataLoader(pin_memory=True) {does}. Why: {why}.")
@@ -305,7 +423,8 @@ def gb_per_s(n_bytes: int, ms: float) -> float:
 
 
 def copy_benchmark(device, megabytes: int = 64, repeats: int = 5) -> dict:
-    """GPU only: host-to-GPU copy time from pageable vs pinned memory, and what non_blocking returns (chapter 05)."""
+    """GPU only: host-to-GPU copy time from pageable vs pinned
+    memory, and what non_blocking returns (chapter 05)."""
     if not is_cuda_or_say_so(device, "copy time from pageable vs pinned memory"):
         return {}
     n = megabytes * 2**20 // 4
@@ -313,7 +432,9 @@ def copy_benchmark(device, megabytes: int = 64, repeats: int = 5) -> dict:
     pinned = pageable.pin_memory()
     out = {}
     for label, source in (("pageable", pageable), ("pinned", pinned)):
-        timing = measure.time_fn(lambda: source.to(device), device, repeats=repeats, label=f"copy from {label}")
+        timing = measure.time_fn(
+            lambda s=source: s.to(device), device, repeats=repeats, label=f"copy from {label}"
+        )
         out[label] = timing
         print(f"{timing}  -> {gb_per_s(pageable.nbytes, timing.median):.1f} GB/s")
     for label, source in (("pageable", pageable), ("pinned", pinned)):
@@ -324,8 +445,10 @@ def copy_benchmark(device, megabytes: int = 64, repeats: int = 5) -> dict:
         measure.synchronize(device)
         done = (time.perf_counter() - start) * 1000
         out[f"non_blocking {label}"] = (returned, done)
-        print(f".to(device, non_blocking=True) from {label}: back in Python after {returned:.2f} ms, "
-              f"copy finished after {done:.2f} ms")
+        print(
+            f".to(device, non_blocking=True) from {label}: back in Python after {returned:.2f} ms, "
+            f"copy finished after {done:.2f} ms"
+        )
     return out
 
 
@@ -341,19 +464,28 @@ def async_demo(device, n: int = 4096) -> None:
     launched = (time.perf_counter() - start) * 1000
     measure.synchronize(device)
     finished = (time.perf_counter() - start) * 1000
-    print(f"{n}x{n} matmul: the Python line returned after {launched:.3f} ms; "
-          f"the GPU finished after {finished:.3f} ms")
+    print(
+        f"{n}x{n} matmul: the Python line returned after {launched:.3f} ms; "
+        f"the GPU finished after {finished:.3f} ms"
+    )
 
 
 # ---------------------------------------------------------------- 1b. torch.utils.benchmark
 def matmul_timer(a: torch.Tensor, label: str = "matmul") -> benchmark.Timer:
-    """A torch.utils.benchmark.Timer of ``a @ a``, labelled by size and dtype for Compare (chapter 05)."""
-    return benchmark.Timer("a @ a", globals={"a": a}, label=label, sub_label="x".join(map(str, a.shape)),
-                           description=str(a.dtype).removeprefix("torch."))
+    """A torch.utils.benchmark.Timer of ``a @ a``,
+    labelled by size and dtype for Compare (chapter 05)."""
+    return benchmark.Timer(
+        "a @ a",
+        globals={"a": a},
+        label=label,
+        sub_label="x".join(map(str, a.shape)),
+        description=str(a.dtype).removeprefix("torch."),
+    )
 
 
 def timer_vs_time_fn(device, n: int = 256, min_run_time: float = 0.05) -> dict:
-    """The same n x n matmul timed by the course's measure.time_fn and by Timer.blocked_autorange (chapter 05)."""
+    """The same n x n matmul timed by the course's
+    measure.time_fn and by Timer.blocked_autorange (chapter 05)."""
     a = torch.randn(n, n, device=device)
     ours = measure.time_fn(lambda: a @ a, device, repeats=7, warmup=1, label=f"{n}x{n} matmul")
     return {"time_fn": ours, "Timer": matmul_timer(a).blocked_autorange(min_run_time=min_run_time)}
@@ -362,23 +494,42 @@ def timer_vs_time_fn(device, n: int = 256, min_run_time: float = 0.05) -> dict:
 def show_timer_vs_time_fn(result: dict) -> str:
     """Both timings, and what the Timer's Measurement knows besides its median (chapter 05)."""
     ours, m = result["time_fn"], result["Timer"]
-    spread = f"IQR {m.iqr * 1e3:.4f} ms" + (" (the Measurement warns: a wide spread)" if m.has_warnings else "")
-    return "\n".join([
-        f"measure.time_fn:  median {ours.median:.4f} ms over {len(ours.ms)} single timed calls (1 warm-up call)",
-        f"benchmark.Timer:  median {m.median * 1e3:.4f} ms over {len(m.times)} blocks of {m.number_per_run} calls "
-        f"each ({len(m.times) * m.number_per_run} calls timed), {m.task_spec.num_threads} thread(s), {spread}",
-        f"this process uses {torch.get_num_threads()} thread(s) for torch outside the Timer"])
+    spread = f"IQR {m.iqr * 1e3:.4f} ms" + (
+        " (the Measurement warns: a wide spread)" if m.has_warnings else ""
+    )
+    return "\n".join(
+        [
+            (
+                f"measure.time_fn:  median {ours.median:.4f} ms over {len(ours.ms)} single timed "
+                "calls (1 warm-up call)"
+            ),
+            (
+                f"benchmark.Timer:  median {m.median * 1e3:.4f} ms over {len(m.times)} blocks of "
+                f"{m.number_per_run} calls each ({len(m.times) * m.number_per_run} calls timed), "
+                f"{m.task_spec.num_threads} thread(s), {spread}"
+            ),
+            f"this process uses {torch.get_num_threads()} thread(s) for torch outside the Timer",
+        ]
+    )
 
 
-def benchmark_measurements(device, sizes=(64, 256), dtypes=(torch.float32, torch.bfloat16),
-                           min_run_time: float = 0.05) -> list:
-    """Timer.blocked_autorange of a matmul for each size and dtype: a list of Measurements (chapter 05)."""
-    return [matmul_timer(torch.randn(n, n, device=device, dtype=dtype), label=f"matmul on {device}")
-            .blocked_autorange(min_run_time=min_run_time) for n in sizes for dtype in dtypes]
+def benchmark_measurements(
+    device, sizes=(64, 256), dtypes=(torch.float32, torch.bfloat16), min_run_time: float = 0.05
+) -> list:
+    """Timer.blocked_autorange of a matmul for each size
+    and dtype: a list of Measurements (chapter 05)."""
+    return [
+        matmul_timer(
+            torch.randn(n, n, device=device, dtype=dtype), label=f"matmul on {device}"
+        ).blocked_autorange(min_run_time=min_run_time)
+        for n in sizes
+        for dtype in dtypes
+    ]
 
 
-def benchmark_compare(device, sizes=(64, 256), dtypes=(torch.float32, torch.bfloat16),
-                      min_run_time: float = 0.05) -> benchmark.Compare:
+def benchmark_compare(
+    device, sizes=(64, 256), dtypes=(torch.float32, torch.bfloat16), min_run_time: float = 0.05
+) -> benchmark.Compare:
     """The same measurements laid out in one Compare table (chapter 05)."""
     table = benchmark.Compare(benchmark_measurements(device, sizes, dtypes, min_run_time))
     table.trim_significant_figures()
@@ -387,11 +538,17 @@ def benchmark_compare(device, sizes=(64, 256), dtypes=(torch.float32, torch.bflo
 
 # ---------------------------------------------------------------- 4. mixed precision
 def float_formats() -> str:
-    """float32, float16 and bfloat16 side by side: bits, largest value, smallest normal, precision (chapter 05)."""
-    lines = [f"{'dtype':>15} {'bits':>4} {'largest':>11} {'smallest normal':>16} {'eps (precision)':>16}"]
+    """float32, float16 and bfloat16 side by side: bits,
+    largest value, smallest normal, precision (chapter 05)."""
+    lines = [
+        f"{'dtype':>15} {'bits':>4} {'largest':>11} {'smallest normal':>16} {'eps (precision)':>16}"
+    ]
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         info = torch.finfo(dtype)
-        lines.append(f"{str(dtype):>15} {info.bits:>4} {info.max:>11.3g} {info.tiny:>16.3g} {info.eps:>16.3g}")
+        lines.append(
+            f"{str(dtype):>15} {info.bits:>4} {info.max:>11.3g} {info.tiny:>16.3g} "
+            f"{info.eps:>16.3g}"
+        )
     return "\n".join(lines)
 
 
@@ -419,15 +576,21 @@ PRECISION_CASES = (
     ("exp(12), as in a softmax", lambda d: torch.tensor(12.0).to(d).exp().item()),
     ("a weight 1.0 plus an update of 1e-3", lambda d: (torch.tensor(1.0).to(d) + 1e-3).item()),
     ("256 + 1", lambda d: (torch.tensor(256.0).to(d) + 1).item()),
-    ("0.01 added 1000 times, a Python loop (total in the dtype)", lambda d: _accumulate(0.01, 1000, d)),
-    ("the same 1000 x 0.01 by torch.sum (float32 inside)",
-     lambda d: torch.full((1000,), 0.01, dtype=d).sum().item()),
+    (
+        "0.01 added 1000 times, a Python loop (total in the dtype)",
+        lambda d: _accumulate(0.01, 1000, d),
+    ),
+    (
+        "the same 1000 x 0.01 by torch.sum (float32 inside)",
+        lambda d: torch.full((1000,), 0.01, dtype=d).sum().item(),
+    ),
 )
 PRECISION_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def precision_rows() -> dict:
-    """{what: [value in float32, float16, bfloat16]}, each case of PRECISION_CASES computed live (chapter 05)."""
+    """{what: [value in float32, float16, bfloat16]}, each
+    case of PRECISION_CASES computed live (chapter 05)."""
     return {what: [compute(d) for d in PRECISION_DTYPES] for what, compute in PRECISION_CASES}
 
 
@@ -435,9 +598,14 @@ def precision_pitfalls() -> str:
     """Where 16-bit arithmetic goes wrong, computed on this machine in three dtypes (chapter 05)."""
     rows = precision_rows()
     width = max(len(what) for what in rows)
-    lines = [f"{'':<{width}}  " + "".join(f"{str(d).replace('torch.', ''):>12}" for d in PRECISION_DTYPES)]
+    lines = [
+        f"{'':<{width}}  "
+        + "".join(f"{str(d).replace('torch.', ''):>12}" for d in PRECISION_DTYPES)
+    ]
     for i, (what, values) in enumerate(rows.items(), 1):
-        lines.append(f"{what:<{width}}  " + "".join(f"{v:>12.6g}" for v in values) + f"   (row {i})")
+        lines.append(
+            f"{what:<{width}}  " + "".join(f"{v:>12.6g}" for v in values) + f"   (row {i})"
+        )
     return "\n".join(lines)
 
 
@@ -463,9 +631,13 @@ AUTOCAST_OPS = (
 
 
 def autocast_op_dtypes(device_type: str, dtype) -> list:
-    """(op, dtype out from a float32 input, from a `dtype` input) under torch.autocast here (chapter 05)."""
+    """(op, dtype out from a float32 input, from a `dtype`
+    input) under torch.autocast here (chapter 05)."""
     g = torch.Generator().manual_seed(0)
-    a, w = torch.randn(8, 16, generator=g).to(device_type), torch.randn(16, 16, generator=g).to(device_type)
+    a, w = (
+        torch.randn(8, 16, generator=g).to(device_type),
+        torch.randn(16, 16, generator=g).to(device_type),
+    )
     y = torch.randint(0, 16, (8,), generator=g).to(device_type)
     with torch.autocast(device_type=device_type, dtype=dtype):
         return [(name, op(a, w, y).dtype, op(a.to(dtype), w, y).dtype) for name, op in AUTOCAST_OPS]
@@ -473,34 +645,47 @@ def autocast_op_dtypes(device_type: str, dtype) -> list:
 
 def autocast_groups(rows, dtype) -> dict:
     """The ops of autocast_op_dtypes rows by what autocast did to them (chapter 05)."""
-    groups = {"run in the low-precision dtype, even from float32": [],
-              "run in float32, even from the low-precision dtype": [],
-              "kept the dtype they were given": []}
+    groups = {
+        "run in the low-precision dtype, even from float32": [],
+        "run in float32, even from the low-precision dtype": [],
+        "kept the dtype they were given": [],
+    }
     for name, from_fp32, from_low in rows:
-        key = (0 if from_fp32 == dtype else 1 if from_low == torch.float32 else 2)
+        key = 0 if from_fp32 == dtype else 1 if from_low == torch.float32 else 2
         groups[list(groups)[key]].append(name)
     return groups
 
 
 def show_autocast_ops(device_type: str, dtype) -> str:
-    """The op table of autocast_op_dtypes, then the ops grouped by what autocast did (chapter 05)."""
+    """The op table of autocast_op_dtypes, then the
+    ops grouped by what autocast did (chapter 05)."""
     rows = autocast_op_dtypes(device_type, dtype)
     low = str(dtype).replace("torch.", "")
-    lines = [f"torch.autocast({device_type!r}, {low}), measured here:",
-             f"{'op':<16}{'float32 input ->':>20}{low + ' input ->':>22}"]
-    lines += [f"{name:<16}{str(a).replace('torch.', ''):>20}{str(b).replace('torch.', ''):>22}" for name, a, b in rows]
+    lines = [
+        f"torch.autocast({device_type!r}, {low}), measured here:",
+        f"{'op':<16}{'float32 input ->':>20}{low + ' input ->':>22}",
+    ]
+    lines += [
+        f"{name:<16}{str(a).replace('torch.', ''):>20}{str(b).replace('torch.', ''):>22}"
+        for name, a, b in rows
+    ]
     for what, names in autocast_groups(rows, dtype).items():
         lines.append(f"{what}: {', '.join(names) or 'none'}")
     return "\n".join(lines)
 
 
 def autocast_dtypes(model: nn.Module, x, y, criterion, device_type: str, dtype) -> list:
-    """(what, dtype) rows: each layer's output inside autocast, the loss, the weights, the gradients (chapter 05)."""
+    """(what, dtype) rows: each layer's output inside autocast,
+    the loss, the weights, the gradients (chapter 05)."""
     rows, handles = [], []
     for name, module in model.named_modules():
         if not list(module.children()):
             label = f"layer {name} ({type(module).__name__}) output"
-            handles.append(module.register_forward_hook(lambda m, i, o, label=label: rows.append((label, o.dtype))))
+            handles.append(
+                module.register_forward_hook(
+                    lambda m, i, o, label=label: rows.append((label, o.dtype))
+                )
+            )
     try:
         with torch.autocast(device_type=device_type, dtype=dtype):
             loss = criterion(model(x), y)
@@ -514,17 +699,12 @@ def autocast_dtypes(model: nn.Module, x, y, criterion, device_type: str, dtype) 
     return rows
 
 
-def show_rows(rows) -> str:
-    """Two aligned columns (chapter 05)."""
-    width = max(len(str(a)) for a, _ in rows)
-    return "\n".join(f"{str(a):<{width}}  {b}" for a, b in rows)
-
-
 def amp_settings(device) -> list:
-    """(label, autocast dtype or None, needs a GradScaler) for the precisions this device offers (chapter 05)."""
+    """(label, autocast dtype or None, needs a GradScaler)
+    for the precisions this device offers (chapter 05)."""
     device = torch.device(device)
     settings = [("float32 (no autocast)", None, False)]
-    if device.type == "cpu" or (device.type == "cuda" and torch.cuda.is_bf16_supported()):
+    if device.type in ("cpu", "cuda") and amp_dtype(device) == torch.bfloat16:
         settings.append(("autocast bfloat16", torch.bfloat16, False))
     if device.type == "cuda":
         settings.append(("autocast float16 + GradScaler", torch.float16, True))
@@ -532,9 +712,12 @@ def amp_settings(device) -> list:
 
 
 def precision_step(model, optimizer, scaler, device_type: str, dtype, x, y) -> torch.Tensor:
-    """One step in float32 (dtype None) or under autocast with `dtype`, through `scaler` (chapter 05)."""
+    """One step in float32 (dtype None) or under autocast
+    with `dtype`, through `scaler` (chapter 05)."""
     optimizer.zero_grad(set_to_none=True)
-    with torch.autocast(device_type=device_type, dtype=dtype or torch.float32, enabled=dtype is not None):
+    with torch.autocast(
+        device_type=device_type, dtype=dtype or torch.float32, enabled=dtype is not None
+    ):
         loss = F.cross_entropy(model(x), y)
     scaler.scale(loss).backward()
     scaler.step(optimizer)
@@ -543,7 +726,8 @@ def precision_step(model, optimizer, scaler, device_type: str, dtype, x, y) -> t
 
 
 def amp_speed(device, batch: int = 256, width: int = 512, repeats: int = 5, seed: int = 0) -> list:
-    """Median ms per training step of an MLP of `width`, in each precision of amp_settings (chapter 05)."""
+    """Median ms per training step of an MLP of `width`,
+    in each precision of amp_settings (chapter 05)."""
     device = torch.device(device)
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(batch, width, generator=g).to(device)
@@ -551,8 +735,13 @@ def amp_speed(device, batch: int = 256, width: int = 512, repeats: int = 5, seed
     timings = []
     for label, dtype, scaled in amp_settings(device):
         torch.manual_seed(seed)
-        model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
-                              nn.Linear(width, 10)).to(device)
+        model = nn.Sequential(
+            nn.Linear(width, width),
+            nn.ReLU(),
+            nn.Linear(width, width),
+            nn.ReLU(),
+            nn.Linear(width, 10),
+        ).to(device)
         optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
         scaler = torch.amp.GradScaler(device.type, enabled=scaled)
         step = functools.partial(precision_step, model, optimizer, scaler, device.type, dtype, x, y)
@@ -561,16 +750,21 @@ def amp_speed(device, batch: int = 256, width: int = 512, repeats: int = 5, seed
 
 
 def compare(timings: list) -> str:
-    """Each timing against the first (the baseline), in words computed from the medians (chapters 05+)."""
+    """Each timing against the first (the baseline),
+    in words computed from the medians (chapters 05+)."""
     base = timings[0]
     lines = [str(base) + _surprise(base)]
     for t in timings[1:]:
-        lines.append(f"{t}{_surprise(t)}\n    -> {measure.speed_ratio(base, t)} than {base.label} on this machine")
+        lines.append(
+            f"{t}{_surprise(t)}\n    -> {measure.speed_ratio(base, t)} than {base.label} on "
+            "this machine"
+        )
     return "\n".join(lines)
 
 
 def _surprise(timing) -> str:
-    """A word under a timing whose first call beat its median (after the warm-up lesson, that needs one)."""
+    """A word under a timing whose first call beat its
+    median (after the warm-up lesson, that needs one)."""
     faster = timing.warmup_ms and timing.warmup_ms[0] < timing.median
     return f"\n    ({measure.first_call_note(timing)})" if faster else ""
 
@@ -578,6 +772,7 @@ def _surprise(timing) -> str:
 @dataclass
 class PrecisionRun:
     """Losses of the same training steps in one precision, and what the scaler did (chapter 05)."""
+
     label: str
     losses: list = field(default_factory=list)
     accuracy: float = float("nan")
@@ -585,16 +780,30 @@ class PrecisionRun:
     skipped: int = 0
 
 
-def train_in_precision(train_set, test_set, device, label: str, dtype, scaled: bool, steps: int,
-                       batch_size: int = 64, seed: int = 0) -> PrecisionRun:
-    """`steps` training steps of the digits MLP from a fixed start, in one precision (chapter 05)."""
+def train_in_precision(
+    train_set,
+    test_set,
+    device,
+    label: str,
+    dtype,
+    scaled: bool,
+    steps: int,
+    batch_size: int = 64,
+    seed: int = 0,
+) -> PrecisionRun:
+    """`steps` training steps of the digits MLP from
+    a fixed start, in one precision (chapter 05)."""
     device = torch.device(device)
     torch.manual_seed(seed)
     model = training.digits_mlp().to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     scaler = torch.amp.GradScaler(device.type, enabled=scaled)
-    loader = torch.utils.data.DataLoader(train_set, batch_size=batch_size, shuffle=True,
-                                         generator=torch.Generator().manual_seed(seed))
+    loader = torch.utils.data.DataLoader(
+        train_set,
+        batch_size=batch_size,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(seed),
+    )
     run, batches = PrecisionRun(label), iter(())
     model.train()
     while len(run.losses) < steps:
@@ -607,54 +816,72 @@ def train_in_precision(train_set, test_set, device, label: str, dtype, scaled: b
         run.losses.append(precision_step(model, optimizer, scaler, device.type, dtype, x, y).item())
         if scaled:
             run.scales.append(scaler.get_scale())
-            run.skipped += scaler.get_scale() < before  # update() lowers the scale after a skipped step
+            run.skipped += (
+                scaler.get_scale() < before
+            )  # update() lowers the scale after a skipped step
     test_loader = torch.utils.data.DataLoader(test_set, batch_size=256)
     run.accuracy = training.evaluate(model, test_loader, device, nn.CrossEntropyLoss())[1]
     return run
 
 
 def amp_vs_fp32(train_set, test_set, device, steps: int = 60) -> list:
-    """The same steps from the same start in float32 and in each autocast setting of the device (chapter 05)."""
-    return [train_in_precision(train_set, test_set, device, label, dtype, scaled, steps)
-            for label, dtype, scaled in amp_settings(device)]
+    """The same steps from the same start in float32 and
+    in each autocast setting of the device (chapter 05)."""
+    return [
+        train_in_precision(train_set, test_set, device, label, dtype, scaled, steps)
+        for label, dtype, scaled in amp_settings(device)
+    ]
 
 
 def show_precision_runs(runs: list, every: int = 10) -> str:
-    """Losses side by side every `every` steps, the largest relative gap, accuracy, scaler (chapter 05)."""
+    """Losses side by side every `every` steps, the
+    largest relative gap, accuracy, scaler (chapter 05)."""
     base = runs[0]
     head = f"{'step':>5} " + "".join(f"{r.label:>32}" for r in runs)
-    rows = [head] + [f"{i + 1:>5} " + "".join(f"{r.losses[i]:>32.5f}" for r in runs)
-                     for i in range(every - 1, len(base.losses), every)]
+    rows = [head] + [
+        f"{i + 1:>5} " + "".join(f"{r.losses[i]:>32.5f}" for r in runs)
+        for i in range(every - 1, len(base.losses), every)
+    ]
     for r in runs[1:]:
         gap = max(abs(a - b) / abs(a) for a, b in zip(base.losses, r.losses))
         rows.append(f"{r.label}: largest loss difference from float32 {gap:.2%} of the loss")
-    rows += [f"test accuracy after {len(r.losses)} steps, {r.label}: {r.accuracy:.1%}" for r in runs]
-    rows += [f"{r.label}: scale now {r.scales[-1]:g}, steps skipped for inf/nan gradients: {r.skipped}"
-             for r in runs if r.scales]
+    rows += [
+        f"test accuracy after {len(r.losses)} steps, {r.label}: {r.accuracy:.1%}" for r in runs
+    ]
+    rows += [
+        f"{r.label}: scale now {r.scales[-1]:g}, steps skipped for inf/nan gradients: {r.skipped}"
+        for r in runs
+        if r.scales
+    ]
     return "\n".join(rows)
 
 
 def scaler_demo(device_type: str = "cpu", init_scale: float = 2.0**16) -> None:
-    """A GradScaler at work on one weight: scale, unscale, a normal step, then a step with inf (chapter 05)."""
+    """A GradScaler at work on one weight: scale, unscale,
+    a normal step, then a step with inf (chapter 05)."""
     w = nn.Parameter(torch.tensor([1.0, -2.0], device=device_type))
     optimizer = torch.optim.SGD([w], lr=0.1)
     scaler = torch.amp.GradScaler(device_type, init_scale=init_scale)
     for attempt in ("a normal step", "a step whose gradient overflowed to inf"):
         optimizer.zero_grad()
-        loss = (w ** 2).sum() * 1e-3
+        loss = (w**2).sum() * 1e-3
         scaled = scaler.scale(loss)
         scaled.backward()
         if attempt != "a normal step":
             w.grad[0] = math.inf  # as if float16 had overflowed
-        print(f"{attempt}: loss {loss.item():.4g}, scaled loss {scaled.item():.6g}, "
-              f"gradient as stored {[round(g, 3) for g in w.grad.tolist()]}")
+        print(
+            f"{attempt}: loss {loss.item():.4g}, scaled loss {scaled.item():.6g}, "
+            f"gradient as stored {[round(g, 3) for g in w.grad.tolist()]}"
+        )
         before = w.detach().clone()
         scale = scaler.get_scale()
-        scaler.step(optimizer)   # unscales first; skips the update if anything is inf/nan
-        scaler.update()          # halves the scale after an overflow, grows it slowly otherwise
+        scaler.step(optimizer)  # unscales first; skips the update if anything is inf/nan
+        scaler.update()  # halves the scale after an overflow, grows it slowly otherwise
         moved = "updated" if not torch.equal(before, w.detach()) else "NOT updated (step skipped)"
-        print(f"    weights {moved}: {[round(v, 5) for v in w.detach().tolist()]}; "
-              f"scale {scale:g} -> {scaler.get_scale():g}")
+        print(
+            f"    weights {moved}: {[round(v, 5) for v in w.detach().tolist()]}; "
+            f"scale {scale:g} -> {scaler.get_scale():g}"
+        )
 
 
 # ---------------------------------------------------------------- 5. torch.compile
@@ -666,14 +893,32 @@ def compile_call_cost(model: nn.Module) -> str:
             compiled = torch.compile(model)
         times.append(t.ms)
     first, second = times
-    lines = [f"torch.compile(model), first call in this process: {first:.0f} ms; second call: {second:.1f} ms",
-             f"it returned {type(compiled).__name__}, which wraps your model: {compiled._orig_mod is model}; "
-             f"same parameters: {next(compiled.parameters()) is next(model.parameters())}"]
-    notes = ((first > 5 * max(second, 1.0),
-              "the first call imported the compiler stack (TorchDynamo, Inductor) into this process; "
-              "the second only wrapped the model. Neither compiled anything: that waits for the first forward."),
-             (True, "both calls only wrapped the model (the compiler stack was already imported): "
-                    "nothing is compiled until the first forward."))
+    lines = [
+        (
+            f"torch.compile(model), first call in this process: {first:.0f} ms; second call: "
+            f"{second:.1f} ms"
+        ),
+        (
+            f"it returned {type(compiled).__name__}, which wraps your model: "
+            f"{compiled._orig_mod is model}; same parameters: "
+            f"{next(compiled.parameters()) is next(model.parameters())}"
+        ),
+    ]
+    notes = (
+        (
+            first > 5 * max(second, 1.0),
+            (
+                "the first call imported the compiler stack (TorchDynamo, Inductor) into this "
+                "process; the second only wrapped the model. Neither compiled anything: that "
+                "waits for the first forward."
+            ),
+        ),
+        (
+            True,
+            "both calls only wrapped the model (the compiler stack was already imported): "
+            "nothing is compiled until the first forward.",
+        ),
+    )
     return "\n".join(lines + [next(text for hit, text in notes if hit)])
 
 
@@ -684,18 +929,25 @@ def cxx_compiler():
 
 
 def payback_note(eager: measure.Timing, compiled: measure.Timing) -> str:
-    """When the compile time is earned back, from the measured first calls and medians (chapter 05)."""
+    """When the compile time is earned back, from the
+    measured first calls and medians (chapter 05)."""
     extra = compiled.warmup_ms[0] - eager.warmup_ms[0]
     saved = eager.median - compiled.median
     if saved <= 0:
-        return (f"the compiled step is not faster here ({compiled.median:.2f} ms vs {eager.median:.2f} ms): "
-                f"the {extra / 1000:.1f} s of compiling never pays back for this model on this device")
-    return (f"each compiled step saves {saved:.2f} ms: the {extra / 1000:.1f} s of compiling pays back after "
-            f"about {math.ceil(extra / saved)} steps")
+        return (
+            f"the compiled step is not faster here ({compiled.median:.2f} ms vs "
+            f"{eager.median:.2f} ms): the {extra / 1000:.1f} s of compiling never pays back "
+            "for this model on this device"
+        )
+    return (
+        f"each compiled step saves {saved:.2f} ms: the {extra / 1000:.1f} s of compiling pays "
+        f"back after about {math.ceil(extra / saved)} steps"
+    )
 
 
 def compile_timings(device, batch: int = 256, width: int = 256, repeats: int = 20) -> dict:
-    """Eager vs torch.compile steps of a small MLP: {label: Timing}, first call included (chapter 05).
+    """Eager vs torch.compile steps of a small MLP:
+    {label: Timing}, first call included (chapter 05).
 
     The same step (`training.train_step`) on the same batch, from the same start; the compiled
     model's first call (in ``warmup_ms[0]``) is where it compiles. Used by the notebook (through
@@ -708,45 +960,71 @@ def compile_timings(device, batch: int = 256, width: int = 256, repeats: int = 2
     results = {}
     for label in ("eager", "torch.compile"):
         torch.manual_seed(0)
-        model = nn.Sequential(nn.Linear(width, width), nn.GELU(), nn.LayerNorm(width), nn.Linear(width, width),
-                              nn.GELU(), nn.Linear(width, 10)).to(device)
+        model = nn.Sequential(
+            nn.Linear(width, width),
+            nn.GELU(),
+            nn.LayerNorm(width),
+            nn.Linear(width, width),
+            nn.GELU(),
+            nn.Linear(width, 10),
+        ).to(device)
         run_model = torch.compile(model) if label == "torch.compile" else model
-        step = functools.partial(training.train_step, run_model, torch.optim.SGD(model.parameters(), lr=1e-3),
-                                 nn.CrossEntropyLoss(), x, y)
+        step = functools.partial(
+            training.train_step,
+            run_model,
+            torch.optim.SGD(model.parameters(), lr=1e-3),
+            nn.CrossEntropyLoss(),
+            x,
+            y,
+        )
         results[label] = measure.time_fn(step, device, repeats=repeats, warmup=1, label=label)
     return results
 
 
-def compile_experiment(device, run: bool, batch: int = 256, width: int = 256, repeats: int = 20) -> dict:
-    """Eager vs torch.compile: first-call time and median step time; only when `run` is True (chapter 05)."""
+def compile_experiment(
+    device, run: bool, batch: int = 256, width: int = 256, repeats: int = 20
+) -> dict:
+    """Eager vs torch.compile: first-call time and median
+    step time; only when `run` is True (chapter 05)."""
     device = torch.device(device)
     if not run:
-        print("[skipped] the torch.compile measurement is switched off. Set RUN_COMPILE = True in this cell "
-              "and run it again: the first compile takes tens of seconds on a laptop CPU "
-              "(a minute or more on a slow or busy one).")
+        print(
+            "[skipped] the torch.compile measurement is switched off. Set RUN_COMPILE = True "
+            "in this cell and run it again: the first compile takes tens of seconds on a "
+            "laptop CPU (a minute or more on a slow or busy one)."
+        )
         return {}
     if device.type == "cpu" and cxx_compiler() is None:
-        print("[skipped] torch.compile's CPU backend needs a C++ compiler (g++ or clang++), "
-              "and none was found on this machine.")
+        print(
+            "[skipped] torch.compile's CPU backend needs a C++ compiler (g++ or clang++), "
+            "and none was found on this machine."
+        )
         return {}
     results = compile_timings(device, batch, width, repeats)
-    print(f"first call (compiling): {results['torch.compile'].warmup_ms[0] / 1000:.1f} s; "
-          f"eager first call: {results['eager'].warmup_ms[0]:.1f} ms")
+    print(
+        f"first call (compiling): {results['torch.compile'].warmup_ms[0] / 1000:.1f} s; "
+        f"eager first call: {results['eager'].warmup_ms[0]:.1f} ms"
+    )
     print(compare([results["eager"], results["torch.compile"]]))
     print(payback_note(results["eager"], results["torch.compile"]))
     return results
 
 
 class LoopNet(nn.Module):
-    """A DynamicNet-style model: a shared H -> H layer applied `depth` times, depth a Python int (chapter 05)."""
+    """A DynamicNet-style model: a shared H -> H layer
+    applied `depth` times, depth a Python int (chapter 05)."""
 
     def __init__(self, n_in: int = 10, hidden: int = 16, n_out: int = 4):
         super().__init__()
-        self.first, self.middle, self.last = nn.Linear(n_in, hidden), nn.Linear(hidden, hidden), nn.Linear(hidden, n_out)
+        self.first, self.middle, self.last = (
+            nn.Linear(n_in, hidden),
+            nn.Linear(hidden, hidden),
+            nn.Linear(hidden, n_out),
+        )
 
     def forward(self, x, depth: int = 2):
         h = torch.relu(self.first(x))
-        for _ in range(depth):          # Python control flow on an int
+        for _ in range(depth):  # Python control flow on an int
             h = torch.relu(self.middle(h))
         return self.last(h)
 
@@ -765,7 +1043,7 @@ class ValueBranchNet(LoopNet):
 
     def forward(self, x, depth: int = 2):
         h = torch.relu(self.first(x))
-        if h.mean() > 0.1:              # Python control flow on a tensor's value
+        if h.mean() > 0.1:  # Python control flow on a tensor's value
             h = torch.relu(self.middle(h))
         return self.last(h)
 
@@ -774,36 +1052,50 @@ def _first_lines(reason: str, n: int = 2, width: int = 110) -> str:
     """A graph-break reason in short: its first `n` non-empty lines, joined and cut to `width`."""
     lines = [line.strip() for line in reason.splitlines() if line.strip()][:n]
     text = " ".join(lines)
-    return text if len(text) <= width else text[:width - 3] + "..."
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def explain_forwards(x=None) -> str:
     """torch._dynamo.explain on three forwards: graphs, graph breaks and why (chapter 05)."""
     import torch._dynamo
+
     x = torch.randn(4, 10) if x is None else x
     lines = []
-    for net, call in ((LoopNet(), "LoopNet, depth=3 (a for loop on an int)"),
-                      (PrintingNet(), "PrintingNet (print inside forward)"),
-                      (ValueBranchNet(), "ValueBranchNet (if on a tensor's value)")):
+    for net, call in (
+        (LoopNet(), "LoopNet, depth=3 (a for loop on an int)"),
+        (PrintingNet(), "PrintingNet (print inside forward)"),
+        (ValueBranchNet(), "ValueBranchNet (if on a tensor's value)"),
+    ):
         kwargs = {"depth": 3} if type(net) is LoopNet else {}
         report = torch._dynamo.explain(net)(x, **kwargs)
         reasons = "; ".join(_first_lines(str(b.reason)) for b in report.break_reasons)
-        lines.append(f"{call}:\n    {report.graph_count} graph(s), {report.graph_break_count} graph break(s), "
-                     f"{report.op_count} ops" + (f"\n    why it broke: {reasons}" if reasons else ""))
+        lines.append(
+            (
+                f"{call}:\n    {report.graph_count} graph(s), {report.graph_break_count} graph "
+                f"break(s), {report.op_count} ops"
+            )
+            + (f"\n    why it broke: {reasons}" if reasons else "")
+        )
     return "\n".join(lines)
 
 
 def recompiles_per_depth(depths=(2, 2, 3, 3, 4, 2)) -> str:
-    """A compiled LoopNet called with each depth: graphs compiled so far, ops in the newest (chapter 05).
+    """A compiled LoopNet called with each depth: graphs
+    compiled so far, ops in the newest (chapter 05).
 
     A counting backend stands in for Inductor: it records each graph TorchDynamo hands over and
     runs it as it is, so this needs no C++ compiler and takes seconds.
     """
     import torch._dynamo
+
     graphs = []
 
     def counting_backend(gm, example_inputs):
-        graphs.append(sum(1 for n in gm.graph.nodes if n.op in ("call_function", "call_module", "call_method")))
+        graphs.append(
+            sum(
+                1 for n in gm.graph.nodes if n.op in ("call_function", "call_module", "call_method")
+            )
+        )
         return gm.forward
 
     torch._dynamo.reset()  # forget graphs compiled earlier in this process
@@ -813,7 +1105,11 @@ def recompiles_per_depth(depths=(2, 2, 3, 3, 4, 2)) -> str:
     for depth in depths:
         before = len(graphs)
         compiled(x, depth=depth)
-        what = f"compiled a new graph of {graphs[-1]} ops" if len(graphs) > before else "reused a graph"
+        what = (
+            f"compiled a new graph of {graphs[-1]} ops"
+            if len(graphs) > before
+            else "reused a graph"
+        )
         lines.append(f"depth={depth}: {what} (graphs so far: {len(graphs)})")
     return "\n".join(lines)
 
@@ -828,8 +1124,9 @@ def control_flow_demo() -> None:
 
 # ---------------------------------------------------------------- 7. sync points
 def item_loops(device, steps: int = 30, batch: int = 256, width: int = 128, seed: int = 0) -> dict:
-    """The same training loop reading its loss with .item() every step, or adding it up on the device and
-    reading it once at the end: label -> measure.Timing of the whole loop (chapter 05)."""
+    """The same training loop reading its loss with .item() every step, or adding it up on the
+    device and reading it once at the end: label -> measure.Timing of the whole loop
+    (chapter 05)."""
     torch.manual_seed(seed)
     model = nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, 10)).to(device)
     optimizer, criterion = torch.optim.SGD(model.parameters(), lr=1e-3), nn.CrossEntropyLoss()
@@ -838,7 +1135,9 @@ def item_loops(device, steps: int = 30, batch: int = 256, width: int = 128, seed
     def every_step():
         total = 0.0
         for _ in range(steps):
-            total += training.train_step(model, optimizer, criterion, x, y).item()  # waits for the device
+            total += training.train_step(
+                model, optimizer, criterion, x, y
+            ).item()  # waits for the device
         return total
 
     def once():
@@ -848,7 +1147,10 @@ def item_loops(device, steps: int = 30, batch: int = 256, width: int = 128, seed
         return total.item()  # one wait, at the end
 
     loops = {".item() every step": every_step, "summed on the device, .item() once": once}
-    return {label: measure.time_fn(loop, device, repeats=3, warmup=1, label=label) for label, loop in loops.items()}
+    return {
+        label: measure.time_fn(loop, device, repeats=3, warmup=1, label=label)
+        for label, loop in loops.items()
+    }
 
 
 def show_item_loops(timings: dict) -> str:
@@ -858,36 +1160,45 @@ def show_item_loops(timings: dict) -> str:
 
 
 def readback_race(device, n: int = 2**22, rounds: int = 5, work: int = 4096) -> list:
-    """CUDA only: read a device-to-host non_blocking copy at once, then after an event: wrong values per round.
+    """CUDA only: read a device-to-host non_blocking copy
+    at once, then after an event: wrong values per round.
 
-    Each round queues a long matmul, then fills the source with a new value and copies it to the host
-    with ``non_blocking=True`` (into pinned memory): the host buffer is read before and after
-    ``event.synchronize()``. Returns [(wrong values read at once, wrong values after the event)] (chapter 05).
+    Each round queues a long matmul, then fills the source with a new value and copies it to the
+    host with ``non_blocking=True`` (into pinned memory): the host buffer is read before and after
+    ``event.synchronize()``. Returns [(wrong values read at once, wrong values after the event)]
+    (chapter 05).
     """
     source, big = torch.empty(n, device=device), torch.randn(work, work, device=device)
     counts = []
     for i in range(rounds):
-        big @ big                                    # keeps the GPU busy before the copy starts
+        big @ big  # keeps the GPU busy before the copy starts
         source.fill_(float(i + 1))
-        host = source.to("cpu", non_blocking=True)   # returns at once; the copy waits in the queue
-        early = int((host != i + 1).sum())           # read now: maybe before the copy ran
+        host = source.to("cpu", non_blocking=True)  # returns at once; the copy waits in the queue
+        early = int((host != i + 1).sum())  # read now: maybe before the copy ran
         event = torch.cuda.Event()
-        event.record()                               # marks the point after the copy in the queue
-        event.synchronize()                          # waits until the GPU has passed it
+        event.record()  # marks the point after the copy in the queue
+        event.synchronize()  # waits until the GPU has passed it
         counts.append((early, int((host != i + 1).sum())))
     return counts
 
 
 def show_readback_race(counts: list, n: int = 2**22) -> str:
     """Per round: how many of the n values were wrong before and after the event (chapter 05)."""
-    lines = [f"round {i + 1}: read at once {early:>8} of {n} values wrong; after event.synchronize() {late}"
-             for i, (early, late) in enumerate(counts)]
+    lines = [
+        (
+            f"round {i + 1}: read at once {early:>8} of {n} values wrong; after "
+            f"event.synchronize() {late}"
+        )
+        for i, (early, late) in enumerate(counts)
+    ]
     return "\n".join(lines)
 
 
 def hidden_syncs(device, steps: int = 3) -> dict:
-    """CUDA only: a loop run under torch.cuda.set_sync_debug_mode("warn"): source line -> syncs warned (chapter 05)."""
+    """CUDA only: a loop run under torch.cuda.set_sync_debug_mode("warn"):
+    source line -> syncs warned (chapter 05)."""
     import linecache
+
     torch.manual_seed(0)
     model = training.digits_mlp().to(device)
     optimizer, criterion = torch.optim.SGD(model.parameters(), lr=1e-3), nn.CrossEntropyLoss()
@@ -898,8 +1209,8 @@ def hidden_syncs(device, steps: int = 3) -> dict:
         try:
             for _ in range(steps):
                 loss = training.train_step(model, optimizer, criterion, x, y)
-                logged = loss.item()                                # copies one number to the host
-                upper = x[y > 4]                                    # a boolean mask: how many rows?
+                logged = loss.item()  # copies one number to the host
+                upper = x[y > 4]  # a boolean mask: how many rows?
         finally:
             torch.cuda.set_sync_debug_mode(0)
     found = {}
@@ -911,56 +1222,84 @@ def hidden_syncs(device, steps: int = 3) -> dict:
     return found
 
 
+# ================================================================ exercises and quizzes
 # ---------------------------------------------------------------- exercise: amp_train_step
-# The checks (and the AMP rig, the scaler spy, the simulated GPU clock) live in course_lib/checks/speedups.py.
+# The checks (and the AMP rig, the scaler spy, the simulated
+# GPU clock) live in course_lib/checks/speedups.py.
 amp_train_step = chapter.function_exercise(
     "amp_train_step",
     title="One mixed-precision training step, today's API",
-    prompt="Write amp_train_step(model, x, y, optimizer, criterion, scaler, device_type, dtype) -> float: one "
-           "training step with automatic mixed precision. Clear the old gradients; run the forward pass and the "
-           "loss inside torch.autocast for `device_type` with `dtype`; backward on the loss scaled by the "
-           "GradScaler `scaler`; let the scaler step the optimizer and then update its scale. Return this step's "
-           "(unscaled) loss as a Python float. x and y are already on the model's device.",
+    prompt=(
+        "Write amp_train_step(model, x, y, optimizer, criterion, scaler, device_type, dtype) -> "
+        "float: one training step with automatic mixed precision. Clear the old gradients; run "
+        "the forward pass and the loss inside torch.autocast for `device_type` with `dtype`; "
+        "backward on the loss scaled by the GradScaler `scaler`; let the scaler step the "
+        "optimizer and then update its scale. Return this step's (unscaled) loss as a Python "
+        "float. x and y are already on the model's device."
+    ),
     points=5,
     tests=[
         Test("runs the forward pass under autocast with the given dtype", speedups.Autocast()),
-        Test("clears the gradients and calls backward on the scaled loss", speedups.ScaledBackward()),
+        Test(
+            "clears the gradients and calls backward on the scaled loss", speedups.ScaledBackward()
+        ),
         Test("steps through the scaler, then updates the scale", speedups.ScalerStep()),
         Test("returns this step's loss as a Python float", speedups.ReturnsLoss()),
     ],
-    hints=["It is chapter 03's training step with two changes: the forward pass and the loss run inside an "
-           "autocast block, and the GradScaler takes part in backward and in the update.",
-           "The GradScaler has three methods you need, used in this order: `scale` (the loss, before "
-           "backward), `step` (takes the optimizer), `update` (no arguments).",
-           "The shape of it, in order: clear the gradients; a `with torch.autocast(...)` block (the device "
-           "type and the dtype you were given) around the forward pass and the loss; backward on what the "
-           "scaler's `scale` returns; the scaler's `step` with the optimizer; the scaler's `update`; return the "
-           "loss as a Python float."],
+    hints=[
+        (
+            "It is chapter 03's training step with two changes: the forward pass and the loss run "
+            "inside an autocast block, and the GradScaler takes part in backward and in the "
+            "update."
+        ),
+        "The GradScaler has three methods you need, used in this order: `scale` (the loss, before "
+        "backward), `step` (takes the optimizer), `update` (no arguments).",
+        (
+            "The shape of it, in order: clear the gradients; a `with torch.autocast(...)` block "
+            "(the device type and the dtype you were given) around the forward pass and the loss; "
+            "backward on what the scaler's `scale` returns; the scaler's `step` with the "
+            "optimizer; the scaler's `update`; return the loss as a Python float."
+        ),
+    ],
 )
 
 
-# ---------------------------------------------------------------- exercise: phase_ms
-# Its check (a real profile, the profiler's own totals, the mistakes table) is checks/speedups.py's PhaseMs.
+# ------------------------------------------------------------------------------- exercise: phase_ms
+# Its check (a real profile, the profiler's own totals,
+# the mistakes table) is checks/speedups.py's PhaseMs.
 phase_ms = chapter.function_exercise(
     "phase_ms",
     title="Read the trace: milliseconds per phase",
-    prompt="Write phase_ms(events) -> dict: from a trace's event list (the \"traceEvents\" of the file "
-           "export_chrome_trace wrote), the total milliseconds of each phase labelled by record_function, over "
-           "all steps: {'data': ms, 'forward': ms, 'backward': ms, 'step': ms}, 0.0 for a phase that never ran. "
-           "A label is a complete event (ph \"X\") with cat \"user_annotation\" and the phase's name; its "
-           "duration, dur, is in microseconds.",
+    prompt=(
+        'Write phase_ms(events) -> dict: from a trace\'s event list (the "traceEvents" of the '
+        "file export_chrome_trace wrote), the total milliseconds of each phase labelled by "
+        "record_function, over all steps: {'data': ms, 'forward': ms, 'backward': ms, 'step': "
+        'ms}, 0.0 for a phase that never ran. A label is a complete event (ph "X") with cat '
+        '"user_annotation" and the phase\'s name; its duration, dur, is in microseconds.'
+    ),
     points=3,
     tests=[
         Test("a real profile of 3 training steps", speedups.PhaseMs(3)),
-        Test("an evaluation profile: no backward, no step",
-             speedups.PhaseMs(2, seed=1, train=False, where=" (evaluation profile)")),
-        Test("a CUDA trace: every label also on the GPU's row",
-             speedups.PhaseMs(2, seed=2, cuda=True, where=" (a CUDA trace)")),
+        Test(
+            "an evaluation profile: no backward, no step",
+            speedups.PhaseMs(2, seed=1, train=False, where=" (evaluation profile)"),
+        ),
+        Test(
+            "a CUDA trace: every label also on the GPU's row",
+            speedups.PhaseMs(2, seed=2, cuda=True, where=" (a CUDA trace)"),
+        ),
     ],
-    hints=["Look at one event first: `[e for e in events if e.get('name') == 'forward'][0]`. Which keys tell "
-           "you it is a label, and how long it lasted?",
-           "Start from `dict.fromkeys(['data', 'forward', 'backward', 'step'], 0.0)`; for each event whose "
-           "`cat` is \"user_annotation\" and whose `name` is one of those keys, add `dur / 1000`."],
+    hints=[
+        (
+            "Look at one event first: `[e for e in events if e.get('name') == 'forward'][0]`. "
+            "Which keys tell you it is a label, and how long it lasted?"
+        ),
+        (
+            "Start from `dict.fromkeys(['data', 'forward', 'backward', 'step'], 0.0)`; for each "
+            'event whose `cat` is "user_annotation" and whose `name` is one of those keys, add '
+            "`dur / 1000`."
+        ),
+    ],
 )
 
 
@@ -968,28 +1307,56 @@ phase_ms = chapter.function_exercise(
 time_it = chapter.function_exercise(
     "time_it",
     title="Timing a GPU correctly",
-    prompt="Write time_it(fn, device, repeats=5) -> float: how long one call of fn() takes, in milliseconds. "
-           "Call fn() once untimed (warm-up), then time `repeats` calls with time.perf_counter(). When device is "
-           "a CUDA device, call torch.cuda.synchronize(device) before starting and before stopping the clock "
-           "(never on other devices). Return the median of the timed calls, in milliseconds, as a float.",
+    prompt=(
+        "Write time_it(fn, device, repeats=5) -> float: how long one call of fn() takes, in "
+        "milliseconds. Call fn() once untimed (warm-up), then time `repeats` calls with "
+        "time.perf_counter(). When device is a CUDA device, call torch.cuda.synchronize(device) "
+        "before starting and before stopping the clock (never on other devices). Return the "
+        "median of the timed calls, in milliseconds, as a float."
+    ),
     points=4,
     tests=[
-        Test("warms up, synchronizes, returns the median in ms (simulated GPU)",
-             TimeIt([10.0, 14.0, 11.0, 50.0, 12.0], 5, torch.device("cuda"))),
-        Test("the same with repeats=3", TimeIt([8.0, 30.0, 9.0], 3, torch.device("cuda"), " (repeats=3)")),
-        Test("a CPU device on a machine without CUDA: no CUDA calls, the median in ms",
-             TimeIt([3.0, 5.0, 4.0, 9.0, 2.0], 5, torch.device("cpu"), " (device cpu, no GPU)")),
-        Test("a CPU device on a machine that has a GPU: still no CUDA calls",
-             TimeIt([3.0, 5.0, 4.0, 9.0, 2.0], 5, torch.device("cpu"), " (device cpu, GPU machine)",
-                    machine_has_cuda=True)),
+        Test(
+            "warms up, synchronizes, returns the median in ms (simulated GPU)",
+            TimeIt([10.0, 14.0, 11.0, 50.0, 12.0], 5, torch.device("cuda")),
+        ),
+        Test(
+            "the same with repeats=3",
+            TimeIt([8.0, 30.0, 9.0], 3, torch.device("cuda"), " (repeats=3)"),
+        ),
+        Test(
+            "a CPU device on a machine without CUDA: no CUDA calls, the median in ms",
+            TimeIt([3.0, 5.0, 4.0, 9.0, 2.0], 5, torch.device("cpu"), " (device cpu, no GPU)"),
+        ),
+        Test(
+            "a CPU device on a machine that has a GPU: still no CUDA calls",
+            TimeIt(
+                [3.0, 5.0, 4.0, 9.0, 2.0],
+                5,
+                torch.device("cpu"),
+                " (device cpu, GPU machine)",
+                machine_has_cuda=True,
+            ),
+        ),
     ],
-    hints=["Three rules: one untimed warm-up call; on a CUDA device, wait for the GPU (`torch.cuda.synchronize`) "
-           "before each clock reading; report the median, in milliseconds.",
-           "Decide whether to synchronize from the device you were given (its `.type`), never from whether "
-           "the machine has a GPU: on a CPU device, `torch.cuda` has nothing to do with your timing.",
-           "The shape of it: `fn()` once, untimed; then, `repeats` times: wait for the device if it is CUDA, "
-           "read the clock, call `fn()`, wait for the device if it is CUDA, read the clock again and keep the "
-           "difference in milliseconds; return the median of what you kept."],
+    hints=[
+        (
+            "Three rules: one untimed warm-up call; on a CUDA device, wait for the GPU "
+            "(`torch.cuda.synchronize`) before each clock reading; report the median, in "
+            "milliseconds."
+        ),
+        (
+            "Decide whether to synchronize from the device you were given (its `.type`), never "
+            "from whether the machine has a GPU: on a CPU device, `torch.cuda` has nothing to do "
+            "with your timing."
+        ),
+        (
+            "The shape of it: `fn()` once, untimed; then, `repeats` times: wait for the device if "
+            "it is CUDA, read the clock, call `fn()`, wait for the device if it is CUDA, read the "
+            "clock again and keep the difference in milliseconds; return the median of what you "
+            "kept."
+        ),
+    ],
 )
 
 
@@ -997,114 +1364,224 @@ time_it = chapter.function_exercise(
 bf16_scaler = chapter.quiz(
     "bf16_scaler",
     title="Does bfloat16 need a GradScaler?",
-    question="You train with `torch.autocast(device_type, dtype=torch.bfloat16)`. Do you need a GradScaler?",
-    options={"a": "Yes: bfloat16 has float16's 5 exponent bits, so small gradients underflow",
-             "b": "Yes: `torch.autocast` refuses bfloat16 unless a GradScaler is enabled",
-             "c": "No: bfloat16 has float32's 8 exponent bits, so small gradients survive",
-             "d": "No: under autocast, backward computes all gradients in float64"},
+    question=(
+        "You train with `torch.autocast(device_type, dtype=torch.bfloat16)`. Do you need a "
+        "GradScaler?"
+    ),
+    options={
+        "a": "Yes: bfloat16 has float16's 5 exponent bits, so small gradients underflow",
+        "b": "Yes: `torch.autocast` refuses bfloat16 unless a GradScaler is enabled",
+        "c": "No: bfloat16 has float32's 8 exponent bits, so small gradients survive",
+        "d": "No: under autocast, backward computes all gradients in float64",
+    },
     digest="659f8988bebabc50",
-    hints=["Compare the 'smallest normal' column of float16 and bfloat16 in the table above.",
-           "Underflow is about range (exponent bits), not precision (mantissa bits)."],
-    why={"a": "Count again in the table above: bfloat16's smallest normal number is about 1e-38, float16's "
-              "about 6e-5. They do not share an exponent width.",
-         "b": "Autocast accepts bfloat16 on its own: the autocast table above was recorded without any scaler.",
-         "d": "Nothing under autocast runs in float64: the table above shows the gradients in the weights' "
-              "dtype, float32."},
-    explanation="bfloat16 keeps float32's 8 exponent bits (smallest normal about 1e-38); float16 has 5 (about "
-                "6e-5, and 0 below about 3e-8), which is why float16 needs the loss scaled up before "
-                "backward. bfloat16 pays with precision instead: 7 stored mantissa bits, float16 10.",
+    hints=[
+        "Compare the 'smallest normal' column of float16 and bfloat16 in the table above.",
+        "Underflow is about range (exponent bits), not precision (mantissa bits).",
+    ],
+    why={
+        "a": (
+            "Count again in the table above: bfloat16's smallest normal number is about 1e-38, "
+            "float16's about 6e-5. They do not share an exponent width."
+        ),
+        "b": (
+            "Autocast accepts bfloat16 on its own: the autocast table above was recorded without "
+            "any scaler."
+        ),
+        "d": (
+            "Nothing under autocast runs in float64: the table above shows the gradients in the "
+            "weights' dtype, float32."
+        ),
+    },
+    explanation=(
+        "bfloat16 keeps float32's 8 exponent bits (smallest normal about 1e-38); float16 has 5 "
+        "(about 6e-5, and 0 below about 3e-8), which is why float16 needs the loss scaled up "
+        "before backward. bfloat16 pays with precision instead: 7 stored mantissa bits, float16 "
+        "10."
+    ),
 )
 
 low_utilization = chapter.quiz(
     "low_utilization",
     title="The GPU sits at 30% utilization",
     kind="multiple",
-    question="`nvidia-smi` shows your GPU at about 30% utilization during training. This chapter's step timer "
-             "(wait = `next(iterator)` hands over a batch; compute = copy to the GPU, forward, backward, update) "
-             "says most of each step is spent waiting. Which changes shorten the wait? Choose all that apply.",
-    options={"a": "More DataLoader workers (`num_workers`), so batches are prepared in parallel",
-             "b": "`pin_memory=True` in the DataLoader, with `.to(device, non_blocking=True)`",
-             "c": "Make the per-item preprocessing cheaper (or do it once, ahead of training)",
-             "d": "`torch.cuda.empty_cache()` after every step, so each batch finds free memory",
-             "e": "Wrap the model in `nn.DataParallel`, so the one GPU gets more work per step"},
+    question=(
+        "`nvidia-smi` shows your GPU at about 30% utilization during training. This chapter's "
+        "step timer (wait = `next(iterator)` hands over a batch; compute = copy to the GPU, "
+        "forward, backward, update) says most of each step is spent waiting. Which changes "
+        "shorten the wait? Choose all that apply."
+    ),
+    options={
+        "a": "More DataLoader workers (`num_workers`), so batches are prepared in parallel",
+        "b": "`pin_memory=True` in the DataLoader, with `.to(device, non_blocking=True)`",
+        "c": "Make the per-item preprocessing cheaper (or do it once, ahead of training)",
+        "d": "`torch.cuda.empty_cache()` after every step, so each batch finds free memory",
+        "e": "Wrap the model in `nn.DataParallel`, so the one GPU gets more work per step",
+    },
     digest="a167ae89d7f783cb",
-    hints=["For each change, ask which part of the step it speeds up: building the next batch (the wait) "
-           "or copying and computing on it (the compute).",
-           f"Go back to the definition of wait and compute at the start of {section('05', 'Is the GPU starving')}."],
-    why={"b": "Pinned memory with non_blocking speeds up the copy to the GPU, which this timer counts as "
-              "compute, not as waiting: the loader builds batches no faster.",
-         "d": "empty_cache hands cached GPU memory back to the driver; it does not make the loader any faster "
-              "(and the next allocation gets slower).",
-         "e": "DataParallel splits a batch over several GPUs; on one GPU it only adds work, and the loader "
-              "stays as slow as before."},
-    explanation="The wait is the loader building batches: build them in parallel (workers) and make each "
-                "cheaper. Pinned memory and non_blocking are worth having on a GPU, but they speed up the "
-                "copy, which is part of the compute here; empty_cache and DataParallel on one GPU add work.",
+    hints=[
+        (
+            "For each change, ask which part of the step it speeds up: building the next batch "
+            "(the wait) or copying and computing on it (the compute)."
+        ),
+        (
+            "Go back to the definition of wait and compute at the start of "
+            f"{section('05', 'Is the GPU starving')}."
+        ),
+    ],
+    why={
+        "b": (
+            "Pinned memory with non_blocking speeds up the copy to the GPU, which this timer "
+            "counts as compute, not as waiting: the loader builds batches no faster."
+        ),
+        "d": (
+            "empty_cache hands cached GPU memory back to the driver; it does not make the loader "
+            "any faster (and the next allocation gets slower)."
+        ),
+        "e": (
+            "DataParallel splits a batch over several GPUs; on one GPU it only adds work, and the "
+            "loader stays as slow as before."
+        ),
+    },
+    explanation=(
+        "The wait is the loader building batches: build them in parallel (workers) and make each "
+        "cheaper. Pinned memory and non_blocking are worth having on a GPU, but they speed up the "
+        "copy, which is part of the compute here; empty_cache and DataParallel on one GPU add "
+        "work."
+    ),
 )
 
 profile_verdict = chapter.quiz(
     "profile_verdict",
     title="Read your profile",
-    question="Your profile of four training steps on the augmented digits (`num_workers=0`): the operator table, "
-             "the timeline and the split printed under it. Which phase takes most of each step, and which change "
-             "shortens it?",
-    options={"a": "data: build the batches in DataLoader workers, or make the augmentation cheaper",
-             "b": "forward: compile the model with `torch.compile`, so its layers' kernels are fused",
-             "c": "backward: run the step under `torch.autocast`, so gradients are computed in 16 bits",
-             "d": "step: swap Adam for plain SGD, which keeps no running averages per weight"},
+    question=(
+        "Your profile of four training steps on the augmented digits (`num_workers=0`): the "
+        "operator table, the timeline and the split printed under it. Which phase takes most of "
+        "each step, and which change shortens it?"
+    ),
+    options={
+        "a": "data: build the batches in DataLoader workers, or make the augmentation cheaper",
+        "b": "forward: compile the model with `torch.compile`, so its layers' kernels are fused",
+        "c": "backward: run the step under `torch.autocast`, so gradients are computed in 16 bits",
+        "d": "step: swap Adam for plain SGD, which keeps no running averages per weight",
+    },
     digest="12a95ed5d23397f8",
-    hints=["Read the split printed under the timeline, or compare the lengths of the four lanes: which phase is "
-           "the largest?",
-           "A change can only shorten the phase it works on: which phase does each option speed up?"],
-    why={"b": "Look at the forward lane and its milliseconds in the split: fusing its kernels can shorten only "
-              "that part, and it is not where most of each step goes.",
-         "c": "Compare the backward lane with the others in your timeline: 16-bit gradients shorten only that "
-              "lane, a small share of each step here.",
-         "d": "The step lane (the optimizer's update) is one of the short ones in your timeline: a lighter "
-              "optimizer cannot shorten the rest of the step."},
-    explanation="In this profile the data phase (each augmented batch built in this process, as `num_workers=0` "
-                "does) is most of every step: the DataLoader's own label and the operators at the top of the "
-                "table (upsampling, grid sampling) say the same. Workers build batches in parallel with the "
-                "training, and cheaper preprocessing shortens each one; the other options speed up phases that "
-                "are a small share of the step.",
+    hints=[
+        (
+            "Read the split printed under the timeline, or compare the lengths of the four lanes: "
+            "which phase is the largest?"
+        ),
+        "A change can only shorten the phase it works on: which phase does each option speed up?",
+    ],
+    why={
+        "b": (
+            "Look at the forward lane and its milliseconds in the split: fusing its kernels can "
+            "shorten only that part, and it is not where most of each step goes."
+        ),
+        "c": (
+            "Compare the backward lane with the others in your timeline: 16-bit gradients shorten "
+            "only that lane, a small share of each step here."
+        ),
+        "d": (
+            "The step lane (the optimizer's update) is one of the short ones in your timeline: a "
+            "lighter optimizer cannot shorten the rest of the step."
+        ),
+    },
+    explanation=(
+        "In this profile the data phase (each augmented batch built in this process, as "
+        "`num_workers=0` does) is most of every step: the DataLoader's own label and the "
+        "operators at the top of the table (upsampling, grid sampling) say the same. Workers "
+        "build batches in parallel with the training, and cheaper preprocessing shortens each "
+        "one; the other options speed up phases that are a small share of the step."
+    ),
 )
 
 scale_after_overflow = chapter.quiz(
     "scale_after_overflow",
     title="The scale after an overflow",
     kind="numeric",
-    question="A `torch.amp.GradScaler` starts with its default scale 65536. In the first step a gradient "
-             "overflows to inf. `scaler.step(optimizer)` skips that update; then `scaler.update()` runs with the "
-             "default `backoff_factor` 0.5. What is `scaler.get_scale()` now?",
+    question=(
+        "A `torch.amp.GradScaler` starts with its default scale 65536. In the first step a "
+        "gradient overflows to inf. `scaler.step(optimizer)` skips that update; then "
+        "`scaler.update()` runs with the default `backoff_factor` 0.5. What is "
+        "`scaler.get_scale()` now?"
+    ),
     digest="dc3fd0bbd381aee6",
-    hints=["After a step with inf or nan gradients, update() multiplies the scale by backoff_factor.",
-           "65536 times 0.5."],
-    why={65536: "That is the scale before `update()`: after a step with inf or nan gradients, it changes.",
-         131072: "The scale grows (x2) only after 2000 clean steps in a row; an overflow makes it smaller.",
-         0: "The scale is multiplied by the backoff factor 0.5: halved, not replaced by 0.5 or set to 0."},
-    explanation="The scale is multiplied by backoff_factor (0.5) after a step with inf or nan gradients, and grows "
-                "by growth_factor (2) only after growth_interval (2000) clean steps in a row.",
+    hints=[
+        "After a step with inf or nan gradients, update() multiplies the scale by backoff_factor.",
+        "65536 times 0.5.",
+    ],
+    why={
+        65536: (
+            "That is the scale before `update()`: after a step with inf or nan gradients, it "
+            "changes."
+        ),
+        131072: (
+            "The scale grows (x2) only after 2000 clean steps in a row; an overflow makes it "
+            "smaller."
+        ),
+        0: (
+            "The scale is multiplied by the backoff factor 0.5: halved, not replaced by 0.5 or "
+            "set to 0."
+        ),
+    },
+    explanation=(
+        "The scale is multiplied by backoff_factor (0.5) after a step with inf or nan gradients, "
+        "and grows by growth_factor (2) only after growth_interval (2000) clean steps in a row."
+    ),
 )
 
 compile_control_flow = chapter.quiz(
     "compile_control_flow",
     title="Python control flow under torch.compile",
-    question="LoopNet's forward runs `for _ in range(depth): h = relu(self.middle(h))`, where `depth` is a "
-             "Python int passed to forward. You call the compiled model with `depth=2`, then with `depth=3`. "
-             "What happens?",
-    options={"a": "A graph break at the loop: the loop runs in plain Python, the layers around it compiled",
-             "b": "One graph for every depth: the loop stays a loop in the graph and reads `depth` at run time",
-             "c": "`depth=3` raises an error: a compiled model's control flow is fixed by its first call",
-             "d": "The loop is unrolled for `depth=2` and guarded; `depth=3` fails the guard, so it recompiles"},
+    question=(
+        "LoopNet's forward runs `for _ in range(depth): h = relu(self.middle(h))`, where `depth` "
+        "is a Python int passed to forward. You call the compiled model with `depth=2`, then with "
+        "`depth=3`. What happens?"
+    ),
+    options={
+        "a": (
+            "A graph break at the loop: the loop runs in plain Python, the layers around it "
+            "compiled"
+        ),
+        "b": (
+            "One graph for every depth: the loop stays a loop in the graph and reads `depth` at "
+            "run time"
+        ),
+        "c": (
+            "`depth=3` raises an error: a compiled model's control flow is fixed by its first call"
+        ),
+        "d": (
+            "The loop is unrolled for `depth=2` and guarded; `depth=3` fails the guard, so it "
+            "recompiles"
+        ),
+    },
     digest="5f0c12e0a7fc60ad",
-    hints=["TorchDynamo reads the Python code while it runs once, and records the tensor operations it sees.",
-           "A Python int is known while tracing; a tensor's value is not."],
-    why={"a": "Graph breaks come from what TorchDynamo cannot follow (a print, a branch on a tensor's value); "
-              "a loop over range of a known int is something it can follow.",
-         "b": "A traced graph has no Python loop in it: it holds the operations that ran while tracing.",
-         "c": "Nothing raises: a compiled model keeps working for new inputs; the question is what it costs."},
-    explanation="TorchDynamo runs the Python code once while tracing: range(2) becomes two copies of the layer "
-                "in the graph, and a guard records depth == 2. depth=3 fails that guard, so a second graph is "
-                "compiled (with a recompile limit, after which it falls back to eager). Graph breaks come "
-                "from code it cannot trace, such as print or an if on a tensor's value.",
+    hints=[
+        (
+            "TorchDynamo reads the Python code while it runs once, and records the tensor "
+            "operations it sees."
+        ),
+        "A Python int is known while tracing; a tensor's value is not.",
+    ],
+    why={
+        "a": (
+            "Graph breaks come from what TorchDynamo cannot follow (a print, a branch on a "
+            "tensor's value); a loop over range of a known int is something it can follow."
+        ),
+        "b": (
+            "A traced graph has no Python loop in it: it holds the operations that ran while "
+            "tracing."
+        ),
+        "c": (
+            "Nothing raises: a compiled model keeps working for new inputs; the question is what "
+            "it costs."
+        ),
+    },
+    explanation=(
+        "TorchDynamo runs the Python code once while tracing: range(2) becomes two copies of the "
+        "layer in the graph, and a guard records depth == 2. depth=3 fails that guard, so a "
+        "second graph is compiled (with a recompile limit, after which it falls back to eager). "
+        "Graph breaks come from code it cannot trace, such as print or an if on a tensor's value."
+    ),
 )

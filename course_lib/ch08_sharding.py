@@ -10,22 +10,53 @@ exercise is checked against FSDP itself: its judge measures real gloo processes.
 import torch
 from torch import nn
 
-from . import ddp_worker, measure, sharding, training
+from . import chapters, ddp_worker, measure, sharding, training
 from .checks.sharding import RankBytes
-from .exercises import Chapter, Test
+from .exercises import Test
 from .memory import format_bytes, state_bytes
 from .sections import section
 
-chapter = Chapter(__name__, title="Sharding with FSDP")
+chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
 
-# chapter 08's run: the digits MLP 256 wide (19,210 parameters), Adam, 3 steps of 32 samples per rank
+__all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
+    "chapter",
+    # exercises and quizzes: ch.<name>.check(...), .hint(), .solution(), .ask()
+    "rank_bytes",
+    "when_sharding_pays",
+    "fsdp_gigabytes",
+    # teaching helpers: the demos, tables and models the notebook uses
+    "one_process",
+    "show_one_process",
+    "run_config",
+    "describe_shards",
+    "losses_report",
+    "bytes_report",
+    "plot_bytes",
+    "collectives_report",
+    "ring_numbers",
+    "zero_table",
+]
+
+
+def __dir__():
+    return __all__
+
+
+# ================================================================ teaching helpers
+# chapter 08's run: the digits MLP 256 wide (19,210
+# parameters), Adam, 3 steps of 32 samples per rank
 RUN = dict(task="shard", hidden=256, lr=1e-3, steps=3, epochs=1, per_device_batch=32)
-PART_NAMES = {"parameters": "parameters", "gradients": "gradients", "optimizer_state": "Adam's state"}
+PART_NAMES = {
+    "parameters": "parameters",
+    "gradients": "gradients",
+    "optimizer_state": "Adam's state",
+}
 
 
 # ---------------------------------------------------------------- 1. what one process holds
 def one_process(hidden: int = RUN["hidden"], batch: int = 32, seed: int = 0) -> tuple:
-    """The chapter's model after one Adam step in this process: (parameter count, memory.state_bytes) (chapter 08)."""
+    """The chapter's model after one Adam step in this process:
+    (parameter count, memory.state_bytes) (chapter 08)."""
     torch.manual_seed(seed)
     model = training.digits_mlp(hidden=hidden, dropout=0.0)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -37,10 +68,17 @@ def one_process(hidden: int = RUN["hidden"], batch: int = 32, seed: int = 0) -> 
 def show_one_process(count: int, state: dict) -> str:
     """Each part in bytes and in bytes per parameter (chapter 08)."""
     lines = [f"{count:,} parameters, float32, after one Adam step:"]
-    lines += [f"  {part.replace('_', ' '):<16} {format_bytes(n):>10}  = {n / count:5.2f} bytes per parameter"
-              for part, n in state.items()]
+    lines += [
+        (
+            f"  {part.replace('_', ' '):<16} {format_bytes(n):>10}  = {n / count:5.2f} bytes per "
+            "parameter"
+        )
+        for part, n in state.items()
+    ]
     total = sum(state.values())
-    lines.append(f"  {'all three':<16} {format_bytes(total):>10}  = {total / count:5.2f} bytes per parameter")
+    lines.append(
+        f"  {'all three':<16} {format_bytes(total):>10}  = {total / count:5.2f} bytes per parameter"
+    )
     return "\n".join(lines)
 
 
@@ -51,26 +89,38 @@ def run_config(**changes) -> ddp_worker.DDPConfig:
 
 
 def describe_shards(result: ddp_worker.LaunchResult) -> str:
-    """Per rank: how many of the model's parameters it holds under FSDP, and each parameter's rows (chapter 08)."""
-    lines = [f"{result.how}: {len(result.ranks)} processes, backend {result.config.backend}, "
-             f"{result.seconds:.1f} s including start-up"]
+    """Per rank: how many of the model's parameters it holds
+    under FSDP, and each parameter's rows (chapter 08)."""
+    lines = [
+        f"{result.how}: {len(result.ranks)} processes, backend {result.config.backend}, "
+        f"{result.seconds:.1f} s including start-up"
+    ]
     for r in result.ranks:
         count, total = r["holds"]["FSDP"]["parameter_count"], r["total_parameters"]
-        shards = ", ".join(f"{name} {list(full)} -> {list(mine)}" for name, full, mine in r["shards"])
-        lines.append(f"  rank {r['rank']}: {count:,} of {total:,} parameters ({count / total:.1%}); {shards}")
+        shards = ", ".join(
+            f"{name} {list(full)} -> {list(mine)}" for name, full, mine in r["shards"]
+        )
+        lines.append(
+            f"  rank {r['rank']}: {count:,} of {total:,} parameters ({count / total:.1%}); {shards}"
+        )
     return "\n".join(lines)
 
 
 def losses_report(result: ddp_worker.LaunchResult) -> str:
-    """The losses of DDP and FSDP per step on every rank, and how far the final weights are apart (chapter 08)."""
+    """The losses of DDP and FSDP per step on every rank,
+    and how far the final weights are apart (chapter 08)."""
     lines = []
     for r in result.ranks:
         ddp, fsdp = r["losses"]["DDP"], r["losses"]["FSDP"]
         gap = max(abs(a - b) for a, b in zip(ddp, fsdp))
-        lines.append(f"rank {r['rank']}: DDP {', '.join(f'{v:.4f}' for v in ddp)} | FSDP "
-                     f"{', '.join(f'{v:.4f}' for v in fsdp)} | largest |difference| {gap:.2e}")
-    lines.append(f"final weights, DDP vs FSDP (gathered whole): largest |difference| "
-                 f"{max(r['weights_gap'] for r in result.ranks):.2e}")
+        lines.append(
+            f"rank {r['rank']}: DDP {', '.join(f'{v:.4f}' for v in ddp)} | FSDP "
+            f"{', '.join(f'{v:.4f}' for v in fsdp)} | largest |difference| {gap:.2e}"
+        )
+    lines.append(
+        f"final weights, DDP vs FSDP (gathered whole): largest |difference| "
+        f"{max(r['weights_gap'] for r in result.ranks):.2e}"
+    )
     return "\n".join(lines)
 
 
@@ -80,22 +130,30 @@ def bytes_report(result: ddp_worker.LaunchResult) -> str:
     for r in result.ranks:
         for part in sharding.PARTS:
             ddp, fsdp = r["holds"]["DDP"][part], r["holds"]["FSDP"][part]
-            lines.append(f"rank {r['rank']:<3}{PART_NAMES[part]:<16}{format_bytes(ddp):>12}{format_bytes(fsdp):>12}"
-                         f"{fsdp / ddp:>12.3f}")
+            sizes = f"{format_bytes(ddp):>12}{format_bytes(fsdp):>12}{fsdp / ddp:>12.3f}"
+            lines.append(f"rank {r['rank']:<3}{PART_NAMES[part]:<16}{sizes}")
     return "\n".join(lines)
 
 
 def plot_bytes(result: ddp_worker.LaunchResult, rank: int = 0):
     """Bars: what one rank holds per part, DDP beside FSDP, in KiB (chapter 08)."""
     holds = result.ranks[rank]["holds"]
-    rows = {PART_NAMES[part]: (holds["DDP"][part] / 1024, holds["FSDP"][part] / 1024) for part in sharding.PARTS}
-    return measure.plot_grouped(rows, parts=("DDP", "FSDP"), ylabel="KiB on this rank",
-                                title=f"what rank {rank} of {len(result.ranks)} holds after its steps")
+    rows = {
+        PART_NAMES[part]: (holds["DDP"][part] / 1024, holds["FSDP"][part] / 1024)
+        for part in sharding.PARTS
+    }
+    return measure.plot_grouped(
+        rows,
+        parts=("DDP", "FSDP"),
+        ylabel="KiB on this rank",
+        title=f"what rank {rank} of {len(result.ranks)} holds after its steps",
+    )
 
 
 # ---------------------------------------------------------------- 3. what it costs
 def collectives_report(result: ddp_worker.LaunchResult, rank: int = 0) -> str:
-    """The collectives one profiled step sent on `rank`, per run, with the numbers in each (chapter 08)."""
+    """The collectives one profiled step sent on `rank`,
+    per run, with the numbers in each (chapter 08)."""
     lines = []
     for run, sent in result.ranks[rank]["sent"].items():
         counts = ", ".join(f"{name} of {n:,}" for name, n in sent) or "none"
@@ -104,16 +162,19 @@ def collectives_report(result: ddp_worker.LaunchResult, rank: int = 0) -> str:
 
 
 def ring_numbers(parameters: int, world_size: int) -> dict:
-    """Numbers each rank sends per step in a ring, for DDP and for FSDP (NCCL's reduce-scatter) (chapter 08).
+    """Numbers each rank sends per step in a ring, for DDP
+    and for FSDP (NCCL's reduce-scatter) (chapter 08).
 
     DDP: one all-reduce of the gradients, 2(N-1)/N x P. FSDP: an all-gather of the parameters in
-    forward and again in backward, (N-1)/N x P each, and a reduce-scatter of the gradients, (N-1)/N x P.
+    forward and again in backward, (N-1)/N x P each, and a reduce-scatter of the gradients, (N-1)/N
+    x P.
     """
     share = (world_size - 1) / world_size * parameters
     return {"DDP": 2 * share, "FSDP": 3 * share}
 
 
-# (stage, what is split across the ranks, bytes per parameter per rank: weights, grads, Adam) with N ranks
+# (stage, what is split across the ranks, bytes per
+# parameter per rank: weights, grads, Adam) with N ranks
 ZERO_STAGES = (
     ("DDP (no sharding)", "nothing", lambda n: (4, 4, 8)),
     ("ZeRO-1", "Adam's state", lambda n: (4, 4, 8 / n)),
@@ -123,44 +184,74 @@ ZERO_STAGES = (
 
 
 def zero_table(parameters: int, world_size: int) -> str:
-    """Bytes per rank for each ZeRO stage, float32 with Adam (step counters left out) (chapter 08)."""
-    lines = [f"{parameters:,} parameters on {world_size} ranks, float32, Adam:",
-             f"  {'stage':<20}{'shards':<15}{'weights':>11}{'grads':>11}{'Adam':>11}{'per rank':>12}"]
+    """Bytes per rank for each ZeRO stage, float32
+    with Adam (step counters left out) (chapter 08)."""
+    lines = [
+        f"{parameters:,} parameters on {world_size} ranks, float32, Adam:",
+        f"  {'stage':<20}{'shards':<15}{'weights':>11}{'grads':>11}{'Adam':>11}{'per rank':>12}",
+    ]
     for stage, what, per_parameter in ZERO_STAGES:
         parts = [b * parameters for b in per_parameter(world_size)]
-        lines.append(f"  {stage:<20}{what:<15}" + "".join(f"{format_bytes(b):>11}" for b in parts)
-                     + f"{format_bytes(sum(parts)):>12}")
+        lines.append(
+            f"  {stage:<20}{what:<15}"
+            + "".join(f"{format_bytes(b):>11}" for b in parts)
+            + f"{format_bytes(sum(parts)):>12}"
+        )
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------- exercise: rank_bytes
-# Its check (predictions here, a real gloo run of FSDP in the judge, the mistakes table) is checks/sharding.py's.
-CHAPTER_SHAPES = ((256, 64), (256,), (10, 256), (10,))  # the chapter's model: Linear(64, 256), Linear(256, 10)
+# ================================================================ exercises and quizzes
+# ----------------------------------------------------------------------------- exercise: rank_bytes
+# Its check (predictions here, a real gloo run of FSDP in
+# the judge, the mistakes table) is checks/sharding.py's.
+CHAPTER_SHAPES = (
+    (256, 64),
+    (256,),
+    (10, 256),
+    (10,),
+)  # the chapter's model: Linear(64, 256), Linear(256, 10)
 
 rank_bytes = chapter.function_exercise(
     "rank_bytes",
     title="Predict what each rank holds",
-    prompt="Write rank_bytes(shapes, world_size, rank, sharded) -> dict: for a float32 model with parameters of "
-           "these shapes, trained with Adam on world_size ranks, the bytes rank `rank` holds after a step: "
-           "{'parameters': ..., 'gradients': ..., 'optimizer_state': ...}. sharded=False is DDP (a whole copy on "
-           "every rank); sharded=True is FSDP2's fully_shard: each parameter split along dimension 0 as "
-           "torch.chunk(p, world_size) splits it, and its gradient and Adam state split the same way; Adam's step "
-           "counter (4 bytes per parameter tensor) stays whole on every rank.",
+    prompt=(
+        "Write rank_bytes(shapes, world_size, rank, sharded) -> dict: for a float32 model with "
+        "parameters of these shapes, trained with Adam on world_size ranks, the bytes rank `rank` "
+        "holds after a step: {'parameters': ..., 'gradients': ..., 'optimizer_state': ...}. "
+        "sharded=False is DDP (a whole copy on every rank); sharded=True is FSDP2's fully_shard: "
+        "each parameter split along dimension 0 as torch.chunk(p, world_size) splits it, and its "
+        "gradient and Adam state split the same way; Adam's step counter (4 bytes per parameter "
+        "tensor) stays whole on every rank."
+    ),
     points=4,
     tests=[
-        Test("the chapter's model on 2 ranks, DDP and FSDP, measured in a real run",
-             RankBytes(CHAPTER_SHAPES, 2, " (the chapter's model, 2 ranks)")),
-        Test("3 ranks, rows that do not divide by 3, measured in a real run",
-             RankBytes(((40, 64), (40,), (10, 40), (10,)), 3, " (3 ranks)")),
+        Test(
+            "the chapter's model on 2 ranks, DDP and FSDP, measured in a real run",
+            RankBytes(CHAPTER_SHAPES, 2, " (the chapter's model, 2 ranks)"),
+        ),
+        Test(
+            "3 ranks, rows that do not divide by 3, measured in a real run",
+            RankBytes(((40, 64), (40,), (10, 40), (10,)), 3, " (3 ranks)"),
+        ),
     ],
-    hints=["Start with DDP: every rank holds everything. Parameters: 4 bytes per number; gradients the same; "
-           "Adam: two more copies (exp_avg, exp_avg_sq) plus a 4-byte step counter per parameter tensor.",
-           "For FSDP, take one parameter at a time: `torch.chunk` along dimension 0 gives each rank "
-           "ceil(rows / world_size) rows until the rows run out; the rank's share is those rows times the size of "
-           "the other dimensions.",
-           "Shape of it: for each shape, rows = shape[0], chunk = ceil(rows / world_size), mine = the rows between "
-           "rank * chunk and min(rows, (rank + 1) * chunk) (0 if none); numbers = mine * (numel / rows). Then the "
-           "three parts from those numbers, with the step counters added whole."],
+    hints=[
+        (
+            "Start with DDP: every rank holds everything. Parameters: 4 bytes per number; "
+            "gradients the same; Adam: two more copies (exp_avg, exp_avg_sq) plus a 4-byte step "
+            "counter per parameter tensor."
+        ),
+        (
+            "For FSDP, take one parameter at a time: `torch.chunk` along dimension 0 gives each "
+            "rank ceil(rows / world_size) rows until the rows run out; the rank's share is those "
+            "rows times the size of the other dimensions."
+        ),
+        (
+            "Shape of it: for each shape, rows = shape[0], chunk = ceil(rows / world_size), mine "
+            "= the rows between rank * chunk and min(rows, (rank + 1) * chunk) (0 if none); "
+            "numbers = mine * (numel / rows). Then the three parts from those numbers, with the "
+            "step counters added whole."
+        ),
+    ],
 )
 
 
@@ -169,42 +260,78 @@ when_sharding_pays = chapter.quiz(
     "when_sharding_pays",
     title="When does sharding pay?",
     kind="multiple",
-    question="Sharding the model with FSDP costs communication: each step all-gathers the parameters in forward and "
-             "again in backward, and reduce-scatters the gradients, about 1.5 times what DDP's one all-reduce sends. "
-             "In which cases is it worth that? Choose all that apply.",
-    options={"a": "The weights, gradients and Adam's state (16 bytes per parameter) do not fit on one GPU",
-             "b": "The model fits with room to spare, and the GPUs talk over a slow network",
-             "c": "The model's state fits, but leaves room only for a batch too small to train well",
-             "d": "Training runs on a single GPU, with a model that fits on it",
-             "e": "The run is already slowed down by its communication, and every GPU has free memory"},
+    question=(
+        "Sharding the model with FSDP costs communication: each step all-gathers the parameters "
+        "in forward and again in backward, and reduce-scatters the gradients, about 1.5 times "
+        "what DDP's one all-reduce sends. In which cases is it worth that? Choose all that apply."
+    ),
+    options={
+        "a": (
+            "The weights, gradients and Adam's state (16 bytes per parameter) do not fit on one GPU"
+        ),
+        "b": "The model fits with room to spare, and the GPUs talk over a slow network",
+        "c": "The model's state fits, but leaves room only for a batch too small to train well",
+        "d": "Training runs on a single GPU, with a model that fits on it",
+        "e": "The run is already slowed down by its communication, and every GPU has free memory",
+    },
     digest="f3bb45e9f77260fe",
-    hints=["Sharding buys memory and pays with communication: in which cases is memory the problem?",
-           f"What FSDP frees is each rank's share of the 16 bytes per parameter "
-           f"({section('08', 'What every DDP rank holds')}); what it costs is measured in "
-           f"{section('08', 'What sharding costs')}."],
-    why={"b": "With memory to spare nothing is gained, and a slow network makes the extra all-gathers cost the most.",
-         "d": "With one GPU there is no other rank to hold a share: world size 1 splits nothing.",
-         "e": "More communication on a run that waits for its network already makes it slower, and the memory it "
-              "would free is not needed."},
-    explanation="FSDP pays when memory is what stops you: a model whose state does not fit on one GPU, or one that "
-                "fits only with a batch too small to train well (the memory FSDP frees goes to activations). With "
-                "memory to spare, a slow network or a single GPU, its extra communication only costs time.",
+    hints=[
+        "Sharding buys memory and pays with communication: in which cases is memory the problem?",
+        f"What FSDP frees is each rank's share of the 16 bytes per parameter "
+        f"({section('08', 'What every DDP rank holds')}); what it costs is measured in "
+        f"{section('08', 'What sharding costs')}.",
+    ],
+    why={
+        "b": (
+            "With memory to spare nothing is gained, and a slow network makes the extra "
+            "all-gathers cost the most."
+        ),
+        "d": "With one GPU there is no other rank to hold a share: world size 1 splits nothing.",
+        "e": (
+            "More communication on a run that waits for its network already makes it slower, and "
+            "the memory it would free is not needed."
+        ),
+    },
+    explanation=(
+        "FSDP pays when memory is what stops you: a model whose state does not fit on one GPU, or "
+        "one that fits only with a batch too small to train well (the memory FSDP frees goes to "
+        "activations). With memory to spare, a slow network or a single GPU, its extra "
+        "communication only costs time."
+    ),
 )
 
 fsdp_gigabytes = chapter.quiz(
     "fsdp_gigabytes",
     title="Gigabytes per GPU",
     kind="numeric",
-    question="A model of 1 billion parameters trains in float32 with Adam on 8 GPUs with FSDP (ZeRO-3). Leaving "
-             "activations and Adam's small step counters aside, how many GB (10**9 bytes) of parameters, gradients "
-             "and optimizer state does each GPU hold?",
+    question=(
+        "A model of 1 billion parameters trains in float32 with Adam on 8 GPUs with FSDP "
+        "(ZeRO-3). Leaving activations and Adam's small step counters aside, how many GB (10**9 "
+        "bytes) of parameters, gradients and optimizer state does each GPU hold?"
+    ),
     digest="fc9c2e628c74b5b6",
-    hints=["Count the bytes per parameter first: weights, gradients, and Adam's two running averages.",
-           "16 bytes per parameter in all; FSDP splits all of it across the 8 GPUs."],
-    why={16: "16 GB is what every GPU holds under DDP: the whole model, its gradients and Adam's state.",
-         4: "4 GB is the weights alone, unsharded: count the gradients and Adam's two copies, then split.",
-         0.5: "0.5 GB is the weights' share alone: each GPU also holds its share of gradients and Adam's state."},
+    hints=[
+        "Count the bytes per parameter first: weights, gradients, and Adam's two running averages.",
+        "16 bytes per parameter in all; FSDP splits all of it across the 8 GPUs.",
+    ],
+    why={
+        16: (
+            "16 GB is what every GPU holds under DDP: the whole model, its gradients and Adam's "
+            "state."
+        ),
+        4: (
+            "4 GB is the weights alone, unsharded: count the gradients and Adam's two copies, "
+            "then split."
+        ),
+        0.5: (
+            "0.5 GB is the weights' share alone: each GPU also holds its share of gradients and "
+            "Adam's state."
+        ),
+    },
     decimals=1,
-    explanation="4 bytes of weights + 4 of gradients + 8 of Adam's two averages = 16 bytes per parameter, 16 GB for "
-                "1 billion; FSDP on 8 GPUs leaves each GPU 16 / 8 = 2 GB. DDP would hold 16 GB on every GPU.",
+    explanation=(
+        "4 bytes of weights + 4 of gradients + 8 of Adam's two averages = 16 bytes per parameter, "
+        "16 GB for 1 billion; FSDP on 8 GPUs leaves each GPU 16 / 8 = 2 GB. DDP would hold 16 GB "
+        "on every GPU."
+    ),
 )

@@ -6,6 +6,7 @@ Learning Repository, CC BY 4.0). The file ``course_lib/assets/digits.csv.gz`` is
 scikit-learn ships for ``load_digits`` (see ``course_lib/assets/README.md``); the course reads
 it itself, offline, without scikit-learn. Chapter 03 introduces it; 04-07 reuse it.
 """
+
 import gzip
 from functools import lru_cache
 from pathlib import Path
@@ -30,13 +31,15 @@ def _read_digits(path: Path = DIGITS_FILE):
 
 
 def load_digits():
-    """All 1797 digits: pixels as float32 in [0, 1], shape (1797, 64), and int64 labels (chapters 03+)."""
+    """All 1797 digits: pixels as float32 in [0, 1],
+    shape (1797, 64), and int64 labels (chapters 03+)."""
     pixels, labels = _read_digits()
     return pixels.float() / MAX_PIXEL, labels.clone()
 
 
 class DigitsDataset(Dataset):
-    """A map-style Dataset: ``len(ds)`` and ``ds[i] -> (x, y)``, x float32 (64,), y int64 (chapters 03+).
+    """A map-style Dataset: ``len(ds)`` and ``ds[i] ->
+    (x, y)``, x float32 (64,), y int64 (chapters 03+).
 
     The seed's ``MyDataset(...)`` made concrete: a Dataset only says how many samples there
     are and how to fetch one; the DataLoader batches, shuffles and (optionally) uses workers.
@@ -73,8 +76,15 @@ def pin_memory_for(device) -> bool:
     return torch.device(device).type == "cuda"
 
 
-def make_loader(dataset, device, batch_size: int = 64, shuffle: bool = False, num_workers: int = 0,
-                seed: int = 0, **options) -> DataLoader:
+def make_loader(
+    dataset,
+    device,
+    batch_size: int = 64,
+    shuffle: bool = False,
+    num_workers: int = 0,
+    seed: int = 0,
+    **options,
+) -> DataLoader:
     """A DataLoader for training on `device` (chapters 03+).
 
     ``pin_memory`` follows the device (CUDA only); a shuffled loader gets its own seeded
@@ -82,13 +92,21 @@ def make_loader(dataset, device, batch_size: int = 64, shuffle: bool = False, nu
     batches in worker processes (chapter 05 measures when that pays).
     """
     generator = torch.Generator().manual_seed(seed) if shuffle else None
-    return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, num_workers=num_workers,
-                      pin_memory=pin_memory_for(device), generator=generator, **options)
+    return DataLoader(
+        dataset,
+        batch_size=batch_size,
+        shuffle=shuffle,
+        num_workers=num_workers,
+        pin_memory=pin_memory_for(device),
+        generator=generator,
+        **options,
+    )
 
 
 def show_digits(dataset, n: int = 12, title: str = ""):
     """A row of `n` digits with their labels, as a matplotlib Figure (chapters 03+)."""
     import matplotlib.pyplot as plt
+
     n = min(n, len(dataset))
     fig, axes = plt.subplots(1, n, figsize=(1.1 * n, 1.5), squeeze=False)
     for ax, i in zip(axes[0], range(n)):

@@ -1,4 +1,5 @@
-"""Chapter 07's real DistributedDataParallel run (and chapter 08's sharded one): the worker, two launchers.
+"""Chapter 07's real DistributedDataParallel run (and
+chapter 08's sharded one): the worker, two launchers.
 
 One process per device, each with a full replica of the model. The worker lives in this
 importable module on purpose: ``spawn`` (and ``torchrun``) start fresh Python interpreters
@@ -17,6 +18,7 @@ notebook. Each rank writes what it saw to ``rank<r>.pt``; rank 0 alone writes th
 What a rank does in the group is its task (``config.task``): "ddp", chapter 07's training, or
 "shard", chapter 08's DDP-vs-FSDP comparison (course_lib/sharding.py).
 """
+
 import argparse
 import importlib
 import inspect
@@ -45,7 +47,12 @@ from .seed import seed_everything
 
 ADDRESS = "127.0.0.1"
 CHECKPOINT = "checkpoint.pt"
-LAUNCH_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT")  # what torchrun sets, recorded per rank
+LAUNCH_VARIABLES = (
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "MASTER_PORT",
+)  # what torchrun sets, recorded per rank
 
 
 def free_port() -> int:
@@ -68,29 +75,36 @@ def pick_backend(processes_per_node: int) -> str:
 @dataclass
 class DDPConfig:
     """What one DDP run does (chapter 07). Small on purpose: a few steps of the digits MLP."""
+
     out_dir: str = ""
     world_size: int = 2
     per_device_batch: int = 32
-    steps: int = 3             # optimizer steps per epoch (a few batches of each epoch)
+    steps: int = 3  # optimizer steps per epoch (a few batches of each epoch)
     epochs: int = 2
     lr: float = 0.5
     hidden: int = 64
     seed: int = 0
-    backend: str = ""          # "" = pick_backend(world_size): every process on this machine
-    port: int = 0              # 0 = a free port
-    timeout_s: float = 60.0    # collectives give up after this (a rank died or hangs)
-    fail_rank: int = -1        # >= 0: that rank raises after joining the group (cleanup demo)
-    task: str = "ddp"          # what each rank does in the group: a key of TASKS
+    backend: str = ""  # "" = pick_backend(world_size): every process on this machine
+    port: int = 0  # 0 = a free port
+    timeout_s: float = 60.0  # collectives give up after this (a rank died or hangs)
+    fail_rank: int = -1  # >= 0: that rank raises after joining the group (cleanup demo)
+    task: str = "ddp"  # what each rank does in the group: a key of TASKS
 
     def resolved(self) -> "DDPConfig":
         """A copy with the backend, port and output folder filled in."""
-        return DDPConfig(**{**asdict(self), "backend": self.backend or pick_backend(self.world_size),
-                            "port": self.port or free_port(),
-                            "out_dir": self.out_dir or tempfile.mkdtemp(prefix="ddp-run-")})
+        return DDPConfig(
+            **{
+                **asdict(self),
+                "backend": self.backend or pick_backend(self.world_size),
+                "port": self.port or free_port(),
+                "out_dir": self.out_dir or tempfile.mkdtemp(prefix="ddp-run-"),
+            }
+        )
 
 
 def local_device(local_rank: int, backend: str) -> torch.device:
-    """This process's device: with nccl GPU `local_rank` of this machine, made current; else the CPU.
+    """This process's device: with nccl GPU `local_rank`
+    of this machine, made current; else the CPU.
 
     LOCAL_RANK numbers the processes of one machine (0 to its GPU count - 1); RANK numbers all
     processes of all machines. On the second of two 8-GPU machines RANK runs from 8 to 15:
@@ -103,7 +117,8 @@ def local_device(local_rank: int, backend: str) -> torch.device:
 
 
 def make_model(config: DDPConfig) -> nn.Module:
-    """The same freshly initialised digits MLP in every process (no dropout: runs are comparable)."""
+    """The same freshly initialised digits MLP in
+    every process (no dropout: runs are comparable)."""
     seed_everything(config.seed)
     return training.digits_mlp(hidden=config.hidden, dropout=0.0)
 
@@ -111,11 +126,6 @@ def make_model(config: DDPConfig) -> nn.Module:
 def train_set():
     """The digits training split every rank (and the one-process reference) reads (chapter 07)."""
     return data.digits_split()[0]
-
-
-def train_step(model, optimizer, x, y) -> float:
-    """Chapter 03's training step (`training.train_step`) with the cross-entropy loss (chapter 07)."""
-    return training.train_step(model, optimizer, nn.functional.cross_entropy, x, y).item()
 
 
 def grads_of(model: nn.Module) -> list:
@@ -138,9 +148,18 @@ class RankLog:
 
     def __init__(self, rank: int, device: torch.device, config: DDPConfig):
         self.batch, self.in_epoch = config.per_device_batch, 0
-        self.record = {"rank": rank, "pid": os.getpid(), "device": str(device), "backend": config.backend,
-                       "env": {k: os.environ.get(k) for k in LAUNCH_VARIABLES},
-                       "orders": [], "batches": [], "losses": [], "local_grads": [], "synced_grads": []}
+        self.record = {
+            "rank": rank,
+            "pid": os.getpid(),
+            "device": str(device),
+            "backend": config.backend,
+            "env": {k: os.environ.get(k) for k in LAUNCH_VARIABLES},
+            "orders": [],
+            "batches": [],
+            "losses": [],
+            "local_grads": [],
+            "synced_grads": [],
+        }
 
     def new_epoch(self, sampler) -> None:
         """Note the order of indices the sampler gives this rank in this epoch."""
@@ -150,7 +169,7 @@ class RankLog:
     def before_step(self, ddp_model: DDP, x, y) -> None:
         """Note the batch's indices and this rank's own gradients (no communication)."""
         order, b = self.record["orders"][-1], self.batch
-        self.record["batches"].append(order[self.in_epoch * b:(self.in_epoch + 1) * b])
+        self.record["batches"].append(order[self.in_epoch * b : (self.in_epoch + 1) * b])
         self.record["local_grads"].append(local_gradients(ddp_model, x, y))
         self.in_epoch += 1
 
@@ -161,18 +180,23 @@ class RankLog:
 
     def finish(self, model: nn.Module) -> dict:
         """Note the final weights; the whole record, for rank<r>.pt."""
-        self.record["weights"] = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+        self.record["weights"] = {
+            k: v.detach().cpu().clone() for k, v in model.state_dict().items()
+        }
         return self.record
 
 
 def train_rank(rank: int, device: torch.device, config: DDPConfig) -> dict:
     """What one process does once the group exists: its shard, its replica, synchronised steps."""
     dataset = train_set()
-    sampler = DistributedSampler(dataset, num_replicas=config.world_size, rank=rank, seed=config.seed)
+    sampler = DistributedSampler(
+        dataset, num_replicas=config.world_size, rank=rank, seed=config.seed
+    )
     loader = DataLoader(dataset, batch_size=config.per_device_batch, sampler=sampler)
     model = make_model(config).to(device)
     ddp_model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
     optimizer = torch.optim.SGD(ddp_model.parameters(), lr=config.lr)
+    step = training.stepper(ddp_model, optimizer)  # backward() also all-reduces the gradients
     log = RankLog(rank, device, config)
     for epoch in range(config.epochs):
         sampler.set_epoch(epoch)  # a new shuffle each epoch, the same one on every rank
@@ -180,15 +204,15 @@ def train_rank(rank: int, device: torch.device, config: DDPConfig) -> dict:
         for x, y in islice(loader, config.steps):
             x, y = x.to(device), y.to(device)
             log.before_step(ddp_model, x, y)
-            loss = train_step(ddp_model, optimizer, x, y)  # backward() also all-reduces the gradients
-            log.after_step(loss, model)
+            log.after_step(step(x, y).item(), model)
     if rank == 0:  # one writer; .module: keys without the 'module.' prefix (chapter 04)
         torch.save(ddp_model.module.state_dict(), Path(config.out_dir) / CHECKPOINT)
     dist.barrier()  # nobody goes on (e.g. to load the checkpoint) before rank 0 has written it
     return log.finish(model)
 
 
-# what a rank does once the group exists: "module:function", imported in the worker (chapters 07, 08)
+# what a rank does once the group exists: "module:function",
+# imported in the worker (chapters 07, 08)
 TASKS = {"ddp": "course_lib.ddp_worker:train_rank", "shard": "course_lib.sharding:compare_rank"}
 
 
@@ -201,11 +225,17 @@ def task_function(name: str):
 
 
 def run_rank(rank: int, local_rank: int, config: DDPConfig, init_method: str) -> None:
-    """Pick this machine's device, join the group, run the task, write rank<r>.pt; always leave the group."""
+    """Pick this machine's device, join the group, run
+    the task, write rank<r>.pt; always leave the group."""
     task = task_function(config.task)
     device = local_device(local_rank, config.backend)  # before joining: nccl uses the current GPU
-    dist.init_process_group(config.backend, init_method=init_method, rank=rank,
-                            world_size=config.world_size, timeout=timedelta(seconds=config.timeout_s))
+    dist.init_process_group(
+        config.backend,
+        init_method=init_method,
+        rank=rank,
+        world_size=config.world_size,
+        timeout=timedelta(seconds=config.timeout_s),
+    )
     try:
         if rank == config.fail_rank:
             raise RuntimeError(f"rank {rank} failed on purpose (config.fail_rank)")
@@ -216,7 +246,8 @@ def run_rank(rank: int, local_rank: int, config: DDPConfig, init_method: str) ->
 
 
 def spawn_worker(rank: int, config: DDPConfig) -> None:
-    """The function torch.multiprocessing.spawn calls in each new process (one machine: local rank = rank)."""
+    """The function torch.multiprocessing.spawn calls in
+    each new process (one machine: local rank = rank)."""
     torch.set_num_threads(1)
     run_rank(rank, rank, config, init_method=f"tcp://{ADDRESS}:{config.port}")
 
@@ -224,6 +255,7 @@ def spawn_worker(rank: int, config: DDPConfig) -> None:
 @dataclass
 class LaunchResult:
     """What a launch left behind: one record per rank, the folder, and how long it took."""
+
     config: DDPConfig
     ranks: list
     seconds: float
@@ -245,25 +277,32 @@ def launch_spawn(config: DDPConfig = None, deadline_s: float = 90.0) -> LaunchRe
     are terminated); a run past the deadline is killed and raises TimeoutError (chapter 07).
     """
     import torch.multiprocessing as mp
+
     config = (config or DDPConfig()).resolved()
     start = time.perf_counter()
-    context = mp.start_processes(spawn_worker, args=(config,), nprocs=config.world_size,
-                                 join=False, start_method="spawn")
+    context = mp.start_processes(
+        spawn_worker, args=(config,), nprocs=config.world_size, join=False, start_method="spawn"
+    )
     try:
         while not context.join(timeout=0.2):
             if time.perf_counter() - start > deadline_s:
-                raise TimeoutError(f"the DDP workers did not finish within {deadline_s:g} s; killed them")
+                raise TimeoutError(
+                    f"the DDP workers did not finish within {deadline_s:g} s; killed them"
+                )
     finally:
         for process in context.processes:
             if process.is_alive():
                 process.kill()
                 process.join()
-    return LaunchResult(config, _read_ranks(config), time.perf_counter() - start, "torch.multiprocessing.spawn")
+    return LaunchResult(
+        config, _read_ranks(config), time.perf_counter() - start, "torch.multiprocessing.spawn"
+    )
 
 
 # ---------------------------------------------------------------- a task under a real process group
 def group_start_method() -> str:
-    """fork on Linux (a task defined in a notebook runs as is, in a fraction of a second), else spawn."""
+    """fork on Linux (a task defined in a notebook runs
+    as is, in a fraction of a second), else spawn."""
     return "fork" if sys.platform.startswith("linux") else "spawn"
 
 
@@ -271,8 +310,13 @@ def _group_child(rank: int, world_size: int, port: int, timeout_s: float, task, 
     """One process of run_in_group: join a gloo group, run task(rank, world_size), report, leave."""
     torch.set_num_threads(1)
     try:
-        dist.init_process_group("gloo", init_method=f"tcp://{ADDRESS}:{port}", rank=rank,
-                                world_size=world_size, timeout=timedelta(seconds=timeout_s))
+        dist.init_process_group(
+            "gloo",
+            init_method=f"tcp://{ADDRESS}:{port}",
+            rank=rank,
+            world_size=world_size,
+            timeout=timedelta(seconds=timeout_s),
+        )
         try:
             channel.send(("ok", task(rank, world_size)))
         finally:
@@ -292,8 +336,13 @@ def _stop(processes: list, grace_s: float) -> None:
             process.join()
 
 
-def run_in_group(task, world_size: int = 2, deadline_s: float = 0.0, timeout_s: float = 10.0,
-                 start_method: str = "") -> list:
+def run_in_group(
+    task,
+    world_size: int = 2,
+    deadline_s: float = 0.0,
+    timeout_s: float = 10.0,
+    start_method: str = "",
+) -> list:
     """Run task(rank, world_size) in `world_size` new processes forming a gloo group (chapter 07).
 
     Returns one (status, value) per rank: ("ok", what task returned) or ("error", the error as
@@ -308,8 +357,9 @@ def run_in_group(task, world_size: int = 2, deadline_s: float = 0.0, timeout_s: 
     port, processes, channels = free_port(), [], []
     for rank in range(world_size):
         receive, send = context.Pipe(duplex=False)
-        process = context.Process(target=_group_child, args=(rank, world_size, port, timeout_s, task, send),
-                                  daemon=True)
+        process = context.Process(
+            target=_group_child, args=(rank, world_size, port, timeout_s, task, send), daemon=True
+        )
         process.start()
         send.close()
         processes.append(process)
@@ -318,12 +368,20 @@ def run_in_group(task, world_size: int = 2, deadline_s: float = 0.0, timeout_s: 
     try:
         for rank, channel in enumerate(channels):
             if not channel.poll(max(0.0, deadline - time.perf_counter())):
-                raise TimeoutError(f"the {world_size} processes did not finish within {deadline_s:g} s; killed them")
+                raise TimeoutError(
+                    f"the {world_size} processes did not finish within {deadline_s:g} s; "
+                    "killed them"
+                )
             try:
                 results.append(channel.recv())
             except EOFError:
                 processes[rank].join(timeout=2)
-                results.append(("error", f"the process of rank {rank} died (exit code {processes[rank].exitcode})"))
+                results.append(
+                    (
+                        "error",
+                        f"the process of rank {rank} died (exit code {processes[rank].exitcode})",
+                    )
+                )
     finally:
         _stop(processes, grace_s=2.0 if len(results) == world_size else 0.0)
     return results
@@ -334,28 +392,63 @@ def source_of(function) -> str:
     try:
         return inspect.getsource(function)
     except (OSError, TypeError) as err:
-        raise ValueError(f"cannot read the source of {getattr(function, '__name__', function)!r}: "
-                         "define it with def in a notebook cell or a file") from err
+        raise ValueError(
+            f"cannot read the source of {getattr(function, '__name__', function)!r}: "
+            "define it with def in a notebook cell or a file"
+        ) from err
 
 
 # ---------------------------------------------------------------- torchrun
 def worker_arguments(config: DDPConfig) -> list:
     """The command-line options that carry `config` to this module's main() (chapter 07)."""
-    return ["--out", config.out_dir, "--steps", str(config.steps), "--epochs", str(config.epochs),
-            "--batch", str(config.per_device_batch),
-            "--lr", str(config.lr), "--hidden", str(config.hidden), "--seed", str(config.seed),
-            "--backend", config.backend, "--fail-rank", str(config.fail_rank), "--task", config.task]
+    return [
+        "--out",
+        config.out_dir,
+        "--steps",
+        str(config.steps),
+        "--epochs",
+        str(config.epochs),
+        "--batch",
+        str(config.per_device_batch),
+        "--lr",
+        str(config.lr),
+        "--hidden",
+        str(config.hidden),
+        "--seed",
+        str(config.seed),
+        "--backend",
+        config.backend,
+        "--fail-rank",
+        str(config.fail_rank),
+        "--task",
+        config.task,
+    ]
 
 
 def torchrun_command(config: DDPConfig, python: str = "") -> list:
     """The torchrun line for `config`; with `python`, run as ``python -m torch.distributed.run``."""
     launcher = [python, "-m", "torch.distributed.run"] if python else ["torchrun"]
-    return launcher + ["--nnodes", "1", "--nproc-per-node", str(config.world_size), "--master-addr", ADDRESS,
-                       "--master-port", str(config.port), "-m", "course_lib.ddp_worker"] + worker_arguments(config)
+    return (
+        launcher
+        + [
+            "--nnodes",
+            "1",
+            "--nproc-per-node",
+            str(config.world_size),
+            "--master-addr",
+            ADDRESS,
+            "--master-port",
+            str(config.port),
+            "-m",
+            "course_lib.ddp_worker",
+        ]
+        + worker_arguments(config)
+    )
 
 
 class TorchrunFailed(RuntimeError):
-    """torchrun exited with an error: its exit code, its output, and its process group id (chapter 07)."""
+    """torchrun exited with an error: its exit code,
+    its output, and its process group id (chapter 07)."""
 
     def __init__(self, returncode: int, output: str, pgid: int):
         super().__init__(f"torchrun exited with {returncode}:\n{output[-3000:]}")
@@ -372,20 +465,29 @@ def group_alive(pgid: int) -> bool:
 
 
 def launch_torchrun(config: DDPConfig = None, deadline_s: float = 90.0) -> LaunchResult:
-    """Run the worker under torchrun in a subprocess; kill its whole process group past the deadline.
+    """Run the worker under torchrun in a subprocess;
+    kill its whole process group past the deadline.
 
     A failed run raises TorchrunFailed (a RuntimeError) with torchrun's output (chapter 07)."""
     config = (config or DDPConfig()).resolved()
     start = time.perf_counter()
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    process = subprocess.Popen(torchrun_command(config, sys.executable), env=env, start_new_session=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        torchrun_command(config, sys.executable),
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         output, _ = process.communicate(timeout=deadline_s)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.communicate()
-        raise TimeoutError(f"torchrun did not finish within {deadline_s:g} s; killed its process group")
+        raise TimeoutError(
+            f"torchrun did not finish within {deadline_s:g} s; killed its process group"
+        ) from None
     if process.returncode != 0:
         raise TorchrunFailed(process.returncode, output, process.pid)
     return LaunchResult(config, _read_ranks(config), time.perf_counter() - start, "torchrun")
@@ -407,10 +509,20 @@ def parse_config(argv=None) -> DDPConfig:
     a = p.parse_args(argv)
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     on_this_machine = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
-    return DDPConfig(out_dir=a.out, world_size=world_size, per_device_batch=a.batch, steps=a.steps,
-                     epochs=a.epochs, lr=a.lr, hidden=a.hidden, seed=a.seed,
-                     backend=a.backend or pick_backend(on_this_machine),
-                     port=int(os.environ.get("MASTER_PORT", "0")), fail_rank=a.fail_rank, task=a.task)
+    return DDPConfig(
+        out_dir=a.out,
+        world_size=world_size,
+        per_device_batch=a.batch,
+        steps=a.steps,
+        epochs=a.epochs,
+        lr=a.lr,
+        hidden=a.hidden,
+        seed=a.seed,
+        backend=a.backend or pick_backend(on_this_machine),
+        port=int(os.environ.get("MASTER_PORT", "0")),
+        fail_rank=a.fail_rank,
+        task=a.task,
+    )
 
 
 def main(argv=None) -> None:
@@ -421,7 +533,10 @@ def main(argv=None) -> None:
     rank = int(os.environ["RANK"])
     run_rank(rank, int(os.environ["LOCAL_RANK"]), config, init_method="env://")
     if rank == 0:  # a learner who pasted the torchrun line should learn where the results went
-        print(f"rank 0: done; {CHECKPOINT} and rank<r>.pt (one per rank) are in {config.out_dir}", flush=True)
+        print(
+            f"rank 0: done; {CHECKPOINT} and rank<r>.pt (one per rank) are in {config.out_dir}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

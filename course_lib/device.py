@@ -4,6 +4,7 @@
 COURSE_DEVICE (e.g. ``COURSE_DEVICE=cpu``) to force a choice, for instance the CPU on a
 GPU machine.
 """
+
 import itertools
 import json
 import os
@@ -28,17 +29,31 @@ FIGURE_KEYS = {
     "ch05.amp": "training step time in float32 vs under autocast (bf16/fp16)",
     "ch05.compile": "training step time eager vs torch.compile, and the first (compiling) call",
     "ch05.nvidia_smi": "nvidia-smi's utilization and memory columns during training",
-    "ch05.benchmark": "torch.utils.benchmark.Timer medians of a matmul over sizes and dtypes (Compare)",
-    "ch05.profiler_cuda": "torch.profiler, 4 augmented-digits steps with CUDA: the split and top kernels",
-    "ch05.item_sync": "a training loop with .item() every step vs summed on the device and read once",
-    "ch05.nonblocking_d2h": "a device-to-host non_blocking copy read at once vs after event.synchronize()",
-    "ch05.sync_debug": "torch.cuda.set_sync_debug_mode('warn') over a loop: the synchronizing lines",
+    "ch05.benchmark": (
+        "torch.utils.benchmark.Timer medians of a matmul over sizes and dtypes (Compare)"
+    ),
+    "ch05.profiler_cuda": (
+        "torch.profiler, 4 augmented-digits steps with CUDA: the split and top kernels"
+    ),
+    "ch05.item_sync": (
+        "a training loop with .item() every step vs summed on the device and read once"
+    ),
+    "ch05.nonblocking_d2h": (
+        "a device-to-host non_blocking copy read at once vs after event.synchronize()"
+    ),
+    "ch05.sync_debug": (
+        "torch.cuda.set_sync_debug_mode('warn') over a loop: the synchronizing lines"
+    ),
     "ch06.estimate_vs_peak": "the course's memory estimate vs torch.cuda.max_memory_allocated",
     "ch06.real_oom": "how fast a real torch.OutOfMemoryError comes under a 1 GiB memory cap",
     "ch06.empty_cache": "memory_allocated / memory_reserved after del and after empty_cache()",
     "ch06.amp_memory": "peak memory of a training step in float32 vs under autocast",
-    "ch06.memory_snapshot": "a real OOM under _record_memory_history: the snapshot, its segments and oom event",
-    "ch06.fragmentation": "memory_stats after a split pattern, without and with expandable_segments",
+    "ch06.memory_snapshot": (
+        "a real OOM under _record_memory_history: the snapshot, its segments and oom event"
+    ),
+    "ch06.fragmentation": (
+        "memory_stats after a split pattern, without and with expandable_segments"
+    ),
     "ch07.data_parallel": "a training step on one GPU vs nn.DataParallel over all GPUs (needs 2+)",
 }
 
@@ -62,7 +77,9 @@ def forced_device():
     try:
         device = torch.device(name)
     except RuntimeError as err:
-        raise ValueError(f"{ENV_VAR}={name!r} is not a device name; use cpu, cuda, cuda:1, mps or auto") from err
+        raise ValueError(
+            f"{ENV_VAR}={name!r} is not a device name; use cpu, cuda, cuda:1, mps or auto"
+        ) from err
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"{ENV_VAR}={name!r} but this PyTorch sees no CUDA GPU; use cpu or auto")
     if device.type == "mps" and not mps_available():
@@ -95,18 +112,31 @@ def second_device() -> torch.device:
     return torch.device("meta")
 
 
+def amp_dtype(device) -> torch.dtype:
+    """The 16-bit dtype for torch.autocast on `device`: bfloat16 (no GradScaler needed), or float16
+    on a CUDA GPU without bfloat16 (chapters 05, 06)."""
+    device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        return torch.float16
+    return torch.bfloat16
+
+
 def gpu_only(what: str, figure: str = None) -> bool:
     """For a GPU-only cell: True when the course device is a CUDA GPU, else a visible
     SKIPPED line (all chapters). `figure` names the reference figures recorded on a real
     GPU for this cell (a key of FIGURE_KEYS, see docs/gpu/README.md), shown beside the skip line."""
     if figure is not None and figure not in FIGURE_KEYS:
-        raise ValueError(f"gpu_only: unknown figure key {figure!r}; the keys are in course_lib.device.FIGURE_KEYS")
+        raise ValueError(
+            f"gpu_only: unknown figure key {figure!r}; the keys are in "
+            "course_lib.device.FIGURE_KEYS"
+        )
     device = pick_device()
     if device.type == "cuda":
         return True
     lines = [f"[GPU only] skipped ({why_not_cuda(device)}): {what}"]
     if figure is not None:
         from .gpu_notes import note_lines  # what a GPU shows here and why (learner-facing text)
+
         lines += note_lines(figure) + reference_figures(figure)
     print("\n".join(_wrap(line) for line in lines))
     return False
@@ -117,7 +147,9 @@ def why_not_cuda(device: torch.device) -> str:
     if device.type == "cuda":
         return "the course device is a CUDA GPU"
     if forced_device() is not None:
-        return f"{ENV_VAR}={os.environ[ENV_VAR].strip()} chose " + ("the CPU" if device.type == "cpu" else str(device))
+        return f"{ENV_VAR}={os.environ[ENV_VAR].strip()} chose " + (
+            "the CPU" if device.type == "cpu" else str(device)
+        )
     if device.type == "mps":
         return "this needs a CUDA GPU; the GPU here is Apple's MPS"
     return "no CUDA GPU here"
@@ -126,8 +158,14 @@ def why_not_cuda(device: torch.device) -> str:
 def _wrap(line: str) -> str:
     """One output line wrapped between words, continuation lines indented (skip lines)."""
     indent = " " * (len(line) - len(line.lstrip()))
-    return textwrap.fill(line, SKIP_WIDTH, initial_indent="", subsequent_indent=indent + "    ",
-                         break_long_words=False, break_on_hyphens=False)
+    return textwrap.fill(
+        line,
+        SKIP_WIDTH,
+        initial_indent="",
+        subsequent_indent=indent + "    ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 def recorded_run(path=None):
@@ -143,7 +181,8 @@ def recorded_run(path=None):
 
 
 def reference_figures(key: str, path=None) -> list:
-    """Lines that show what a real GPU measured for `key`, or say that nothing is recorded (all chapters)."""
+    """Lines that show what a real GPU measured for `key`,
+    or say that nothing is recorded (all chapters)."""
     run = recorded_run(path)
     if run is None:
         return ["  No reference GPU run is recorded yet, so there is no GPU figure to show here."]
@@ -151,13 +190,16 @@ def reference_figures(key: str, path=None) -> list:
     where = f"{info['gpu']}, torch {info.get('torch', '?')}, {info.get('date', '?')}"
     entry = run.get("figures", {}).get(key) or {}
     if entry.get("lines"):
-        return [f"  On a real GPU (measured on {where}):"] + [f"    {line}" for line in entry["lines"]]
+        return [f"  On a real GPU (measured on {where}):"] + [
+            f"    {line}" for line in entry["lines"]
+        ]
     reason = entry.get("missing") or entry.get("error") or "this figure was not measured"
     return [f"  The reference GPU run ({where}) has no figure for this cell: {reason}."]
 
 
 def devices_of(thing) -> list:
-    """Distinct devices (strings) of a module's parameters and buffers, or of one tensor (chapters 02, 04)."""
+    """Distinct devices (strings) of a module's parameters
+    and buffers, or of one tensor (chapters 02, 04)."""
     if isinstance(thing, torch.Tensor):
         return [str(thing.device)]
     tensors = itertools.chain(thing.parameters(), thing.buffers())
@@ -167,10 +209,15 @@ def devices_of(thing) -> list:
 def device_report(**things) -> str:
     """One line per named model/loss/tensor with its device(s), then a verdict (chapters 02, 04)."""
     width = max(map(len, things), default=0)
-    lines = [f"{name:<{width}} : {', '.join(devices_of(thing)) or '(no tensors)'}" for name, thing in things.items()]
+    lines = [
+        f"{name:<{width}} : {', '.join(devices_of(thing)) or '(no tensors)'}"
+        for name, thing in things.items()
+    ]
     found = sorted({d for thing in things.values() for d in devices_of(thing)})
     if len(found) <= 1:
         lines.append(f"OK: everything is on {found[0] if found else 'no device'}")
     else:
-        lines.append(f"MISMATCH: {' and '.join(found)} are both in use; move everything to one device")
+        lines.append(
+            f"MISMATCH: {' and '.join(found)} are both in use; move everything to one device"
+        )
     return "\n".join(lines)

@@ -4,6 +4,7 @@ It also notices an NVIDIA GPU that PyTorch cannot use. On Linux the PyPI wheel o
 is itself a CUDA 13 build: it needs an NVIDIA driver of the 580 series or newer, and with an
 older driver ``torch.cuda.is_available()`` is simply False and the course runs on the CPU.
 """
+
 import importlib.metadata as metadata
 import os
 import platform
@@ -27,8 +28,14 @@ def cuda_devices() -> list:
     devices = []
     for i in range(torch.cuda.device_count() if torch.cuda.is_available() else 0):
         props = torch.cuda.get_device_properties(i)
-        devices.append({"index": i, "name": props.name, "memory_gib": round(props.total_memory / 2**30, 1),
-                        "capability": f"{props.major}.{props.minor}"})
+        devices.append(
+            {
+                "index": i,
+                "name": props.name,
+                "memory_gib": round(props.total_memory / 2**30, 1),
+                "capability": f"{props.major}.{props.minor}",
+            }
+        )
     return devices
 
 
@@ -38,13 +45,18 @@ SEE_WHY = 'python -c "import torch; torch.cuda.init()"'
 
 
 def nvidia_smi_gpus() -> list:
-    """(name, driver version) of each GPU nvidia-smi lists; [] when it is absent or fails (doctor)."""
+    """(name, driver version) of each GPU nvidia-smi
+    lists; [] when it is absent or fails (doctor)."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return []
     try:
-        out = subprocess.run([exe, "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)
+        out = subprocess.run(
+            [exe, "--query-gpu=name,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
     except (OSError, subprocess.SubprocessError):
         return []
     rows = [line.rsplit(",", 1) for line in out.stdout.splitlines() if "," in line]
@@ -60,33 +72,44 @@ def _major(version: str) -> int:
 
 def _cpu_only_build(gpus, driver):
     if torch.version.cuda is None:
-        return (f"this PyTorch ({torch.__version__}) is a CPU-only build: it cannot use the {gpus} that "
-                "nvidia-smi shows, and the course runs on the CPU. On Linux, PyPI's torch is the CUDA "
-                f"build (CUDA 13, for driver 580 or newer; yours is {driver}): in the course's .venv run "
-                "`python -m pip install --force-reinstall torch==2.13.0`. Elsewhere, or for an older "
-                "driver, pick a CUDA build on pytorch.org (Get started).")
+        return (
+            f"this PyTorch ({torch.__version__}) is a CPU-only build: it cannot use the "
+            f"{gpus} that nvidia-smi shows, and the course runs on the CPU. On Linux, PyPI's "
+            f"torch is the CUDA build (CUDA 13, for driver 580 or newer; yours is {driver}): "
+            "in the course's .venv run "
+            "`python -m pip install --force-reinstall torch==2.13.0`. Elsewhere, or for an "
+            "older driver, pick a CUDA build on pytorch.org (Get started)."
+        )
 
 
 def _driver_too_old(gpus, driver):
     cuda_major = _major(torch.version.cuda or 0)
     need = MIN_DRIVER.get(cuda_major)
     if need and _major(driver) < need:
-        return (f"NVIDIA driver {driver} is too old for this PyTorch, a CUDA {torch.version.cuda} build "
-                f"that needs driver {need} or newer: torch.cuda.is_available() is False and the course "
-                f"runs on the CPU. Update the NVIDIA driver (to the {need} series or newer), or install a "
-                "PyTorch built for an older CUDA that your driver supports (pytorch.org, Get started).")
+        return (
+            f"NVIDIA driver {driver} is too old for this PyTorch, a CUDA {torch.version.cuda} "
+            f"build that needs driver {need} or newer: torch.cuda.is_available() is False and "
+            f"the course runs on the CPU. Update the NVIDIA driver (to the {need} series or "
+            "newer), or install a PyTorch built for an older CUDA that your driver supports "
+            "(pytorch.org, Get started)."
+        )
 
 
 def _gpus_hidden(gpus, driver):
     hidden = os.environ.get("CUDA_VISIBLE_DEVICES")
     if hidden is not None and hidden.strip() in ("", "-1", "none", "NoDevFiles"):
-        return (f"CUDA_VISIBLE_DEVICES={hidden!r} hides the {gpus} from PyTorch; unset it to use the GPU.")
+        return (
+            f"CUDA_VISIBLE_DEVICES={hidden!r} hides the {gpus} from PyTorch; unset it to use the "
+            "GPU."
+        )
 
 
 def _cuda_unavailable(gpus, driver):
-    return (f"nvidia-smi shows {gpus} (driver {driver}) but torch.cuda.is_available() is False, so the "
-            f"course runs on the CPU. `{SEE_WHY}` prints PyTorch's reason (often: a container started "
-            "without GPU access, or a driver updated without a reboot).")
+    return (
+        f"nvidia-smi shows {gpus} (driver {driver}) but torch.cuda.is_available() is False, so the "
+        f"course runs on the CPU. `{SEE_WHY}` prints PyTorch's reason (often: a container started "
+        "without GPU access, or a driver updated without a reboot)."
+    )
 
 
 # The first row whose check says something explains why torch cannot use the GPU (doctor).
@@ -94,7 +117,8 @@ GPU_PROBLEMS = (_cpu_only_build, _gpus_hidden, _driver_too_old, _cuda_unavailabl
 
 
 def gpu_problem(gpus=None) -> str:
-    """Why PyTorch cannot use an NVIDIA GPU that nvidia-smi sees, and what to do; "" when none (doctor)."""
+    """Why PyTorch cannot use an NVIDIA GPU that nvidia-smi
+    sees, and what to do; "" when none (doctor)."""
     gpus = nvidia_smi_gpus() if gpus is None else gpus
     if not gpus or torch.cuda.is_available():
         return ""
@@ -108,12 +132,16 @@ def gpu_problem(gpus=None) -> str:
 
 
 def widgets_status() -> str:
-    """Whether ipywidgets can render in JupyterLab: kernel and front-end packages present and matching."""
+    """Whether ipywidgets can render in JupyterLab:
+    kernel and front-end packages present and matching."""
     kernel_side, lab_side = _version("ipywidgets"), _version("jupyterlab_widgets")
     if "not installed" in (kernel_side, lab_side):
         return f"will NOT render (ipywidgets {kernel_side}, jupyterlab_widgets {lab_side})"
     if kernel_side.split(".")[0] != "8" or lab_side.split(".")[0] != "3":
-        return f"may not render: ipywidgets {kernel_side} needs jupyterlab_widgets 3.x, found {lab_side}"
+        return (
+            f"may not render: ipywidgets {kernel_side} needs jupyterlab_widgets 3.x, found "
+            f"{lab_side}"
+        )
     return f"ok (ipywidgets {kernel_side}, jupyterlab_widgets {lab_side})"
 
 
@@ -128,7 +156,11 @@ def environment_report() -> dict:
         "python": platform.python_version(),
         "platform": platform.platform(terse=True),
         "torch": torch.__version__,
-        "torch build": "CUDA " + torch.version.cuda if torch.version.cuda else "CPU only" if not mps_available() else "MPS",
+        "torch build": "CUDA " + torch.version.cuda
+        if torch.version.cuda
+        else "CPU only"
+        if not mps_available()
+        else "MPS",
         "cuda available": torch.cuda.is_available(),
         "cuda devices": cuda_devices(),
         "cudnn": str(torch.backends.cudnn.version()) if torch.cuda.is_available() else "n/a",
@@ -146,8 +178,17 @@ def format_report(report: dict) -> str:
     lines = []
     for key, value in report.items():
         if key == "cuda devices":
-            value = "none" if not value else "; ".join(
-                f"[{d['index']}] {d['name']}, {d['memory_gib']} GiB, capability {d['capability']}" for d in value)
+            value = (
+                "none"
+                if not value
+                else "; ".join(
+                    (
+                        f"[{d['index']}] {d['name']}, {d['memory_gib']} GiB, capability "
+                        f"{d['capability']}"
+                    )
+                    for d in value
+                )
+            )
         lines.append(f"{key:>15}: {value}")
     return "\n".join(lines)
 
@@ -159,6 +200,7 @@ def _cell(key, value) -> str:
 def doctor_widget():
     """The report as a notebook panel with a Re-check button (chapter 01)."""
     import ipywidgets as W
+
     from .widgets import report_table
 
     table = W.HTML(report_table(environment_report(), _cell))

@@ -1,4 +1,6 @@
-"""Taught errors as executed assertions: the cell must raise this, with this text (chapters 01-07)."""
+"""Taught errors as executed assertions: the cell
+must raise this, with this text (chapters 01-07)."""
+
 import re
 from contextlib import contextmanager
 from types import SimpleNamespace
@@ -7,11 +9,13 @@ ANSI_CODES = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class ExpectationFailed(AssertionError):
-    """A taught error did not happen as the cell says (the error explainer never explains this one)."""
+    """A taught error did not happen as the cell says
+    (the error explainer never explains this one)."""
 
 
 def who_raised(err: BaseException) -> str:
-    """'The course' for the course's own errors (its memory budget), else 'PyTorch' (chapters 01-07)."""
+    """'The course' for the course's own errors (its
+    memory budget), else 'PyTorch' (chapters 01-07)."""
     return "The course" if type(err).__module__.split(".")[0] == "course_lib" else "PyTorch"
 
 
@@ -30,13 +34,19 @@ def expect_error(types, *fragments: str):
         message = ANSI_CODES.sub("", str(err))  # torch bolds some warnings with terminal codes
         missing = [f for f in fragments if f.lower() not in message.lower()]
         if missing:
-            raise ExpectationFailed(f"{who_raised(err)} raised {type(err).__name__}, but its message no longer "
-                                    f"mentions {missing}: {message}") from err
+            raise ExpectationFailed(
+                f"{who_raised(err)} raised {type(err).__name__}, but its message no longer "
+                f"mentions {missing}: {message}"
+            ) from err
         first_lines = "\n".join(message.splitlines()[:4])
         print(f"{who_raised(err)} raised, as expected:\n{type(err).__name__}: {first_lines}")
-        caught.error = err.with_traceback(None)  # kept to be read; its frames (and tensors) are freed
+        caught.error = err.with_traceback(
+            None
+        )  # kept to be read; its frames (and tensors) are freed
     else:
-        names = types.__name__ if isinstance(types, type) else " or ".join(t.__name__ for t in types)
+        names = (
+            types.__name__ if isinstance(types, type) else " or ".join(t.__name__ for t in types)
+        )
         raise ExpectationFailed(f"expected this cell to raise {names}, but it ran without an error")
 
 
@@ -47,6 +57,7 @@ def expect_warning(category, *fragments: str):
     Used to show a deprecated spelling once, with the warning PyTorch really gives.
     """
     import warnings
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
@@ -56,4 +67,6 @@ def expect_warning(category, *fragments: str):
             print(f"PyTorch warned, as expected:\n{w.category.__name__}: {text.splitlines()[0]}")
             return
     seen = "; ".join(f"{w.category.__name__}: {w.message}" for w in caught) or "no warning at all"
-    raise ExpectationFailed(f"expected a {category.__name__} mentioning {list(fragments)}, got {seen}")
+    raise ExpectationFailed(
+        f"expected a {category.__name__} mentioning {list(fragments)}, got {seen}"
+    )

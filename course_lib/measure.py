@@ -1,4 +1,5 @@
-"""Timing that tells the truth on a GPU: synchronize, warm up, repeat, take the median (chapters 05+).
+"""Timing that tells the truth on a GPU: synchronize,
+warm up, repeat, take the median (chapters 05+).
 
 CUDA runs kernels asynchronously: a Python line that "launches" a matrix product returns long
 before the GPU has finished it. A clock read right after it measures the launch, not the work.
@@ -6,6 +7,7 @@ Every timer here therefore synchronizes the device before it reads the clock. Th
 anything (CUDA context, kernel selection, torch.compile) is slow, so repeated timings start
 with warm-up calls that are not counted, and report the median, which one hiccup cannot move.
 """
+
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -23,7 +25,8 @@ def synchronize(device) -> None:
 
 
 class Timer:
-    """``with Timer(device) as t: ...`` then ``t.ms``: wall time of the block, device work included (chapters 05+)."""
+    """``with Timer(device) as t: ...`` then ``t.ms``: wall
+    time of the block, device work included (chapters 05+)."""
 
     def __init__(self, device="cpu"):
         self.device = torch.device(device)
@@ -43,6 +46,7 @@ class Timer:
 @dataclass
 class Timing:
     """Repeated timings of one thing, in milliseconds, warm-up excluded (chapters 05+)."""
+
     label: str
     ms: list
     warmup_ms: list = field(default_factory=list)
@@ -53,12 +57,15 @@ class Timing:
 
     def __str__(self) -> str:
         first = f"; first call {self.warmup_ms[0]:.1f} ms" if self.warmup_ms else ""
-        return (f"{self.label}: median {self.median:.2f} ms over {len(self.ms)} runs "
-                f"(min {min(self.ms):.2f}, max {max(self.ms):.2f}){first}")
+        return (
+            f"{self.label}: median {self.median:.2f} ms over {len(self.ms)} runs "
+            f"(min {min(self.ms):.2f}, max {max(self.ms):.2f}){first}"
+        )
 
 
 def time_fn(fn, device="cpu", repeats: int = 5, warmup: int = 1, label: str = "") -> Timing:
-    """Call `fn()` `warmup` times untimed, then `repeats` times, each timed with a Timer (chapters 05+)."""
+    """Call `fn()` `warmup` times untimed, then `repeats`
+    times, each timed with a Timer (chapters 05+)."""
     warm = []
     for _ in range(warmup):
         with Timer(device) as t:
@@ -74,24 +81,40 @@ def time_fn(fn, device="cpu", repeats: int = 5, warmup: int = 1, label: str = ""
 
 # (test on a Timing, what it means): the first matching row is printed under a timing (timing_notes)
 TIMING_NOTES = (
-    (lambda t: len(t.ms) > 1 and max(t.ms) > 3 * min(t.ms),
-     "the slowest run took {spread:.1f}x the fastest: other programs share this machine, and the median "
-     "is the number to trust (one hiccup cannot move it)"),
+    (
+        lambda t: len(t.ms) > 1 and max(t.ms) > 3 * min(t.ms),
+        (
+            "the slowest run took {spread:.1f}x the fastest: other programs share this machine, "
+            "and the median is the number to trust (one hiccup cannot move it)"
+        ),
+    ),
 )
 FIRST_CALL_NOTES = (
-    (lambda first, median: first > 2 * median,
-     "the first call took {ratio:.1f}x the median: one-off costs (kernel choice, allocation, caches), "
-     "which is why it is not counted"),
-    (lambda first, median: first < median,
-     "the first call was faster than the median ({ratio:.2f}x): this operation has little one-off cost "
-     "here, and run-to-run noise on a shared CPU is larger than what is left of it"),
-    (lambda first, median: True,
-     "the first call took {ratio:.2f}x the median: little one-off cost for this operation here"),
+    (
+        lambda first, median: first > 2 * median,
+        (
+            "the first call took {ratio:.1f}x the median: one-off costs (kernel choice, "
+            "allocation, caches), which is why it is not counted"
+        ),
+    ),
+    (
+        lambda first, median: first < median,
+        (
+            "the first call was faster than the median ({ratio:.2f}x): this operation has little "
+            "one-off cost here, and run-to-run noise on a shared CPU is larger than what is left "
+            "of it"
+        ),
+    ),
+    (
+        lambda first, median: True,
+        "the first call took {ratio:.2f}x the median: little one-off cost for this operation here",
+    ),
 )
 
 
 def first_call_note(timing: Timing) -> str:
-    """What the first (warm-up) call's time says, compared with the median; '' without one (chapters 05+)."""
+    """What the first (warm-up) call's time says, compared
+    with the median; '' without one (chapters 05+)."""
     if not timing.warmup_ms:
         return ""
     first, median = timing.warmup_ms[0], timing.median
@@ -108,7 +131,8 @@ def timing_notes(timing: Timing) -> str:
 
 
 def speed_ratio(baseline: Timing, other: Timing) -> str:
-    """'2.10x faster' / '1.30x slower': how `other` compares with `baseline`, by median (chapters 05+)."""
+    """'2.10x faster' / '1.30x slower': how `other`
+    compares with `baseline`, by median (chapters 05+)."""
     ratio = baseline.median / other.median
     return f"{ratio:.2f}x faster" if ratio >= 1 else f"{1 / ratio:.2f}x slower"
 
@@ -116,6 +140,7 @@ def speed_ratio(baseline: Timing, other: Timing) -> str:
 @dataclass
 class LoopTimes:
     """Per training step: ms spent waiting for the batch, and ms computing on it (chapters 05+)."""
+
     label: str
     wait_ms: list = field(default_factory=list)
     compute_ms: list = field(default_factory=list)
@@ -129,12 +154,16 @@ class LoopTimes:
         return sum(self.wait_ms) / self.total_ms if self.total_ms else float("nan")
 
     def __str__(self) -> str:
-        return (f"{self.label}: {len(self.wait_ms)} steps, {self.total_ms:.0f} ms in all; waiting for data "
-                f"{sum(self.wait_ms):.0f} ms ({self.wait_share:.0%}), computing {sum(self.compute_ms):.0f} ms")
+        return (
+            f"{self.label}: {len(self.wait_ms)} steps, {self.total_ms:.0f} ms in all; waiting "
+            f"for data {sum(self.wait_ms):.0f} ms ({self.wait_share:.0%}), computing "
+            f"{sum(self.compute_ms):.0f} ms"
+        )
 
 
 def loop_breakdown(step, loader, device, label: str = "", max_steps: int = None) -> LoopTimes:
-    """Run ``step(x, y)`` over `loader`, timing the wait for each batch and the step itself (chapters 05+).
+    """Run ``step(x, y)`` over `loader`, timing the wait
+    for each batch and the step itself (chapters 05+).
 
     "Wait" is the time ``next(iterator)`` takes to hand over a batch (the loader's work, or
     waiting for its workers). "Compute" is the step: moving the batch to `device`, forward,
@@ -159,8 +188,10 @@ def loop_breakdown(step, loader, device, label: str = "", max_steps: int = None)
 
 
 def plot_stacked(rows: dict, parts=("wait", "compute"), title: str = "", ylabel: str = "ms"):
-    """Stacked bars: one bar per row label, one colour per part; `rows` maps label -> values (chapters 05+)."""
+    """Stacked bars: one bar per row label, one colour
+    per part; `rows` maps label -> values (chapters 05+)."""
     import matplotlib.pyplot as plt
+
     labels = list(rows)
     fig, ax = plt.subplots(figsize=(1.8 + 1.9 * len(labels), 4.0))
     bottom = [0.0] * len(labels)
@@ -174,8 +205,11 @@ def plot_stacked(rows: dict, parts=("wait", "compute"), title: str = "", ylabel:
 def _finish_bars(fig, ax, title: str, ylabel: str):
     """Title, grid, and the legend below the axes, where it cannot cover a bar."""
     import matplotlib.pyplot as plt
+
     ax.set(ylabel=ylabel, title=title)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1, frameon=False, fontsize="small")
+    ax.legend(
+        loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1, frameon=False, fontsize="small"
+    )
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     plt.close(fig)  # returned, so it is shown once (as the cell's value), not twice
@@ -183,8 +217,10 @@ def _finish_bars(fig, ax, title: str, ylabel: str):
 
 
 def plot_grouped(rows: dict, parts=("epoch 1", "epoch 2"), title: str = "", ylabel: str = "ms"):
-    """Bars side by side: one group per row label, one bar per part; `rows` maps label -> values (chapter 05)."""
+    """Bars side by side: one group per row label, one bar
+    per part; `rows` maps label -> values (chapter 05)."""
     import matplotlib.pyplot as plt
+
     labels = list(rows)
     fig, ax = plt.subplots(figsize=(2.2 + 1.9 * len(labels), 3.8))
     width = 0.8 / len(parts)
@@ -200,5 +236,9 @@ def plot_grouped(rows: dict, parts=("epoch 1", "epoch 2"), title: str = "", ylab
 def plot_breakdowns(results, title: str = "where one epoch's time goes"):
     """Stacked bars of total data-wait and compute time per LoopTimes (chapters 05+)."""
     rows = {r.label: (sum(r.wait_ms), sum(r.compute_ms)) for r in results}
-    return plot_stacked(rows, parts=("waiting for the next batch", "computing (copy, forward, backward, step)"),
-                        title=title, ylabel="ms per epoch")
+    return plot_stacked(
+        rows,
+        parts=("waiting for the next batch", "computing (copy, forward, backward, step)"),
+        title=title,
+        ylabel="ms per epoch",
+    )

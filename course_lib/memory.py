@@ -7,24 +7,28 @@ CUDA GPU the caching allocator's own counters (``memory_allocated``, ``max_memor
 ``memory_reserved``) measure the whole step. ``MemoryBudget`` is a clearly labelled CPU
 stand-in for a small GPU: it raises ``MemoryBudgetExceeded`` (never a CUDA error).
 """
+
 import gc
 from contextlib import contextmanager
 
 import torch
+
+from .training import train_step
 
 OutOfMemoryError = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
 COMPONENTS = ("weights", "grads", "optimizer_state", "activations")
 
 
 class MemoryBudgetExceeded(RuntimeError):
-    """Raised by the course's memory budget (a stand-in for a small GPU, chapter 06); not a CUDA error."""
+    """Raised by the course's memory budget (a stand-in
+    for a small GPU, chapter 06); not a CUDA error."""
 
 
 # Out-of-memory errors a batch-size search may catch: the real CUDA one and the course's stand-in.
 OUT_OF_MEMORY = (OutOfMemoryError, MemoryBudgetExceeded)
 
 
-# ---------------------------------------------------------------- tensors the model and optimizer hold
+# ------------------------------------------------------------- tensors the model and optimizer hold
 def tensor_bytes(t: torch.Tensor) -> int:
     """Bytes of a tensor's elements: numel x element size (chapters 01, 06)."""
     return t.numel() * t.element_size()
@@ -36,7 +40,8 @@ def weight_bytes(model) -> int:
 
 
 def grad_bytes(model) -> int:
-    """Bytes of the gradients that exist now (None after zero_grad(set_to_none=True)) (chapter 06)."""
+    """Bytes of the gradients that exist now (None
+    after zero_grad(set_to_none=True)) (chapter 06)."""
     return sum(tensor_bytes(p.grad) for p in model.parameters() if p.grad is not None)
 
 
@@ -44,14 +49,22 @@ def optimizer_state_bytes(optimizer) -> int:
     """Bytes of every tensor in optimizer.state (Adam: exp_avg, exp_avg_sq, step) (chapter 06)."""
     if optimizer is None:
         return 0
-    return sum(tensor_bytes(v) for state in optimizer.state.values() for v in state.values()
-               if isinstance(v, torch.Tensor))
+    return sum(
+        tensor_bytes(v)
+        for state in optimizer.state.values()
+        for v in state.values()
+        if isinstance(v, torch.Tensor)
+    )
 
 
 def state_bytes(model, optimizer=None) -> dict:
-    """{'weights', 'grads', 'optimizer_state'}: bytes the model and optimizer hold now (chapter 06)."""
-    return {"weights": weight_bytes(model), "grads": grad_bytes(model),
-            "optimizer_state": optimizer_state_bytes(optimizer)}
+    """{'weights', 'grads', 'optimizer_state'}: bytes
+    the model and optimizer hold now (chapter 06)."""
+    return {
+        "weights": weight_bytes(model),
+        "grads": grad_bytes(model),
+        "optimizer_state": optimizer_state_bytes(optimizer),
+    }
 
 
 def format_bytes(n: float) -> str:
@@ -64,7 +77,9 @@ def format_bytes(n: float) -> str:
 
 # ---------------------------------------------------------------- activations saved for backward
 class _Saved:
-    """What autograd stores for one saved tensor while an ActivationMeter watches; tells the meter when freed."""
+    """What autograd stores for one saved tensor while an
+    ActivationMeter watches; tells the meter when freed."""
+
     __slots__ = ("tensor", "meter", "key")
 
     def __init__(self, tensor, meter, key):
@@ -103,7 +118,9 @@ class ActivationMeter:
             self.peak = max(self.peak, self.live)
             if self.on_save is not None:
                 self.on_save(self)
-        return _Saved(t.detach(), self, key)  # detached: an output would hold its own grad_fn (a cycle)
+        return _Saved(
+            t.detach(), self, key
+        )  # detached: an output would hold its own grad_fn (a cycle)
 
     @staticmethod
     def _unpack(saved):
@@ -129,14 +146,16 @@ class ActivationMeter:
 
 
 def saved_bytes(fn, model=None):
-    """Run fn(); return (its result, peak bytes autograd saved for backward meanwhile) (chapter 06)."""
+    """Run fn(); return (its result, peak bytes autograd
+    saved for backward meanwhile) (chapter 06)."""
     with ActivationMeter(model) as meter:
         result = fn()
     return result, meter.peak
 
 
 def training_step_memory(model, optimizer, criterion, x, y) -> dict:
-    """One real training step; bytes of weights, grads, optimizer state and activations (chapter 06).
+    """One real training step; bytes of weights, grads,
+    optimizer state and activations (chapter 06).
 
     Activations: the peak kept between forward and backward, measured with saved-tensor hooks.
     """
@@ -150,9 +169,13 @@ def training_step_memory(model, optimizer, criterion, x, y) -> dict:
 
 # ---------------------------------------------------------------- the CUDA allocator's counters
 def cuda_memory(device=None) -> dict:
-    """The caching allocator now: allocated (tensors), reserved (cached blocks), peak (chapter 06)."""
-    return {"allocated": torch.cuda.memory_allocated(device), "reserved": torch.cuda.memory_reserved(device),
-            "peak": torch.cuda.max_memory_allocated(device)}
+    """The caching allocator now: allocated (tensors),
+    reserved (cached blocks), peak (chapter 06)."""
+    return {
+        "allocated": torch.cuda.memory_allocated(device),
+        "reserved": torch.cuda.memory_reserved(device),
+        "peak": torch.cuda.max_memory_allocated(device),
+    }
 
 
 def cuda_peak(fn, device=None) -> dict:
@@ -162,12 +185,16 @@ def cuda_peak(fn, device=None) -> dict:
     torch.cuda.reset_peak_memory_stats(device)
     fn()
     torch.cuda.synchronize(device)
-    return {"before": before, "peak": torch.cuda.max_memory_allocated(device),
-            "after": torch.cuda.memory_allocated(device)}
+    return {
+        "before": before,
+        "peak": torch.cuda.max_memory_allocated(device),
+        "after": torch.cuda.memory_allocated(device),
+    }
 
 
 def cuda_index(device=None) -> int:
-    """The index of a CUDA device: 'cuda' and torch.device('cuda') mean the current one (chapter 06).
+    """The index of a CUDA device: 'cuda' and
+    torch.device('cuda') mean the current one (chapter 06).
 
     Some CUDA calls, torch.cuda.set_per_process_memory_fraction among them, refuse a device
     without an index (ValueError: Expected a torch.device with a specified index...).
@@ -215,11 +242,11 @@ def small_gpu(limit_bytes: int, device=None):
 class MemoryBudget:
     """A memory budget standing in for a small GPU, on any device (chapter 06).
 
-    Inside ``with MemoryBudget(budget_bytes, model, optimizer):`` the bytes of weights,
-    gradients, optimizer state and live saved activations are added up whenever autograd
-    saves a tensor, whenever backward adds a gradient and after every optimizer step; above the budget it raises
-    MemoryBudgetExceeded, naming each part. It measures; it does not limit what the
-    operating system gives (and it is not CUDA: the real GPU error is torch.OutOfMemoryError).
+    Inside ``with MemoryBudget(budget_bytes, model, optimizer):`` the bytes of weights, gradients,
+    optimizer state and live saved activations are added up whenever autograd saves a tensor,
+    whenever backward adds a gradient and after every optimizer step; above the budget it raises
+    MemoryBudgetExceeded, naming each part. It measures; it does not limit what the operating system
+    gives (and it is not CUDA: the real GPU error is torch.OutOfMemoryError).
     """
 
     def __init__(self, budget_bytes: int, model, optimizer=None):
@@ -239,13 +266,18 @@ class MemoryBudget:
         if total > self.budget:
             parts = ", ".join(f"{k.replace('_', ' ')} {format_bytes(v)}" for k, v in used.items())
             raise MemoryBudgetExceeded(
-                f"memory budget exceeded: {format_bytes(total)} in use > budget {format_bytes(self.budget)}\n"
-                f"({parts}).\nThis is the course's stand-in for a small GPU, not a CUDA error.")
+                f"memory budget exceeded: {format_bytes(total)} in use > budget "
+                f"{format_bytes(self.budget)}\n({parts}).\nThis is the course's stand-in for "
+                "a small GPU, not a CUDA error."
+            )
 
     def __enter__(self):
         self.meter = ActivationMeter(self.model, on_save=self.check).__enter__()
-        self._hooks = [p.register_post_accumulate_grad_hook(self.check) for p in self.model.parameters()
-                       if p.requires_grad]
+        self._hooks = [
+            p.register_post_accumulate_grad_hook(self.check)
+            for p in self.model.parameters()
+            if p.requires_grad
+        ]
         if self.optimizer is not None:
             self._hooks.append(self.optimizer.register_step_post_hook(self.check))
         try:
@@ -262,6 +294,17 @@ class MemoryBudget:
         return False
 
 
+BUDGET = 7 * 2**20  # the stand-in's "small card": 7 MiB, sized for training.wide_mlp()
+
+
+def step_in_budget(model, optimizer, criterion, x, y, budget: int = BUDGET) -> dict:
+    """One training step inside the memory budget; its peak, per component; raises if over
+    (chapter 06 and its largest_batch check)."""
+    with MemoryBudget(budget, model, optimizer) as b:
+        train_step(model, optimizer, criterion, x, y)
+    return b.peak
+
+
 def fits_call(try_batch, n: int) -> bool:
     """Does try_batch(n) run? Out-of-memory errors mean no; other errors propagate (chapter 06)."""
     try:
@@ -273,8 +316,12 @@ def fits_call(try_batch, n: int) -> bool:
 
 # ---------------------------------------------------------------- a picture
 def plot_stacked(rows: dict, title: str = ""):
-    """Stacked bars in MiB, one per row label, one colour per component (chapter 06). rows: label -> {component: bytes}."""
+    """Stacked bars in MiB, one per row label, one colour per
+    component (chapter 06). rows: label -> {component: bytes}."""
     from .measure import plot_stacked as stacked_bars
+
     components = [c for c in COMPONENTS if any(c in r for r in rows.values())]
     mib = {label: [r.get(c, 0) / 2**20 for c in components] for label, r in rows.items()}
-    return stacked_bars(mib, parts=[c.replace("_", " ") for c in components], title=title, ylabel="MiB")
+    return stacked_bars(
+        mib, parts=[c.replace("_", " ") for c in components], title=title, ylabel="MiB"
+    )

@@ -8,6 +8,7 @@ timeline is drawn and the phases are added up. Chapter 06 profiles one training 
 ``profile_memory=True``: the memory timeline by category (parameters, gradients, optimizer
 state, activations...) set beside the course's own estimate.
 """
+
 import contextlib
 import json
 import os
@@ -22,18 +23,25 @@ from torch.profiler import ProfilerActivity, profile, record_function
 from . import measure
 
 PHASES = ("data", "forward", "backward", "step")  # the record_function labels of one training step
-PHASE_COLORS = {"data": "tab:orange", "forward": "tab:blue", "backward": "tab:purple", "step": "tab:green"}
+PHASE_COLORS = {
+    "data": "tab:orange",
+    "forward": "tab:blue",
+    "backward": "tab:purple",
+    "step": "tab:green",
+}
 OUTPUT_DIR = Path(tempfile.gettempdir()) / "pytorch-gpu-course"  # where traces and HTML files go
 
 
 def output_path(name: str) -> Path:
-    """A file in the course's output folder (the system's temp folder), created if needed (chapters 05, 06)."""
+    """A file in the course's output folder (the system's
+    temp folder), created if needed (chapters 05, 06)."""
     OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
     return OUTPUT_DIR / name
 
 
 def activities(device) -> list:
-    """What the profiler records on `device`: CPU activity always, CUDA kernels on a CUDA GPU (chapter 05)."""
+    """What the profiler records on `device`: CPU activity
+    always, CUDA kernels on a CUDA GPU (chapter 05)."""
     kinds = [ProfilerActivity.CPU]
     if torch.device(device).type == "cuda":
         kinds.append(ProfilerActivity.CUDA)
@@ -54,7 +62,8 @@ def labelled_batches(loader):
 
 @contextlib.contextmanager
 def native_stderr_quiet():
-    """Silence what C++ code writes to this process's stderr (file descriptor 2) for a moment (chapters 05, 06).
+    """Silence what C++ code writes to this process's stderr
+    (file descriptor 2) for a moment (chapters 05, 06).
 
     torch 2.13's profiler (Kineto) logs a "USDT: ... profiler_start" line there when it starts and a
     "profiler_stop" line when it stops; Python's own warnings and errors do not go through it.
@@ -72,7 +81,8 @@ def native_stderr_quiet():
 
 @contextlib.contextmanager
 def profiled(device, **options):
-    """``with profiled(device, ...) as prof:``: torch.profiler.profile over the block, without Kineto's log lines."""
+    """``with profiled(device, ...) as prof:``: torch.profiler.profile
+    over the block, without Kineto's log lines."""
     prof = profile(activities=activities(device), **options)
     with native_stderr_quiet():
         prof.start()
@@ -84,19 +94,23 @@ def profiled(device, **options):
 
 
 def profile_training(step, loader, device, steps: int = 4, label: str = "", **options):
-    """Profile `steps` training steps: ``(profiler, LoopTimes)``, the hand-made timings of the same steps (chapter 05).
+    """Profile `steps` training steps: ``(profiler, LoopTimes)``,
+    the hand-made timings of the same steps (chapter 05).
 
     `step(x, y)` should label its forward, backward and step with `record_function` (chapter
     05's ``train_step(..., phase=record_function)``); the batches are labelled "data" here.
     `options` go to `torch.profiler.profile` (e.g. ``profile_memory=True``).
     """
     with profiled(device, **options) as prof:
-        times = measure.loop_breakdown(step, labelled_batches(loader), device, label=label, max_steps=steps)
+        times = measure.loop_breakdown(
+            step, labelled_batches(loader), device, label=label, max_steps=steps
+        )
     return prof, times
 
 
 def export_trace(prof, name: str = "trace.json") -> Path:
-    """Write the profile as a Chrome/Perfetto trace file in the output folder; its path (chapter 05)."""
+    """Write the profile as a Chrome/Perfetto trace
+    file in the output folder; its path (chapter 05)."""
     path = output_path(name)
     prof.export_chrome_trace(str(path))
     return path
@@ -118,8 +132,13 @@ def events_of(prof) -> list:
 def spans(events, category: str = "user_annotation", names=PHASES) -> list:
     """(name, start ms, duration ms) of the complete events of `category` named in `names`,
     in time order, the clock starting at the first of them (chapter 05)."""
-    chosen = [e for e in events if e.get("ph") == "X" and e.get("cat") == category
-              and (names is None or e.get("name") in names)]
+    chosen = [
+        e
+        for e in events
+        if e.get("ph") == "X"
+        and e.get("cat") == category
+        and (names is None or e.get("name") in names)
+    ]
     if not chosen:
         return []
     t0 = min(e["ts"] for e in chosen)
@@ -127,7 +146,8 @@ def spans(events, category: str = "user_annotation", names=PHASES) -> list:
 
 
 def phase_totals(events, phases=PHASES) -> dict:
-    """Milliseconds spent in each phase over all profiled steps, from the CPU's labels (chapter 05)."""
+    """Milliseconds spent in each phase over all
+    profiled steps, from the CPU's labels (chapter 05)."""
     totals = dict.fromkeys(phases, 0.0)
     for name, _, ms in spans(events, names=phases):
         totals[name] += ms
@@ -135,19 +155,26 @@ def phase_totals(events, phases=PHASES) -> dict:
 
 
 def first_time(events) -> float:
-    """The earliest timestamp (µs) among the complete events, the zero of the timeline (chapter 05)."""
+    """The earliest timestamp (µs) among the complete
+    events, the zero of the timeline (chapter 05)."""
     return min(e["ts"] for e in events if e.get("ph") == "X")
 
 
 def lanes(events) -> dict:
-    """Lane name -> [(start ms, duration ms)]: one lane per phase, and the GPU's kernels if any (chapter 05)."""
+    """Lane name -> [(start ms, duration ms)]: one lane
+    per phase, and the GPU's kernels if any (chapter 05)."""
     t0 = first_time(events)
     rows = {phase: [] for phase in PHASES}
     for e in events:
         if e.get("ph") != "X":
             continue
-        lane = e["name"] if e.get("cat") == "user_annotation" and e.get("name") in rows else \
-            "GPU kernels" if e.get("cat") == "kernel" else None
+        lane = (
+            e["name"]
+            if e.get("cat") == "user_annotation" and e.get("name") in rows
+            else "GPU kernels"
+            if e.get("cat") == "kernel"
+            else None
+        )
         if lane is not None:
             rows.setdefault(lane, []).append(((e["ts"] - t0) / 1000, e["dur"] / 1000))
     return {lane: bars for lane, bars in rows.items() if bars}
@@ -156,6 +183,7 @@ def lanes(events) -> dict:
 def plot_timeline(events, title: str = "the profiled steps, from the trace file"):
     """The trace's phases (and GPU kernels) as bars over time, one lane each (chapter 05)."""
     import matplotlib.pyplot as plt
+
     rows = lanes(events)
     fig, ax = plt.subplots(figsize=(9.5, 0.6 + 0.55 * len(rows)))
     for i, (lane, bars) in enumerate(reversed(list(rows.items()))):
@@ -169,17 +197,23 @@ def plot_timeline(events, title: str = "the profiled steps, from the trace file"
 
 
 def sort_key(device) -> str:
-    """key_averages' most useful order: time spent in each operator itself, on the device that computes (chapter 05)."""
-    return "self_device_time_total" if torch.device(device).type == "cuda" else "self_cpu_time_total"
+    """key_averages' most useful order: time spent in each
+    operator itself, on the device that computes (chapter 05)."""
+    return (
+        "self_device_time_total" if torch.device(device).type == "cuda" else "self_cpu_time_total"
+    )
 
 
 def top_operators(prof, device, rows: int = 8) -> str:
     """The profiler's table of operators, sorted by their own (self) time (chapter 05)."""
-    return prof.key_averages().table(sort_by=sort_key(device), row_limit=rows, max_name_column_width=46)
+    return prof.key_averages().table(
+        sort_by=sort_key(device), row_limit=rows, max_name_column_width=46
+    )
 
 
 def label_totals(prof, phases=PHASES) -> dict:
-    """Milliseconds per phase as key_averages() adds them up (CPU time of each label) (chapters 05, tests)."""
+    """Milliseconds per phase as key_averages() adds them
+    up (CPU time of each label) (chapters 05, tests)."""
     found = {e.key: e.cpu_time_total / 1000 for e in prof.key_averages()}
     return {phase: found.get(phase, 0.0) for phase in phases}
 
@@ -191,26 +225,47 @@ def data_share(totals: dict) -> float:
 
 
 def compare_splits(totals: dict, times: measure.LoopTimes) -> str:
-    """The profiler's data-wait vs compute split beside the hand-made one of the same steps (chapter 05)."""
+    """The profiler's data-wait vs compute split beside
+    the hand-made one of the same steps (chapter 05)."""
     compute = sum(v for k, v in totals.items() if k != "data")
     wait, work = sum(times.wait_ms), sum(times.compute_ms)
-    return "\n".join([
-        f"torch.profiler (labels): data {totals['data']:.1f} ms ({data_share(totals):.0%}), forward + backward + "
-        f"step {compute:.1f} ms",
-        f"course timer (perf_counter): wait {wait:.1f} ms ({times.wait_share:.0%}), compute {work:.1f} ms "
-        "(which also holds the copy to the device and the synchronize)",
-        f"difference in the data share: {abs(data_share(totals) - times.wait_share) * 100:.1f} percentage points"])
+    return "\n".join(
+        [
+            (
+                f"torch.profiler (labels): data {totals['data']:.1f} ms "
+                f"({data_share(totals):.0%}), forward + backward + step {compute:.1f} ms"
+            ),
+            (
+                f"course timer (perf_counter): wait {wait:.1f} ms ({times.wait_share:.0%}), "
+                f"compute {work:.1f} ms (which also holds the copy to the device and the "
+                "synchronize)"
+            ),
+            (
+                "difference in the data share: "
+                f"{abs(data_share(totals) - times.wait_share) * 100:.1f} percentage points"
+            ),
+        ]
+    )
 
 
 # ---------------------------------------------------------------- memory (chapter 06)
-# torch's memory timeline columns, in its own order (the legend of its HTML plot), named as chapter 06 does
-TIMELINE_PARTS = {"PARAMETER": "weights", "OPTIMIZER_STATE": "optimizer_state", "INPUT": "inputs (the batch)",
-                  "TEMPORARY": "temporaries", "ACTIVATION": "activations", "GRADIENT": "grads",
-                  "AUTOGRAD_DETAIL": "autograd detail", None: "unknown"}
+# torch's memory timeline columns, in its own order (the
+# legend of its HTML plot), named as chapter 06 does
+TIMELINE_PARTS = {
+    "PARAMETER": "weights",
+    "OPTIMIZER_STATE": "optimizer_state",
+    "INPUT": "inputs (the batch)",
+    "TEMPORARY": "temporaries",
+    "ACTIVATION": "activations",
+    "GRADIENT": "grads",
+    "AUTOGRAD_DETAIL": "autograd detail",
+    None: "unknown",
+}
 
 
 def memory_profile(step, steps: int = 2, device="cpu"):
-    """Profile `steps` calls of ``step()`` with memory recording on: what the memory timeline needs (chapter 06).
+    """Profile `steps` calls of ``step()`` with memory
+    recording on: what the memory timeline needs (chapter 06).
 
     The timeline needs ``profile_memory=True`` (allocations), ``record_shapes=True`` and
     ``with_stack=True`` (to tell parameters, gradients and activations apart).
@@ -222,19 +277,27 @@ def memory_profile(step, steps: int = 2, device="cpu"):
 
 
 def timeline_columns() -> list:
-    """The category of each column of torch's memory timeline, in its order (torch's own plot legend)."""
+    """The category of each column of torch's memory
+    timeline, in its order (torch's own plot legend)."""
     from torch.profiler._memory_profiler import _CATEGORY_TO_INDEX
-    return [None if c is None else c.name for c in sorted(_CATEGORY_TO_INDEX, key=_CATEGORY_TO_INDEX.get)]
+
+    return [
+        None if c is None else c.name
+        for c in sorted(_CATEGORY_TO_INDEX, key=_CATEGORY_TO_INDEX.get)
+    ]
 
 
 def memory_timeline(prof, device="cpu") -> dict:
-    """torch's memory timeline of a profile: ``{"ms": [...], "parts": {name: [bytes...]}, "said": warning}`` (chapter 06).
+    """torch's memory timeline of a profile: ``{"ms": [...],
+    "parts": {name: [bytes...]}, "said": warning}`` (chapter 06).
 
     Written by ``prof.export_memory_timeline(path.json, device)``, read back; torch 2.13 says the
     call is deprecated (in favour of CUDA's memory snapshots): its words are kept in "said".
     """
     device = torch.device(device)
-    if device.type == "cuda" and device.index is None:  # the timeline matches tensors by device index
+    if (
+        device.type == "cuda" and device.index is None
+    ):  # the timeline matches tensors by device index
         device = torch.device("cuda", torch.cuda.current_device())
     path = output_path("memory_timeline.json")
     with warnings.catch_warnings(record=True) as caught:
@@ -261,15 +324,30 @@ def at_end(timeline: dict) -> dict:
     return {name: values[-1] if values else 0 for name, values in timeline["parts"].items()}
 
 
-def plot_memory_timeline(timeline: dict, estimate: dict = None, title: str = "memory over the profiled steps"):
-    """A stacked area per part of torch's memory timeline; the course's estimate as a dashed line (chapter 06)."""
+def plot_memory_timeline(
+    timeline: dict, estimate: dict = None, title: str = "memory over the profiled steps"
+):
+    """A stacked area per part of torch's memory timeline;
+    the course's estimate as a dashed line (chapter 06)."""
     import matplotlib.pyplot as plt
+
     shown = {name: values for name, values in timeline["parts"].items() if any(values)}
     fig, ax = plt.subplots(figsize=(10, 3.8))
     mib = [[v / 2**20 for v in values] for values in shown.values()]
-    ax.stackplot(timeline["ms"], *mib, labels=[name.replace("_", " ") for name in shown], step="post", alpha=0.8)
+    ax.stackplot(
+        timeline["ms"],
+        *mib,
+        labels=[name.replace("_", " ") for name in shown],
+        step="post",
+        alpha=0.8,
+    )
     if estimate:
-        ax.axhline(sum(estimate.values()) / 2**20, color="black", linestyle="--", label="the course's estimate")
+        ax.axhline(
+            sum(estimate.values()) / 2**20,
+            color="black",
+            linestyle="--",
+            label="the course's estimate",
+        )
     ax.set(xlabel="ms since the first allocation", ylabel="MiB", title=title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
     ax.grid(alpha=0.3)
@@ -280,7 +358,11 @@ def plot_memory_timeline(timeline: dict, estimate: dict = None, title: str = "me
 
 def memory_table(prof, device="cpu", rows: int = 6) -> str:
     """key_averages sorted by the memory each operator allocated itself (chapter 06)."""
-    key = "self_device_memory_usage" if torch.device(device).type == "cuda" else "self_cpu_memory_usage"
+    key = (
+        "self_device_memory_usage"
+        if torch.device(device).type == "cuda"
+        else "self_cpu_memory_usage"
+    )
     return prof.key_averages().table(sort_by=key, row_limit=rows, max_name_column_width=40)
 
 
@@ -288,6 +370,7 @@ def memory_table(prof, device="cpu", rows: int = 6) -> str:
 def _python_frames_ignored():
     """For a moment, torch's memory viewer sees no Python frames in a profile (nor their names)."""
     from torch._C._profiler import _EventType
+
     saved = _EventType.PyCall, _EventType.PyCCall
     _EventType.PyCall = _EventType.PyCCall = object()
     try:
@@ -305,6 +388,7 @@ def memory_html(prof, name: str = "memory_profile.html") -> Path:
     stacks of the allocations.
     """
     from torch.cuda import _memory_viz
+
     try:
         page = _memory_viz.profile_plot(prof)
     except UnicodeDecodeError:
@@ -315,6 +399,23 @@ def memory_html(prof, name: str = "memory_profile.html") -> Path:
     return path
 
 
-__all__ = ["PHASES", "at_peak", "compare_splits", "export_trace", "label_totals", "labelled_batches", "lanes",
-           "memory_html", "memory_profile", "memory_table", "memory_timeline", "phase_totals", "plot_memory_timeline",
-           "plot_timeline", "profile_training", "spans", "top_operators", "trace_events"]
+__all__ = [
+    "PHASES",
+    "at_peak",
+    "compare_splits",
+    "export_trace",
+    "label_totals",
+    "labelled_batches",
+    "lanes",
+    "memory_html",
+    "memory_profile",
+    "memory_table",
+    "memory_timeline",
+    "phase_totals",
+    "plot_memory_timeline",
+    "plot_timeline",
+    "profile_training",
+    "spans",
+    "top_operators",
+    "trace_events",
+]

@@ -1,4 +1,5 @@
 """Seeding in one place (used by every chapter that trains)."""
+
 import random
 
 import torch
@@ -9,6 +10,7 @@ def seed_everything(seed: int = 0) -> torch.Generator:
     random.seed(seed)
     try:
         import numpy as np
+
         np.random.seed(seed)
     except ImportError:
         pass

@@ -3,10 +3,11 @@
 torchrun starts chapter 07's worker with ``--task shard`` (``ddp_worker.TASKS``); in every rank
 `compare_rank` builds the same model twice, wraps one copy in DDP and shards the other with
 `fully_shard` (each Linear layer, then the whole model), trains both with Adam on the same
-batches (``ddp_worker.train_step``, i.e. ``training.train_step``), and records what that rank
+batches (``training.stepper``, i.e. ``training.train_step``), and records what that rank
 holds (parameters, gradients, optimizer state: numbers and bytes), the collectives one step
 sends, the losses, and how far the final weights of the two are apart.
 """
+
 import functools
 import re
 from itertools import islice
@@ -19,13 +20,14 @@ from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
 
-from . import ddp_worker, profiling
+from . import ddp_worker, profiling, training
 
 PARTS = ("parameters", "gradients", "optimizer_state")  # what a rank holds between steps
 
 
 def local(t: torch.Tensor) -> torch.Tensor:
-    """The part of `t` this rank stores: a DTensor's local shard, any other tensor itself (chapter 08)."""
+    """The part of `t` this rank stores: a DTensor's
+    local shard, any other tensor itself (chapter 08)."""
     return t.to_local() if isinstance(t, DTensor) else t
 
 
@@ -39,14 +41,17 @@ def held(model: nn.Module, optimizer) -> dict:
     """Bytes this rank holds per part, and its number of parameter elements (chapter 08)."""
     params = list(model.parameters())
     state = [v for s in optimizer.state.values() for v in s.values() if isinstance(v, torch.Tensor)]
-    return {"parameters": sum(local_bytes(p) for p in params),
-            "gradients": sum(local_bytes(p.grad) for p in params if p.grad is not None),
-            "optimizer_state": sum(local_bytes(v) for v in state),
-            "parameter_count": sum(local(p).numel() for p in params)}
+    return {
+        "parameters": sum(local_bytes(p) for p in params),
+        "gradients": sum(local_bytes(p.grad) for p in params if p.grad is not None),
+        "optimizer_state": sum(local_bytes(v) for v in state),
+        "parameter_count": sum(local(p).numel() for p in params),
+    }
 
 
 def shard(model: nn.Module) -> nn.Module:
-    """FSDP2: `fully_shard` each Linear layer (one all-gather each), then the whole model (chapter 08)."""
+    """FSDP2: `fully_shard` each Linear layer (one
+    all-gather each), then the whole model (chapter 08)."""
     for layer in model.modules():
         if isinstance(layer, nn.Linear):
             fully_shard(layer)
@@ -71,70 +76,95 @@ def collectives(prof) -> list:
 
 
 def full_weights(model: nn.Module) -> dict:
-    """Every parameter whole, on the CPU: DTensors are gathered (a collective: every rank calls it)."""
-    return {k: (v.full_tensor() if isinstance(v, DTensor) else v).detach().cpu().clone()
-            for k, v in model.state_dict().items()}
+    """Every parameter whole, on the CPU: DTensors
+    are gathered (a collective: every rank calls it)."""
+    return {
+        k: (v.full_tensor() if isinstance(v, DTensor) else v).detach().cpu().clone()
+        for k, v in model.state_dict().items()
+    }
 
 
-def profiled_step(model, optimizer, x, y, device) -> tuple:
+def profiled_step(step, x, y, device) -> tuple:
     """One training step under the profiler: (its loss, the collectives it sent) (chapter 08)."""
     with profiling.profiled(device, record_shapes=True) as prof:
-        loss = ddp_worker.train_step(model, optimizer, x, y)
+        loss = step(x, y).item()
     return loss, collectives(prof)
 
 
 def train_both(runs: dict, optimizers: dict, loader, sampler, device, config) -> tuple:
-    """The same batches through every run, the first step profiled: (losses per run, collectives per run)."""
+    """The same batches through every run, the first step
+    profiled: (losses per run, collectives per run)."""
     losses, sent = {name: [] for name in runs}, {}
+    steps = {name: training.stepper(model, optimizers[name]) for name, model in runs.items()}
     for epoch in range(config.epochs):
         sampler.set_epoch(epoch)
         for x, y in islice(loader, config.steps):
             x, y = x.to(device), y.to(device)
-            for name, model in runs.items():
+            for name, step in steps.items():
                 if name not in sent:
-                    loss, sent[name] = profiled_step(model, optimizers[name], x, y, device)
+                    loss, sent[name] = profiled_step(step, x, y, device)
                 else:
-                    loss = ddp_worker.train_step(model, optimizers[name], x, y)
+                    loss = step(x, y).item()
                 losses[name].append(loss)
     return losses, sent
 
 
 def compare_rank(rank: int, device: torch.device, config) -> dict:
-    """One rank of chapter 08's run: DDP and FSDP on the same batches, and what each holds (chapter 08)."""
+    """One rank of chapter 08's run: DDP and FSDP on
+    the same batches, and what each holds (chapter 08)."""
     dataset = ddp_worker.train_set()
-    sampler = DistributedSampler(dataset, num_replicas=config.world_size, rank=rank, seed=config.seed)
+    sampler = DistributedSampler(
+        dataset, num_replicas=config.world_size, rank=rank, seed=config.seed
+    )
     loader = DataLoader(dataset, batch_size=config.per_device_batch, sampler=sampler)
     replica = ddp_worker.make_model(config).to(device)
     plain = {"DDP": replica, "FSDP": shard(ddp_worker.make_model(config).to(device))}
-    runs = {"DDP": DDP(replica, device_ids=[device.index] if device.type == "cuda" else None),
-            "FSDP": plain["FSDP"]}
-    optimizers = {name: torch.optim.Adam(model.parameters(), lr=config.lr) for name, model in runs.items()}
+    runs = {
+        "DDP": DDP(replica, device_ids=[device.index] if device.type == "cuda" else None),
+        "FSDP": plain["FSDP"],
+    }
+    optimizers = {
+        name: torch.optim.Adam(model.parameters(), lr=config.lr) for name, model in runs.items()
+    }
     losses, sent = train_both(runs, optimizers, loader, sampler, device, config)
     weights = {name: full_weights(model) for name, model in plain.items()}
-    record = {"rank": rank, "device": str(device), "backend": config.backend, "world_size": config.world_size,
-              "total_parameters": sum(p.numel() for p in replica.parameters()), "losses": losses, "sent": sent,
-              "holds": {name: held(model, optimizers[name]) for name, model in plain.items()},
-              "shards": shard_rows(plain["FSDP"]),
-              "weights_gap": max((weights["DDP"][k] - weights["FSDP"][k]).abs().max().item() for k in weights["DDP"])}
+    record = {
+        "rank": rank,
+        "device": str(device),
+        "backend": config.backend,
+        "world_size": config.world_size,
+        "total_parameters": sum(p.numel() for p in replica.parameters()),
+        "losses": losses,
+        "sent": sent,
+        "holds": {name: held(model, optimizers[name]) for name, model in plain.items()},
+        "shards": shard_rows(plain["FSDP"]),
+        "weights_gap": max(
+            (weights["DDP"][k] - weights["FSDP"][k]).abs().max().item() for k in weights["DDP"]
+        ),
+    }
     dist.barrier()
     return record
 
 
-# ---------------------------------------------------------------- what N ranks hold, measured (chapter 08's check)
+# ------------------------------------------------- what N ranks hold, measured (chapter 08's check)
 class ShapesModel(nn.Module):
-    """Parameters of the given shapes and nothing else; calling it gives a loss that uses them all."""
+    """Parameters of the given shapes and nothing
+    else; calling it gives a loss that uses them all."""
 
     def __init__(self, shapes, seed: int = 0):
         super().__init__()
         gen = torch.Generator().manual_seed(seed)
-        self.params = nn.ParameterList(nn.Parameter(torch.randn(shape, generator=gen)) for shape in shapes)
+        self.params = nn.ParameterList(
+            nn.Parameter(torch.randn(shape, generator=gen)) for shape in shapes
+        )
 
     def forward(self, scale: torch.Tensor):
         return sum((p * p).sum() for p in self.params) * scale
 
 
 class HoldingsTask:
-    """One rank of measure_holdings: the same parameters under DDP and under fully_shard, one Adam step each."""
+    """One rank of measure_holdings: the same parameters
+    under DDP and under fully_shard, one Adam step each."""
 
     def __init__(self, shapes):
         self.shapes = [tuple(s) for s in shapes]
@@ -147,7 +177,9 @@ class HoldingsTask:
             optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
             run(torch.ones(())).backward()
             optimizer.step()
-            found[name] = {part: value for part, value in held(model, optimizer).items() if part in PARTS}
+            found[name] = {
+                part: value for part, value in held(model, optimizer).items() if part in PARTS
+            }
         return found
 
 
@@ -161,10 +193,21 @@ def _holdings(shapes: tuple, world_size: int) -> tuple:
 
 
 def measure_holdings(shapes, world_size: int) -> list:
-    """Per rank, what DDP and FSDP hold after one Adam step, measured in `world_size` real gloo processes:
-    ``[{"DDP": {part: bytes}, "FSDP": {part: bytes}}, ...]`` (cached per shapes and world size) (chapter 08)."""
+    """Per rank, what DDP and FSDP hold after one Adam step, measured in `world_size` real gloo
+    processes: ``[{"DDP": {part: bytes}, "FSDP": {part: bytes}}, ...]`` (cached per shapes and world
+    size) (chapter 08)."""
     return list(_holdings(tuple(tuple(int(d) for d in s) for s in shapes), world_size))
 
 
-__all__ = ["PARTS", "ShapesModel", "collectives", "compare_rank", "held", "local", "local_bytes", "measure_holdings",
-           "shard", "shard_rows"]
+__all__ = [
+    "PARTS",
+    "ShapesModel",
+    "collectives",
+    "compare_rank",
+    "held",
+    "local",
+    "local_bytes",
+    "measure_holdings",
+    "shard",
+    "shard_rows",
+]

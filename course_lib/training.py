@@ -1,8 +1,9 @@
 """A small model, the reference training and evaluation loops, a progress bar and loss curves.
 
 Chapter 03 builds the device-agnostic training template step by step; these are its finished
-versions, reused by chapters 05 (speedups), 06 (memory) and 07 (DP/DDP).
+versions, reused by chapters 05 (speedups), 06 (memory), 07 (DP/DDP) and 08 (sharding).
 """
+
 import contextlib
 import math
 from dataclasses import dataclass, field
@@ -13,17 +14,31 @@ from torch import nn
 from .data import N_CLASSES, N_FEATURES
 
 
-def digits_mlp(hidden: int = 64, dropout: float = 0.1, n_in: int = N_FEATURES, n_out: int = N_CLASSES) -> nn.Module:
+def digits_mlp(
+    hidden: int = 64, dropout: float = 0.1, n_in: int = N_FEATURES, n_out: int = N_CLASSES
+) -> nn.Module:
     """A small MLP for the 8x8 digits: Linear-ReLU-Dropout-Linear (chapters 03+).
 
     The dropout layer is what makes ``model.train()`` / ``model.eval()`` matter.
     """
-    return nn.Sequential(nn.Linear(n_in, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, n_out))
+    return nn.Sequential(
+        nn.Linear(n_in, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, n_out)
+    )
+
+
+def wide_mlp(hidden: int = 512, layers: int = 2) -> nn.Sequential:
+    """Digits in, `layers` hidden Linear+ReLU layers of width `hidden`, 10 scores out (chapter 06
+    and its checks)."""
+    mods = [nn.Linear(N_FEATURES, hidden), nn.ReLU()]
+    for _ in range(layers - 1):
+        mods += [nn.Linear(hidden, hidden), nn.ReLU()]
+    return nn.Sequential(*mods, nn.Linear(hidden, N_CLASSES))
 
 
 @dataclass
 class Mean:
     """A running mean weighted by counts: ``add(batch_mean, batch_size)`` (chapters 03+)."""
+
     total: float = 0.0
     count: int = 0
 
@@ -47,7 +62,9 @@ def no_label(name: str):
     return contextlib.nullcontext()
 
 
-def train_step(model, optimizer, criterion, x, y, *, zero_grad: bool = True, on_batch=None, phase=no_label):
+def train_step(
+    model, optimizer, criterion, x, y, *, zero_grad: bool = True, on_batch=None, phase=no_label
+):
     """One training step on a batch already on the model's device (chapters 03, 05, 07, 08).
 
     zero_grad, forward, loss, backward, step: written once, used by `train_epoch`, chapter 05's
@@ -71,8 +88,23 @@ def train_step(model, optimizer, criterion, x, y, *, zero_grad: bool = True, on_
     return loss.detach()
 
 
-def train_epoch(model, loader, device, optimizer, criterion, *, zero_grad: bool = True, on_batch=None) -> float:
-    """One epoch of the course's training template; returns the mean loss over samples (chapters 03+).
+def stepper(model, optimizer, criterion=nn.functional.cross_entropy, device=None, phase=no_label):
+    """`train_step` as ``step(x, y)``, the batch moved to `device` first when one is given; the
+    one wrapper of the step (chapter 05 times it, the DDP and FSDP workers run it)."""
+
+    def step(x, y):
+        if device is not None:
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        return train_step(model, optimizer, criterion, x, y, phase=phase)
+
+    return step
+
+
+def train_epoch(
+    model, loader, device, optimizer, criterion, *, zero_grad: bool = True, on_batch=None
+) -> float:
+    """One epoch of the course's training template;
+    returns the mean loss over samples (chapters 03+).
 
     Every batch is moved to `device`, then `train_step` runs on it; the keywords go to `train_step`.
     The losses are added up on the device and read once, at the end of the epoch.
@@ -102,6 +134,7 @@ def evaluate(model, loader, device, criterion):
 @dataclass
 class History:
     """Per-epoch numbers of a training run (chapters 03+)."""
+
     train_loss: list = field(default_factory=list)
     test_loss: list = field(default_factory=list)
     test_accuracy: list = field(default_factory=list)
@@ -118,8 +151,11 @@ class History:
     def summary(self) -> str:
         if not self.epochs:
             return "no epochs yet"
-        return (f"{self.epochs} epochs: train loss {self.train_loss[0]:.3f} -> {self.train_loss[-1]:.3f}, "
-                f"test loss {self.test_loss[-1]:.3f}, test accuracy {self.test_accuracy[-1]:.1%}")
+        return (
+            f"{self.epochs} epochs: train loss {self.train_loss[0]:.3f} -> "
+            f"{self.train_loss[-1]:.3f}, test loss {self.test_loss[-1]:.3f}, test accuracy "
+            f"{self.test_accuracy[-1]:.1%}"
+        )
 
 
 class TickingLoader:
@@ -140,16 +176,30 @@ class TickingLoader:
         return getattr(self.loader, name)
 
 
-def fit(model, train_loader, test_loader, device, optimizer, criterion, epochs: int, *,
-        train_fn=train_epoch, eval_fn=evaluate, progress: bool = True) -> History:
+def fit(
+    model,
+    train_loader,
+    test_loader,
+    device,
+    optimizer,
+    criterion,
+    epochs: int,
+    *,
+    train_fn=train_epoch,
+    eval_fn=evaluate,
+    progress: bool = True,
+) -> History:
     """Train for `epochs`, evaluating after each, with a tqdm progress bar (chapters 03+).
 
     `train_fn` and `eval_fn` have the signatures of `train_epoch` and `evaluate`, so a
     learner's own functions can be plugged in.
     """
     from tqdm.auto import tqdm
+
     history = History()
-    with tqdm(total=epochs * len(train_loader), desc="training", unit="batch", disable=not progress) as bar:
+    with tqdm(
+        total=epochs * len(train_loader), desc="training", unit="batch", disable=not progress
+    ) as bar:
         ticking = TickingLoader(train_loader, bar)
         for _ in range(epochs):
             train_loss = train_fn(model, ticking, device, optimizer, criterion)
@@ -162,6 +212,7 @@ def fit(model, train_loader, test_loader, device, optimizer, criterion, epochs: 
 def plot_history(history: History, title: str = ""):
     """Loss curves (train and test) and test accuracy per epoch, as a Figure (chapters 03+)."""
     import matplotlib.pyplot as plt
+
     epochs = range(1, history.epochs + 1)
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
     left.plot(epochs, history.train_loss, "o-", label="train (mean over the epoch)")

@@ -1,32 +1,49 @@
-"""Shared ipywidgets: quizzes, the environment panel, the progress view (all chapters)."""
-from html import escape
+"""What the chapters show, made once: quizzes and hints, tables, a result revealed only when asked.
 
-import ipywidgets as W
-from IPython.display import HTML
+- `quiz_widget`, `hint_widget`: a quiz's question and buttons, and its hints (every chapter);
+- `html_table` / `table` (HTML) and `text_table` (plain text), `print_wrapped`: every table and
+  wrapped paragraph the chapters print;
+- `reveal`: a result shown only when the learner asks, or once the quiz it answers is answered;
+- `report_table`, `progress_table`: the environment report and the progress view.
+
+ipywidgets and IPython are imported where a widget is made, so importing this module (as every
+chapter module does) costs a graded process nothing.
+"""
+
+import contextlib
+import io
+import textwrap
+from html import escape
 
 from .exercises.results import CORRECT
 from .exercises.text import html as text_html
 
 
-def result_html(result) -> W.HTML:
+def result_html(result):
+    import ipywidgets as W
+
     return W.HTML(result._repr_html_())
 
 
 # Options are rows of their own: a long option wraps inside its row (never over the next one) and
-# keeps its button; single-choice rows look like radio buttons. Scoped to .course-quiz/.course-hints.
+# keeps its button; single-choice rows look like radio buttons. Scoped to
+# .course-quiz/.course-hints.
 QUIZ_CSS = """<style>
-.course-quiz .course-option { width: 100%; height: auto; min-height: var(--jp-widgets-inline-height);
-  line-height: 1.45; align-items: flex-start; margin: 3px 0; }
+.course-quiz .course-option { width: 100%; height: auto;
+  min-height: var(--jp-widgets-inline-height); line-height: 1.45; align-items: flex-start;
+  margin: 3px 0; }
 .course-quiz .course-option label.widget-label-basic { display: flex; align-items: flex-start;
   white-space: normal; overflow: visible; height: auto; line-height: 1.45; }
-.course-quiz .course-option label.widget-label-basic > span { white-space: normal; overflow-wrap: anywhere; }
-.course-quiz .course-option input[type=checkbox] { flex: 0 0 auto; align-self: flex-start; margin: 3px 8px 0 0;
-  line-height: normal; font-size: inherit; width: 14px; height: 14px; }
+.course-quiz .course-option label.widget-label-basic > span { white-space: normal;
+  overflow-wrap: anywhere; }
+.course-quiz .course-option input[type=checkbox] { flex: 0 0 auto; align-self: flex-start;
+  margin: 3px 8px 0 0; line-height: normal; font-size: inherit; width: 14px; height: 14px; }
 .course-quiz .course-single input[type=checkbox] { appearance: none; -webkit-appearance: none;
   border: 1.5px solid #6e7781; border-radius: 50%; background: #ffffff; cursor: pointer; }
 .course-quiz .course-single input[type=checkbox]:checked { border-color: #0969da;
   background: radial-gradient(circle, #0969da 0 38%, #ffffff 44%); }
-.course-quiz code, .course-hints code { background: #eaeef2; color: #1f2328; padding: 0 3px; border-radius: 3px; }
+.course-quiz code, .course-hints code { background: #eaeef2; color: #1f2328; padding: 0 3px;
+  border-radius: 3px; }
 .course-hints .widget-html-content, .course-quiz .widget-html-content { line-height: 1.45; }
 </style>"""
 
@@ -36,16 +53,20 @@ EMPTY_ANSWER = {  # what the Check button says when nothing is chosen yet: it sp
 }
 CHOOSE_ONE = "Choose an option above, then press Check."
 # under a right answer in the widget: the one place an answer is kept is the answer cell below it
-ANSWER_CELL = ("<div class='course-answer-cell' style='color:#57606a;margin:2px 0'>Now write it in the answer "
-               "cell below (<code>answer_{name} = ...</code>) and run that cell: the Check button is for "
-               "practice, the cell is what is saved with the notebook and graded.</div>")
+ANSWER_CELL = (
+    "<div class='course-answer-cell' style='color:#57606a;margin:2px 0'>Now write it in the answer "
+    "cell below (<code>answer_{name} = ...</code>) and run that cell: the Check button is for "
+    "practice, the cell is what is saved with the notebook and graded.</div>"
+)
 
 
-def hint_widget(exercise) -> W.VBox:
+def hint_widget(exercise):
     """A 'Show a hint (k of n)' button and every hint revealed so far (all chapters' `.hint()`).
 
     Showing it reveals nothing (Run All spends no hint); the state lives on the exercise, so
     re-running the cell shows the hints already revealed, and every view of it stays in step."""
+    import ipywidgets as W
+
     if not exercise.hints:
         return W.VBox([W.HTML("No hints for this one.")])
     shown = W.HTML()
@@ -53,9 +74,13 @@ def hint_widget(exercise) -> W.VBox:
 
     def refresh():
         n, total = len(exercise.hints_shown()), len(exercise.hints)
-        shown.value = "".join(f"<div style='margin:2px 0'>{text_html(line)}</div>" for line in exercise.hints_shown())
+        shown.value = "".join(
+            f"<div style='margin:2px 0'>{text_html(line)}</div>" for line in exercise.hints_shown()
+        )
         button.disabled = n >= total
-        button.description = f"Show a hint ({n + 1} of {total})" if n < total else f"All {total} hints shown"
+        button.description = (
+            f"Show a hint ({n + 1} of {total})" if n < total else f"All {total} hints shown"
+        )
 
     button.on_click(lambda _: exercise.reveal_hint())
     exercise._hint_views[:] = exercise._hint_views[-9:] + [refresh]
@@ -67,8 +92,17 @@ def hint_widget(exercise) -> W.VBox:
 
 def _option_rows(quiz):
     """One checkbox per option, its text as HTML (code as code); single choice keeps one ticked."""
-    rows = [W.Checkbox(description=f"{k}) {text_html(v)}", description_allow_html=True, indent=False,
-                       layout=W.Layout(width="auto")) for k, v in quiz.options.items()]
+    import ipywidgets as W
+
+    rows = [
+        W.Checkbox(
+            description=f"{k}) {text_html(v)}",
+            description_allow_html=True,
+            indent=False,
+            layout=W.Layout(width="auto"),
+        )
+        for k, v in quiz.options.items()
+    ]
     single = quiz.kind in ("single", "error")
     for row in rows:
         row.add_class("course-option")
@@ -85,8 +119,10 @@ def _option_rows(quiz):
     return rows
 
 
-def quiz_widget(quiz) -> W.VBox:
+def quiz_widget(quiz):
     """The question, one row per option (or a number box), Check and Hint buttons, the verdict."""
+    import ipywidgets as W
+
     if quiz.kind == "numeric":
         chooser = W.Text(description="Answer:", placeholder="a number")
         read = lambda: chooser.value
@@ -101,7 +137,9 @@ def quiz_widget(quiz) -> W.VBox:
 
     def on_click(_):
         result = quiz.check(read(), empty=EMPTY_ANSWER.get(quiz.kind, CHOOSE_ONE))
-        verdict.value = result._repr_html_() + (ANSWER_CELL.format(name=quiz.name) if result.status == CORRECT else "")
+        verdict.value = result._repr_html_() + (
+            ANSWER_CELL.format(name=quiz.name) if result.status == CORRECT else ""
+        )
 
     def clear_verdict(_):  # a verdict belongs to the answer it judged
         verdict.value = ""
@@ -109,16 +147,26 @@ def quiz_widget(quiz) -> W.VBox:
     button.on_click(on_click)
     for widget in watched:
         widget.observe(clear_verdict, names="value")
-    parts = [W.HTML(QUIZ_CSS + f"<b>{text_html(quiz.title)}</b><div>{text_html(quiz.prompt)}</div>")]
+    parts = [
+        W.HTML(QUIZ_CSS + f"<b>{text_html(quiz.title)}</b><div>{text_html(quiz.prompt)}</div>")
+    ]
     if quiz.code:
-        parts.append(W.HTML(f"<pre style='background:#f6f8fa;color:#1f2328;padding:6px'>{escape(quiz.code)}</pre>"))
+        parts.append(
+            W.HTML(
+                "<pre "
+                f"style='background:#f6f8fa;color:#1f2328;padding:6px'>{escape(quiz.code)}</pre>"
+            )
+        )
     hints = [hint_widget(quiz)] if quiz.hints else []
-    box = W.VBox(parts + [chooser, W.HBox([button]), verdict] + hints,
-                 layout=W.Layout(border="1px solid #d0d7de", padding="6px"))
+    box = W.VBox(
+        parts + [chooser, W.HBox([button]), verdict] + hints,
+        layout=W.Layout(border="1px solid #d0d7de", padding="6px"),
+    )
     box.add_class("course-quiz")
 
     def answer(value):
-        """Set the widget as a learner would (tests, demos): letters, a list of letters, or a number."""
+        """Set the widget as a learner would (tests,
+        demos): letters, a list of letters, or a number."""
         if quiz.kind == "numeric":
             chooser.value = "" if value is None else str(value)
             return
@@ -130,23 +178,165 @@ def quiz_widget(quiz) -> W.VBox:
     return box
 
 
-def report_table(report: dict, format_value=str) -> HTML:
-    rows = "".join(f"<tr><th style='text-align:right'>{escape(k)}</th><td style='text-align:left'>"
-                   f"{escape(format_value(k, v))}</td></tr>" for k, v in report.items())
+# ---------------------------------------------------------------- tables and paragraphs
+class Html(str):
+    """Text that is HTML already: `html_table` puts
+    it in a cell as it is (other cells are escaped)."""
+
+
+def code(text) -> Html:
+    """`text` as inline code, for a table cell."""
+    return Html(f"<code>{escape(str(text))}</code>")
+
+
+def _cell(value) -> str:
+    return value if isinstance(value, Html) else escape(str(value))
+
+
+def _row(cells, tag: str = "td") -> str:
+    return (
+        "<tr>"
+        + "".join(f"<{tag} style='text-align:left'>{_cell(c)}</{tag}>" for c in cells)
+        + "</tr>"
+    )
+
+
+def html_table(header, rows, *, above: str = "", name: str = "table") -> str:
+    """An HTML table (class `course-<name>`): the header row (none when `header` is empty), one
+    row per item of `rows`, every cell left-aligned; `above`: text shown over it, wrapped between
+    words."""
+    text = (
+        (
+            "<pre "
+            f"style='white-space:pre-wrap;word-break:normal;overflow-wrap:normal'>{escape(above)}</pre>"
+        )
+        if above
+        else ""
+    )
+    head = _row(header, "th") if header else ""
+    return f"{text}<table class='course-{name}'>{head}{''.join(_row(r) for r in rows)}</table>"
+
+
+def table(header, rows, **options):
+    """`html_table` as a notebook display: the table is the cell's result."""
+    from IPython.display import HTML
+
+    return HTML(html_table(header, rows, **options))
+
+
+def text_table(rows, header=None, gap: int = 2) -> str:
+    """Rows as plain-text columns, each as wide as its widest cell (the last one not padded)."""
+    rows = [[str(c) for c in row] for row in ([header] if header else []) + list(rows)]
+    widths = [
+        max(len(row[i]) for row in rows if i < len(row))
+        for i in range(max(map(len, rows), default=0))
+    ]
+    pad = " " * gap
+    return "\n".join(
+        pad.join(c.ljust(widths[i]) if i < len(row) - 1 else c for i, c in enumerate(row))
+        for row in rows
+    )
+
+
+def print_wrapped(*paragraphs: str, width: int = 96) -> None:
+    """Print each paragraph wrapped between words, so that no number is cut in two."""
+    for text in paragraphs:
+        print(textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False))
+
+
+# ---------------------------------------------------------------- a result shown when asked
+def reveal(show, *args, label: str = "Show the result", after=None, **kwargs):
+    """``show(*args, **kwargs)`` only when the learner
+    asks: a button that runs it (chapters 02, 05).
+
+    "Run All" must not put an answer right under the question: with `after` (a quiz) the result is
+    shown at once when that quiz has an answer already (right or wrong), else a note asks for one.
+    What `show` returns (HTML text) and what it prints appear under the button.
+    """
+    if after is not None and after.answered():
+        return show(*args, **kwargs)
+    note = (
+        (
+            f'Answer the quiz "{after.title}" above first; then click the button (or run this '
+            "cell again)."
+        )
+        if after is not None
+        else ""
+    )
+    try:
+        import ipywidgets as W
+    except ImportError:  # a terminal or a plain script
+        print(note or f"({label}: a button in JupyterLab)")
+        return None
+    button, area = (
+        W.Button(description=label, button_style="primary", layout=W.Layout(width="auto")),
+        W.HTML(),
+    )
+
+    def click(_=None):
+        button.disabled = True
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            value = show(*args, **kwargs)
+        shown = printed.getvalue()
+        area.value = (value if isinstance(value, str) else "") + (
+            f"<pre style='white-space:pre-wrap'>{escape(shown)}</pre>" if shown else ""
+        )
+
+    button.on_click(click)
+    return W.VBox(([W.HTML(note)] if note else []) + [button, area])
+
+
+# ---------------------------------------------------------------- the environment report, progress
+def report_table(report: dict, format_value=str) -> str:
+    """The environment report as a two-column table, the names right-aligned (doctor)."""
+    rows = "".join(
+        f"<tr><th style='text-align:right'>{escape(k)}</th><td style='text-align:left'>"
+        f"{escape(format_value(k, v))}</td></tr>"
+        for k, v in report.items()
+    )
     return f"<table class='course-report'>{rows}</table>"
+
+
+STATUS_COLOURS = {"done": "#1a7f37", "in progress": "#9a6700", "not started": "#6e7781"}
 
 
 def progress_table(rows) -> str:
     """HTML table of per-chapter progress rows from exercises.progress.chapter_summary."""
     body = []
     for r in rows:
-        status = "done" if r["done"] == r["total"] else "in progress" if r["done"] or r["attempted"] else "not started"
-        color = {"done": "#1a7f37", "in progress": "#9a6700", "not started": "#6e7781"}[status]
-        body.append(f"<tr><td>{r['chapter']}</td><td style='text-align:left'>{escape(r['title'])}</td>"
-                    f"<td>{r['done']}/{r['total']}</td><td>{r['points']:g}/{r['max_points']:g}</td>"
-                    f"<td style='color:{color}'>{status}</td></tr>")
-    return ("<table class='course-progress'><tr><th>chapter</th><th>title</th><th>exercises done</th>"
-            f"<th>points</th><th>status</th></tr>{''.join(body)}</table>")
+        status = (
+            "done"
+            if r["done"] == r["total"]
+            else "in progress"
+            if r["done"] or r["attempted"]
+            else "not started"
+        )
+        body.append(
+            (
+                r["chapter"],
+                r["title"],
+                f"{r['done']}/{r['total']}",
+                f"{r['points']:g}/{r['max_points']:g}",
+                Html(f"<span style='color:{STATUS_COLOURS[status]}'>{status}</span>"),
+            )
+        )
+    return html_table(
+        ["chapter", "title", "exercises done", "points", "status"], body, name="progress"
+    )
 
 
-__all__ = ["quiz_widget", "hint_widget", "report_table", "progress_table", "result_html", "CORRECT"]
+__all__ = [
+    "quiz_widget",
+    "hint_widget",
+    "result_html",
+    "Html",
+    "code",
+    "html_table",
+    "table",
+    "text_table",
+    "print_wrapped",
+    "reveal",
+    "report_table",
+    "progress_table",
+    "CORRECT",
+]

@@ -4,24 +4,27 @@ The checkers' basic contract (reference passes, stub not attempted, wrong answer
 test_exercise_keys; here: what the VISIBLE tests catch (the student bundle has no key), what
 the feedback says, and the chapter's quizzes and widgets driven as a learner would.
 """
+
 import inspect
 
-import nbformat
 import pytest
 import torch
 
-from conftest import ROOT
 from course_lib import ch01_device_check as ch
+from course_lib import notebooks
+from course_lib.checks.devices import simulated_machine
 from course_lib.doctor import doctor_widget
 from course_lib.exercises import CORRECT, INCORRECT
 
-NOTEBOOK = ROOT / "notebooks" / "01_device_check.ipynb"
-QUERIES = {"cuda.is_available": (torch.cuda, "is_available"), "cuda.device_count": (torch.cuda, "device_count"),
-           "cuda.get_device_name": (torch.cuda, "get_device_name"),
-           "mps.is_available": (torch.backends.mps, "is_available"),
-           "accelerator.is_available": (torch.accelerator, "is_available"),
-           "accelerator.current_accelerator": (torch.accelerator, "current_accelerator"),
-           "accelerator.device_count": (torch.accelerator, "device_count")}
+QUERIES = {
+    "cuda.is_available": (torch.cuda, "is_available"),
+    "cuda.device_count": (torch.cuda, "device_count"),
+    "cuda.get_device_name": (torch.cuda, "get_device_name"),
+    "mps.is_available": (torch.backends.mps, "is_available"),
+    "accelerator.is_available": (torch.accelerator, "is_available"),
+    "accelerator.current_accelerator": (torch.accelerator, "current_accelerator"),
+    "accelerator.device_count": (torch.accelerator, "device_count"),
+}
 
 
 def _real_queries():
@@ -29,23 +32,23 @@ def _real_queries():
 
 
 def test_simulated_machine_answers_like_that_machine():
-    with ch.simulated_machine(gpus=["A", "B"]):
+    with simulated_machine(gpus=["A", "B"]):
         assert torch.cuda.is_available() and torch.cuda.device_count() == 2
         assert torch.cuda.get_device_name(1) == "B"
         assert torch.accelerator.current_accelerator() == torch.device("cuda")
-    with ch.simulated_machine(mps=True):
+    with simulated_machine(mps=True):
         assert not torch.cuda.is_available() and torch.backends.mps.is_available()
         assert torch.accelerator.current_accelerator() == torch.device("mps")
 
 
 def test_simulated_machine_puts_back_torchs_own_functions():
     before = _real_queries()
-    with ch.simulated_machine(gpus=["A"], mps=True):
+    with simulated_machine(gpus=["A"], mps=True):
         assert _real_queries() != before  # really patched while inside
     assert _real_queries() == before
     with pytest.raises(ZeroDivisionError):  # also when the code inside fails
-        with ch.simulated_machine(gpus=["A"]):
-            1 / 0
+        with simulated_machine(gpus=["A"]):
+            _ = 1 / 0
     assert _real_queries() == before
 
 
@@ -67,13 +70,16 @@ def test_machine_explorer_redraws_when_the_machine_changes():
     assert "CRASHES" in table.value
 
 
-# --- the visible tests alone (the student bundle) catch the chapter's lessons, and say what happened
+# --- the visible tests alone (the student bundle)
+# catch the chapter's lessons, and say what happened
 def _visible(exercise, candidate):
     return exercise.check(candidate, include_hidden=False, record=False)
 
 
 def test_forgetting_the_mac_gpu_is_caught_without_the_key():
-    result = _visible(ch.choose_device, lambda: torch.device("cuda" if torch.cuda.is_available() else "cpu"))
+    result = _visible(
+        ch.choose_device, lambda: torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    )
     assert result.status == INCORRECT
     assert "On a Mac with Apple GPU, your choose_device() returned cpu" in result.text()
     assert "torch.backends.mps.is_available()" in result.text()
@@ -98,9 +104,13 @@ def test_a_cpu_detour_is_caught_without_the_key():
     assert result.status == INCORRECT and "made it on the CPU first" in result.text()
 
 
-@pytest.mark.parametrize("exercise", [ch.choose_device, ch.gpu_names, ch.make_batch], ids=lambda e: e.name)
+@pytest.mark.parametrize(
+    "exercise", [ch.choose_device, ch.gpu_names, ch.make_batch], ids=lambda e: e.name
+)
 def test_hints_show_the_shape_of_the_code_not_the_code(exercise):
-    source = inspect.getsource(exercise.key().solution).splitlines()[1:]  # the body, without the def line
+    source = inspect.getsource(exercise.key().solution).splitlines()[
+        1:
+    ]  # the body, without the def line
     lines = [line.strip() for line in source if len(line.strip()) > 12]
     for hint in exercise.hints:
         assert not any(line in hint for line in lines), (hint, lines)
@@ -137,7 +147,7 @@ def test_error_quiz_hides_the_real_error_until_the_answer_is_right():
 
 
 def test_tensor_bytes_quiz_is_asked_in_the_notebook_and_checks_a_number():
-    sources = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
+    sources = notebooks.code("01")
     ask = next(i for i, s in enumerate(sources) if "ch.tensor_bytes.ask()" in s)
     check = next(i for i, s in enumerate(sources) if "ch.tensor_bytes.check(" in s)
     assert ask < check
@@ -160,7 +170,8 @@ def test_trace_devices_shows_the_cpu_detour(capsys):
 
 
 def test_a_zero_dim_cpu_tensor_mixes_and_a_one_dim_one_does_not():
-    """The exception the notebook teaches next to 'PyTorch never moves a tensor behind your back'."""
+    """The exception the notebook teaches next to
+    'PyTorch never moves a tensor behind your back'."""
     assert (torch.ones(3, device="meta") * torch.tensor(2.0)).device.type == "meta"
     with pytest.raises(RuntimeError, match="device"):
         torch.ones(3, device="meta") * torch.tensor([2.0])
@@ -168,12 +179,14 @@ def test_a_zero_dim_cpu_tensor_mixes_and_a_one_dim_one_does_not():
 
 # --- the notebook
 def test_every_exercise_has_a_hint_cell_and_gpu_cells_follow_the_course_device():
-    sources = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
+    sources = notebooks.code("01")
     for name, exercise in ch.chapter.exercises.items():
         if exercise.kind == "function":
             assert any(f"ch.{name}.hint()" in s for s in sources), f"{name} has no hint cell"
     gpu_cells = [s for s in sources if "gpu_only(" in s]
-    assert {s.split('figure="')[1].split('"')[0] for s in gpu_cells} == {"ch01.device_memory",
-                                                                        "ch01.create_on_device"}
+    assert {s.split('figure="')[1].split('"')[0] for s in gpu_cells} == {
+        "ch01.device_memory",
+        "ch01.create_on_device",
+    }
     for s in gpu_cells:
         assert '"cuda' not in s and "'cuda" not in s, s

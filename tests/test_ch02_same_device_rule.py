@@ -3,20 +3,21 @@
 The second device is `second_device()`: meta here, the GPU on a GPU machine, so the same
 tests check the taught error texts on both.
 """
+
 import inspect
 import json
 
-import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from conftest import ROOT
 from course_lib import ch02_same_device_rule as ch
-from course_lib.device import second_device
+from course_lib import notebooks
+from course_lib.checks import batches
+from course_lib.device import devices_of, second_device
 from course_lib.errors import expect_error
-from course_lib.exercises import INCORRECT
+from course_lib.exercises import INCORRECT, Fail
 
 OTHER = str(second_device())
 PLACEMENTS = ch.all_placements(OTHER)
@@ -32,7 +33,9 @@ def test_there_are_sixteen_distinct_placements():
 @pytest.mark.parametrize("placement", PLACEMENTS, ids=[label(p) for p in PLACEMENTS])
 def test_only_all_same_placements_run(placement):
     outcome = ch.run_step(placement)
-    assert outcome.ran == ch.runs_expected(placement) == (len(set(placement.values())) == 1), outcome.detail
+    assert outcome.ran == ch.runs_expected(placement) == (len(set(placement.values())) == 1), (
+        outcome.detail
+    )
     if outcome.ran:
         assert "backward reached the model" in outcome.detail
     else:  # PyTorch's own text, with the substrings the notebook asserts on
@@ -71,12 +74,17 @@ def _mse(pred_dev, target_dev):
 
 
 def _scaled_loss(loss_dev, logits_dev):
-    ch.ScaledCrossEntropy(3).to(loss_dev)(torch.randn(8, 3, device=logits_dev), torch.zeros(8, dtype=torch.long,
-                                                                                          device=logits_dev))
+    ch.ScaledCrossEntropy(3).to(loss_dev)(
+        torch.randn(8, 3, device=logits_dev), torch.zeros(8, dtype=torch.long, device=logits_dev)
+    )
 
 
-@pytest.mark.parametrize("op", [_linear, _cross_entropy, _mse, _scaled_loss], ids=lambda f: f.__name__.strip("_"))
-@pytest.mark.parametrize("first,second", [("cpu", OTHER), (OTHER, "cpu")], ids=["cpu-other", "other-cpu"])
+@pytest.mark.parametrize(
+    "op", [_linear, _cross_entropy, _mse, _scaled_loss], ids=lambda f: f.__name__.strip("_")
+)
+@pytest.mark.parametrize(
+    "first,second", [("cpu", OTHER), (OTHER, "cpu")], ids=["cpu-other", "other-cpu"]
+)
 def test_mixed_devices_raise_with_the_notebooks_substrings(op, first, second):
     with expect_error(RuntimeError, "device", "cpu"):
         op(first, second)
@@ -113,9 +121,9 @@ def test_module_to_is_in_place_and_tensor_to_is_not():
 def test_devices_of_sees_parameters_and_buffers():
     bn = nn.BatchNorm1d(3).to("meta")
     bn.running_var = torch.ones(3)
-    assert ch.devices_of(bn) == ["cpu", "meta"]
-    assert ch.devices_of(torch.zeros(1)) == ["cpu"]
-    assert ch.devices_of(nn.ReLU()) == []
+    assert devices_of(bn) == ["cpu", "meta"]
+    assert devices_of(torch.zeros(1)) == ["cpu"]
+    assert devices_of(nn.ReLU()) == []
 
 
 def test_device_report_gives_a_verdict():
@@ -123,13 +131,21 @@ def test_device_report_gives_a_verdict():
     ok = ch.device_report(model=model, x=torch.zeros(2))
     assert ok.splitlines() == ["model : cpu", "x     : cpu", "OK: everything is on cpu"]
     bad = ch.device_report(model=model, x=torch.zeros(2, device="meta"), act=nn.ReLU())
-    assert "act   : (no tensors)" in bad and bad.endswith("MISMATCH: cpu and meta are both in use; "
-                                                             "move everything to one device")
+    assert "act   : (no tensors)" in bad and bad.endswith(
+        "MISMATCH: cpu and meta are both in use; move everything to one device"
+    )
 
 
 # --- the widget: plain functions first, then the thin layer
-@pytest.mark.parametrize("predicted,ran,verdict", [(True, True, "right"), (False, True, "wrong"),
-                                                   (True, False, "wrong"), (False, False, "right")])
+@pytest.mark.parametrize(
+    "predicted,ran,verdict",
+    [
+        (True, True, "right"),
+        (False, True, "wrong"),
+        (True, False, "wrong"),
+        (False, False, "right"),
+    ],
+)
 def test_prediction_verdict_and_html(predicted, ran, verdict):
     outcome = ch.StepOutcome(ran, "RuntimeError: <b>x</b>" if not ran else "loss = 1.0")
     assert ch.prediction_verdict(predicted, outcome) == (verdict == "right")
@@ -143,12 +159,18 @@ def test_prediction_verdict_and_html(predicted, ran, verdict):
 def test_rooms_groups_the_parts_by_device():
     placement = {"model": "cpu", "inputs": "meta", "labels": "cpu", "loss": "meta"}
     assert ch.rooms(placement) == "warehouse (cpu): model, labels | workshop (meta): inputs, loss"
-    assert ch.rooms(dict.fromkeys(ch.PARTS, "cpu")) == "warehouse (cpu): model, inputs, labels, loss"
+    assert (
+        ch.rooms(dict.fromkeys(ch.PARTS, "cpu")) == "warehouse (cpu): model, inputs, labels, loss"
+    )
 
 
 def test_placements_table_runs_all_sixteen():
     html = ch.placements_table(OTHER)
-    assert html.count("<tr>") == 17 and html.count("<b>ran</b>") == 2 and html.count("<b>error</b>") == 14
+    assert (
+        html.count("<tr>") == 17
+        and html.count("<b>ran</b>") == 2
+        and html.count("<b>error</b>") == 14
+    )
 
 
 def test_widget_needs_a_prediction_then_runs_the_real_step():
@@ -159,7 +181,11 @@ def test_widget_needs_a_prediction_then_runs_the_real_step():
     w.pickers["labels"].value = OTHER
     w.prediction.value = True
     w.button.click()
-    assert "wrong" in w.result.value and "raised" in w.result.value and "RuntimeError" in w.result.value
+    assert (
+        "wrong" in w.result.value
+        and "raised" in w.result.value
+        and "RuntimeError" in w.result.value
+    )
     for part in ch.PARTS:
         w.pickers[part].value = OTHER
     w.button.click()
@@ -189,7 +215,11 @@ def test_placements_are_revealed_only_when_asked():
     button, table = box.children
     assert table.value == ""
     button.click()
-    assert table.value.count("<b>ran</b>") == 2 and table.value.count("<b>error</b>") == 14 and button.disabled
+    assert (
+        table.value.count("<b>ran</b>") == 2
+        and table.value.count("<b>error</b>") == 14
+        and button.disabled
+    )
 
 
 def test_widget_renders_as_a_widget():
@@ -200,14 +230,20 @@ def test_widget_renders_as_a_widget():
 # --- the exercises' checker helpers
 def test_compare_moved_names_the_path():
     orig = {"a": (torch.zeros(1), [torch.zeros(1)])}
-    with pytest.raises(ch.Fail, match=r"batch\['a'\]\[1\]\[0\] came back on cpu"):
-        ch._compare_moved(orig, {"a": (torch.zeros(1, device="meta"), [torch.zeros(1)])}, ch.META)
+    with pytest.raises(Fail, match=r"batch\['a'\]\[1\]\[0\] came back on cpu"):
+        batches.compare_moved(
+            orig, {"a": (torch.zeros(1, device="meta"), [torch.zeros(1)])}, batches.META
+        )
 
 
 def test_tensors_in_walks_nested_batches():
-    paths = [p for p, _ in ch._tensors_in(ch.nested_batch())]
-    assert paths == ["batch['inputs'][0]", "batch['inputs'][1][0]", "batch['inputs'][1][1]",
-                     "batch['extra']['lengths']"]
+    paths = [p for p, _ in batches._tensors_in(batches.nested_batch())]
+    assert paths == [
+        "batch['inputs'][0]",
+        "batch['inputs'][1][0]",
+        "batch['inputs'][1][1]",
+        "batch['extra']['lengths']",
+    ]
 
 
 # --- what the VISIBLE tests catch (the student bundle has no key), and what the feedback says
@@ -242,14 +278,20 @@ def test_batch_to_device_gets_one_fitting_hint_per_failure():
     assert "A tuple is a container" in hints[0] and "A dict is a container" in hints[1]
     assert "any depth" in hints[2]
     assert not any("unchanged" in h for h in hints)  # the non-tensor hint would point the wrong way
-    assert result.text().count("Hint:") == len(set(t.hint for t in failed))  # none repeated down the list
+    assert result.text().count("Hint:") == len(
+        set(t.hint for t in failed)
+    )  # none repeated down the list
 
 
 def test_a_where_is_that_ignores_buffers_is_caught_without_the_key():
     def ignores_buffers(model, *tensors):
         devices = sorted({str(p.device) for p in model.parameters()})
         found = [str(t.device) for t in tensors]
-        return {"model": devices, "tensors": found, "same_device": len(set(devices) | set(found)) == 1}
+        return {
+            "model": devices,
+            "tensors": found,
+            "same_device": len(set(devices) | set(found)) == 1,
+        }
 
     result = _visible(ch.where_is, ignores_buffers)
     assert result.status == INCORRECT
@@ -269,10 +311,16 @@ def test_hints_show_the_shape_of_the_code_not_the_code(exercise):
 def test_module_to_keeps_parameter_objects_on_dense_devices_and_replaces_them_on_meta():
     model = nn.Linear(2, 2)
     weight = model.weight
-    model.to(torch.float64)  # CPU, CUDA and MPS tensors convert in place: the same path as a move to a GPU
+    model.to(
+        torch.float64
+    )  # CPU, CUDA and MPS tensors convert in place: the same path as a move to a GPU
     assert model.weight is weight and weight.dtype == torch.float64
-    assert torch._has_compatible_shallow_copy_type(torch.zeros(1), torch.zeros(1, dtype=torch.float64))
-    assert not torch._has_compatible_shallow_copy_type(torch.zeros(1), torch.zeros(1, device="meta"))
+    assert torch._has_compatible_shallow_copy_type(
+        torch.zeros(1), torch.zeros(1, dtype=torch.float64)
+    )
+    assert not torch._has_compatible_shallow_copy_type(
+        torch.zeros(1), torch.zeros(1, device="meta")
+    )
     model.to("meta")
     assert model.weight is not weight and model.weight.device.type == "meta"
 
@@ -298,8 +346,11 @@ def test_adam_state_follows_the_parameters_when_built_or_loaded():
     assert ch.adam_state_devices(optimizer) == {}
     model(torch.randn(8, 4, device=OTHER)).sum().backward()
     optimizer.step()
-    assert ch.adam_state_devices(optimizer) == {"step": "cpu", "exp_avg": str(model.weight.device),
-                                                "exp_avg_sq": str(model.weight.device)}
+    assert ch.adam_state_devices(optimizer) == {
+        "step": "cpu",
+        "exp_avg": str(model.weight.device),
+        "exp_avg_sq": str(model.weight.device),
+    }
     early_model = nn.Linear(4, 3)
     early = torch.optim.Adam(early_model.parameters())
     early.load_state_dict(ch.adam_checkpoint())
@@ -309,17 +360,17 @@ def test_adam_state_follows_the_parameters_when_built_or_loaded():
 
 # --- the notebook is written for any machine
 def test_notebook_teaching_code_names_no_device():
-    cells = [c.source for c in nbformat.read(ROOT / "notebooks" / "02_same_device_rule.ipynb", as_version=4).cells
-             if c.cell_type == "code"]
+    cells = notebooks.code("02")
     for needle in ('"cuda', "'cuda", '"meta', "'meta", ".cuda("):
-        assert not any(needle in s for s in cells), f"a code cell hard-codes {needle}: use second_device()"
+        assert not any(needle in s for s in cells), (
+            f"a code cell hard-codes {needle}: use second_device()"
+        )
     assert sum("expect_error(RuntimeError" in s for s in cells) >= 6
     assert json.dumps(cells).count("second_device()") >= 1
 
 
 def test_notebook_reveals_the_sixteen_placements_after_the_quiz_they_answer():
-    cells = [c.source for c in nbformat.read(ROOT / "notebooks" / "02_same_device_rule.ipynb", as_version=4).cells
-             if c.cell_type == "code"]
+    cells = notebooks.code("02")
     reveal = next(i for i, s in enumerate(cells) if "ch.placements_reveal(" in s)
     quiz_check = next(i for i, s in enumerate(cells) if "ch.failing_placements.check(" in s)
     assert quiz_check < reveal
@@ -327,8 +378,7 @@ def test_notebook_reveals_the_sixteen_placements_after_the_quiz_they_answer():
 
 
 def test_every_exercise_has_a_hint_cell():
-    cells = [c.source for c in nbformat.read(ROOT / "notebooks" / "02_same_device_rule.ipynb", as_version=4).cells
-             if c.cell_type == "code"]
+    cells = notebooks.code("02")
     for name, exercise in ch.chapter.exercises.items():
         if exercise.kind == "function":
             assert any(f"ch.{name}.hint()" in s for s in cells), f"{name} has no hint cell"

@@ -1,10 +1,12 @@
 """Chapter 03: right answers written differently pass, each known mistake gets one precise message,
 and the chapter's demos (zero_grad experiment, DynamicNet) behave as the notebook says."""
+
 import pytest
 import torch
 
 from course_lib import ch03_training_template as ch
-from course_lib import training
+from course_lib import notebooks, training
+from course_lib.checks.rig import make_rig
 from course_lib.errors import expect_error
 from course_lib.exercises import CORRECT, INCORRECT
 
@@ -13,7 +15,7 @@ def check(exercise, candidate):
     return exercise.check(candidate, include_hidden=True, record=False)
 
 
-# ---------------------------------------------------------------- train_one_epoch written differently
+# -------------------------------------------------------------- train_one_epoch written differently
 def set_to_none(model, loader, device, optimizer, criterion):
     model.train()
     total, count = 0.0, 0
@@ -47,7 +49,7 @@ def model_zero_grad_non_blocking(model, loader, device, optimizer, criterion):
 def enumerate_and_dataset_length(model, loader, device, optimizer, criterion):
     model.train()
     running = 0.0
-    for step, (inputs, labels) in enumerate(loader):
+    for _step, (inputs, labels) in enumerate(loader):
         inputs, labels = inputs.to(device), labels.to(device)
         optimizer.zero_grad()
         loss = criterion(model(inputs), labels)
@@ -73,7 +75,7 @@ def while_loop_zero_grad_after_step(model, loader, device, optimizer, criterion)
         optimizer.zero_grad()
         losses.append(loss.item())
         sizes.append(len(x))
-    return sum(l * n for l, n in zip(losses, sizes)) / sum(sizes)
+    return sum(v * n for v, n in zip(losses, sizes)) / sum(sizes)
 
 
 def tensor_total_then_item(model, loader, device, optimizer, criterion):
@@ -91,8 +93,13 @@ def tensor_total_then_item(model, loader, device, optimizer, criterion):
     return (total / count).item()
 
 
-CORRECT_TRAIN = [set_to_none, model_zero_grad_non_blocking, enumerate_and_dataset_length,
-                 while_loop_zero_grad_after_step, tensor_total_then_item]
+CORRECT_TRAIN = [
+    set_to_none,
+    model_zero_grad_non_blocking,
+    enumerate_and_dataset_length,
+    while_loop_zero_grad_after_step,
+    tensor_total_then_item,
+]
 
 
 @pytest.mark.parametrize("answer", CORRECT_TRAIN, ids=lambda f: f.__name__)
@@ -138,10 +145,17 @@ def per_batch_accuracy_weighted(model, loader, device, criterion):
             accuracies.append((logits.argmax(dim=1) == y).float().mean().item())
             sizes.append(len(y))
     n = sum(sizes)
-    return (sum(l * s for l, s in zip(losses, sizes)) / n, sum(a * s for a, s in zip(accuracies, sizes)) / n)
+    return (
+        sum(v * s for v, s in zip(losses, sizes)) / n,
+        sum(a * s for a, s in zip(accuracies, sizes)) / n,
+    )
 
 
-CORRECT_EVAL = [inference_mode_and_float, decorated_no_grad_dataset_length, per_batch_accuracy_weighted]
+CORRECT_EVAL = [
+    inference_mode_and_float,
+    decorated_no_grad_dataset_length,
+    per_batch_accuracy_weighted,
+]
 
 
 @pytest.mark.parametrize("answer", CORRECT_EVAL, ids=lambda f: f.__name__)
@@ -159,8 +173,9 @@ def test_each_mistake_fails_exactly_one_visible_test(exercise, wrong):
     result = check(exercise, wrong.function)
     visible_failures = [t.name for t in result.tests if not t.passed and not t.hidden]
     assert result.status == INCORRECT
-    assert len(visible_failures) == 1, f"{wrong.label}: several tests fail, the feedback is muddled: " \
-                                       f"{visible_failures}"
+    assert len(visible_failures) == 1, (
+        f"{wrong.label}: several tests fail, the feedback is muddled: {visible_failures}"
+    )
 
 
 def test_both_exercises_ship_many_wrong_answers():
@@ -171,6 +186,7 @@ def test_both_exercises_ship_many_wrong_answers():
 def test_an_error_before_the_first_forward_is_reported_not_hidden():
     def crashes(model, loader, device, optimizer, criterion):
         raise ValueError("oops in my loop")
+
     result = check(ch.train_one_epoch, crashes)
     assert result.status == INCORRECT and "ValueError: oops in my loop" in result.text()
 
@@ -195,7 +211,7 @@ def test_checks_restore_the_learners_thread_setting():
 
 
 def test_rig_probes_record_what_happened():
-    rig = ch.make_rig(n=70, batch_size=32)
+    rig = make_rig(n=70, batch_size=32)
     rig.train(set_to_none)
     assert [c.n for c in rig.trace.losses] == [32, 32, 6]
     assert all(f.training and f.grad_enabled for f in rig.trace.forwards)
@@ -204,10 +220,17 @@ def test_rig_probes_record_what_happened():
 
 
 def test_yours_or_reference_picks_the_learners_function_only_when_correct(capsys):
-    assert ch.yours_or_reference(set_to_none, ch.train_one_epoch, training.train_epoch) is set_to_none
+    assert (
+        ch.yours_or_reference(set_to_none, ch.train_one_epoch, training.train_epoch) is set_to_none
+    )
+
     def train_one_epoch(model, loader, device, optimizer, criterion):
         raise NotImplementedError  # the notebook's stub
-    assert ch.yours_or_reference(train_one_epoch, ch.train_one_epoch, training.train_epoch) is training.train_epoch
+
+    assert (
+        ch.yours_or_reference(train_one_epoch, ch.train_one_epoch, training.train_epoch)
+        is training.train_epoch
+    )
     assert "not attempted" in capsys.readouterr().out
 
 
@@ -215,6 +238,7 @@ def test_yours_or_reference_picks_the_learners_function_only_when_correct(capsys
 @pytest.fixture(scope="module")
 def zero_grad_runs():
     from course_lib import data
+
     train_set, test_set = data.digits_split()
     return ch.zero_grad_experiment(train_set, test_set, torch.device("cpu"), epochs=2)
 
@@ -303,10 +327,7 @@ def test_module_to_keeps_its_parameter_objects_by_default():
 
 # ---------------------------------------------------------------- what the notebook says
 def markdown_cells():
-    import json
-    from conftest import ROOT
-    nb = json.loads((ROOT / "notebooks" / "03_training_template.ipynb").read_text())
-    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    return notebooks.markdown("03")
 
 
 def test_asynchronous_copies_are_tied_to_non_blocking():
@@ -321,12 +342,9 @@ def test_the_articles_are_named_by_title_not_as_seeds():
 
 
 def test_linear2_twice_is_one_linear_map_not_the_same_as_once(capsys):
-    """Article B: "linear2 twice without ReLU equals linear2 once". The notebook shows what is true."""
-    import json
-    from conftest import ROOT
-    nb = json.loads((ROOT / "notebooks" / "03_training_template.ipynb").read_text())
-    cell = next("".join(c["source"]) for c in nb["cells"]
-                if c["cell_type"] == "code" and "one_map" in "".join(c["source"]))
+    """Article B: "linear2 twice without ReLU equals
+    linear2 once". The notebook shows what is true."""
+    cell = next(c for c in notebooks.code("03") if "one_map" in c)
     exec(cell, {"torch": torch, "nn": torch.nn})
     out = capsys.readouterr().out
     assert "applied once?      False" in out and "one linear layer?  True" in out

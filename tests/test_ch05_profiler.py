@@ -1,6 +1,7 @@
-"""Chapter 05's PyTorch tools: torch.profiler (a trace produced, parsed and drawn; its split against the
-course's timer), torch.utils.benchmark, and the sync points (CPU parts here, CUDA parts on a GPU).
-No timing is asserted: only what the tools record and how the course reads it."""
+"""Chapter 05's PyTorch tools: torch.profiler (a trace produced, parsed and drawn; its split against
+the course's timer), torch.utils.benchmark, and the sync points (CPU parts here, CUDA parts on a
+GPU). No timing is asserted: only what the tools record and how the course reads it."""
+
 import math
 
 import pytest
@@ -22,12 +23,20 @@ cuda_only = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CU
 
 @pytest.fixture(scope="module")
 def profiled():
-    """Three labelled steps of a small model, profiled: (profiler, LoopTimes, trace path, events)."""
+    """Three labelled steps of a small model, profiled:
+    (profiler, LoopTimes, trace path, events)."""
     torch.manual_seed(0)
-    loader = DataLoader(TensorDataset(torch.randn(96, 64), torch.randint(0, 10, (96,))), batch_size=32)
+    loader = DataLoader(
+        TensorDataset(torch.randn(96, 64), torch.randint(0, 10, (96,))), batch_size=32
+    )
     model = training.digits_mlp()
-    step = ch.train_step(model, torch.optim.Adam(model.parameters()), nn.CrossEntropyLoss(), "cpu",
-                         phase=record_function)
+    step = training.stepper(
+        model,
+        torch.optim.Adam(model.parameters()),
+        nn.CrossEntropyLoss(),
+        "cpu",
+        phase=record_function,
+    )
     prof, times = profiling.profile_training(step, loader, "cpu", steps=3)
     path = profiling.export_trace(prof, "test_ch05_trace.json")
     return prof, times, path, profiling.trace_events(path)
@@ -71,8 +80,15 @@ def test_the_timeline_is_drawn_from_the_events(profiled):
 
 
 def test_a_gpu_kernel_lane_appears_for_kernel_events(profiled):
-    events = profiled[3] + [{"ph": "X", "cat": "kernel", "name": "volta_sgemm", "ts": profiling.first_time(
-        profiled[3]) + 10.0, "dur": 5.0}]
+    events = profiled[3] + [
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "volta_sgemm",
+            "ts": profiling.first_time(profiled[3]) + 10.0,
+            "dur": 5.0,
+        }
+    ]
     assert profiling.lanes(events)["GPU kernels"] == [(0.01, 0.005)]
 
 
@@ -112,8 +128,11 @@ def test_benchmark_timer_beside_time_fn():
 
 
 def test_benchmark_compare_has_a_cell_per_size_and_dtype():
-    table = str(ch.benchmark_compare("cpu", sizes=(8, 16), dtypes=(torch.float32, torch.bfloat16),
-                                     min_run_time=0.005))
+    table = str(
+        ch.benchmark_compare(
+            "cpu", sizes=(8, 16), dtypes=(torch.float32, torch.bfloat16), min_run_time=0.005
+        )
+    )
     for text in ("8x8", "16x16", "float32", "bfloat16", "matmul on cpu"):
         assert text in table
 
@@ -152,12 +171,14 @@ def test_phase_ms_checker_uses_the_profilers_own_totals():
     assert profiling.phase_totals(events).keys() == want.keys()
     cuda = speedups.as_cuda_trace(events)
     assert sum(e.get("cat") == "gpu_user_annotation" for e in cuda) == sum(
-        e.get("cat") == "user_annotation" for e in events)
+        e.get("cat") == "user_annotation" for e in events
+    )
 
 
 def test_phase_ms_the_child_reads_the_judges_trace_and_the_judge_its_own_totals():
-    """The judge makes the profile; its events are the test's input (plain data through the wire);
-    the child's copy of the check reads exactly those; the verdict compares with the judge's totals."""
+    """The judge makes the profile; its events are the test's input (plain data through the
+    wire); the child's copy of the check reads exactly those; the verdict compares with the
+    judge's totals."""
     judge_side = speedups.PhaseMs(2, seed=6)
     builder, inputs = judge_side.for_child()
     child_side = rebuild(builder, wire.loads(wire.dumps(inputs)))
@@ -165,7 +186,9 @@ def test_phase_ms_the_child_reads_the_judges_trace_and_the_judge_its_own_totals(
     right = wire.roundtrip(child_side.run(key.phase_ms))
     judge_side.judge(right, judge_side.reference_value(None))  # passes
     assert set(right) == {"returned"}  # the child reports what the function returned, nothing else
-    other = [dict(e, dur=e["dur"] * 2) if "dur" in e else e for e in child_side.events]  # another trace
+    other = [
+        dict(e, dur=e["dur"] * 2) if "dur" in e else e for e in child_side.events
+    ]  # another trace
     with pytest.raises(Fail, match="differ from what the profiler"):
         judge_side.judge({"returned": key.phase_ms(other)}, judge_side.reference_value(None))
 
@@ -174,8 +197,19 @@ def test_phase_ms_from_the_reference_and_a_variant():
     def written_differently(events):
         out = {}
         for e in (e for e in events if e.get("ph") == "X"):
-            if e.get("cat") == "user_annotation" and e["name"] in ("data", "forward", "backward", "step"):
+            if e.get("cat") == "user_annotation" and e["name"] in (
+                "data",
+                "forward",
+                "backward",
+                "step",
+            ):
                 out[e["name"]] = out.get(e["name"], 0) + e["dur"] * 1e-3
         return {p: out.get(p, 0.0) for p in ("data", "forward", "backward", "step")}
-    assert ch.phase_ms.check(written_differently, include_hidden=True, record=False).status == CORRECT
-    assert ch.phase_ms.check(lambda events: {"data": 1.0}, include_hidden=True, record=False).status == INCORRECT
+
+    assert (
+        ch.phase_ms.check(written_differently, include_hidden=True, record=False).status == CORRECT
+    )
+    assert (
+        ch.phase_ms.check(lambda events: {"data": 1.0}, include_hidden=True, record=False).status
+        == INCORRECT
+    )

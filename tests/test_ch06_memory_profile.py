@@ -1,6 +1,7 @@
-"""Chapter 06's PyTorch memory tools: the profiler's memory view and timeline on the CPU (set beside the
-course's estimate), the memory viewer's HTML page, the snapshot reader; the CUDA snapshot and the
-allocator's fragmentation counters on a GPU."""
+"""Chapter 06's PyTorch memory tools: the profiler's memory view and timeline on the CPU (set beside
+the course's estimate), the memory viewer's HTML page, the snapshot reader; the CUDA snapshot and
+the allocator's fragmentation counters on a GPU."""
+
 import pytest
 import torch
 from matplotlib.figure import Figure
@@ -32,9 +33,13 @@ def test_the_timeline_names_its_columns_as_chapter_06_does(profiled):
 
 def test_the_profiler_counts_weights_and_adam_as_the_estimate_does(profiled):
     _, estimated, timeline = profiled
-    between = profiling.at_end(timeline)  # after the last step: weights, gradients, Adam's state, the batch
+    between = profiling.at_end(
+        timeline
+    )  # after the last step: weights, gradients, Adam's state, the batch
     assert between["weights"] == estimated["weights"] and between["grads"] == estimated["grads"]
-    parameter_tensors = 6  # 3 Linear layers, weight and bias each: one 4-byte Adam step counter per tensor
+    parameter_tensors = (
+        6  # 3 Linear layers, weight and bias each: one 4-byte Adam step counter per tensor
+    )
     assert between["optimizer_state"] == estimated["optimizer_state"] + 4 * parameter_tensors
     peak = profiling.at_peak(timeline)
     assert peak["activations"] > 0 and peak["inputs (the batch)"] > 0
@@ -65,6 +70,7 @@ def test_a_frame_name_torch_cannot_decode_still_gives_the_page(profiled, monkeyp
     """torch's profiler now and then keeps a frame's name as broken bytes (pytorch#136040)."""
     from torch._C._profiler import _EventType
     from torch.cuda import _memory_viz
+
     real = _memory_viz._profile_to_snapshot
     python_frames = _EventType.PyCall
 
@@ -81,18 +87,36 @@ def test_a_frame_name_torch_cannot_decode_still_gives_the_page(profiled, monkeyp
 
 def test_the_snapshot_reader_on_a_real_profile_shaped_snapshot(profiled):
     from torch.cuda import _memory_viz
+
     with profiling._python_frames_ignored():  # the frames' names are not what this test reads
         snapshot = _memory_viz._profile_to_snapshot(profiled[0])
-    snapshot["device_traces"][-1].append({"action": "oom", "size": 3 * 2**20, "device_free": 2**20, "frames": []})
+    snapshot["device_traces"][-1].append(
+        {"action": "oom", "size": 3 * 2**20, "device_free": 2**20, "frames": []}
+    )
     facts = ch.read_snapshot(snapshot)
-    assert facts["asked for at the OOM"] == 3 * 2**20 and facts["free on the GPU at the OOM (CUDA's count)"] == 2**20
+    assert (
+        facts["asked for at the OOM"] == 3 * 2**20
+        and facts["free on the GPU at the OOM (CUDA's count)"] == 2**20
+    )
     assert facts["events recorded"] > 10 and facts["segments held"] >= 1
     assert "3.00 MiB" in ch.snapshot_table(facts).data
 
 
 def test_a_snapshot_without_an_oom_says_none():
-    facts = ch.read_snapshot({"segments": [{"total_size": 2**21, "blocks": [
-        {"size": 2**20, "state": "active_allocated"}, {"size": 2**20, "state": "inactive"}]}], "device_traces": [[]]})
+    facts = ch.read_snapshot(
+        {
+            "segments": [
+                {
+                    "total_size": 2**21,
+                    "blocks": [
+                        {"size": 2**20, "state": "active_allocated"},
+                        {"size": 2**20, "state": "inactive"},
+                    ],
+                }
+            ],
+            "device_traces": [[]],
+        }
+    )
     assert facts["asked for at the OOM"] is None
     assert facts["largest free block"] == facts["in tensors (active blocks)"] == 2**20
 

@@ -1,5 +1,7 @@
-"""Chapter 07: the real DDP run (torchrun, as the notebook launches it; spawn gives the same), its clean-up, the device each rank picks, the
-gloo group behind exercise 2, and the traffic model behind the widget."""
+"""Chapter 07: the real DDP run (torchrun, as the notebook launches it; spawn gives the same), its
+clean-up, the device each rank picks, the gloo group behind exercise 2, and the traffic model behind
+the widget."""
+
 import multiprocessing
 import time
 
@@ -9,7 +11,7 @@ import torch.distributed as dist
 from torch.utils.data import DistributedSampler
 
 from course_lib import ch07_dp_vs_ddp as ch
-from course_lib import ddp_worker, training
+from course_lib import ddp_worker, notebooks, training
 from course_lib.exercises import Fail
 from course_lib.memory import weight_bytes
 
@@ -36,10 +38,12 @@ def test_two_processes_each_with_its_own_shuffled_shard_per_epoch(run):
         orders = [r["orders"][epoch] for r in run.ranks]
         assert orders == [real_sampler_order(n, rank, epoch) for rank in (0, 1)]
         assert not set(orders[0]) & set(orders[1]) and len(set(orders[0]) | set(orders[1])) == n
-    assert run.ranks[0]["orders"][0] != run.ranks[0]["orders"][1]   # set_epoch: a new order each epoch
-    assert run.ranks[0]["orders"][0] != ch.sampler_indices(n, 0, 2)   # shuffled, not dealt in order
-    assert run.ranks[0]["batches"][3] == run.ranks[0]["orders"][1][:32]   # epoch 1's first batch
-    assert run.ranks[0]["losses"] != run.ranks[1]["losses"]   # different samples, different losses
+    assert (
+        run.ranks[0]["orders"][0] != run.ranks[0]["orders"][1]
+    )  # set_epoch: a new order each epoch
+    assert run.ranks[0]["orders"][0] != ch.sampler_indices(n, 0, 2)  # shuffled, not dealt in order
+    assert run.ranks[0]["batches"][3] == run.ranks[0]["orders"][1][:32]  # epoch 1's first batch
+    assert run.ranks[0]["losses"] != run.ranks[1]["losses"]  # different samples, different losses
 
 
 def test_backward_all_reduces_to_the_mean_of_the_local_gradients(run):
@@ -67,7 +71,11 @@ def test_rank0_checkpoint_has_no_module_prefix_and_loads_into_a_plain_model(run)
     plain = ddp_worker.make_model(run.config)
     plain.load_state_dict(state)
     assert ch.max_abs_diff(plain.state_dict(), run.ranks[1]["weights"]) == 0
-    assert sorted(p.name for p in run.checkpoint.parent.iterdir()) == ["checkpoint.pt", "rank0.pt", "rank1.pt"]
+    assert sorted(p.name for p in run.checkpoint.parent.iterdir()) == [
+        "checkpoint.pt",
+        "rank0.pt",
+        "rank1.pt",
+    ]
 
 
 def test_no_process_is_left_behind(run):
@@ -101,33 +109,49 @@ def test_the_notebook_run_is_torchrun_and_spawn_trains_the_same(run):
     envs = [r["env"] for r in run.ranks]
     assert [e["RANK"] for e in envs] == ["0", "1"] and [e["LOCAL_RANK"] for e in envs] == ["0", "1"]
     assert {e["WORLD_SIZE"] for e in envs} == {"2"}
-    by_spawn = ddp_worker.launch_spawn(ddp_worker.DDPConfig(world_size=2, per_device_batch=32, steps=3, epochs=2))
-    assert {e["RANK"] for r in by_spawn.ranks for e in [r["env"]]} == {None}  # spawn sets no RANK variable
+    by_spawn = ddp_worker.launch_spawn(
+        ddp_worker.DDPConfig(world_size=2, per_device_batch=32, steps=3, epochs=2)
+    )
+    assert {e["RANK"] for r in by_spawn.ranks for e in [r["env"]]} == {
+        None
+    }  # spawn sets no RANK variable
     assert ch.max_abs_diff(by_spawn.ranks[0]["weights"], run.ranks[0]["weights"]) == 0
 
 
 def test_torchrun_command_names_the_module_and_the_port():
     config = ddp_worker.DDPConfig(out_dir="/tmp/x", port=29511, backend="gloo")
     line = " ".join(ddp_worker.torchrun_command(config))
-    assert line.startswith("torchrun --nnodes 1 --nproc-per-node 2 --master-addr 127.0.0.1 --master-port 29511")
+    assert line.startswith(
+        "torchrun --nnodes 1 --nproc-per-node 2 --master-addr 127.0.0.1 --master-port 29511"
+    )
     assert "-m course_lib.ddp_worker --out /tmp/x" in line
 
 
 def test_worker_arguments_round_trip(monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("MASTER_PORT", "29512")
-    config = ddp_worker.DDPConfig(out_dir="/tmp/y", per_device_batch=8, steps=5, epochs=3, lr=0.1, hidden=16,
-                                  seed=3, backend="gloo", port=29512, fail_rank=1)
+    config = ddp_worker.DDPConfig(
+        out_dir="/tmp/y",
+        per_device_batch=8,
+        steps=5,
+        epochs=3,
+        lr=0.1,
+        hidden=16,
+        seed=3,
+        backend="gloo",
+        port=29512,
+        fail_rank=1,
+    )
     assert ddp_worker.parse_config(ddp_worker.worker_arguments(config)) == config
 
 
 def test_backend_follows_the_gpus():
     want = "nccl" if torch.cuda.is_available() and torch.cuda.device_count() >= 2 else "gloo"
     assert ddp_worker.pick_backend(2) == want
-    assert ddp_worker.pick_backend(10 ** 6) == "gloo"
+    assert ddp_worker.pick_backend(10**6) == "gloo"
 
 
-# ---------------------------------------------------------------- RANK vs LOCAL_RANK (simulated CUDA)
+# -------------------------------------------------------------- RANK vs LOCAL_RANK (simulated CUDA)
 class Joined(Exception):
     """Stops the worker once it has joined the group: what it chose is all these tests need."""
 
@@ -151,9 +175,16 @@ def test_local_device_sets_the_gpu_of_this_machine(fake_gpus):
 
 
 def test_torchrun_worker_on_the_second_machine_uses_local_rank(fake_gpus, monkeypatch, tmp_path):
-    """2 machines x 8 processes: global rank 8 is the first process of the second machine: cuda:0."""
-    for name, value in {"RANK": "8", "LOCAL_RANK": "0", "WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "4",
-                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29513"}.items():
+    """2 machines x 8 processes: global rank 8 is
+    the first process of the second machine: cuda:0."""
+    for name, value in {
+        "RANK": "8",
+        "LOCAL_RANK": "0",
+        "WORLD_SIZE": "16",
+        "LOCAL_WORLD_SIZE": "4",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": "29513",
+    }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
     joined = {}
@@ -170,7 +201,7 @@ def test_torchrun_worker_on_the_second_machine_uses_local_rank(fake_gpus, monkey
 
 
 def test_backend_counts_the_processes_of_this_machine(fake_gpus):
-    assert ddp_worker.pick_backend(4) == "nccl"   # 4 processes here, 4 GPUs: whatever the world size
+    assert ddp_worker.pick_backend(4) == "nccl"  # 4 processes here, 4 GPUs: whatever the world size
     assert ddp_worker.pick_backend(5) == "gloo"
 
 
@@ -178,7 +209,13 @@ def test_torchrun_ranks_table():
     rows = ch.torchrun_ranks(nodes=2, gpus_per_node=4)
     assert [r["RANK"] for r in rows] == list(range(8)) and {r["WORLD_SIZE"] for r in rows} == {8}
     assert [r["LOCAL_RANK"] for r in rows] == [0, 1, 2, 3] * 2
-    assert rows[5] == {"machine": 1, "RANK": 5, "LOCAL_RANK": 1, "WORLD_SIZE": 8, "device": "cuda:1"}
+    assert rows[5] == {
+        "machine": 1,
+        "RANK": 5,
+        "LOCAL_RANK": 1,
+        "WORLD_SIZE": 8,
+        "device": "cuda:1",
+    }
 
 
 # ---------------------------------------------------------------- DistributedSampler orders
@@ -188,9 +225,9 @@ def test_without_set_epoch_every_epoch_repeats_one_order():
     plain = ch.sampler_orders(12, 2, epochs=2, shuffle=False)
     assert stale[0] == stale[1] == stale[2] == fresh[0]
     assert fresh[1] != fresh[0] and fresh[2] != fresh[1]
-    assert plain[0][1] == plain[1][1] == [1, 3, 5, 7, 9, 11]   # r, r + N, ... only without shuffling
+    assert plain[0][1] == plain[1][1] == [1, 3, 5, 7, 9, 11]  # r, r + N, ... only without shuffling
     assert fresh[0][1] != plain[0][1]
-    for ranks in fresh:   # every epoch: the ranks share out all samples, none twice
+    for ranks in fresh:  # every epoch: the ranks share out all samples, none twice
         assert sorted(ranks[0] + ranks[1]) == list(range(12))
 
 
@@ -220,7 +257,9 @@ def sleeps(rank, world_size):
 @pytest.mark.parametrize("world", [2, 3])
 def test_run_in_group_runs_the_task_in_a_real_group(world):
     results = ddp_worker.run_in_group(sum_ranks, world)
-    assert results == [("ok", {"rank": r, "world": world, "sum": world * (world + 1) / 2}) for r in range(world)]
+    assert results == [
+        ("ok", {"rank": r, "world": world, "sum": world * (world + 1) / 2}) for r in range(world)
+    ]
     assert not multiprocessing.active_children()
 
 
@@ -236,7 +275,7 @@ def test_run_in_group_kills_processes_past_the_deadline():
     assert time.perf_counter() - start < 10 and not multiprocessing.active_children()
 
 
-def spawned_sum_only(model):   # a learner's answer as a spawned process receives it: by its source
+def spawned_sum_only(model):  # a learner's answer as a spawned process receives it: by its source
     for p in model.parameters():
         if p.grad is not None:
             dist.all_reduce(p.grad)
@@ -262,7 +301,7 @@ def test_multi_gpu_cells_print_a_visible_marker(capsys):
     assert "[GPU only] skipped" in capsys.readouterr().out
 
 
-# ---------------------------------------------------------------- the traffic model behind the widget
+# -------------------------------------------------------------- the traffic model behind the widget
 @pytest.mark.parametrize("n", range(1, 9))
 def test_ring_all_reduce_sends_2_n_minus_1_over_n_model_bytes_per_device(n):
     work = ch.workload(BERT_BASE)
@@ -284,20 +323,30 @@ def test_dataparallel_main_gpu_carries_everything(n):
 
 def test_main_gpu_bottleneck_grows_with_the_number_of_gpus():
     work = ch.workload(BERT_BASE)
-    ratios = [ch.busiest(ch.step_traffic(work, n, 32)["DataParallel"]) /
-              ch.busiest(ch.step_traffic(work, n, 32)["DistributedDataParallel"]) for n in (2, 4, 8)]
+    ratios = [
+        ch.busiest(ch.step_traffic(work, n, 32)["DataParallel"])
+        / ch.busiest(ch.step_traffic(work, n, 32)["DistributedDataParallel"])
+        for n in (2, 4, 8)
+    ]
     assert ratios == sorted(ratios) and ratios[-1] > 3
 
 
 def test_workload_sizes_come_from_the_real_models():
     assert ch.workload(list(ch.MODELS)[0]).param_bytes == weight_bytes(training.digits_mlp(64))
-    for name, (build, sample_in, sample_out) in ch.MODELS.items():
+    for name, (_build, sample_in, sample_out) in ch.MODELS.items():
         model = ch.build_on_meta(name)
         assert all(p.device.type == "meta" for p in model.parameters())
-        if "MLP" in name:  # the transformers' meta forward is slow; their shapes are (tokens, width) by design
+        if (
+            "MLP" in name
+        ):  # the transformers' meta forward is slow; their shapes are (tokens, width) by design
             with torch.no_grad():
-                assert tuple(model(torch.empty(2, *sample_in, device="meta")).shape) == (2, *sample_out)
-    assert 80e6 < ch.workload(BERT_BASE).param_bytes / 4 < 90e6   # BERT-base's encoder: about 85M parameters
+                assert tuple(model(torch.empty(2, *sample_in, device="meta")).shape) == (
+                    2,
+                    *sample_out,
+                )
+    assert (
+        80e6 < ch.workload(BERT_BASE).param_bytes / 4 < 90e6
+    )  # BERT-base's encoder: about 85M parameters
 
 
 def test_phase_diagram_names_every_device_and_copy():
@@ -325,16 +374,19 @@ def test_stepper_widget_walks_through_the_phases():
 
 # ---------------------------------------------------------------- what the notebook teaches
 def markdown_text():
-    import json
-    from conftest import ROOT
-    nb = json.loads((ROOT / "notebooks" / "07_dp_vs_ddp.ipynb").read_text())
-    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    return "\n".join(notebooks.markdown("07"))
 
 
 def test_notebook_teaches_the_caveats_of_data_parallel_training():
     text = markdown_text()
-    for needed in ("sampler.set_epoch(epoch)", "`LOCAL_RANK`", "torch.cuda.set_device(local_rank)",
-                   "SyncBatchNorm", "global interpreter lock", "divides each gradient by the world size"):
+    for needed in (
+        "sampler.set_epoch(epoch)",
+        "`LOCAL_RANK`",
+        "torch.cuda.set_device(local_rank)",
+        "SyncBatchNorm",
+        "global interpreter lock",
+        "divides each gradient by the world size",
+    ):
         assert needed in text, needed
 
 

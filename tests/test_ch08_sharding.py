@@ -1,6 +1,7 @@
-"""Chapter 08: FSDP2 in 2 real gloo processes launched by torchrun (each rank holds 1/N of the parameters,
-within one layer's rounding; the losses and weights are DDP's), what the ranks record, the arithmetic of
-the ZeRO table, and the exercise's reference against real runs of other sizes."""
+"""Chapter 08: FSDP2 in 2 real gloo processes launched by torchrun (each rank holds 1/N of the
+parameters, within one layer's rounding; the losses and weights are DDP's), what the ranks record,
+the arithmetic of the ZeRO table, and the exercise's reference against real runs of other sizes."""
+
 import math
 
 import pytest
@@ -16,7 +17,8 @@ from course_lib.key import ch08_sharding as key
 
 @pytest.fixture(scope="module")
 def run():
-    """The chapter's run with 255 hidden units: 255 rows do not divide by 2 (rank 0 gets one more row)."""
+    """The chapter's run with 255 hidden units: 255
+    rows do not divide by 2 (rank 0 gets one more row)."""
     return ddp_worker.launch_torchrun(ch.run_config(hidden=255))
 
 
@@ -25,7 +27,9 @@ def test_each_rank_holds_one_nth_of_the_parameters_within_one_layers_rounding(ru
     assert total == 64 * 255 + 255 + 255 * 10 + 10
     counts = [r["holds"]["FSDP"]["parameter_count"] for r in run.ranks]
     assert sum(counts) == total and len(counts) == 2
-    one_row = max(math.prod(full[1:]) + 1 for _, full, _ in run.ranks[0]["shards"] if len(full) == 2)  # a row + its bias
+    one_row = max(
+        math.prod(full[1:]) + 1 for _, full, _ in run.ranks[0]["shards"] if len(full) == 2
+    )  # a row + its bias
     assert all(abs(c - total / 2) <= one_row for c in counts), counts
     assert counts[0] - counts[1] == 64 + 1  # rank 0 holds row 128 of Linear(64, 255), and its bias
     for r in run.ranks:
@@ -37,7 +41,9 @@ def test_fsdp_trains_what_ddp_trains(run):
         ddp, fsdp = r["losses"]["DDP"], r["losses"]["FSDP"]
         assert len(ddp) == len(fsdp) == 3 and max(abs(a - b) for a, b in zip(ddp, fsdp)) < 1e-5
         assert r["weights_gap"] < 1e-5
-    assert run.ranks[0]["losses"]["DDP"] != run.ranks[1]["losses"]["DDP"]  # each rank its own batches
+    assert (
+        run.ranks[0]["losses"]["DDP"] != run.ranks[1]["losses"]["DDP"]
+    )  # each rank its own batches
 
 
 def test_the_bytes_halve_with_the_rows_and_adam_keeps_its_counters_whole(run):
@@ -56,9 +62,13 @@ def test_the_bytes_halve_with_the_rows_and_adam_keeps_its_counters_whole(run):
 def test_the_profiler_saw_each_runs_collectives(run):
     sent = run.ranks[0]["sent"]
     total, mine = run.ranks[0]["total_parameters"], run.ranks[0]["holds"]["FSDP"]["parameter_count"]
-    assert [name for name, _ in sent["DDP"]] == ["gloo:all_reduce"] and sum(n for _, n in sent["DDP"]) == total
+    assert [name for name, _ in sent["DDP"]] == ["gloo:all_reduce"] and sum(
+        n for _, n in sent["DDP"]
+    ) == total
     gathers = [n for name, n in sent["FSDP"] if name == "gloo:all_gather"]
-    assert len(gathers) == 4 and sum(gathers) == 2 * mine  # each layer's rows, in forward and in backward
+    assert (
+        len(gathers) == 4 and sum(gathers) == 2 * mine
+    )  # each layer's rows, in forward and in backward
     assert "all_gather" in ch.collectives_report(run)
 
 
@@ -68,7 +78,11 @@ def test_reports_and_the_plot(run):
     assert all(f"{c:,} of {total:,} parameters" in ch.describe_shards(run) for c in counts)
     assert "largest |difference|" in ch.losses_report(run) and "FSDP / DDP" in ch.bytes_report(run)
     fig = ch.plot_bytes(run)
-    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["parameters", "gradients", "Adam's state"]
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == [
+        "parameters",
+        "gradients",
+        "Adam's state",
+    ]
 
 
 def test_zero_table_and_ring_arithmetic():
@@ -81,7 +95,10 @@ def test_zero_table_and_ring_arithmetic():
 def test_the_task_travels_on_torchrun_s_command_line(monkeypatch):
     config = ch.run_config()
     line = ddp_worker.torchrun_command(config, "python")
-    assert line[3:7] == ["--nnodes", "1", "--nproc-per-node", "2"] and line[-2:] == ["--task", "shard"]
+    assert line[3:7] == ["--nnodes", "1", "--nproc-per-node", "2"] and line[-2:] == [
+        "--task",
+        "shard",
+    ]
     monkeypatch.setenv("WORLD_SIZE", "2")
     assert ddp_worker.parse_config(ddp_worker.worker_arguments(config)).task == "shard"
     with pytest.raises(ValueError, match="unknown task"):
@@ -94,20 +111,26 @@ def test_measured_holdings_agree_with_the_reference_on_other_sizes():
     for rank, found in enumerate(runs):
         for sharded, name in ((False, "DDP"), (True, "FSDP")):
             assert key.rank_bytes(list(shapes), 3, rank, sharded) == found[name], (rank, name)
-    assert runs[2]["FSDP"]["parameters"] == 4 * (1 * 3 + 1 + 0 + 0)  # 5 rows -> 2, 2, 1; 2 rows -> 1, 1, 0
+    assert runs[2]["FSDP"]["parameters"] == 4 * (
+        1 * 3 + 1 + 0 + 0
+    )  # 5 rows -> 2, 2, 1; 2 rows -> 1, 1, 0
 
 
 def test_a_stub_is_not_attempted_without_starting_processes(monkeypatch):
-    monkeypatch.setattr(sharding, "measure_holdings", lambda *a: pytest.fail("the stub must not start a run"))
+    monkeypatch.setattr(
+        sharding, "measure_holdings", lambda *a: pytest.fail("the stub must not start a run")
+    )
 
     def rank_bytes(shapes, world_size, rank, sharded):
         raise NotImplementedError
+
     assert ch.rank_bytes.check(rank_bytes, record=False).status == NOT_ATTEMPTED
 
 
 def test_the_child_only_predicts_and_the_judge_measures(monkeypatch):
-    """The run half calls the function for every rank, DDP then FSDP, and starts no process; what it
-    reports is the predictions (plain data through the wire). The judge's reference is its own run."""
+    """The run half calls the function for every rank, DDP then FSDP, and starts no process; what
+    it reports is the predictions (plain data through the wire). The judge's reference is its own
+    run."""
     test = RankBytes(((5, 3), (5,)), 3, " (t)")
     builder, inputs = test.for_child()
     child = rebuild(builder, wire.loads(wire.dumps(inputs)))
@@ -116,14 +139,22 @@ def test_the_child_only_predicts_and_the_judge_measures(monkeypatch):
     def spy(shapes, world_size, rank, sharded):
         calls.append((world_size, rank, sharded))
         return key.rank_bytes(shapes, world_size, rank, sharded)
+
     with monkeypatch.context() as m:
-        m.setattr(sharding, "measure_holdings", lambda *a: pytest.fail("the run half must not measure"))
+        m.setattr(
+            sharding, "measure_holdings", lambda *a: pytest.fail("the run half must not measure")
+        )
         seen = wire.roundtrip(child.run(spy))
     assert calls == [(3, r, s) for s in (False, True) for r in range(3)]
-    assert seen == [key.rank_bytes([(5, 3), (5,)], 3, r, s) for s in (False, True) for r in range(3)]
+    assert seen == [
+        key.rank_bytes([(5, 3), (5,)], 3, r, s) for s in (False, True) for r in range(3)
+    ]
     measured = test.reference(None)
-    assert measured == [found["FSDP" if s else "DDP"] for s in (False, True)
-                        for found in sharding.measure_holdings(((5, 3), (5,)), 3)]
+    assert measured == [
+        found["FSDP" if s else "DDP"]
+        for s in (False, True)
+        for found in sharding.measure_holdings(((5, 3), (5,)), 3)
+    ]
     test.judge(seen, measured)  # the reference passes against the measured bytes
     lying = [dict(row, parameters=row["parameters"] + 4) for row in seen]
     with pytest.raises(Fail, match="not what the rank really holds"):

@@ -1,9 +1,11 @@
-"""`python -m course_lib collect`: each hub user's notebook into a submissions folder (issue 22, items 1, 5).
+"""`python -m course_lib collect`: each hub user's
+notebook into a submissions folder (issue 22, items 1, 5).
 
 Home folders as The Littlest JupyterHub lays them out (/home/jupyter-NAME) and as a local
 spawner does (/home/NAME), and an nbgrader exchange's inbound folder. The real hub run is
 tests/hub/.
 """
+
 import csv
 import hashlib
 import json
@@ -20,8 +22,22 @@ NB = "01_device_check.ipynb"
 
 
 def notebook(text: str) -> str:
-    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-                                  "source": text}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    return json.dumps(
+        {
+            "cells": [
+                {
+                    "cell_type": "code",
+                    "metadata": {},
+                    "outputs": [],
+                    "execution_count": None,
+                    "source": text,
+                }
+            ],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    )
 
 
 def put(path, text="x = 1", mtime=None):
@@ -33,8 +49,12 @@ def put(path, text="x = 1", mtime=None):
 
 
 def collect(*args):
-    return subprocess.run([sys.executable, "-m", "course_lib", "collect", *map(str, args)], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "course_lib", "collect", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def digest_tree(folder) -> dict:
@@ -48,10 +68,18 @@ def manifest(out) -> dict:
 
 @pytest.fixture
 def homes(tmp_path):
-    """TLJH-style homes: the course folder, a notebook moved elsewhere, none, two copies, a non-user."""
+    """TLJH-style homes: the course folder, a notebook
+    moved elsewhere, none, two copies, a non-user."""
     home = tmp_path / "home"
-    put(home / "jupyter-alice" / "pytorch-gpu-course" / "notebooks" / NB, "alice = 1", mtime=1_700_000_000)
-    put(home / "jupyter-alice" / "pytorch-gpu-course" / "notebooks" / ".ipynb_checkpoints" / NB, "old")
+    put(
+        home / "jupyter-alice" / "pytorch-gpu-course" / "notebooks" / NB,
+        "alice = 1",
+        mtime=1_700_000_000,
+    )
+    put(
+        home / "jupyter-alice" / "pytorch-gpu-course" / "notebooks" / ".ipynb_checkpoints" / NB,
+        "old",
+    )
     put(home / "jupyter-bob" / "work" / NB, "bob = 1")
     (home / "jupyter-carol" / "pytorch-gpu-course").mkdir(parents=True)
     put(home / "jupyter-dave" / "copy1" / NB, "dave = 1")
@@ -66,29 +94,45 @@ def test_collect_from_home_folders_names_each_copy_by_user_and_reports_the_rest(
     proc = collect(homes, out, "--chapter", "1", "--user-prefix", "jupyter-")
     assert proc.returncode == 1, proc.stderr  # 1: some users reported
     assert sorted(p.name for p in out.glob("*.ipynb")) == ["alice.ipynb", "bob.ipynb"]
-    assert "alice = 1" in (out / "alice.ipynb").read_text() and "bob = 1" in (out / "bob.ipynb").read_text()
-    assert (out / "alice.ipynb").stat().st_mtime == 1_700_000_000  # the student's time, for the exports
+    assert (
+        "alice = 1" in (out / "alice.ipynb").read_text()
+        and "bob = 1" in (out / "bob.ipynb").read_text()
+    )
+    assert (
+        out / "alice.ipynb"
+    ).stat().st_mtime == 1_700_000_000  # the student's time, for the exports
     assert "2 of 4 user(s) have their notebook" in proc.stdout
     assert "carol: missing: no 01_device_check.ipynb anywhere" in proc.stdout
     assert "dave: ambiguous: 2 copies" in proc.stdout and "--path" in proc.stdout
     rows = manifest(out)
-    assert {u: r["status"] for u, r in rows.items()} == {"alice": "collected", "bob": "collected",
-                                                         "carol": "missing", "dave": "ambiguous"}
+    assert {u: r["status"] for u, r in rows.items()} == {
+        "alice": "collected",
+        "bob": "collected",
+        "carol": "missing",
+        "dave": "ambiguous",
+    }
     assert rows["bob"]["source"].endswith("jupyter-bob/work/01_device_check.ipynb")
     assert digest_tree(homes) == before  # the users' files are never touched
 
 
 def test_path_option_picks_the_copy_to_grade(homes, tmp_path):
     out = tmp_path / "submissions"
-    proc = collect(homes, out, "--chapter", "01", "--user-prefix", "jupyter-", "--path", f"copy2/{NB}")
-    assert "dave = 2" in (out / "dave.ipynb").read_text() and proc.returncode == 1  # the others lack copy2/
+    proc = collect(
+        homes, out, "--chapter", "01", "--user-prefix", "jupyter-", "--path", f"copy2/{NB}"
+    )
+    assert (
+        "dave = 2" in (out / "dave.ipynb").read_text() and proc.returncode == 1
+    )  # the others lack copy2/
 
 
 def test_collecting_again_keeps_earlier_copies_unless_update(homes, tmp_path):
     out = tmp_path / "submissions"
     collect(homes, out, "--chapter", "01", "--user-prefix", "jupyter-")
     again = collect(homes, out, "--chapter", "01", "--user-prefix", "jupyter-")
-    assert manifest(out)["alice"]["status"] == "unchanged" and "0 copied now, 2 already there" in again.stdout
+    assert (
+        manifest(out)["alice"]["status"] == "unchanged"
+        and "0 copied now, 2 already there" in again.stdout
+    )
     put(homes / "jupyter-alice" / "pytorch-gpu-course" / "notebooks" / NB, "alice = 2")
     kept = collect(homes, out, "--chapter", "01", "--user-prefix", "jupyter-")
     assert "alice: kept:" in kept.stdout and "--update" in kept.stdout
@@ -119,26 +163,46 @@ def test_collect_from_an_nbgrader_exchange_takes_each_students_latest(tmp_path):
     put(inbound / "alice+ch01+2026-11-01 10:00:00.000000 UTC+abc" / NB, "alice old")
     put(inbound / "alice+ch01+2026-11-02 09:30:00.500000 UTC+def" / NB, "alice new")
     put(inbound / "bob+ch01+2026-11-01 08:00:00.000000 UTC" / "sub" / NB, "bob")
-    put(inbound / "carol+ch02+2026-11-03 08:00:00.000000 UTC+x" / "02_same_device_rule.ipynb", "other chapter")
+    put(
+        inbound / "carol+ch02+2026-11-03 08:00:00.000000 UTC+x" / "02_same_device_rule.ipynb",
+        "other chapter",
+    )
     (inbound / "dave+ch01+2026-11-01 08:00:00.000000 UTC+y").mkdir()
     out = tmp_path / "subs"
-    proc = collect(tmp_path / "exchange" / "gpu101", out, "--chapter", "01", "--exchange", "--assignment", "ch01")
+    proc = collect(
+        tmp_path / "exchange" / "gpu101",
+        out,
+        "--chapter",
+        "01",
+        "--exchange",
+        "--assignment",
+        "ch01",
+    )
     assert proc.returncode == 1 and "dave: missing: their latest submission" in proc.stdout
-    assert "alice new" in (out / "alice.ipynb").read_text() and "bob" in (out / "bob.ipynb").read_text()
+    assert (
+        "alice new" in (out / "alice.ipynb").read_text()
+        and "bob" in (out / "bob.ipynb").read_text()
+    )
     assert (out / "alice.ipynb").stat().st_mtime == stamp("2026-11-02 09:30:00.500000")
     assert not (out / "carol.ipynb").exists()
 
 
 def test_exchange_folder_names_parse_like_nbgrader():
-    assert parse_exchange_name("a+b+ch01+2026-11-02 09:30:00.500000 UTC+Zm9v")[:2] == ("a+b", "ch01")
+    assert parse_exchange_name("a+b+ch01+2026-11-02 09:30:00.500000 UTC+Zm9v")[:2] == (
+        "a+b",
+        "ch01",
+    )
     assert parse_exchange_name("bob+ch01+2026-11-01 08:00:00 UTC")[:2] == ("bob", "ch01")
     assert parse_exchange_name("not-a-submission") is None
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--chapter", "42"], "has no chapter '42'"),
-    (["--chapter", "01", "--exchange"], "not an nbgrader exchange course folder"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--chapter", "42"], "has no chapter '42'"),
+        (["--chapter", "01", "--exchange"], "not an nbgrader exchange course folder"),
+    ],
+)
 def test_bad_input_collects_nothing_and_says_why(homes, tmp_path, args, says):
     out = tmp_path / "subs"
     proc = collect(homes, out, *args)

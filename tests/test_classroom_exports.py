@@ -1,30 +1,41 @@
-"""Grades where teachers keep them: nbgrader's export, Canvas's import, the roster (issue 22, items 3, 5).
+"""Grades where teachers keep them: nbgrader's export,
+Canvas's import, the roster (issue 22, items 3, 5).
 
 The exports are built from the gradebook the grader writes; the end-to-end test grades real
 submissions with `python -m course_lib grade ... --export ... --roster ...`.
 """
+
 import csv
 import json
-import sys
 
 import pytest
 
-from conftest import ROOT
 from course_lib.classroom import exports
 from course_lib.classroom.roster import Roster, RosterError, split_name
 from course_lib.grading.gradebook import TOTAL, Gradebook
 from course_lib.grading.selftest import chapter_cases
+from support import submissions  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "grading"))
-import build  # noqa: E402
-
-NBGRADER = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email", "raw_score",
-            "late_submission_penalty", "score", "max_score"]
-ROSTER = ("id,name,email,username,section\n"
-          "S001,Ada Lovelace,ada@uni.edu,alice,Mon\n"
-          "S002,\"Hopper, Grace\",grace@uni.edu,bob,Tue\n"
-          "S003,Linus Torvalds,carol@uni.edu,,Mon\n"
-          "S004,Absent Student,absent@uni.edu,,Tue\n")
+NBGRADER = [
+    "assignment",
+    "duedate",
+    "timestamp",
+    "student_id",
+    "last_name",
+    "first_name",
+    "email",
+    "raw_score",
+    "late_submission_penalty",
+    "score",
+    "max_score",
+]
+ROSTER = (
+    "id,name,email,username,section\n"
+    "S001,Ada Lovelace,ada@uni.edu,alice,Mon\n"
+    'S002,"Hopper, Grace",grace@uni.edu,bob,Tue\n'
+    "S003,Linus Torvalds,carol@uni.edu,,Mon\n"
+    "S004,Absent Student,absent@uni.edu,,Tue\n"
+)
 
 
 def read(path) -> list:
@@ -36,10 +47,19 @@ def write_book(path, submissions: dict) -> None:
     """A gradebook in the grader's own format: {name: [(exercise, points, max)]}."""
     book = Gradebook(path, fresh=True)
     for name, rows in submissions.items():
-        rows = [{"submission": name, "exercise": ex, "points": p, "max_points": m, "status": "correct"}
-                for ex, p, m in rows]
-        rows.append({"submission": name, "exercise": TOTAL, "points": sum(r["points"] for r in rows),
-                     "max_points": sum(r["max_points"] for r in rows), "status": "ok"})
+        rows = [
+            {"submission": name, "exercise": ex, "points": p, "max_points": m, "status": "correct"}
+            for ex, p, m in rows
+        ]
+        rows.append(
+            {
+                "submission": name,
+                "exercise": TOTAL,
+                "points": sum(r["points"] for r in rows),
+                "max_points": sum(r["max_points"] for r in rows),
+                "status": "ok",
+            }
+        )
         book.append(name, rows)
 
 
@@ -55,6 +75,7 @@ def canvas_accepts(rows: list) -> None:
 
 
 # ---------------------------------------------------------------- the roster
+
 
 def roster_from(tmp_path, text, name="roster.csv") -> Roster:
     path = tmp_path / name
@@ -77,20 +98,31 @@ def test_roster_reads_excel_csv_semicolons_bom_and_split_names(tmp_path):
     text = "\ufeffStudent ID;First Name;Last Name;E-mail\nS1;Ada;Lovelace;ada@uni.edu\n"
     roster = roster_from(tmp_path, text.encode("utf-8"))
     st = roster.match("S1")
-    assert (st.name, st.first_name, st.last_name, st.email) == ("Ada Lovelace", "Ada", "Lovelace", "ada@uni.edu")
+    assert (st.name, st.first_name, st.last_name, st.email) == (
+        "Ada Lovelace",
+        "Ada",
+        "Lovelace",
+        "ada@uni.edu",
+    )
     assert split_name("Lovelace, Ada") == ("Ada", "Lovelace") and split_name("Ada") == ("Ada", "")
 
 
-@pytest.mark.parametrize("text, says", [
-    ("id,name\nS1,Ada\n", "no 'email' column"),
-    ("name,email\nAda,a@x\n", "no 'id' column"),
-    ("", "is empty"),
-    ("id,name,email\nS1,Ada,a@x\nS1,Bob,b@x\n", "'s1' is the id of lines 2 and 3"),
-    ("id,name,email,username\nS1,Ada,a@x,ada\nS2,Bob,b@x,ADA\n", "'ada' is the username of lines 2 and 3"),
-    ("id,name,email\nS1,Ada,a@x\nS2,Bob,A@x\n", "'a@x' is the email of lines 2 and 3"),
-    ("id,name,email\n,Ada,a@x\n", "line 2: no student id"),
-    ("id,name,email,id\nS1,Ada,a@x,S2\n", "column 'id' twice"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("id,name\nS1,Ada\n", "no 'email' column"),
+        ("name,email\nAda,a@x\n", "no 'id' column"),
+        ("", "is empty"),
+        ("id,name,email\nS1,Ada,a@x\nS1,Bob,b@x\n", "'s1' is the id of lines 2 and 3"),
+        (
+            "id,name,email,username\nS1,Ada,a@x,ada\nS2,Bob,b@x,ADA\n",
+            "'ada' is the username of lines 2 and 3",
+        ),
+        ("id,name,email\nS1,Ada,a@x\nS2,Bob,A@x\n", "'a@x' is the email of lines 2 and 3"),
+        ("id,name,email\n,Ada,a@x\n", "line 2: no student id"),
+        ("id,name,email,id\nS1,Ada,a@x,S2\n", "column 'id' twice"),
+    ],
+)
 def test_a_bad_roster_is_refused_with_where_and_what(tmp_path, text, says):
     with pytest.raises(RosterError) as err:
         roster_from(tmp_path, text)
@@ -106,11 +138,17 @@ def test_a_roster_that_is_not_utf8_or_not_there_is_refused(tmp_path):
 
 # ---------------------------------------------------------------- exports from a gradebook
 
+
 def test_nbgrader_export_columns_one_row_per_student_and_chapter(tmp_path):
     book = tmp_path / "gradebook.csv"
-    write_book(book, {"01/alice": [("ch01.choose_device", 3, 3), ("ch01.gpu_names", 1.5, 3)],
-                      "02/alice": [("ch02.move_to", 2, 3)],
-                      "bob": [("ch01.choose_device", 0, 3), ("ch01.gpu_names", 0, 3)]})
+    write_book(
+        book,
+        {
+            "01/alice": [("ch01.choose_device", 3, 3), ("ch01.gpu_names", 1.5, 3)],
+            "02/alice": [("ch02.move_to", 2, 3)],
+            "bob": [("ch01.choose_device", 0, 3), ("ch01.gpu_names", 0, 3)],
+        },
+    )
     report = exports.export(book, ["nbgrader"], roster_from(tmp_path, ROSTER))
     rows = read(report.files["nbgrader"])
     assert rows[0] == NBGRADER
@@ -121,9 +159,12 @@ def test_nbgrader_export_columns_one_row_per_student_and_chapter(tmp_path):
     assert (ada["raw_score"], ada["late_submission_penalty"], ada["score"]) == ("4.5", "0", "4.5")
     assert table[("02_same_device_rule", "S001")]["score"] == "2"
     assert table[("01_device_check", "S002")]["score"] == "0"
-    absent = table[("01_device_check", "S004")]  # nbgrader's rule: no submission, 0 and no timestamp
+    absent = table[
+        ("01_device_check", "S004")
+    ]  # nbgrader's rule: no submission, 0 and no timestamp
     assert (absent["raw_score"], absent["timestamp"]) == ("0", "")
     from course_lib.classroom.assignments import all_assignments
+
     assert ada["max_score"] == f"{all_assignments()['01'].points:g}"
     assert report.no_submission == ["S003", "S004"]
 
@@ -135,18 +176,37 @@ def test_canvas_export_is_what_canvas_imports(tmp_path):
     rows = read(report.files["canvas"])
     canvas_accepts(rows)
     from course_lib.classroom.assignments import all_assignments
+
     a = all_assignments()
-    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", a["01"].label, a["02"].label]
+    assert rows[0] == [
+        "Student",
+        "ID",
+        "SIS User ID",
+        "SIS Login ID",
+        "Section",
+        a["01"].label,
+        a["02"].label,
+    ]
     assert rows[1][5:] == [f"{a['01'].points:g}", f"{a['02'].points:g}"]
     by_id = {r[2]: r for r in rows[2:]}
-    assert by_id["S001"] == ["Ada Lovelace", "", "S001", "", "Mon", "3", ""]  # blank: leaves Canvas's grade alone
+    assert by_id["S001"] == [
+        "Ada Lovelace",
+        "",
+        "S001",
+        "",
+        "Mon",
+        "3",
+        "",
+    ]  # blank: leaves Canvas's grade alone
     assert by_id["S002"][5:] == ["", "1"]
     assert set(by_id) == {"S001", "S002", "S003", "S004"}
 
 
 def test_unmatched_submission_is_reported_and_exported_never_dropped(tmp_path):
     book = tmp_path / "gradebook.csv"
-    write_book(book, {"alice": [("ch01.choose_device", 3, 3)], "zoe": [("ch01.choose_device", 2, 3)]})
+    write_book(
+        book, {"alice": [("ch01.choose_device", 3, 3)], "zoe": [("ch01.choose_device", 2, 3)]}
+    )
     report = exports.export(book, ["nbgrader", "canvas"], roster_from(tmp_path, ROSTER))
     assert report.unmatched == ["zoe"]
     assert any("no roster entry for submission 'zoe'" in line for line in report.lines())
@@ -157,12 +217,19 @@ def test_unmatched_submission_is_reported_and_exported_never_dropped(tmp_path):
 
 def test_two_submissions_for_one_student_stop_the_export_and_write_nothing(tmp_path):
     book = tmp_path / "gradebook.csv"
-    write_book(book, {"alice": [("ch01.choose_device", 3, 3)], "ada": [("ch01.choose_device", 1, 3)]})
+    write_book(
+        book, {"alice": [("ch01.choose_device", 3, 3)], "ada": [("ch01.choose_device", 1, 3)]}
+    )
     old = exports.export_path(book, "canvas")
     old.write_text("the export of yesterday\n")
-    with pytest.raises(exports.ExportError, match=r"two submissions for student S001 \(Ada Lovelace\) in chapter "
-                                                   r"01: 'ada' and 'alice'"):
-        exports.export(book, ["nbgrader", "canvas"], roster_from(tmp_path, ROSTER))  # ada@uni.edu: 'ada' is S001
+    with pytest.raises(
+        exports.ExportError,
+        match=r"two submissions for student S001 \(Ada Lovelace\) in chapter "
+        r"01: 'ada' and 'alice'",
+    ):
+        exports.export(
+            book, ["nbgrader", "canvas"], roster_from(tmp_path, ROSTER)
+        )  # ada@uni.edu: 'ada' is S001
     assert old.read_text() == "the export of yesterday\n"
     assert not exports.export_path(book, "nbgrader").exists()
 
@@ -170,13 +237,16 @@ def test_two_submissions_for_one_student_stop_the_export_and_write_nothing(tmp_p
 def test_export_cells_never_run_as_spreadsheet_formulas(tmp_path):
     book = tmp_path / "gradebook.csv"
     write_book(book, {"mallory": [("ch01.choose_device", 3, 3)]})
-    roster = roster_from(tmp_path, 'id,name,email,username\n=1+1,"=HYPERLINK(""http://x"",""y"")",m@x,mallory\n')
+    roster = roster_from(
+        tmp_path, 'id,name,email,username\n=1+1,"=HYPERLINK(""http://x"",""y"")",m@x,mallory\n'
+    )
     report = exports.export(book, ["canvas", "nbgrader"], roster)
     cells = [c for fmt in ("canvas", "nbgrader") for r in read(report.files[fmt]) for c in r]
     assert "'=1+1" in cells and not any(c.startswith(("=", "+", "@")) for c in cells)
 
 
 # ---------------------------------------------------------------- the command line, on real grading
+
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
@@ -185,13 +255,27 @@ def graded(tmp_path_factory):
     subs = tmp / "submissions"
     subs.mkdir()
     cases = {c.name: c.notebook for c in chapter_cases("01")}
-    for user, case in (("alice", "ch01-reference"), ("bob", "ch01-blank"), ("carol", "ch01-wrong01"),
-                       ("zoe", "ch01-blank")):
+    for user, case in (
+        ("alice", "ch01-reference"),
+        ("bob", "ch01-blank"),
+        ("carol", "ch01-wrong01"),
+        ("zoe", "ch01-blank"),
+    ):
         (subs / f"{user}.ipynb").write_text(json.dumps(cases[case]))
     (tmp / "roster.csv").write_text(ROSTER)
     out = tmp / "grades" / "gradebook.csv"
-    proc = build.run_grader(subs, out, "--workers", 2, "--export", "nbgrader", "--export", "canvas",
-                            "--roster", tmp / "roster.csv")
+    proc = submissions.run_grader(
+        subs,
+        out,
+        "--workers",
+        2,
+        "--export",
+        "nbgrader",
+        "--export",
+        "canvas",
+        "--roster",
+        tmp / "roster.csv",
+    )
     return tmp, subs, out, proc
 
 
@@ -199,17 +283,31 @@ def test_grade_export_writes_both_files_matching_the_grader(graded):
     tmp, subs, out, proc = graded
     assert proc.returncode == 1, proc.stderr[-3000:]  # 1: zoe is not on the roster
     assert "no roster entry for submission 'zoe'" in proc.stderr
-    totals = {r["submission"]: r["points"] for r in csv.DictReader(open(out.with_name("gradebook.summary.csv")))}
+    totals = {
+        r["submission"]: r["points"]
+        for r in csv.DictReader(open(out.with_name("gradebook.summary.csv")))
+    }
     nb = [dict(zip(NBGRADER, r)) for r in read(out.with_name("gradebook.nbgrader.csv"))[1:]]
     got = {r["student_id"]: r["score"] for r in nb}
-    assert got == {"S001": totals["alice"], "S002": totals["bob"], "S003": totals["carol"], "S004": "0",
-                   "zoe": totals["zoe"]}
+    assert got == {
+        "S001": totals["alice"],
+        "S002": totals["bob"],
+        "S003": totals["carol"],
+        "S004": "0",
+        "zoe": totals["zoe"],
+    }
     assert totals["alice"] == "13" and totals["bob"] == "0" and 0 < float(totals["carol"]) < 13
     assert {r["assignment"] for r in nb} == {"01_device_check"}
     assert all(r["timestamp"] for r in nb if r["student_id"] != "S004")
     canvas = read(out.with_name("gradebook.canvas.csv"))
     canvas_accepts(canvas)
-    assert [r[5] for r in canvas[2:]] == [totals["alice"], totals["bob"], totals["carol"], "", totals["zoe"]]
+    assert [r[5] for r in canvas[2:]] == [
+        totals["alice"],
+        totals["bob"],
+        totals["carol"],
+        "",
+        totals["zoe"],
+    ]
 
 
 def test_grade_refuses_a_bad_roster_before_grading(graded, tmp_path):
@@ -217,10 +315,14 @@ def test_grade_refuses_a_bad_roster_before_grading(graded, tmp_path):
     bad = tmp_path / "roster.csv"
     bad.write_text("id,name\nS1,Ada\n")
     out = tmp_path / "g.csv"
-    proc = build.run_grader(subs, out, "--export", "nbgrader", "--roster", bad, timeout=120)
-    assert proc.returncode == 2 and "nothing graded" in proc.stderr and "no 'email' column" in proc.stderr
+    proc = submissions.run_grader(subs, out, "--export", "nbgrader", "--roster", bad, timeout=120)
+    assert (
+        proc.returncode == 2
+        and "nothing graded" in proc.stderr
+        and "no 'email' column" in proc.stderr
+    )
     assert not out.exists()
-    proc = build.run_grader(subs, out, "--roster", bad, timeout=120)
+    proc = submissions.run_grader(subs, out, "--roster", bad, timeout=120)
     assert proc.returncode == 2 and "--roster is used by --export" in proc.stderr
 
 
@@ -233,7 +335,11 @@ def test_two_notebooks_for_one_student_lose_nothing(graded, tmp_path):
     roster.write_text("id,name,email,username\nS001,Ada Lovelace,bob@uni.edu,alice\n")
     before = {p: p.read_bytes() for p in out.parent.iterdir() if p.is_file()}
     said = []
-    status = exports.Exporter(out, ["canvas", "nbgrader"], Roster.read(roster), subs).run(said.append)
-    assert status == 2 and said[0].startswith("export not written: two submissions for student S001 "
-                                              "(Ada Lovelace) in chapter 01: 'alice' and 'bob'")
+    status = exports.Exporter(out, ["canvas", "nbgrader"], Roster.read(roster), subs).run(
+        said.append
+    )
+    assert status == 2 and said[0].startswith(
+        "export not written: two submissions for student S001 "
+        "(Ada Lovelace) in chapter 01: 'alice' and 'bob'"
+    )
     assert {p: p.read_bytes() for p in out.parent.iterdir() if p.is_file()} == before

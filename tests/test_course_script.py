@@ -1,4 +1,5 @@
 """The README's first command really starts JupyterLab on loopback with the notebooks folder."""
+
 import json
 import os
 import signal
@@ -10,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from conftest import ROOT
+from support import ROOT
 
 
 def free_port() -> int:
@@ -21,16 +22,31 @@ def free_port() -> int:
 
 def test_course_start_serves_the_notebooks_on_loopback(tmp_path):
     port = free_port()
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "cfg"), JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"))
-    start = [str(ROOT / "course.sh")] if os.name == "posix" else [sys.executable, str(ROOT / "course.py")]
-    proc = subprocess.Popen([*start, "start", "--no-browser", f"--port={port}",
-                             "--ServerApp.token="], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(tmp_path / "cfg"),
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"),
+    )
+    start = (
+        [str(ROOT / "course.sh")]
+        if os.name == "posix"
+        else [sys.executable, str(ROOT / "course.py")]
+    )
+    proc = subprocess.Popen(
+        [*start, "start", "--no-browser", f"--port={port}", "--ServerApp.token="],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline, listing = time.monotonic() + 90, None
         while time.monotonic() < deadline and listing is None:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents", timeout=5) as r:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}/api/contents", timeout=5
+                ) as r:
                     listing = json.load(r)
             except OSError:
                 assert proc.poll() is None, proc.stdout.read().decode()[-2000:]
@@ -46,9 +62,10 @@ def test_course_start_serves_the_notebooks_on_loopback(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-# ---------------------------------------------------------------- the standard-library launcher (course.py)
+# -------------------------------------------------------- the standard-library launcher (course.py)
 def launcher():
     import importlib.util
+
     spec = importlib.util.spec_from_file_location("course_launcher", ROOT / "course.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -90,7 +107,10 @@ def test_launcher_installs_torch_first_then_the_course_once(tmp_path, os_name):
     make_venv, torch_step, course_step = calls
     assert make_venv[1:] == ["-m", "venv", str(venv)]
     python = str(course.venv_python(venv, os_name))
-    assert torch_step[:4] == [python, "-m", "pip", "install"] and torch_step[-1] == f"torch=={course.TORCH_VERSION}"
+    assert (
+        torch_step[:4] == [python, "-m", "pip", "install"]
+        and torch_step[-1] == f"torch=={course.TORCH_VERSION}"
+    )
     assert course_step[0] == python and course_step[-2:] == ["-e", ".[test]"]
     calls.clear()  # the stamp says it is installed: nothing runs again
     assert not course.install(venv, run=run, os_name=os_name, root=root) and calls == []
@@ -107,13 +127,25 @@ def test_launcher_passes_the_learners_arguments_on():
     assert {"--ip=127.0.0.1", "--notebook-dir=notebooks", "--allow-root"} <= set(start)
     assert "--allow-root" not in course.command_line("start", [], "py", as_root=False)
     assert course.command_line("test", ["-k", "ch01"], "py") == ["py", "-m", "pytest", "-k", "ch01"]
-    assert course.command_line("doctor", ["--json"], "py") == ["py", "-m", "course_lib", "doctor", "--json"]
+    assert course.command_line("doctor", ["--json"], "py") == [
+        "py",
+        "-m",
+        "course_lib",
+        "doctor",
+        "--json",
+    ]
 
 
 def run_launcher(*args):
     env = dict(os.environ, COURSE_VENV=str(ROOT / ".venv"))
-    return subprocess.run([sys.executable, str(ROOT / "course.py"), *args], cwd="/", env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "course.py"), *args],
+        cwd="/",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_launcher_runs_doctor_and_tests_in_the_existing_venv():
@@ -124,7 +156,9 @@ def test_launcher_runs_doctor_and_tests_in_the_existing_venv():
     assert doctor.returncode == 0, doctor.stderr
     assert json.loads(doctor.stdout)["course device"]
     tests = run_launcher("test", "--collect-only", "-q", "tests/test_setup_files.py")
-    assert tests.returncode == 0 and "test_launcher_pins_the_torch" in tests.stdout, tests.stdout + tests.stderr
+    assert tests.returncode == 0 and "test_launcher_pins_the_torch" in tests.stdout, (
+        tests.stdout + tests.stderr
+    )
     assert "Installing" not in doctor.stdout + tests.stdout
 
 

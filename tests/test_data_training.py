@@ -1,5 +1,6 @@
 """The shared data and training helpers (chapters 03+): the real digits file, loaders, the reference
 loops, fit with its progress bar, and the plots."""
+
 import hashlib
 import math
 
@@ -70,7 +71,9 @@ def test_dataset_len_and_getitem():
 
 
 # ---------------------------------------------------------------- loaders
-@pytest.mark.parametrize("device,pinned", [("cpu", False), ("meta", False), ("cuda", True), ("cuda:1", True)])
+@pytest.mark.parametrize(
+    "device,pinned", [("cpu", False), ("meta", False), ("cuda", True), ("cuda:1", True)]
+)
 def test_pin_memory_only_for_cuda(device, pinned):
     assert data.pin_memory_for(device) is pinned
 
@@ -120,7 +123,10 @@ def test_grad_norm_of_known_gradients():
 # ---------------------------------------------------------------- the reference loops
 def test_reference_loops_satisfy_chapter_03s_checks():
     """The shared loops are held to the same contract as the learner's functions."""
-    for exercise, fn in ((ch3.train_one_epoch, training.train_epoch), (ch3.evaluate, training.evaluate)):
+    for exercise, fn in (
+        (ch3.train_one_epoch, training.train_epoch),
+        (ch3.evaluate, training.evaluate),
+    ):
         result = exercise.check(fn, include_hidden=True, record=False)
         assert result.status == CORRECT, result.text()
 
@@ -128,7 +134,9 @@ def test_reference_loops_satisfy_chapter_03s_checks():
 def test_train_epoch_moves_the_data_to_the_models_device():
     """On meta the step runs (so every tensor was moved); only reading the loss value refuses."""
     model = training.digits_mlp().to("meta")
-    loader = data.make_loader(data.DigitsDataset(torch.rand(8, 64), torch.zeros(8, dtype=torch.long)), "meta", 4)
+    loader = data.make_loader(
+        data.DigitsDataset(torch.rand(8, 64), torch.zeros(8, dtype=torch.long)), "meta", 4
+    )
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     with pytest.raises(RuntimeError, match="meta"):
         training.train_epoch(model, loader, torch.device("meta"), optimizer, nn.CrossEntropyLoss())
@@ -136,27 +144,33 @@ def test_train_epoch_moves_the_data_to_the_models_device():
 
 
 def test_one_training_step_serves_the_epoch_loop_and_the_ddp_worker(monkeypatch):
-    """The step is written once (training.train_step): the epoch loop and the DDP worker both call it."""
-    from course_lib import ddp_worker
+    """The step is written once (training.train_step): the epoch loop calls it, and so does its one
+    wrapper, `training.stepper`, which chapter 05, the DDP worker and the FSDP run use."""
+    from course_lib import ch05_speedups, ch06_out_of_memory, ddp_worker
+
     calls = []
-    monkeypatch.setattr(training, "train_step", lambda *args, **kwargs: calls.append(args[2]) or torch.tensor(1.0))
+    monkeypatch.setattr(
+        training, "train_step", lambda *args, **kwargs: calls.append(args[2]) or torch.tensor(1.0)
+    )
     layer = nn.Linear(2, 1)
     batches = [(torch.ones(1, 2), torch.zeros(1, 1))] * 3
     assert training.train_epoch(layer, batches, "cpu", None, nn.MSELoss()) == 1.0
-    ddp_worker.train_step(layer, None, torch.ones(1, 2), torch.zeros(1, dtype=torch.long))
+    training.stepper(layer, None)(torch.ones(1, 2), torch.zeros(1, dtype=torch.long))
     assert len(calls) == 4 and calls[-1] is nn.functional.cross_entropy
+    for module in (ch05_speedups, ch06_out_of_memory, ddp_worker):  # no second copy
+        assert not {"train_step", "warm_step"} & set(vars(module)), module.__name__
 
 
 def test_train_step_clears_steps_and_returns_the_loss():
     layer = nn.Linear(2, 1, bias=False)
     nn.init.ones_(layer.weight)
-    layer.weight.grad = torch.full((1, 2), 100.0)   # stale: must be cleared before backward
+    layer.weight.grad = torch.full((1, 2), 100.0)  # stale: must be cleared before backward
     optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
     x, y = torch.ones(1, 2), torch.zeros(1, 1)
     loss = training.train_step(layer, optimizer, nn.MSELoss(), x, y)
-    assert not loss.requires_grad                     # detached: no graph kept alive (chapter 06)
-    assert loss.item() == pytest.approx(4.0)          # (1 + 1 - 0) ** 2
-    assert torch.allclose(layer.weight, torch.full((1, 2), 1 - 0.1 * 4.0))   # gradient 2 * 2 * x = 4
+    assert not loss.requires_grad  # detached: no graph kept alive (chapter 06)
+    assert loss.item() == pytest.approx(4.0)  # (1 + 1 - 0) ** 2
+    assert torch.allclose(layer.weight, torch.full((1, 2), 1 - 0.1 * 4.0))  # gradient 2 * 2 * x = 4
 
 
 def test_without_zero_grad_the_gradients_add_up():
@@ -164,8 +178,15 @@ def test_without_zero_grad_the_gradients_add_up():
     batches = [(torch.ones(1, 2), torch.zeros(1, 1))] * 2
     grads = []
     optimizer = torch.optim.SGD(layer.parameters(), lr=0.0)
-    training.train_epoch(layer, batches, "cpu", optimizer, nn.MSELoss(), zero_grad=False,
-                         on_batch=lambda loss, model: grads.append(model.weight.grad.clone()))
+    training.train_epoch(
+        layer,
+        batches,
+        "cpu",
+        optimizer,
+        nn.MSELoss(),
+        zero_grad=False,
+        on_batch=lambda loss, model: grads.append(model.weight.grad.clone()),
+    )
     assert torch.allclose(grads[1], 2 * grads[0])
 
 
@@ -175,8 +196,16 @@ def digits_run():
     train, test = data.digits_split()
     model = training.digits_mlp()
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    history = training.fit(model, data.make_loader(train, "cpu", 64, shuffle=True), data.make_loader(test, "cpu", 256),
-                           "cpu", optimizer, nn.CrossEntropyLoss(), epochs=3, progress=False)
+    history = training.fit(
+        model,
+        data.make_loader(train, "cpu", 64, shuffle=True),
+        data.make_loader(test, "cpu", 256),
+        "cpu",
+        optimizer,
+        nn.CrossEntropyLoss(),
+        epochs=3,
+        progress=False,
+    )
     return model, history
 
 
@@ -191,7 +220,9 @@ def test_fit_learns_the_digits(digits_run):
 def test_evaluate_returns_floats_and_leaves_no_graph(digits_run):
     model, _ = digits_run
     _, test = data.digits_split()
-    loss, accuracy = training.evaluate(model, data.make_loader(test, "cpu", 100), "cpu", nn.CrossEntropyLoss())
+    loss, accuracy = training.evaluate(
+        model, data.make_loader(test, "cpu", 100), "cpu", nn.CrossEntropyLoss()
+    )
     assert type(loss) is float and type(accuracy) is float and 0 <= accuracy <= 1
     assert not model.training
 
@@ -208,8 +239,18 @@ def test_fit_uses_the_functions_it_is_given():
         return 0.5, 0.25
 
     train, test = data.digits_split()
-    history = training.fit(nn.Linear(64, 10), data.make_loader(train, "cpu", 500), data.make_loader(test, "cpu"), "cpu",
-                           None, None, epochs=2, train_fn=my_train, eval_fn=my_eval, progress=False)
+    history = training.fit(
+        nn.Linear(64, 10),
+        data.make_loader(train, "cpu", 500),
+        data.make_loader(test, "cpu"),
+        "cpu",
+        None,
+        None,
+        epochs=2,
+        train_fn=my_train,
+        eval_fn=my_eval,
+        progress=False,
+    )
     assert calls == [("train", 3, 1438), ("eval",)] * 2
     assert history.test_accuracy == [0.25, 0.25]
 
@@ -222,7 +263,9 @@ def test_ticking_loader_advances_the_bar_per_batch():
             self.n += k
 
     bar = Bar()
-    loader = data.make_loader(data.DigitsDataset(torch.zeros(10, 64), torch.zeros(10, dtype=torch.long)), "cpu", 4)
+    loader = data.make_loader(
+        data.DigitsDataset(torch.zeros(10, 64), torch.zeros(10, dtype=torch.long)), "cpu", 4
+    )
     ticking = training.TickingLoader(loader, bar)
     assert sum(1 for _ in ticking) == 3 and bar.n == 3
     assert len(ticking) == 3 and ticking.batch_size == 4

@@ -2,19 +2,26 @@
 
 Parametrized over the registry, so a new exercise is covered (and must ship wrong answers).
 """
+
+import dataclasses
 import itertools
 import json
 import re
 
 import pytest
 
-import dataclasses
-
 from course_lib.checks.base import Check
-from course_lib.exercises import CORRECT, INCORRECT, NOT_ATTEMPTED, CheckResult, all_exercises, answer_digest
+from course_lib.exercises import (
+    CORRECT,
+    INCORRECT,
+    NOT_ATTEMPTED,
+    CheckResult,
+    all_exercises,
+    answer_digest,
+)
 from course_lib.exercises.results import HIDDEN_NOTE, TestOutcome
 from course_lib.grading.selftest import split_result
-from notebook_cells import chapter_notebook, code_cells, stub_answer, stub_function
+from support.notebook_cells import chapter_notebook, code_cells, stub_answer, stub_function
 
 EXERCISES = all_exercises()
 FUNCTIONS = [e for e in EXERCISES if e.kind == "function"]
@@ -51,16 +58,23 @@ def test_notebook_stub_is_not_attempted(exercise):
 
 @pytest.mark.parametrize("exercise", FUNCTIONS, ids=ids)
 def test_has_at_least_two_realistic_wrong_answers(exercise):
-    assert len(exercise.key().wrong_answers) >= 2, f"{exercise.id}: add known-wrong answers to its key"
+    assert len(exercise.key().wrong_answers) >= 2, (
+        f"{exercise.id}: add known-wrong answers to its key"
+    )
 
 
 @pytest.mark.parametrize("exercise", FUNCTIONS, ids=ids)
 def test_every_exercise_has_hints_and_a_hint_cell(exercise):
-    """Hints one at a time, as promised: each exercise has some, and a cell `ch.<name>.hint()` shows them."""
-    assert len(exercise.hints) >= 2, f"{exercise.id}: give it at least two hints, from a nudge to the shape of the code"
+    """Hints one at a time, as promised: each exercise
+    has some, and a cell `ch.<name>.hint()` shows them."""
+    assert len(exercise.hints) >= 2, (
+        f"{exercise.id}: give it at least two hints, from a nudge to the shape of the code"
+    )
     pattern = re.compile(rf"\.{exercise.name}\.hint\(\)")
     cells = [s for s in code_cells(chapter_notebook(exercise)) if pattern.search(s)]
-    assert cells, f"{exercise.id}: {chapter_notebook(exercise).name} has no cell `ch.{exercise.name}.hint()`"
+    assert cells, (
+        f"{exercise.id}: {chapter_notebook(exercise).name} has no cell `ch.{exercise.name}.hint()`"
+    )
 
 
 WRONG = [(e, w) for e in FUNCTIONS for w in (e.key().wrong_answers if e.key() else [])]
@@ -68,47 +82,78 @@ WRONG = [(e, w) for e in FUNCTIONS for w in (e.key().wrong_answers if e.key() el
 
 def failed_feedback(result) -> str:
     """What the learner reads about the tests that failed: their names and feedback lines."""
-    return "\n".join(line for t in result.tests if not t.passed
-                     for line in [f"{t.name}: FAILED", *t.public_lines()])
+    return "\n".join(
+        line
+        for t in result.tests
+        if not t.passed
+        for line in [f"{t.name}: FAILED", *t.public_lines()]
+    )
 
 
 def boilerplate(exercise) -> str:
     """The engine's own words, the same for every wrong answer: a feedback_contains found in them
     says nothing about this wrong answer."""
-    generic = CheckResult(exercise.id, exercise.title, INCORRECT, 0, exercise.points,
-                          "Some tests failed: read the feedback below.", [
-                              TestOutcome("t", False, message="Your function did not finish within 10 s "
-                                                              "(an endless loop?).", expected=" ", got=" ",
-                                          hint=" "),
-                              TestOutcome("h", False, hidden=True)])
-    return f"{generic.text()}\nYour code raised Error: line in\nNot quite. {exercise.name} {exercise.title}"
+    generic = CheckResult(
+        exercise.id,
+        exercise.title,
+        INCORRECT,
+        0,
+        exercise.points,
+        "Some tests failed: read the feedback below.",
+        [
+            TestOutcome(
+                "t",
+                False,
+                message="Your function did not finish within 10 s (an endless loop?).",
+                expected=" ",
+                got=" ",
+                hint=" ",
+            ),
+            TestOutcome("h", False, hidden=True),
+        ],
+    )
+    return (
+        f"{generic.text()}\nYour code raised Error: line in\nNot quite. {exercise.name} "
+        f"{exercise.title}"
+    )
 
 
 @pytest.mark.parametrize("exercise,wrong", WRONG, ids=[f"{e.id}-{w.label}" for e, w in WRONG])
 def test_wrong_answer_is_incorrect_for_the_learner_and_the_grader(exercise, wrong):
     """The learner's own check (key installed: visible and hidden tests) never calls a known-wrong
     answer Correct, and its feedback names what went wrong (feedback_contains)."""
-    learner = exercise.check(wrong.function, record=False)  # with the key installed: visible + hidden tests
-    assert len(learner.tests) == len(exercise.tests) + len(exercise.key().hidden_tests)  # = the grader's check
-    assert learner.status == INCORRECT, f"the learner's check calls a wrong answer right:\n{learner.text()}"
+    learner = exercise.check(
+        wrong.function, record=False
+    )  # with the key installed: visible + hidden tests
+    assert len(learner.tests) == len(exercise.tests) + len(
+        exercise.key().hidden_tests
+    )  # = the grader's check
+    assert learner.status == INCORRECT, (
+        f"the learner's check calls a wrong answer right:\n{learner.text()}"
+    )
     assert learner.points < exercise.points
     failed = [t for t in learner.tests if not t.passed]
     assert failed and all(t.public_lines() for t in failed), "every failed test must say something"
-    assert wrong.feedback_contains.lower() in failed_feedback(learner).lower(), \
-        f"{exercise.id} / {wrong.label!r}: the feedback of the failed tests does not contain " \
+    assert wrong.feedback_contains.lower() in failed_feedback(learner).lower(), (
+        f"{exercise.id} / {wrong.label!r}: the feedback of the failed tests does not contain "
         f"{wrong.feedback_contains!r}:\n{learner.text()}"
+    )
 
 
 @pytest.mark.parametrize("exercise,wrong", WRONG, ids=[f"{e.id}-{w.label}" for e, w in WRONG])
 def test_feedback_contains_is_specific(exercise, wrong):
     """An empty or generic feedback_contains ("Incorrect", "Hint", "expected") proves nothing."""
     needle = " ".join(wrong.feedback_contains.split())
-    assert len(needle.strip(" .:,;!?'\"`()")) >= 4, \
-        f"{exercise.chapter.key_module}: {exercise.name} wrong answer {wrong.label!r} has feedback_contains=" \
-        f"{wrong.feedback_contains!r}; give the words of the feedback this wrong answer must get"
-    assert needle.lower() not in boilerplate(exercise).lower(), \
-        f"{exercise.chapter.key_module}: {exercise.name} wrong answer {wrong.label!r}: feedback_contains=" \
-        f"{wrong.feedback_contains!r} is in every verdict; name this failure's own feedback"
+    assert len(needle.strip(" .:,;!?'\"`()")) >= 4, (
+        f"{exercise.chapter.key_module}: {exercise.name} wrong answer {wrong.label!r} has "
+        f"feedback_contains={wrong.feedback_contains!r}; give the words of the feedback this "
+        "wrong answer must get"
+    )
+    assert needle.lower() not in boilerplate(exercise).lower(), (
+        f"{exercise.chapter.key_module}: {exercise.name} wrong answer {wrong.label!r}: "
+        f"feedback_contains={wrong.feedback_contains!r} is in every verdict; name this "
+        "failure's own feedback"
+    )
 
 
 def _result_failing_a_hidden_test(exercise):
@@ -125,8 +170,10 @@ def test_hidden_tests_do_not_leak_values(exercise):
     """Take a wrong answer that fails a hidden test: the learner sees that test's name and a note,
     never its message, values or hint."""
     result = _result_failing_a_hidden_test(exercise)
-    assert result is not None, f"{exercise.id}: no wrong answer in the key fails a hidden test, so nothing " \
-                               f"shows that hidden values stay hidden; add one"
+    assert result is not None, (
+        f"{exercise.id}: no wrong answer in the key fails a hidden test, so nothing "
+        f"shows that hidden values stay hidden; add one"
+    )
     hidden = [o for o in result.tests if o.hidden]
     assert len(hidden) == len(exercise.key().hidden_tests)  # the learner's check ran them all
     failed = [o for o in hidden if not o.passed]
@@ -136,8 +183,9 @@ def test_hidden_tests_do_not_leak_values(exercise):
         assert outcome.public_lines() == [HIDDEN_NOTE]
         assert outcome.name in result.text()  # what failed is named, its values are not
         for secret in (outcome.message, outcome.expected, outcome.got, outcome.hint):
-            assert not secret or secret in visible_text or secret not in shown, \
+            assert not secret or secret in visible_text or secret not in shown, (
                 f"{exercise.id}: hidden test {outcome.name!r} leaks {secret!r}"
+            )
 
 
 @pytest.mark.parametrize("exercise", QUIZZES, ids=ids)
@@ -146,8 +194,10 @@ def test_quiz_right_answer_and_stub(exercise):
     assert exercise.check(key.answer).status == CORRECT
     assert exercise.check(stub_answer(exercise)).status == NOT_ATTEMPTED
     if exercise.kind != "error":
-        assert exercise.digest == answer_digest(exercise.id, exercise.normalize(key.answer)), \
-            f"{exercise.id}: digest is stale; run python -m course_lib digest {exercise.id} <answer>"
+        assert exercise.digest == answer_digest(exercise.id, exercise.normalize(key.answer)), (
+            f"{exercise.id}: digest is stale; run python -m course_lib digest {exercise.id} "
+            "<answer>"
+        )
 
 
 @pytest.mark.parametrize("exercise", QUIZZES, ids=ids)
@@ -158,45 +208,62 @@ def test_quiz_wrong_answers_are_incorrect(exercise):
     else:
         letters = list(exercise.options)
         sizes = [1] if exercise.kind in ("single", "error") else range(1, len(letters) + 1)
-        wrong = ["".join(c) for n in sizes for c in itertools.combinations(letters, n) if "".join(c) != right]
+        wrong = [
+            "".join(c)
+            for n in sizes
+            for c in itertools.combinations(letters, n)
+            if "".join(c) != right
+        ]
     assert len(wrong) >= 2
     for answer in wrong:
         result = exercise.check(answer, record=False)
         assert result.status == INCORRECT and result.points == 0, (answer, result.text())
         if exercise.kind == "error":  # a wrong answer must not learn what the code raised
-            assert "raised" not in result.summary and exercise.observed_error() not in result.summary, \
-                (answer, result.summary)
+            assert (
+                "raised" not in result.summary and exercise.observed_error() not in result.summary
+            ), (answer, result.summary)
     exercise._hints_shown = 0  # wrong answers revealed hints; leave the quiz as a learner finds it
 
 
-# ---------------------------------------------------------------- run half and judge half apart (issue 18, item 2)
+# ------------------------------------------------- run half and judge half apart (issue 18, item 2)
 @pytest.mark.parametrize("exercise", FUNCTIONS, ids=ids)
 def test_every_test_is_a_run_half_and_a_judge_half(exercise):
     """Each test is built by a public builder of course_lib.checks; what its run half receives is
     its inputs only: no field the judge keeps to itself (a hidden test's expected values)."""
     for test in exercise.graded_tests():
-        assert isinstance(test.check, Check) and test.check.splittable, \
-            f"{exercise.id} / {test.name}: build it from course_lib.checks (a run half and a judge half)"
-        assert type(test.check).__module__.startswith("course_lib.checks."), (exercise.id, test.name)
+        assert isinstance(test.check, Check) and test.check.splittable, (
+            f"{exercise.id} / {test.name}: build it from course_lib.checks (a run half and a "
+            "judge half)"
+        )
+        assert type(test.check).__module__.startswith("course_lib.checks."), (
+            exercise.id,
+            test.name,
+        )
         builder, inputs = test.check.for_child()
         judge_only = {f.name for f in dataclasses.fields(test.check) if f.metadata.get("judge")}
         assert judge_only.isdisjoint(inputs), (exercise.id, test.name, judge_only & set(inputs))
 
 
-CANDIDATES = [(e, label, fn) for e in FUNCTIONS
-              for label, fn in [("reference", e.key().solution), ("stub", None)] +
-              [(w.label, w.function) for w in e.key().wrong_answers]]
+CANDIDATES = [
+    (e, label, fn)
+    for e in FUNCTIONS
+    for label, fn in [("reference", e.key().solution), ("stub", None)]
+    + [(w.label, w.function) for w in e.key().wrong_answers]
+]
 
 
 def _outcomes(result) -> list:
     return [(t.name, t.passed, t.message, t.expected, t.got, t.hint) for t in result.tests]
 
 
-@pytest.mark.parametrize("exercise,label,function", CANDIDATES, ids=[f"{e.id}-{lab}" for e, lab, _ in CANDIDATES])
+@pytest.mark.parametrize(
+    "exercise,label,function", CANDIDATES, ids=[f"{e.id}-{lab}" for e, lab, _ in CANDIDATES]
+)
 def test_the_learners_check_and_the_graders_split_agree(exercise, label, function):
-    """The reference, the stub and every known-wrong answer: the learner's check (both halves in one
-    process) and the grader's way (the run half rebuilt from a child's inputs, its observation through
-    the wire, the judge half apart) give the same status, points and feedback, test by test."""
+    """The reference, the stub and every known-wrong answer: the learner's check (both halves in
+    one process) and the grader's way (the run half rebuilt from a child's inputs, its
+    observation through the wire, the judge half apart) give the same status, points and
+    feedback, test by test."""
     candidate = stub_function(exercise) if function is None else function
     learner = exercise.check(candidate, include_hidden=True, record=False)
     grader = split_result(exercise, candidate)

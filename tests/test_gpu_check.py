@@ -8,6 +8,7 @@ figure key (CUDA's queries simulated, the work done on the CPU); only the tests 
 GPU are selected; the wheels install offline, with the machine's versions checked; the nccl
 step's code runs with gloo; and the tests that would fail on the GPU machine hold there.
 """
+
 import json
 import os
 import re
@@ -20,38 +21,58 @@ import zipfile
 import pytest
 import torch
 
-from conftest import NOTEBOOKS, ROOT
 from course_lib import ch05_speedups as ch05
 from course_lib import device as dev
 from course_lib import measure
+from support import NOTEBOOKS, ROOT, benchmark
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import gpu_cuda_tests  # noqa: E402
-import gpu_figures  # noqa: E402
-import gpu_wheels  # noqa: E402
+gpu_cuda_tests, gpu_figures, gpu_wheels = map(
+    benchmark, ("gpu_cuda_tests", "gpu_figures", "gpu_wheels")
+)
 
 SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
-SIMULATE = ROOT / "benchmarks" / "simulate_gpu"  # sitecustomize.py (torch's CUDA queries) and nvidia-smi
-needs_bash = pytest.mark.skipif(shutil.which("bash") is None or os.name != "posix",
-                                reason="gpu_check.sh is a bash script for the (Linux) GPU machine")
-STEPS = ["wheels"] + [f"notebook-{nb.stem}" for nb in NOTEBOOKS] + ["cuda-tests", "ddp-nccl", "grader", "figures",
-                                                                     "figures-compile"]  # in their order
+SIMULATE = (
+    ROOT / "benchmarks" / "simulate_gpu"
+)  # sitecustomize.py (torch's CUDA queries) and nvidia-smi
+needs_bash = pytest.mark.skipif(
+    shutil.which("bash") is None or os.name != "posix",
+    reason="gpu_check.sh is a bash script for the (Linux) GPU machine",
+)
+STEPS = (
+    ["wheels"]
+    + [f"notebook-{nb.stem}" for nb in NOTEBOOKS]
+    + ["cuda-tests", "ddp-nccl", "grader", "figures", "figures-compile"]
+)  # in their order
 
 
 def simulated_h200(**extra) -> dict:
     """The environment of a process on the lent GPU machine, simulated: torch's CUDA queries say
     one NVIDIA H200 (benchmarks/simulate_gpu/sitecustomize.py), a fake nvidia-smi is on PATH."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPU_CHECK_") and k != "CUDA_VISIBLE_DEVICES"}
-    env.update(GPU_CHECK_SIMULATE="1", PYTHONPATH=os.pathsep.join([str(SIMULATE), str(ROOT)]),
-               PATH=f"{SIMULATE}{os.pathsep}{env['PATH']}", **extra)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("GPU_CHECK_") and k != "CUDA_VISIBLE_DEVICES"
+    }
+    env.update(
+        GPU_CHECK_SIMULATE="1",
+        PYTHONPATH=os.pathsep.join([str(SIMULATE), str(ROOT)]),
+        PATH=f"{SIMULATE}{os.pathsep}{env['PATH']}",
+        **extra,
+    )
     return env
 
 
 def run_check(out, timeout=300, **env):
     environ = {k: v for k, v in os.environ.items() if not k.startswith("GPU_CHECK_")}
     environ.update(PYTHON=sys.executable, **env)
-    return subprocess.run(["bash", str(SCRIPT), str(out)], cwd="/", env=environ, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        ["bash", str(SCRIPT), str(out)],
+        cwd="/",
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def report_rows(out) -> dict:
@@ -76,8 +97,14 @@ def test_without_a_gpu_every_step_is_skipped_with_the_reason(tmp_path, monkeypat
     report = (tmp_path / "out" / "report.md").read_text()
     assert f"torch: {torch.__version__}" in report and "nvidia-smi" in report
     first = report.split("## Machine")[0]  # what matters, at a glance
-    assert f"**Result: 0 ok, 0 failed, {len(STEPS)} skipped;" in first and "- skipped, every GPU step: no CUDA GPU" in first
-    assert f'`PYTHON={sys.executable} GPU_CHECK_ONLY="STEP" bash benchmarks/gpu_check.sh {tmp_path / "out"}-rerun`' in first
+    assert (
+        f"**Result: 0 ok, 0 failed, {len(STEPS)} skipped;" in first
+        and "- skipped, every GPU step: no CUDA GPU" in first
+    )
+    assert (
+        f'`PYTHON={sys.executable} GPU_CHECK_ONLY="STEP" bash benchmarks/gpu_check.sh '
+        f"{tmp_path / 'out'}-rerun`" in first
+    )
     figures = json.loads((tmp_path / "out" / "figures.json").read_text())
     assert figures["run"]["gpu"] is None and "no CUDA GPU" in figures["run"]["reason"]
     assert figures["figures"] == {}
@@ -91,19 +118,32 @@ def test_without_a_gpu_every_step_is_skipped_with_the_reason(tmp_path, monkeypat
 @needs_bash
 def test_a_failing_step_is_recorded_and_the_next_steps_still_run(tmp_path):
     (tmp_path / "no-wheels").mkdir()
-    proc = run_check(tmp_path / "out", GPU_CHECK_ASSUME_GPU="1", GPU_CHECK_ONLY="wheels figures",
-                     GPU_CHECK_WHEELS=str(tmp_path / "no-wheels"))
+    proc = run_check(
+        tmp_path / "out",
+        GPU_CHECK_ASSUME_GPU="1",
+        GPU_CHECK_ONLY="wheels figures",
+        GPU_CHECK_WHEELS=str(tmp_path / "no-wheels"),
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr  # a step failed
     rows = report_rows(tmp_path / "out")
     assert rows["wheels"][0] == "FAILED (exit 1)" and "--prepare-wheels" in rows["wheels"][1]
     assert rows["figures"][0] == "ok"  # ran after the failure
-    assert all(rows[s] == ("skipped", "not in GPU_CHECK_ONLY") for s in STEPS if s not in ("wheels", "figures"))
+    assert all(
+        rows[s] == ("skipped", "not in GPU_CHECK_ONLY")
+        for s in STEPS
+        if s not in ("wheels", "figures")
+    )
     report = (tmp_path / "out" / "report.md").read_text()
     first = report.split("## Machine")[0]  # the failure, why, and the command that reruns that step
-    assert f"**Result: 1 ok, 1 failed, {len(STEPS) - 2} skipped;" in first  # one notebook step per chapter
+    assert (
+        f"**Result: 1 ok, 1 failed, {len(STEPS) - 2} skipped;" in first
+    )  # one notebook step per chapter
     assert "- **FAILED (exit 1): wheels**: no wheels in" in first
-    assert (f'`PYTHON={sys.executable} GPU_CHECK_WHEELS={tmp_path / "no-wheels"} GPU_CHECK_ASSUME_GPU=1 '
-            f'GPU_CHECK_ONLY="wheels" bash benchmarks/gpu_check.sh {tmp_path / "out"}-rerun`') in first
+    assert (
+        f"`PYTHON={sys.executable} GPU_CHECK_WHEELS={tmp_path / 'no-wheels'} "
+        "GPU_CHECK_ASSUME_GPU=1 "
+        f'GPU_CHECK_ONLY="wheels" bash benchmarks/gpu_check.sh {tmp_path / "out"}-rerun`'
+    ) in first
     assert "## wheels: last lines of logs/wheels.log" in report
     assert (tmp_path / "out" / "logs" / "figures.log").exists()
 
@@ -113,13 +153,18 @@ def test_the_time_budget_holds_every_step(tmp_path):
     proc = run_check(tmp_path / "out", GPU_CHECK_ASSUME_GPU="1", GPU_CHECK_SECONDS="1")
     rows = report_rows(tmp_path / "out")
     assert proc.returncode == 0 and sorted(rows) == sorted(STEPS)
-    assert all(result == "skipped" and said.startswith("out of time") for result, said in rows.values())
+    assert all(
+        result == "skipped" and said.startswith("out of time") for result, said in rows.values()
+    )
 
 
 def planned_limits(rows) -> dict:
     """{step: seconds} of a dry run's "dry run (limit N s)" results."""
-    return {step: int(re.fullmatch(r"dry run \(limit (\d+) s\)", result).group(1))
-            for step, (result, _) in rows.items() if result.startswith("dry run")}
+    return {
+        step: int(re.fullmatch(r"dry run \(limit (\d+) s\)", result).group(1))
+        for step, (result, _) in rows.items()
+        if result.startswith("dry run")
+    }
 
 
 def dry_run_on_the_simulated_h200(tmp_path, **env):
@@ -140,11 +185,19 @@ def test_a_dry_run_on_the_simulated_h200_goes_through_every_step(tmp_path):
     assert list(rows) == STEPS
     limits = planned_limits(rows)
     assert set(limits) == set(STEPS), rows
-    assert report.startswith(f"# GPU check report\n\n**Result: {len(STEPS)} ok (dry run), 0 failed, 0 skipped;")
+    assert report.startswith(
+        f"# GPU check report\n\n**Result: {len(STEPS)} ok (dry run), 0 failed, 0 skipped;"
+    )
     planned = int(re.search(r"planned worst case: (\d+) s", report).group(1))
     assert planned <= 450 and limits["figures-compile"] >= 10
-    group = {s: limits[s] for s in STEPS if s.startswith("notebook-") or s in ("cuda-tests", "ddp-nccl", "grader")}
-    assert set(group.values()) == {260}  # GROUP_MAX: the notebooks' time is never eaten by earlier steps
+    group = {
+        s: limits[s]
+        for s in STEPS
+        if s.startswith("notebook-") or s in ("cuda-tests", "ddp-nccl", "grader")
+    }
+    assert set(group.values()) == {
+        260
+    }  # GROUP_MAX: the notebooks' time is never eaten by earlier steps
     assert limits["wheels"] == 45 and limits["figures"] == 70
     assert "NVIDIA H200, 580.95.05, 143771 MiB, Default" in report and "SIMULATED" in report
     assert "GPU 0: NVIDIA H200, 140 GiB, capability 9.0" in report
@@ -154,8 +207,11 @@ def test_a_dry_run_on_the_simulated_h200_goes_through_every_step(tmp_path):
     assert "tests/test_memory.py::test_small_gpu_gives_a_real_oom_and_lifts_the_cap" in selected
     assert selected and not [t for t in selected if "test_gpu_check" in t or "test_grading" in t]
     # every notebook: nbval on cuda, in its own IPython, matplotlib and progress folders
-    homes = {re.search(r"IPYTHONDIR=(\S+)", (logs / f"{s}.log").read_text()).group(1)
-             for s in STEPS if s.startswith("notebook-")}
+    homes = {
+        re.search(r"IPYTHONDIR=(\S+)", (logs / f"{s}.log").read_text()).group(1)
+        for s in STEPS
+        if s.startswith("notebook-")
+    }
     assert len(homes) == len(NOTEBOOKS)
     assert "--nbval-cell-timeout=200" in (logs / "notebook-05_speedups.log").read_text()
     assert "backend nccl" in rows["ddp-nccl"][1] and "CUDA_VISIBLE_DEVICES=''" in rows["grader"][1]
@@ -170,16 +226,22 @@ def test_a_small_budget_still_gives_the_notebooks_their_time(tmp_path):
     limits = planned_limits(rows)
     assert min(limits[s] for s in STEPS if s.startswith("notebook-")) >= 200  # GROUP_MIN
     assert rows["figures-compile"] == ("skipped", "out of time (the check stops at 300 s)")
-    assert "figures-compile (out of time (the check stops at 300 s))" in report.split("## Machine")[0]
+    assert (
+        "figures-compile (out of time (the check stops at 300 s))" in report.split("## Machine")[0]
+    )
 
 
 @needs_bash
 def test_an_exclusive_compute_mode_runs_the_gpu_steps_one_after_another(tmp_path):
-    rows, report = dry_run_on_the_simulated_h200(tmp_path, GPU_CHECK_SIMULATE_COMPUTE_MODE="Exclusive_Process")
+    rows, report = dry_run_on_the_simulated_h200(
+        tmp_path, GPU_CHECK_SIMULATE_COMPUTE_MODE="Exclusive_Process"
+    )
     assert "compute mode Exclusive_Process: one CUDA process at a time" in report
     limits = planned_limits(rows)
     group = 450 - 45 - 20  # all the time after the wheels: the figures come after, if time is left
-    serial = [limits[s] for s in STEPS if s.startswith("notebook-") or s in ("cuda-tests", "ddp-nccl")]
+    serial = [
+        limits[s] for s in STEPS if s.startswith("notebook-") or s in ("cuda-tests", "ddp-nccl")
+    ]
     assert sum(serial) <= group and min(serial) >= group // len(serial)  # shared, none starved
     assert limits["grader"] == group  # it hides the GPU: beside them
     assert rows["figures"][0] == "skipped" and rows["figures"][1].startswith("out of time")
@@ -191,7 +253,7 @@ def test_usage_errors():
     assert subprocess.run(["bash", str(SCRIPT), "--nonsense"], capture_output=True).returncode == 2
 
 
-# ---------------------------------------------------------------- figure keys: one list, measured as named
+# --------------------------------------------------------- figure keys: one list, measured as named
 def documented_keys() -> dict:
     text = (ROOT / "docs" / "gpu" / "README.md").read_text().split("## Figure keys", 1)[1]
     return dict(re.findall(r"^\| `([\w.]+)` \| (.+?) \|$", text, re.M))
@@ -217,7 +279,9 @@ def simulate_cuda_on_the_cpu(monkeypatch):
         monkeypatch.setattr(cuda, name, lambda d=None: None)
     monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self, *a: self)
     monkeypatch.setattr(gpu_figures, "pick_device", lambda: torch.device("cpu"))
-    monkeypatch.setenv("COURSE_DEVICE", "cpu")  # else main() sets "cuda" for the rest of this process
+    monkeypatch.setenv(
+        "COURSE_DEVICE", "cpu"
+    )  # else main() sets "cuda" for the rest of this process
 
 
 @pytest.mark.parametrize("nvidia_smi", ["absent", "on PATH"])
@@ -233,9 +297,15 @@ def test_gpu_figures_measure_every_key(monkeypatch, tmp_path, nvidia_smi):
     monkeypatch.setattr(gpu_figures, "S", dict(gpu_figures.S))
     monkeypatch.setattr(torch, "compile", lambda model, **kwargs: model)
     out = tmp_path / "figures.json"
-    skipped = ["ch06.real_oom", "ch07.data_parallel",
-               # CUDA events, sync debug mode, allocator history and settings have no CPU stand-in
-               "ch05.nonblocking_d2h", "ch05.sync_debug", "ch06.memory_snapshot", "ch06.fragmentation"]
+    skipped = [
+        "ch06.real_oom",
+        "ch07.data_parallel",
+        # CUDA events, sync debug mode, allocator history and settings have no CPU stand-in
+        "ch05.nonblocking_d2h",
+        "ch05.sync_debug",
+        "ch06.memory_snapshot",
+        "ch06.fragmentation",
+    ]
     assert gpu_figures.main([str(out), "--small", "--skip", *skipped]) == 0
     run = json.loads(out.read_text())
     assert run["run"]["gpu"] == "Simulated GPU" and run["run"]["torch"] == torch.__version__
@@ -265,13 +335,16 @@ def test_dataparallel_on_one_device_is_recorded_as_a_plain_call(monkeypatch):
 
 def test_torch_compile_on_cuda_needs_a_c_compiler_and_python_headers(monkeypatch, tmp_path):
     """Before torch.compile on CUDA the figures ask for what Triton builds with, and record what is
-    missing instead of an error; the figures-compile step is then skipped (exit 77) with that reason."""
+    missing instead of an error; the figures-compile step is then skipped (exit 77) with that
+    reason."""
     need = gpu_figures.NEEDS["ch05.compile"]
     assert need(torch.device("cpu")) == ""  # the CPU backend is chapter 05's own business
     monkeypatch.setenv("PATH", str(tmp_path))  # no gcc, no clang
     monkeypatch.delenv("CC", raising=False)
     monkeypatch.setattr(gpu_figures.sysconfig, "get_paths", lambda: {"include": str(tmp_path)})
-    assert need(torch.device("cuda")).startswith("missing: no C compiler (CC, gcc or clang) / no Python headers")
+    assert need(torch.device("cuda")).startswith(
+        "missing: no C compiler (CC, gcc or clang) / no Python headers"
+    )
     simulate_cuda_on_the_cpu(monkeypatch)
     monkeypatch.setattr(gpu_figures, "pick_device", lambda: torch.device("cuda"))
     out = tmp_path / "figures.json"
@@ -289,7 +362,9 @@ def test_copy_bandwidth_is_in_gb_per_s_in_the_chapter_and_the_figures(monkeypatc
     chapter 05's copy_benchmark and in the figures (64 MiB in 10 ms is 6.7 GB/s, 6.25 GiB/s)."""
     simulate_cuda_on_the_cpu(monkeypatch)
     monkeypatch.setattr(gpu_figures, "S", dict(gpu_figures.S, copy_mib=64))
-    monkeypatch.setattr(measure, "time_fn", lambda fn, *args, **kwargs: measure.Timing("copy", [10.0]))
+    monkeypatch.setattr(
+        measure, "time_fn", lambda fn, *args, **kwargs: measure.Timing("copy", [10.0])
+    )
     monkeypatch.setattr(ch05, "is_cuda_or_say_so", lambda device, what: True)
     ch05.copy_benchmark(torch.device("cpu"), megabytes=64)
     printed = capsys.readouterr().out
@@ -308,7 +383,10 @@ def test_one_failing_figure_is_recorded_and_the_rest_measured(monkeypatch, tmp_p
 
     monkeypatch.setitem(gpu_figures.FIGURES, "ch01.device_memory", broken)
     out = tmp_path / "figures.json"
-    assert gpu_figures.main([str(out), "--small", "--only", "ch01.device_memory", "ch06.empty_cache"]) == 1
+    assert (
+        gpu_figures.main([str(out), "--small", "--only", "ch01.device_memory", "ch06.empty_cache"])
+        == 1
+    )
     figures = json.loads(out.read_text())["figures"]
     assert "illegal memory access" in figures["ch01.device_memory"]["error"]
     assert figures["ch06.empty_cache"]["lines"]
@@ -316,10 +394,16 @@ def test_one_failing_figure_is_recorded_and_the_rest_measured(monkeypatch, tmp_p
 
 # ---------------------------------------------------------------- which tests need a CUDA GPU
 def fake_item(name, *reasons, path="tests/test_memory.py", cuda_mark=False):
-    marks = {"skipif": [types.SimpleNamespace(kwargs={"reason": r}) for r in reasons],
-             "cuda": [types.SimpleNamespace(kwargs={})] if cuda_mark else []}
-    return types.SimpleNamespace(name=name + "[param]", originalname=name, path=ROOT / path,
-                                 iter_markers=lambda kind: iter(marks.get(kind, [])))
+    marks = {
+        "skipif": [types.SimpleNamespace(kwargs={"reason": r}) for r in reasons],
+        "cuda": [types.SimpleNamespace(kwargs={})] if cuda_mark else [],
+    }
+    return types.SimpleNamespace(
+        name=name + "[param]",
+        originalname=name,
+        path=ROOT / path,
+        iter_markers=lambda kind: iter(marks.get(kind, [])),
+    )
 
 
 def test_only_tests_that_need_a_cuda_gpu_are_selected():
@@ -327,27 +411,59 @@ def test_only_tests_that_need_a_cuda_gpu_are_selected():
     assert gpu_cuda_tests.selected(fake_item("test_anything", cuda_mark=True))
     # a GPU in the name or in another skip reason is not a need for one (issue 16)
     assert not gpu_cuda_tests.selected(fake_item("test_pinned_copy_on_the_gpu"))
-    assert not gpu_cuda_tests.selected(fake_item("test_script", "gpu_check.sh is a bash script for the GPU machine"))
-    assert not gpu_cuda_tests.selected(fake_item("test_meter_counts", "checks the CPU-only behaviour"))
+    assert not gpu_cuda_tests.selected(
+        fake_item("test_script", "gpu_check.sh is a bash script for the GPU machine")
+    )
+    assert not gpu_cuda_tests.selected(
+        fake_item("test_meter_counts", "checks the CPU-only behaviour")
+    )
     assert not gpu_cuda_tests.selected(fake_item("test_format_bytes"))
     # the check's own tests and the grading tests belong to other steps
-    assert not gpu_cuda_tests.selected(fake_item("test_x", "needs a CUDA GPU", path="tests/test_gpu_check.py"))
-    assert not gpu_cuda_tests.selected(fake_item("test_x", cuda_mark=True, path="tests/test_grading_gpu.py"))
+    assert not gpu_cuda_tests.selected(
+        fake_item("test_x", "needs a CUDA GPU", path="tests/test_gpu_check.py")
+    )
+    assert not gpu_cuda_tests.selected(
+        fake_item("test_x", cuda_mark=True, path="tests/test_grading_gpu.py")
+    )
 
 
 def collected_cuda_tests(*files) -> list:
-    env = dict(os.environ, PYTHONPATH=f"{ROOT / 'benchmarks'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "gpu_cuda_tests", "-p", "no:cacheprovider",
-                           "-o", "addopts=", "--collect-only", "-q", *files],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    env = dict(
+        os.environ,
+        PYTHONPATH=f"{ROOT / 'benchmarks'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "gpu_cuda_tests",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "addopts=",
+            "--collect-only",
+            "-q",
+            *files,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return [line for line in proc.stdout.splitlines() if "::" in line]
 
 
 def test_cuda_tests_collected_from_the_suite():
     """Every file that says "needs a CUDA GPU": exactly the tests skipped for that reason."""
-    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py")
-                   if "needs a CUDA GPU" in p.read_text())
+    files = sorted(
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "tests").glob("test_*.py")
+        if "needs a CUDA GPU" in p.read_text()
+    )
     found = collected_cuda_tests(*files)
     assert "tests/test_memory.py::test_small_gpu_gives_a_real_oom_and_lifts_the_cap" in found
     assert "tests/test_ch06_out_of_memory.py::test_gpu_oom_demo_raises_the_real_error" in found
@@ -367,8 +483,14 @@ def tiny_wheel(folder, project="tinypkg", version="1.0", requires=()):
         z.writestr(f"{project}/__init__.py", "VALUE = 42\n")
         z.writestr(f"{project}-{version}.data/purelib/{project}_extra.py", "EXTRA = 1\n")
         z.writestr(f"{project}-{version}.data/scripts/tool", "#!/bin/sh\n")
-        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n{needs}")
-        z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(
+            f"{info}/METADATA",
+            f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n{needs}",
+        )
+        z.writestr(
+            f"{info}/WHEEL",
+            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
         z.writestr(f"{info}/RECORD", "")
     return path
 
@@ -380,10 +502,20 @@ def test_wheels_of_projects_already_installed_are_left_alone(tmp_path):
 
 
 def test_installed_versions_too_old_for_a_wheel_get_the_wheel_too(tmp_path):
-    """ipykernel needs tornado and pyzmq minimums: a machine's older tornado is shadowed by the wheel's
-    (and what that wheel needs is checked in turn); extras and other platforms' needs are ignored."""
-    kernel = tiny_wheel(tmp_path, "tinykernel", "6.29", ["tinytornado>=6.1", "tinyzmq>=24", "tinytest; extra == 'test'",
-                                                         "tinywin>=9; sys_platform == 'win32'"])
+    """ipykernel needs tornado and pyzmq minimums: a machine's older tornado is shadowed by the
+    wheel's (and what that wheel needs is checked in turn); extras and other platforms' needs are
+    ignored."""
+    kernel = tiny_wheel(
+        tmp_path,
+        "tinykernel",
+        "6.29",
+        [
+            "tinytornado>=6.1",
+            "tinyzmq>=24",
+            "tinytest; extra == 'test'",
+            "tinywin>=9; sys_platform == 'win32'",
+        ],
+    )
     tornado = tiny_wheel(tmp_path, "tinytornado", "6.4", ["tiny_async>=2"])
     old_tornado = tiny_wheel(tmp_path, "tinytornado", "5.0")
     zmq = tiny_wheel(tmp_path, "tinyzmq", "26.0")
@@ -392,14 +524,27 @@ def test_installed_versions_too_old_for_a_wheel_get_the_wheel_too(tmp_path):
     machine = {"tinytornado": "5.1", "tinyzmq": "25.1", "tiny-async": "1.0"}
     todo, notes = gpu_wheels.plan(wheels, version_of=machine.get)
     assert todo == [asyncio_, kernel, tornado]  # tinyzmq 25.1 satisfies >=24: the machine's stays
-    assert notes == ["installing tinytornado 6.4: tinykernel needs >=6.1 and this Python has 5.1",
-                     "installing tiny-async 2.1: tinytornado needs >=2 and this Python has 1.0"]
+    assert notes == [
+        "installing tinytornado 6.4: tinykernel needs >=6.1 and this Python has 5.1",
+        "installing tiny-async 2.1: tinytornado needs >=2 and this Python has 1.0",
+    ]
     # a requirement nothing here satisfies is said, not hidden
-    todo, notes = gpu_wheels.plan([kernel, tornado, asyncio_], version_of={**machine, "tinyzmq": "23.0"}.get)
-    assert "WARNING: tinykernel needs tinyzmq>=24; this Python has 23.0 and the wheels folder has none" in notes
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_wheels.py"), "plan", str(tmp_path)],
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0 and "would install 4 of 5 wheels" in proc.stdout, proc.stdout + proc.stderr
+    todo, notes = gpu_wheels.plan(
+        [kernel, tornado, asyncio_], version_of={**machine, "tinyzmq": "23.0"}.get
+    )
+    assert (
+        "WARNING: tinykernel needs tinyzmq>=24; this Python has 23.0 and the wheels folder has none"
+        in notes
+    )
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gpu_wheels.py"), "plan", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and "would install 4 of 5 wheels" in proc.stdout, (
+        proc.stdout + proc.stderr
+    )
 
 
 def test_wheels_install_offline_into_a_target(tmp_path):
@@ -410,30 +555,66 @@ def test_wheels_install_offline_into_a_target(tmp_path):
     assert (tmp_path / "unpacked" / "tinypkg" / "__init__.py").exists()
     assert (tmp_path / "unpacked" / "tinypkg_extra.py").exists()
     assert not list((tmp_path / "unpacked").glob("*.data"))
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_wheels.py"), "install", str(folder),
-                           str(tmp_path / "site")], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "gpu_wheels.py"),
+            "install",
+            str(folder),
+            str(tmp_path / "site"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "installing 1: tinypkg" in proc.stdout
-    imported = subprocess.run([sys.executable, "-c", "import tinypkg; print(tinypkg.VALUE)"],
-                              env=dict(os.environ, PYTHONPATH=str(tmp_path / "site")), capture_output=True, text=True)
+    imported = subprocess.run(
+        [sys.executable, "-c", "import tinypkg; print(tinypkg.VALUE)"],
+        env=dict(os.environ, PYTHONPATH=str(tmp_path / "site")),
+        capture_output=True,
+        text=True,
+    )
     assert imported.stdout.strip() == "42"
-    empty = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_wheels.py"), "install",
-                            str(tmp_path / "nothing"), str(tmp_path / "site2")], capture_output=True, text=True)
+    empty = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "gpu_wheels.py"),
+            "install",
+            str(tmp_path / "nothing"),
+            str(tmp_path / "site2"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert empty.returncode == 1 and "--prepare-wheels" in empty.stdout
 
 
 def test_the_docs_give_the_one_command_and_the_scripts_budget():
     docs = (ROOT / "docs" / "gpu" / "README.md").read_text()
-    assert 'bash benchmarks/gpu_check.sh "$OUT/gpu"' in docs and 'carry:\n["benchmarks/wheels"]' in docs
-    assert 'GPU_CHECK_SIMULATE=1 PYTHON=.venv/bin/python bash benchmarks/gpu_check.sh "$(mktemp -d)"' in docs
+    assert (
+        'bash benchmarks/gpu_check.sh "$OUT/gpu"' in docs
+        and 'carry:\n["benchmarks/wheels"]' in docs
+    )
+    assert (
+        'GPU_CHECK_SIMULATE=1 PYTHON=.venv/bin/python bash benchmarks/gpu_check.sh "$(mktemp -d)"'
+        in docs
+    )
     script = SCRIPT.read_text()
     knobs = dict(re.findall(r"(\w+)=(\d+)", re.search(r"^WHEELS_MAX=.*$", script, re.M).group(0)))
     budget = re.search(r'BUDGET="\$\{GPU_CHECK_SECONDS:-(\d+)\}"', script).group(1)
     assert f"default {budget} s for all steps" in docs
     table = docs.split("| step | what it proves | seconds at most |")[1].split("\n\n")[0]
-    for step, knob in (("wheels", "WHEELS_MAX"), ("figures", "FIGURES_MAX"), ("figures-compile", "COMPILE_MAX")):
+    for step, knob in (
+        ("wheels", "WHEELS_MAX"),
+        ("figures", "FIGURES_MAX"),
+        ("figures-compile", "COMPILE_MAX"),
+    ):
         assert re.search(rf"^\| `{step}` \|.*\| {knobs[knob]} \|$", table, re.M), step
-    assert f"the group: {knobs['GROUP_MAX']}" in table and f"never less than {knobs['GROUP_MIN']} s" in docs
+    assert (
+        f"the group: {knobs['GROUP_MAX']}" in table
+        and f"never less than {knobs['GROUP_MIN']} s" in docs
+    )
 
 
 def test_the_prepare_command_is_the_documented_one():
@@ -443,22 +624,43 @@ def test_the_prepare_command_is_the_documented_one():
     assert set(gpu_wheels.NEEDED) == {"nbval", "nbclient", "nbformat", "ipykernel", "ipywidgets"}
 
 
-# ---------------------------------------------------------------- on the GPU machine (simulated): issue 16
+# --------------------------------------------------------- on the GPU machine (simulated): issue 16
 def test_the_doctor_cli_test_holds_on_a_gpu_machine():
     """test_cli_doctor_explains_an_unusable_gpu runs `doctor` in a subprocess: where torch sees a
     usable GPU that subprocess must still be told it cannot, or the report says "none"."""
     test = "tests/test_course_lib.py::test_cli_doctor_explains_an_unusable_gpu"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", "-q", test],
-                          cwd=ROOT, env=simulated_h200(), capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-2000:]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", "-q", test],
+        cwd=ROOT,
+        env=simulated_h200(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0 and "1 passed" in proc.stdout, (
+        proc.stdout[-3000:] + proc.stderr[-2000:]
+    )
 
 
 def test_grading_expectations_are_computed_as_the_grader_runs(tmp_path):
     """gpu_grading.py's expected scores come from a process that sees the GPUs as the grader's
     processes do (hidden): ch01's "only ever asks for GPU 0" scores 0.6 there, 1.2 with a GPU."""
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_grading.py"), str(tmp_path / "work"),
-                           "--chapter", "01", "--workers", "2"], cwd=tmp_path, env=simulated_h200(),
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "gpu_grading.py"),
+            str(tmp_path / "work"),
+            "--chapter",
+            "01",
+            "--workers",
+            "2",
+        ],
+        cwd=tmp_path,
+        env=simulated_h200(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "3 of 3 submissions graded as the key expects" in proc.stdout
     assert "DIFFERS" not in proc.stdout
@@ -466,29 +668,47 @@ def test_grading_expectations_are_computed_as_the_grader_runs(tmp_path):
 
 # ---------------------------------------------------------------- the nccl path (issue 16, item 4)
 def run_ddp_script(*args, env=None):
-    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_ddp.py"), *map(str, args)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gpu_ddp.py"), *map(str, args)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_ddp_script_runs_chapter_07s_worker_at_world_size_1(tmp_path):
-    """The nccl step's code, with gloo on the CPU: both launchers of chapter 07's worker, world size 1,
-    checked against one process; nccl without a GPU is skipped (77) with the reason."""
+    """The nccl step's code, with gloo on the CPU: both launchers of chapter 07's worker, world
+    size 1, checked against one process; nccl without a GPU is skipped (77) with the reason."""
     proc = run_ddp_script(tmp_path, "--backend", "gloo")
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith("torch.multiprocessing.spawn: world size 1, backend gloo on cpu, 3 steps")
+    assert lines[0].startswith(
+        "torch.multiprocessing.spawn: world size 1, backend gloo on cpu, 3 steps"
+    )
     assert lines[1].startswith("torchrun: world size 1, backend gloo on cpu, 3 steps")
     assert "WRONG" not in proc.stdout and "2 of 2 launches" in lines[-1]
-    assert (tmp_path / "spawn" / "checkpoint.pt").exists() and (tmp_path / "torchrun" / "rank0.pt").exists()
+    assert (tmp_path / "spawn" / "checkpoint.pt").exists() and (
+        tmp_path / "torchrun" / "rank0.pt"
+    ).exists()
     # what the check would say if a launch had not used the backend asked for
-    import gpu_ddp
-    result = gpu_ddp.ddp_worker.LaunchResult(gpu_ddp.config_for(tmp_path, "spawn", "gloo"),
-                                             [torch.load(tmp_path / "spawn" / "rank0.pt")], 1.0, "spawn")
+    gpu_ddp = benchmark("gpu_ddp")
+    result = gpu_ddp.ddp_worker.LaunchResult(
+        gpu_ddp.config_for(tmp_path, "spawn", "gloo"),
+        [torch.load(tmp_path / "spawn" / "rank0.pt")],
+        1.0,
+        "spawn",
+    )
     assert gpu_ddp.problems(result, "gloo") == []
-    assert gpu_ddp.problems(result, "nccl") == ["rank 0 ran with backend gloo on cpu, not nccl on cuda:0"]
+    assert gpu_ddp.problems(result, "nccl") == [
+        "rank 0 ran with backend gloo on cpu, not nccl on cuda:0"
+    ]
     if not torch.cuda.is_available():
         skipped = run_ddp_script(tmp_path / "nccl")
-        assert skipped.returncode == 77 and skipped.stdout.startswith("skipped: nccl needs a CUDA GPU")
+        assert skipped.returncode == 77 and skipped.stdout.startswith(
+            "skipped: nccl needs a CUDA GPU"
+        )
     planned = run_ddp_script(tmp_path / "plan", "--dry-run", env=simulated_h200())
     assert planned.returncode == 0 and "would launch course_lib.ddp_worker" in planned.stdout
     assert "backend nccl" in planned.stdout

@@ -1,4 +1,5 @@
-"""Grades a teacher can trust: each attack of issue 10 is a hostile fixture with the grade it must get.
+"""Grades a teacher can trust: each attack of issue 10
+is a hostile fixture with the grade it must get.
 
 One grader run per isolation mode grades the six attacks beside three honest reference
 notebooks and a blank one: with everything this machine has (namespaces and Landlock), without
@@ -6,27 +7,34 @@ Landlock, without namespaces (Landlock alone), and with neither. Where a mode ca
 guarantee, the gradebook summary must say so; everywhere else each attack gets exactly the points
 its honest content earns, and a flag, and the honest notebooks lose nothing.
 """
+
 import csv
 import json
 import secrets
 import socket
-import sys
 import threading
 
 import pytest
 
-from conftest import ROOT
-
-
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "grading"))
-import build  # noqa: E402
+from support import submissions  # noqa: E402
 
 FULL, FUNCTION = 13.0, 3.0
-ATTACKS = ["attack1_gc_channel", "attack1_frames", "attack1_fd_forgery", "attack2_key_read", "attack3_network",
-           "attack4_outlive", "attack5_classmates", "attack6_csv"]
-MODES = {"full": {}, "no-landlock": {"COURSE_GRADER_NO_LANDLOCK": "1"},
-         "no-namespaces": {"COURSE_GRADER_NO_NAMESPACES": "1"},
-         "neither": {"COURSE_GRADER_NO_LANDLOCK": "1", "COURSE_GRADER_NO_NAMESPACES": "1"}}
+ATTACKS = [
+    "attack1_gc_channel",
+    "attack1_frames",
+    "attack1_fd_forgery",
+    "attack2_key_read",
+    "attack3_network",
+    "attack4_outlive",
+    "attack5_classmates",
+    "attack6_csv",
+]
+MODES = {
+    "full": {},
+    "no-landlock": {"COURSE_GRADER_NO_LANDLOCK": "1"},
+    "no-namespaces": {"COURSE_GRADER_NO_NAMESPACES": "1"},
+    "neither": {"COURSE_GRADER_NO_LANDLOCK": "1", "COURSE_GRADER_NO_NAMESPACES": "1"},
+}
 HONEST = ["honest1", "honest2", "honest3"]
 
 
@@ -68,18 +76,33 @@ def graded(request, tmp_path_factory):
     subs.mkdir()
     listener, mark = Listener(), secrets.token_hex(6)
     names = [n for n in ATTACKS if not (mode == "neither" and n == "attack5_classmates")]
-    build.write_all(subs, names, {"SUBMISSIONS": subs, "OUT": out.parent, "PORT": listener.port, "MARK": mark})
-    bases = build.bases()
+    submissions.write_all(
+        subs, names, {"SUBMISSIONS": subs, "OUT": out.parent, "PORT": listener.port, "MARK": mark}
+    )
+    bases = submissions.bases()
     for name in HONEST:
         (subs / f"{name}.ipynb").write_text(json.dumps(bases["reference"]))
     (subs / "=blank.ipynb").write_text(json.dumps(bases["blank"]))
-    proc = build.run_grader(subs, out, "--workers", 2, "--cell-timeout", 20, "--test-timeout", 5, env=env)
+    proc = submissions.run_grader(
+        subs, out, "--workers", 2, "--cell-timeout", 20, "--test-timeout", 5, env=env
+    )
     listener.close()
     assert proc.returncode == 0, proc.stderr[-3000:]
-    records = {p.stem: json.loads(p.read_text()) for p in out.with_name("gradebook_feedback").glob("*.json")}
-    return {"mode": mode, "book": build.read_gradebook(out), "records": records, "out": out, "mark": mark,
-            "net": listener.got, "stderr": proc.stderr, "names": names,
-            "summary": out.with_name("gradebook.summary.csv").read_text()}
+    records = {
+        p.stem: json.loads(p.read_text())
+        for p in out.with_name("gradebook_feedback").glob("*.json")
+    }
+    return {
+        "mode": mode,
+        "book": submissions.read_gradebook(out),
+        "records": records,
+        "out": out,
+        "mark": mark,
+        "net": listener.got,
+        "stderr": proc.stderr,
+        "names": names,
+        "summary": out.with_name("gradebook.summary.csv").read_text(),
+    }
 
 
 def points(graded, name, exercise="TOTAL"):
@@ -118,9 +141,14 @@ def test_reduced_isolation_is_said_once_in_the_summary(graded):
         assert any("signal each other" in n for n in notes)
 
 
-@pytest.mark.parametrize("name,exercise", [("attack1_gc_channel", "ch01.make_batch"),
-                                           ("attack1_frames", "ch01.gpu_names"),
-                                           ("attack1_fd_forgery", "ch01.choose_device")])
+@pytest.mark.parametrize(
+    "name,exercise",
+    [
+        ("attack1_gc_channel", "ch01.make_batch"),
+        ("attack1_frames", "ch01.gpu_names"),
+        ("attack1_fd_forgery", "ch01.choose_device"),
+    ],
+)
 def test_attack1_a_forged_report_earns_nothing_and_is_flagged(graded, name, exercise):
     """The forging functions are wrong answers: they get what a wrong answer gets (0 here) whatever
     they reach, since the process that runs them holds no verdict and no key (issue 18). Lines they
@@ -128,8 +156,12 @@ def test_attack1_a_forged_report_earns_nothing_and_is_flagged(graded, name, exer
     row = graded["book"][name][exercise]
     assert row["status"] in ("incorrect", "tampered") and float(row["points"]) == 0.0, row["detail"]
     assert points(graded, name) == FULL - FUNCTION  # the rest is its honest work
-    assert {"tampered", "review:forged-report-lines", "review:grader-internals", "review:frame-walking"} \
-        & set(flags(graded, name))
+    assert {
+        "tampered",
+        "review:forged-report-lines",
+        "review:grader-internals",
+        "review:frame-walking",
+    } & set(flags(graded, name))
 
 
 def test_attack2_the_key_and_the_teachers_files_are_out_of_reach(graded):
@@ -138,8 +170,12 @@ def test_attack2_the_key_and_the_teachers_files_are_out_of_reach(graded):
         return  # the summary says so (test above)
     assert points(graded, "attack2_key_read") == 0.0
     assert "review:grader-internals" in flags(graded, "attack2_key_read")
-    found = eval(said.split("KEY-ATTEMPT", 1)[1].strip().splitlines()[0])  # the fixture's own report
-    assert all(isinstance(v, str) and v.endswith("Error") for k, v in found.items() if k != "listdir"), found
+    found = eval(
+        said.split("KEY-ATTEMPT", 1)[1].strip().splitlines()[0]
+    )  # the fixture's own report
+    assert all(
+        isinstance(v, str) and v.endswith("Error") for k, v in found.items() if k != "listdir"
+    ), found
     assert found["listdir"] in ([], "PermissionError", "FileNotFoundError")
 
 
@@ -150,7 +186,9 @@ def test_attack3_no_network_but_a_private_loopback(graded):
     if not _holds(graded):
         return
     assert "tcp" not in graded["net"]
-    assert "'tcp host loopback': 'connected'" not in said and "'tcp outside': 'connected'" not in said
+    assert (
+        "'tcp host loopback': 'connected'" not in said and "'tcp outside': 'connected'" not in said
+    )
     if graded["mode"] != "no-namespaces":  # Landlock alone cannot stop UDP (the summary says so)
         assert "udp" not in graded["net"]
         assert "'private server': '127.0.0.1'" in said  # chapter 07's gloo needs this
@@ -159,7 +197,7 @@ def test_attack3_no_network_but_a_private_loopback(graded):
 def test_attack4_nothing_outlives_grading_anywhere_on_the_machine(graded):
     assert points(graded, "attack4_outlive") == FULL
     assert "review:processes-and-files" in flags(graded, "attack4_outlive")
-    assert build.alive_with(f"leftover-{graded['mark']}") == []
+    assert submissions.alive_with(f"leftover-{graded['mark']}") == []
     started = stdout(graded, "attack4_outlive").split("STARTED", 1)[1].split()[0]
     if graded["mode"] in ("full", "no-landlock"):
         assert int(started) < 64  # the process-count limit

@@ -1,21 +1,19 @@
-"""Bad and hostile submissions never stop the class, and cheats earn nothing (issue 5, items 2 and 3).
+"""Bad and hostile submissions never stop the class,
+and cheats earn nothing (issue 5, items 2 and 3).
 
 One grader run (2 workers, short limits) grades every fixture of tests/fixtures/grading plus a
 right and a blank chapter 01 notebook, against a private copy of course_lib that the hostile
 fixtures attack. Each fixture gets a clear status and exactly the points it earned.
 """
+
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
 from course_lib.grading import landlock
 from course_lib.grading.grader import scratch_root_for
-
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "grading"))
-import build  # noqa: E402
+from support import submissions  # noqa: E402
 
 NO_ISOLATION = {"COURSE_GRADER_NO_LANDLOCK": "1", "COURSE_GRADER_NO_NAMESPACES": "1"}
 LIMITS = ["--workers", 2, "--cell-timeout", 3, "--test-timeout", 3, "--memory-mb", 1024]
@@ -23,8 +21,11 @@ FULL, FUNCTION_POINTS = 13.0, 3.0
 
 
 def _tree(folder: Path) -> dict:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in folder.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
 
 
 @pytest.fixture(scope="module")
@@ -32,19 +33,36 @@ def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hostile")
     subs = tmp / "submissions"
     subs.mkdir()
-    build.write_all(subs, [p.name.split(".")[0] for p in build.fixture_paths()
-                           if not p.name.startswith(("cheat_kill_grader", "attack"))])  # attacks: their own test
-    bases = build.bases()
+    submissions.write_all(
+        subs,
+        [
+            p.name.split(".")[0]
+            for p in submissions.fixture_paths()
+            if not p.name.startswith(("cheat_kill_grader", "attack"))
+        ],
+    )  # attacks: their own test
+    bases = submissions.bases()
     for name in ("reference", "blank"):
         (subs / f"{name}.ipynb").write_text(json.dumps(bases[name]))
-    lib = build.course_copy(tmp)
+    lib = submissions.course_copy(tmp)
     before = _tree(lib / "course_lib")
     out = tmp / "out" / "gradebook.csv"
-    proc = build.run_grader(subs, out, *LIMITS, pythonpath=lib)
+    proc = submissions.run_grader(subs, out, *LIMITS, pythonpath=lib)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    records = {p.stem: json.loads(p.read_text()) for p in out.with_name("gradebook_feedback").glob("*.json")}
-    return {"book": build.read_gradebook(out), "rows": build.gradebook_rows(out), "records": records, "out": out,
-            "lib": lib, "before": before, "subs": subs, "stderr": proc.stderr}
+    records = {
+        p.stem: json.loads(p.read_text())
+        for p in out.with_name("gradebook_feedback").glob("*.json")
+    }
+    return {
+        "book": submissions.read_gradebook(out),
+        "rows": submissions.gradebook_rows(out),
+        "records": records,
+        "out": out,
+        "lib": lib,
+        "before": before,
+        "subs": subs,
+        "stderr": proc.stderr,
+    }
 
 
 def total(graded, name):
@@ -66,7 +84,9 @@ def test_every_submission_is_graded_once_with_a_row_per_exercise(graded):
 def test_right_and_blank_notebooks(graded):
     assert total(graded, "reference")[:2] == (FULL, "ok")
     assert total(graded, "blank")[:2] == (0.0, "ok")
-    assert {r["status"] for e, r in graded["book"]["blank"].items() if e != "TOTAL"} == {"not attempted"}
+    assert {r["status"] for e, r in graded["book"]["blank"].items() if e != "TOTAL"} == {
+        "not attempted"
+    }
 
 
 @pytest.mark.parametrize("name", ["not_json", "empty_file", "truncated", "wrong_structure"])
@@ -78,22 +98,27 @@ def test_unreadable_files_get_a_reason_and_zero(graded, name):
 
 def test_empty_notebook_has_everything_missing(graded):
     assert total(graded, "empty_notebook")[:2] == (0.0, "empty")
-    assert {r["status"] for e, r in graded["book"]["empty_notebook"].items() if e != "TOTAL"} == {"missing"}
+    assert {r["status"] for e, r in graded["book"]["empty_notebook"].items() if e != "TOTAL"} == {
+        "missing"
+    }
 
 
-@pytest.mark.parametrize("name,status,words", [
-    ("infinite_loop", "cell errors", "stopped at the cell time limit"),
-    ("stubborn_loop", "timed out", "ignored the interrupt"),
-    ("sys_exit", "cell errors", "raised an error"),
-    ("os_exit", "exited", "exited with code 3"),
-    ("segfault", "crashed", "SIGSEGV"),
-    ("big_output", "ok", "printed"),
-    ("torch_warning", "ok", "ran all"),
-    ("widgets", "cell errors", "raised an error"),
-    ("import_error", "cell errors", "raised an error"),
-    ("reordered", "cell errors", "ran all"),
-    ("free_text", "ok", "ran all"),
-])
+@pytest.mark.parametrize(
+    "name,status,words",
+    [
+        ("infinite_loop", "cell errors", "stopped at the cell time limit"),
+        ("stubborn_loop", "timed out", "ignored the interrupt"),
+        ("sys_exit", "cell errors", "raised an error"),
+        ("os_exit", "exited", "exited with code 3"),
+        ("segfault", "crashed", "SIGSEGV"),
+        ("big_output", "ok", "printed"),
+        ("torch_warning", "ok", "ran all"),
+        ("widgets", "cell errors", "raised an error"),
+        ("import_error", "cell errors", "raised an error"),
+        ("reordered", "cell errors", "ran all"),
+        ("free_text", "ok", "ran all"),
+    ],
+)
 def test_a_broken_notebook_keeps_the_points_its_answers_earned(graded, name, status, words):
     points, got_status, detail, _ = total(graded, name)
     assert (points, got_status) == (FULL, status), detail
@@ -111,12 +136,15 @@ def test_what_went_wrong_is_said(graded):
     assert len(graded["records"]["big_output"]["output"]["stdout"]) < 30_000
 
 
-@pytest.mark.parametrize("name,exercise,status", [
-    ("crash_in_function", "ch01.gpu_names", "crashed"),
-    ("memory_hog", "ch01.make_batch", "incorrect"),
-    ("renamed", "ch01.gpu_names", "missing"),
-    ("syntax_error", "ch01.choose_device", "error"),
-])
+@pytest.mark.parametrize(
+    "name,exercise,status",
+    [
+        ("crash_in_function", "ch01.gpu_names", "crashed"),
+        ("memory_hog", "ch01.make_batch", "incorrect"),
+        ("renamed", "ch01.gpu_names", "missing"),
+        ("syntax_error", "ch01.choose_device", "error"),
+    ],
+)
 def test_one_bad_function_costs_only_its_own_points(graded, name, exercise, status):
     row = graded["book"][name][exercise]
     assert (row["status"], float(row["points"])) == (status, 0.0), row["detail"]
@@ -126,11 +154,23 @@ def test_one_bad_function_costs_only_its_own_points(graded, name, exercise, stat
 def test_free_text_answers_are_collected(graded):
     texts = graded["out"].with_name("gradebook.texts.csv").read_text()
     assert "free_text,reflection,Creating on the device" in texts and "free_text,why_meta" in texts
-    assert "### reflection" in graded["out"].with_name("gradebook_feedback").joinpath("free_text.md").read_text()
+    assert (
+        "### reflection"
+        in graded["out"].with_name("gradebook_feedback").joinpath("free_text.md").read_text()
+    )
 
 
-@pytest.mark.parametrize("name", ["cheat_patch_check", "cheat_patch_builtins", "cheat_patch_when_called",
-                                  "cheat_fake_output", "cheat_overwrite", "cheat_key_import"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "cheat_patch_check",
+        "cheat_patch_builtins",
+        "cheat_patch_when_called",
+        "cheat_fake_output",
+        "cheat_overwrite",
+        "cheat_key_import",
+    ],
+)
 def test_cheats_earn_nothing(graded, name):
     points, _, detail, _ = total(graded, name)
     assert points == 0.0, detail
@@ -139,7 +179,8 @@ def test_cheats_earn_nothing(graded, name):
 
 def test_cheats_are_named_for_the_teacher(graded):
     book = graded["book"]
-    # the patch changes nothing where verdicts are made (issue 18: no integrity snapshot, so no "tampered")
+    # the patch changes nothing where verdicts are made
+    # (issue 18: no integrity snapshot, so no "tampered")
     assert book["cheat_patch_when_called"]["ch01.gpu_names"]["status"] == "incorrect"
     assert "review:grader-internals" in book["cheat_patch_when_called"]["TOTAL"]["flags"]
     assert book["cheat_fake_output"]["ch01.make_batch"]["status"] == "tampered"
@@ -155,19 +196,25 @@ def test_the_graders_files_are_untouched(graded):
     assert not (feedback / "someone_else.md").exists()
     assert "You failed everything" not in (feedback / "infinite_loop.md").read_text()
     stdout = graded["records"]["cheat_overwrite"]["output"]["stdout"]
-    assert "'engine': 'done'" not in stdout and "'key': 'done'" not in stdout and "'gradebook': 'done'" not in stdout
+    assert (
+        "'engine': 'done'" not in stdout
+        and "'key': 'done'" not in stdout
+        and "'gradebook': 'done'" not in stdout
+    )
 
 
 def test_without_landlock_changed_files_are_restored_and_the_culprit_gets_nothing(tmp_path):
     subs = tmp_path / "submissions"
     subs.mkdir()
-    build.write_all(subs, ["cheat_overwrite", "renamed"])
-    lib = build.course_copy(tmp_path)
+    submissions.write_all(subs, ["cheat_overwrite", "renamed"])
+    lib = submissions.course_copy(tmp_path)
     before = _tree(lib / "course_lib")
     out = tmp_path / "out" / "gradebook.csv"
-    proc = build.run_grader(subs, out, *LIMITS[:1], 1, *LIMITS[2:], pythonpath=lib, env=NO_ISOLATION)
+    proc = submissions.run_grader(
+        subs, out, *LIMITS[:1], 1, *LIMITS[2:], pythonpath=lib, env=NO_ISOLATION
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    book = build.read_gradebook(out)
+    book = submissions.read_gradebook(out)
     assert set(book) == {"cheat_overwrite", "renamed"}
     assert book["cheat_overwrite"]["TOTAL"]["status"] == "tampered"
     assert "tampered" in book["cheat_overwrite"]["TOTAL"]["flags"]
@@ -180,33 +227,37 @@ def test_without_landlock_changed_files_are_restored_and_the_culprit_gets_nothin
 def test_a_notebook_that_kills_the_grader_is_isolated_on_rerun(tmp_path):
     subs = tmp_path / "submissions"
     subs.mkdir()
-    build.write_all(subs, ["cheat_kill_grader", "renamed", "sys_exit"])
+    submissions.write_all(subs, ["cheat_kill_grader", "renamed", "sys_exit"])
     out = tmp_path / "out" / "gradebook.csv"
     env = NO_ISOLATION  # without namespaces and Landlock's signal scope the kill works
-    codes = [build.run_grader(subs, out, *LIMITS, env=env).returncode for _ in range(3)]
+    codes = [submissions.run_grader(subs, out, *LIMITS, env=env).returncode for _ in range(3)]
     assert codes[-1] == 0 and any(codes[:-1])  # it killed the grading processes, then was isolated
-    book = build.read_gradebook(out)
+    book = submissions.read_gradebook(out)
     assert set(book) == {"cheat_kill_grader", "renamed", "sys_exit"}
     assert book["cheat_kill_grader"]["TOTAL"]["status"] == "stopped the grader"
     assert float(book["cheat_kill_grader"]["TOTAL"]["points"]) == 0
     assert float(book["sys_exit"]["TOTAL"]["points"]) == FULL
 
 
-@pytest.mark.parametrize("env", [{}, {"COURSE_GRADER_NO_NAMESPACES": "1"}], ids=["namespaces", "landlock"])
+@pytest.mark.parametrize(
+    "env", [{}, {"COURSE_GRADER_NO_NAMESPACES": "1"}], ids=["namespaces", "landlock"]
+)
 def test_an_isolated_process_cannot_kill_the_grader(tmp_path, env):
     if env and landlock.abi_version() < 6:
         pytest.skip("Landlock signal scoping needs Linux 6.12+")
     subs = tmp_path / "submissions"
     subs.mkdir()
-    build.write_all(subs, ["cheat_kill_grader", "renamed"])
+    submissions.write_all(subs, ["cheat_kill_grader", "renamed"])
     out = tmp_path / "out" / "gradebook.csv"
-    proc = build.run_grader(subs, out, *LIMITS, env=env)
+    proc = submissions.run_grader(subs, out, *LIMITS, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    book = build.read_gradebook(out)
+    book = submissions.read_gradebook(out)
     assert set(book) == {"cheat_kill_grader", "renamed"}
     assert float(book["renamed"]["TOTAL"]["points"]) == FULL - FUNCTION_POINTS
 
 
 def test_no_graded_process_is_left_behind(graded):
-    assert not build.alive_under(scratch_root_for(graded["out"]))
-    assert not build.alive_with(str(scratch_root_for(graded["out"])))  # nor its zygotes, anywhere
+    assert not submissions.alive_under(scratch_root_for(graded["out"]))
+    assert not submissions.alive_with(
+        str(scratch_root_for(graded["out"]))
+    )  # nor its zygotes, anywhere

@@ -1,19 +1,22 @@
-"""Kill the grader with SIGKILL mid-run, run it again: no gradebook row lost or duplicated (issue 5 bar)."""
+"""Kill the grader with SIGKILL mid-run, run it again:
+no gradebook row lost or duplicated (issue 5 bar)."""
+
 import json
 import os
 import signal
-import sys
 import time
 
-from conftest import ROOT
 from course_lib.grading.grader import scratch_root_for
 from course_lib.grading.selftest import chapter_cases
+from support import submissions  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "grading"))
-import build  # noqa: E402
-
-SLOW_CELL = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-             "source": "import time\ntime.sleep(0.6)  # a notebook that takes a moment"}
+SLOW_CELL = {
+    "cell_type": "code",
+    "metadata": {},
+    "outputs": [],
+    "execution_count": None,
+    "source": "import time\ntime.sleep(0.6)  # a notebook that takes a moment",
+}
 
 
 def _submissions(folder):
@@ -34,7 +37,7 @@ def test_sigkill_then_rerun_loses_and_duplicates_nothing(tmp_path):
     subs.mkdir()
     expected = _submissions(subs)
     out = tmp_path / "out" / "gradebook.csv"
-    grader = build.run_grader(subs, out, "--workers", 2, popen=True)
+    grader = submissions.run_grader(subs, out, "--workers", 2, popen=True)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and grader.poll() is None:
         if out.exists() and out.read_text().count(",TOTAL,") >= 3:
@@ -46,17 +49,23 @@ def test_sigkill_then_rerun_loses_and_duplicates_nothing(tmp_path):
     done_before = out.read_text().count(",TOTAL,")
     assert 3 <= done_before < len(expected)
     time.sleep(1.0)
-    assert not build.alive_under(scratch_root_for(out)), "graded processes outlived the grader"
+    assert not submissions.alive_under(scratch_root_for(out)), (
+        "graded processes outlived the grader"
+    )
 
-    again = build.run_grader(subs, out, "--workers", 2)
+    again = submissions.run_grader(subs, out, "--workers", 2)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "already graded" in again.stderr
 
-    rows = build.gradebook_rows(out)
+    rows = submissions.gradebook_rows(out)
     keys = [(r["submission"], r["exercise"]) for r in rows]
-    wanted = {(name, ex) for name, verdicts in expected.items() for ex in list(verdicts) + ["TOTAL"]}
+    wanted = {
+        (name, ex) for name, verdicts in expected.items() for ex in list(verdicts) + ["TOTAL"]
+    }
     assert len(keys) == len(set(keys)), "duplicated rows"
     assert set(keys) == wanted, "lost rows"
     for r in rows:
         if r["exercise"] != "TOTAL":
-            assert (r["status"], round(float(r["points"]), 3)) == expected[r["submission"]][r["exercise"]]
+            assert (r["status"], round(float(r["points"]), 3)) == expected[r["submission"]][
+                r["exercise"]
+            ]

@@ -1,26 +1,30 @@
 """Unit tests of the grader's parts that need no process: reading, analysis, report lines, verdicts,
 records, gradebook (the pure steps of parent, judge and child)."""
+
 import json
 
 import pytest
 import torch
 
+from course_lib import notebooks
 from course_lib.checks import wire
 from course_lib.exercises import get, scoring
 from course_lib.exercises.runner import observe
 from course_lib.grading import feedback, gradebook, record
-from course_lib.grading.analyze import analyze, check_source, chapter_guess
+from course_lib.grading.analyze import analyze, chapter_guess, check_source
 from course_lib.grading.cells import CappedStream, UnreadableNotebook, python_source, read_cells
 from course_lib.grading.child import plain
 from course_lib.grading.judge import Judge
 from course_lib.grading.protocol import Child, parse
 from course_lib.grading.records import CRASHED, TAMPERED, Verdict
-from course_lib.grading.selftest import chapter_notebook, function_source, make_submission
+from course_lib.grading.selftest import function_source, make_submission
 
 
 def nb_bytes(*sources, kind="code") -> bytes:
-    cells = [{"cell_type": kind, "metadata": {}, "source": s, "outputs": [], "execution_count": None}
-             for s in sources]
+    cells = [
+        {"cell_type": kind, "metadata": {}, "source": s, "outputs": [], "execution_count": None}
+        for s in sources
+    ]
     return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
 
 
@@ -28,10 +32,17 @@ def cells_of(*sources):
     return analyze(read_cells(nb_bytes(*sources)))
 
 
-@pytest.mark.parametrize("data,reason", [
-    (b"", "empty"), (b"not json at all", "not valid notebook JSON"), (b'{"cells": [{"cell_type": "co', "truncated"),
-    (b'{"cells": "oops"}', "no list of cells"), (b"\xff\xfe\x00garbage", "not UTF-8"), (b"[1, 2]", "no list of cells"),
-])
+@pytest.mark.parametrize(
+    "data,reason",
+    [
+        (b"", "empty"),
+        (b"not json at all", "not valid notebook JSON"),
+        (b'{"cells": [{"cell_type": "co', "truncated"),
+        (b'{"cells": "oops"}', "no list of cells"),
+        (b"\xff\xfe\x00garbage", "not UTF-8"),
+        (b"[1, 2]", "no list of cells"),
+    ],
+)
 def test_unreadable_notebooks_say_why(data, reason):
     with pytest.raises(UnreadableNotebook, match=reason):
         read_cells(data)
@@ -59,8 +70,11 @@ def test_the_last_top_level_definition_wins_in_any_cell():
 
 
 def test_answers_chapters_and_free_text_are_read_statically():
-    a = cells_of("from course_lib import ch01_device_check as ch\nimport torch",
-                 'answer_device_label = "b"  # mine', "answer_tensor_bytes = 256 * 1024 * 4")
+    a = cells_of(
+        "from course_lib import ch01_device_check as ch\nimport torch",
+        'answer_device_label = "b"  # mine',
+        "answer_tensor_bytes = 256 * 1024 * 4",
+    )
     assert a.chapters == {"01"}
     assert a.literals["answer_device_label"][1:] == ("b", True)
     assert a.literals["answer_tensor_bytes"][2] is False  # computed: the notebook run decides
@@ -69,7 +83,10 @@ def test_answers_chapters_and_free_text_are_read_statically():
 
 
 def test_chapter_guess_prefers_the_chapter_a_notebook_answers():
-    a = cells_of("from course_lib import ch01_device_check, ch02_same_device_rule", "def move_to(b, d):\n    pass")
+    a = cells_of(
+        "from course_lib import ch01_device_check, ch02_same_device_rule",
+        "def move_to(b, d):\n    pass",
+    )
     assert chapter_guess(a, {"01": ["gpu_names"], "02": ["move_to"]}) == {"02"}
 
 
@@ -79,11 +96,13 @@ def test_a_syntax_error_is_reported_against_the_function_it_hides():
 
 
 def test_check_source_runs_what_the_function_needs_and_nothing_else():
-    a = cells_of("import torch\nimport course_lib.exercises.spec as spec",
-                 "SCALE = 2\nspec.FunctionExercise.check = None\nprint('noise')",
-                 "def helper(x):\n    return x * SCALE",
-                 "def make_batch(b, n, d):\n    return helper(torch.ones(b, n, device=d))",
-                 "def unrelated():\n    import os\n    os.kill(1, 9)")
+    a = cells_of(
+        "import torch\nimport course_lib.exercises.spec as spec",
+        "SCALE = 2\nspec.FunctionExercise.check = None\nprint('noise')",
+        "def helper(x):\n    return x * SCALE",
+        "def make_batch(b, n, d):\n    return helper(torch.ones(b, n, device=d))",
+        "def unrelated():\n    import os\n    os.kill(1, 9)",
+    )
     src = check_source(a, "make_batch")
     assert [name for name, _, _ in src["definitions"]] == ["SCALE", "helper", "make_batch"]
     assert all("spec.FunctionExercise" not in text for _, _, text in src["definitions"])
@@ -92,17 +111,22 @@ def test_check_source_runs_what_the_function_needs_and_nothing_else():
 
 
 def test_suspicious_code_is_flagged_but_model_eval_is_not():
-    a = cells_of("def f(model):\n    model.eval()\n    return model",
-                 "def g():\n    import sys\n    return sys._getframe(1).f_globals")
+    a = cells_of(
+        "def f(model):\n    model.eval()\n    return model",
+        "def g():\n    import sys\n    return sys._getframe(1).f_globals",
+    )
     assert check_source(a, "f")["flags"] == []
     assert check_source(a, "g")["flags"] == ["frame walking"]
 
 
 def _report(exercise, candidate) -> Child:
-    """A Child that received a check process's report on `candidate`, line by line, as the parent does."""
+    """A Child that received a check process's report
+    on `candidate`, line by line, as the parent does."""
     child = Child(pid=0, fd=-1, role="check")
-    lines = [{"kind": "sandbox", "held": []},
-             {"kind": "defined", "problems": [], "callable": True, "type": "function"}]
+    lines = [
+        {"kind": "sandbox", "held": []},
+        {"kind": "defined", "problems": [], "callable": True, "type": "function"},
+    ]
     for i, test in enumerate(exercise.graded_tests()):
         seen = observe(test.check.__class__(**test.check.inputs()), candidate, exercise.time_limit)
         lines.append({"kind": "test", "index": i, "seen": seen})
@@ -124,7 +148,9 @@ def test_the_judge_scores_observations_with_the_engines_rules():
     assert child.forged == 0 and len(child.tests) == len(ex.graded_tests())
     verdict, learner = _judged(ex, child), ex.check(wrong, include_hidden=True, record=False)
     assert (verdict.status, verdict.points) == (learner.status, learner.points)
-    assert verdict.total == len(ex.graded_tests()) and verdict.passed == sum(t.passed for t in learner.tests)
+    assert verdict.total == len(ex.graded_tests()) and verdict.passed == sum(
+        t.passed for t in learner.tests
+    )
     assert all(t["feedback"] == "" for t in verdict.tests if t["hidden"])
     assert _judged(ex, _report(ex, ex.key().solution)).status == "correct"
 
@@ -133,11 +159,20 @@ def test_an_incomplete_or_missing_report_is_no_verdict():
     ex = get("ch01.gpu_names")
     child = _report(ex, ex.key().solution)
     assert _judged(ex, child).points == ex.points
-    assert Judge().function(ex.id, child.tests[:2], ex.time_limit, child.last("defined")).status == CRASHED
-    undefined = Judge().function(ex.id, [], ex.time_limit, {"callable": False, "type": "NoneType", "problems": []})
+    assert (
+        Judge().function(ex.id, child.tests[:2], ex.time_limit, child.last("defined")).status
+        == CRASHED
+    )
+    undefined = Judge().function(
+        ex.id, [], ex.time_limit, {"callable": False, "type": "NoneType", "problems": []}
+    )
     assert undefined.status == "not attempted"
-    assert Judge().function(ex.id, [], ex.time_limit, {"callable": False, "type": "int", "problems": []}).status \
+    assert (
+        Judge()
+        .function(ex.id, [], ex.time_limit, {"callable": False, "type": "int", "problems": []})
+        .status
         == "incorrect"
+    )
 
 
 def test_forged_report_lines_are_counted_not_believed():
@@ -147,21 +182,48 @@ def test_forged_report_lines_are_counted_not_believed():
     honest = _report(ex, ex.key().solution)
     test0 = honest.tests[0].encode()
     child = Child(pid=0, fd=-1, role="check")
-    bad = [b"not json", b'{"kind": "test", "index": 0}', b'{"kind": "cell", "cell": 1}', b"[" * 5000, b"\xff\xfe",
-           b'{"kind": "test", "index": 0, "seen": {}, "extra": 1}', test0.replace(b'"index":0', b'"index":3')]
-    child.feed(b"\n".join(bad) + b"\n" + test0 + b"\n" + test0 + b"\n" + wire.dumps(
-        {"kind": "done", "tests": 1}).encode() + b"\n" + test0 + b"\n")
+    bad = [
+        b"not json",
+        b'{"kind": "test", "index": 0}',
+        b'{"kind": "cell", "cell": 1}',
+        b"[" * 5000,
+        b"\xff\xfe",
+        b'{"kind": "test", "index": 0, "seen": {}, "extra": 1}',
+        test0.replace(b'"index":0', b'"index":3'),
+    ]
+    child.feed(
+        b"\n".join(bad)
+        + b"\n"
+        + test0
+        + b"\n"
+        + test0
+        + b"\n"
+        + wire.dumps({"kind": "done", "tests": 1}).encode()
+        + b"\n"
+        + test0
+        + b"\n"
+    )
     assert child.forged == len(bad) + 2 and len(child.tests) == 1 and child.last("done")
     notebook = Child(pid=0, fd=-1, role="notebook")
-    notebook.feed(b'{"t": "guess", "kind": "cell_done", "answers": {}}\n{"kind": "cell", "cell": 2}\n')
+    notebook.feed(
+        b'{"t": "guess", "kind": "cell_done", "answers": {}}\n{"kind": "cell", "cell": 2}\n'
+    )
     assert notebook.forged == 1 and notebook.messages == [{"kind": "cell", "cell": 2}]
 
 
 def test_report_lines_of_any_size_or_shape_never_raise():
     for role in ("check", "notebook"):
         child = Child(pid=0, fd=-1, role=role)
-        child.feed(b"[" * 200_000 + b"\n" + b"x" * (wire.MAX_BYTES + 10) + b"\n" + bytes(range(256)) + b"\n"
-                   + b'"\\ud800"\n' + b'{"kind": "fatal", "error": "\\udfff"}\n')
+        child.feed(
+            b"[" * 200_000
+            + b"\n"
+            + b"x" * (wire.MAX_BYTES + 10)
+            + b"\n"
+            + bytes(range(256))
+            + b"\n"
+            + b'"\\ud800"\n'
+            + b'{"kind": "fatal", "error": "\\udfff"}\n'
+        )
         assert child.forged >= 4
         child.feed(b"y" * (2**24 + 1))
         assert child.overflow
@@ -172,7 +234,11 @@ def test_scoring_rules():
     assert scoring.points_for(3, [(1, True), (1, False), (2, True)]) == 2.25
     assert scoring.points_for(3, []) == 0.0 and scoring.quiz_points(2, True) == 2.0
     zero = scoring.zeroed({"points": 3, "flags": ["a"]}, "tampered", "why", "tampered")
-    assert zero["points"] == 0.0 and zero["flags"] == ["a", "tampered"] and zero["status"] == "tampered"
+    assert (
+        zero["points"] == 0.0
+        and zero["flags"] == ["a", "tampered"]
+        and zero["status"] == "tampered"
+    )
     assert scoring.review_flags("import gc\ngc.get_objects()") == ["grader internals"]
 
 
@@ -181,8 +247,11 @@ def test_quiz_answers_are_data_only():
     assert Judge.quiz(quiz.id, quiz.key().answer, True).status == "correct"
     assert Judge.quiz(quiz.id, {"unreadable": "Evil"}, True).status == "incorrect"
     assert Judge.quiz(quiz.id, None, False).status == "missing"
-    assert plain(torch.tensor(1048576)) == 1048576 and plain({"a"}) == ["a"] and plain(object()) == {
-        "unreadable": "object"}
+    assert (
+        plain(torch.tensor(1048576)) == 1048576
+        and plain({"a"}) == ["a"]
+        and plain(object()) == {"unreadable": "object"}
+    )
 
 
 def test_verdicts_are_typed_and_zeroing_has_one_rule():
@@ -191,15 +260,24 @@ def test_verdicts_are_typed_and_zeroing_has_one_rule():
     with pytest.raises(ValueError):
         Verdict.from_dict(dict(v.as_dict(), status="whatever"))
     zeroed = Verdict.from_dict(scoring.zeroed(v.as_dict(), TAMPERED, "why", "tampered"))
-    assert (zeroed.points, zeroed.passed, zeroed.status, zeroed.flags) == (0.0, 0, TAMPERED, ["a", "tampered"])
+    assert (zeroed.points, zeroed.passed, zeroed.status, zeroed.flags) == (
+        0.0,
+        0,
+        TAMPERED,
+        ["a", "tampered"],
+    )
 
 
 def test_records_hold_any_text_and_any_answer(tmp_path):
-    """Lone surrogates, control characters and answers that are not plain JSON: written, never raised."""
+    """Lone surrogates, control characters and answers
+    that are not plain JSON: written, never raised."""
     from course_lib.grading.intake import Submission
+
     ex = get("ch01.device_label")
     sub = Submission("stu\udcffdent", tmp_path / "x.ipynb", exercises=[ex])
-    sub.verdicts[ex.id] = Verdict(ex.id, "incorrect", 0.0, 1.0, 0, 1, "bad \ud800 text", answer=[wire.ObjectValue("x")])
+    sub.verdicts[ex.id] = Verdict(
+        ex.id, "incorrect", 0.0, 1.0, 0, 1, "bad \ud800 text", answer=[wire.ObjectValue("x")]
+    )
     sub.run.update(status="ok", summary="ran \udfff", stdout="\x00\ud800", texts={"why": "\ud834"})
     rows, rec = record.build(sub)
     paths = gradebook.paths(tmp_path / "gb.csv")
@@ -209,6 +287,7 @@ def test_records_hold_any_text_and_any_answer(tmp_path):
     class NoGuard:
         def wrote(self, *args):
             pass
+
     record.write(sub, paths, book, NoGuard(), [])
     assert "?" in paths["gradebook"].read_text(encoding="utf-8")
     assert json.loads(record.feedback_path(paths, sub.name, ".json").read_text())["submission"]
@@ -239,18 +318,47 @@ def test_gradebook_refuses_a_foreign_file_and_defuses_formulas(tmp_path):
 
 def test_texts_csv_is_safe_in_a_spreadsheet(tmp_path):
     import csv
-    gradebook.write_texts(tmp_path / "t.csv", {"=x": {"texts": {"a": "=HYPERLINK(1)", "b": "\t=1", "c": "@A1"}}})
+
+    gradebook.write_texts(
+        tmp_path / "t.csv", {"=x": {"texts": {"a": "=HYPERLINK(1)", "b": "\t=1", "c": "@A1"}}}
+    )
     cells = [c for row in csv.reader(open(tmp_path / "t.csv", newline="")) for c in row]
     assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
 
 
 def test_feedback_never_shows_hidden_test_feedback():
-    record = {"submission": "x", "points": 0, "max_points": 3, "run": {}, "texts": {}, "exercises": [
-        {"exercise": "ch01.a", "title": "A", "status": "incorrect", "points": 0, "max_points": 3, "detail": "",
-         "tests": [{"name": "hidden one", "hidden": True, "passed": False, "feedback": "Expected 7 got 8"},
-                   {"name": "visible", "hidden": False, "passed": False, "feedback": "Expected 1"}]}]}
+    record = {
+        "submission": "x",
+        "points": 0,
+        "max_points": 3,
+        "run": {},
+        "texts": {},
+        "exercises": [
+            {
+                "exercise": "ch01.a",
+                "title": "A",
+                "status": "incorrect",
+                "points": 0,
+                "max_points": 3,
+                "detail": "",
+                "tests": [
+                    {
+                        "name": "hidden one",
+                        "hidden": True,
+                        "passed": False,
+                        "feedback": "Expected 7 got 8",
+                    },
+                    {"name": "visible", "hidden": False, "passed": False, "feedback": "Expected 1"},
+                ],
+            }
+        ],
+    }
     text = feedback.render(record)
-    assert "hidden one (hidden test): FAILED" in text and "Expected 7" not in text and "Expected 1" in text
+    assert (
+        "hidden one (hidden test): FAILED" in text
+        and "Expected 7" not in text
+        and "Expected 1" in text
+    )
 
 
 def test_capped_stream_keeps_head_and_tail():
@@ -265,12 +373,20 @@ def test_key_functions_become_notebook_definitions():
     assert source.startswith("def make_batch(b, n, d):") and ".to(d)" in source
     assert function_source(lambda: SOMETHING_UNDEFINED, "f") is None  # noqa: F821
     flag = True
-    closure = (lambda: (lambda x: x if flag else -x))()
+    closure = (lambda: lambda x: x if flag else -x)()
     assert "flag = True" in function_source(closure, "g")
 
 
 def test_submission_builder_replaces_stubs_and_answer_lines():
-    nb = make_submission(chapter_notebook("01"), {"gpu_names": "def gpu_names():\n    return []"},
-                         {"device_label": "b"})
-    text = "\n".join(c["source"] if isinstance(c["source"], str) else "".join(c["source"]) for c in nb["cells"])
-    assert "def gpu_names():\n    return []" in text and 'answer_device_label = \'b\'   # your letter' in text
+    nb = make_submission(
+        notebooks.path_of("01"),
+        {"gpu_names": "def gpu_names():\n    return []"},
+        {"device_label": "b"},
+    )
+    text = "\n".join(
+        c["source"] if isinstance(c["source"], str) else "".join(c["source"]) for c in nb["cells"]
+    )
+    assert (
+        "def gpu_names():\n    return []" in text
+        and "answer_device_label = 'b'  # your letter" in text
+    )

@@ -1,5 +1,6 @@
-"""The observation wire format (course_lib/checks/wire.py): values round-trip as data, and the parser
-raises WireError, and nothing else, on any hostile line (issue 18, items 2 and 4)."""
+"""The observation wire format (course_lib/checks/wire.py): values round-trip as data, and
+the parser raises WireError, and nothing else, on any hostile line (issue 18, items 2 and 4)."""
+
 import json
 import math
 import os
@@ -13,30 +14,60 @@ from course_lib.checks.wire import ErrorValue, ObjectValue, TensorValue, WireErr
 
 
 def test_plain_values_and_tagged_forms_round_trip():
-    value = {"ints": [0, -7, 2**40], "floats": [1.5, float("nan"), float("inf"), -float("inf")], "text": "é ✓",
-             "tuple": (1, (2, 3)), "set": {1, 2}, "keys": {1: "a", (2, 3): "b", "$x": "c"}, "none": None,
-             "bytes": b"\x00\xff", "device": torch.device("cuda:1"), "dtype": torch.bfloat16, "flag": True}
+    value = {
+        "ints": [0, -7, 2**40],
+        "floats": [1.5, float("nan"), float("inf"), -float("inf")],
+        "text": "é ✓",
+        "tuple": (1, (2, 3)),
+        "set": {1, 2},
+        "keys": {1: "a", (2, 3): "b", "$x": "c"},
+        "none": None,
+        "bytes": b"\x00\xff",
+        "device": torch.device("cuda:1"),
+        "dtype": torch.bfloat16,
+        "flag": True,
+    }
     back = wire.roundtrip(value)
     assert back["ints"] == value["ints"] and back["text"] == value["text"] and back["flag"] is True
-    assert back["floats"][0] == 1.5 and math.isnan(back["floats"][1]) and back["floats"][2:] == [math.inf, -math.inf]
+    assert (
+        back["floats"][0] == 1.5
+        and math.isnan(back["floats"][1])
+        and back["floats"][2:] == [math.inf, -math.inf]
+    )
     assert back["tuple"] == (1, (2, 3)) and isinstance(back["tuple"][1], tuple)
     assert back["set"] == frozenset({1, 2}) and back["keys"] == {1: "a", (2, 3): "b", "$x": "c"}
     assert back["bytes"] == b"\x00\xff" and back["device"] == torch.device("cuda:1")
     assert back["dtype"] is torch.bfloat16
 
 
-@pytest.mark.parametrize("tensor", [torch.randn(3, 4), torch.arange(6).reshape(2, 3), torch.tensor(True),
-                                    torch.randn(5).to(torch.bfloat16), torch.empty(0, 2), torch.tensor(2.5)])
+@pytest.mark.parametrize(
+    "tensor",
+    [
+        torch.randn(3, 4),
+        torch.arange(6).reshape(2, 3),
+        torch.tensor(True),
+        torch.randn(5).to(torch.bfloat16),
+        torch.empty(0, 2),
+        torch.tensor(2.5),
+    ],
+)
 def test_tensors_travel_by_value(tensor):
     back = wire.roundtrip(tensor)
-    assert isinstance(back, TensorValue) and back.shape == tuple(tensor.shape) and back.device == "cpu"
+    assert (
+        isinstance(back, TensorValue) and back.shape == tuple(tensor.shape) and back.device == "cpu"
+    )
     assert back.dtype == str(tensor.dtype).replace("torch.", "")
     assert torch.equal(back.values, tensor) and torch.equal(back.tensor(), tensor)
 
 
 def test_meta_tensors_travel_without_values_and_grad_flags_survive():
     back = wire.roundtrip(torch.zeros(2, 3, device="meta", requires_grad=True))
-    assert (back.device, back.shape, back.values, back.requires_grad) == ("meta", (2, 3), None, True)
+    assert (back.device, back.shape, back.values, back.requires_grad) == (
+        "meta",
+        (2, 3),
+        None,
+        True,
+    )
     assert back.tensor().device.type == "meta"
 
 
@@ -73,20 +104,62 @@ def test_what_is_too_big_or_too_deep_is_refused_or_cut_when_sent():
 
 
 HOSTILE = [
-    b"", b"\n", b"\xff\xfe\x00garbage", bytes(range(256)), os.urandom(4096), b"[" * 100_000, b"{\"a\":" * 50_000,
-    "[" * 200 + "]" * 200, b"x" * (wire.MAX_BYTES + 1), b"NaN", b"[Infinity]", b"1e999999", b"123" + b"0" * 40,
-    b'"\\ud800"' * 2, b'{"$tensor": 1}', b'{"$nope": 1}', b'{"$tuple": [1], "b": 2}', b'{"$float": "1.0"}',
-    b'{"$dict": [[[1], 2]]}', b'{"$dict": [1]}', b'{"$set": [[1]]}', b'{"$bytes": "!!!"}', b'{"$device": "c u"}',
-    b'{"$dtype": "complex128"}', b'{"$error": {"type": "A B", "message": "m"}}', b'{"$error": {"type": "A"}}',
-    b'{"$object": 5}', b'{"$tensor": {"dtype": "float32", "shape": [2], "device": "cpu", "requires_grad": false,'
-                       b' "data": "AAAA"}}',
-    b'{"$tensor": {"dtype": "float32", "shape": [-1], "device": "cpu", "requires_grad": false, "data": ""}}',
-    b'{"$tensor": {"dtype": "float32", "shape": [4194304, 4194304], "device": "cpu", "requires_grad": false,'
-    b' "data": ""}}',
-    b'{"$tensor": {"dtype": "float32", "shape": [2], "device": "cpu", "requires_grad": 1, "data": null}}',
-    b'{"$tensor": {"dtype": "float32", "shape": [2], "device": "cpu", "requires_grad": false, "data": null}}',
-    b'{"$tensor": {"dtype": "float32", "shape": [2.5], "device": "meta", "requires_grad": false, "data": null}}',
-    b"[1, 2", b"{'a': 1}", b"\x00", 12, None, ["list"], bytearray(b"[1]") * 3,
+    b"",
+    b"\n",
+    b"\xff\xfe\x00garbage",
+    bytes(range(256)),
+    os.urandom(4096),
+    b"[" * 100_000,
+    b'{"a":' * 50_000,
+    "[" * 200 + "]" * 200,
+    b"x" * (wire.MAX_BYTES + 1),
+    b"NaN",
+    b"[Infinity]",
+    b"1e999999",
+    b"123" + b"0" * 40,
+    b'"\\ud800"' * 2,
+    b'{"$tensor": 1}',
+    b'{"$nope": 1}',
+    b'{"$tuple": [1], "b": 2}',
+    b'{"$float": "1.0"}',
+    b'{"$dict": [[[1], 2]]}',
+    b'{"$dict": [1]}',
+    b'{"$set": [[1]]}',
+    b'{"$bytes": "!!!"}',
+    b'{"$device": "c u"}',
+    b'{"$dtype": "complex128"}',
+    b'{"$error": {"type": "A B", "message": "m"}}',
+    b'{"$error": {"type": "A"}}',
+    b'{"$object": 5}',
+    b'{"$tensor": {"dtype": "float32", "shape": [2], "device": "cpu", "requires_grad": false,'
+    b' "data": "AAAA"}}',
+    (
+        b'{"$tensor": {"dtype": "float32", "shape": [-1], "device": "cpu", '
+        b'"requires_grad": false, "data": ""}}'
+    ),
+    (
+        b'{"$tensor": {"dtype": "float32", "shape": [4194304, 4194304], "device": '
+        b'"cpu", "requires_grad": false, "data": ""}}'
+    ),
+    (
+        b'{"$tensor": {"dtype": "float32", "shape": [2], "device": "cpu", '
+        b'"requires_grad": 1, "data": null}}'
+    ),
+    (
+        b'{"$tensor": {"dtype": "float32", "shape": [2], "device": "cpu", '
+        b'"requires_grad": false, "data": null}}'
+    ),
+    (
+        b'{"$tensor": {"dtype": "float32", "shape": [2.5], "device": "meta", '
+        b'"requires_grad": false, "data": null}}'
+    ),
+    b"[1, 2",
+    b"{'a': 1}",
+    b"\x00",
+    12,
+    None,
+    ["list"],
+    bytearray(b"[1]") * 3,
 ]
 
 
@@ -105,7 +178,9 @@ def test_lone_surrogates_come_back_encodable():
 
 def test_random_garbage_and_mutations_of_valid_lines_never_escape_as_other_errors():
     rng = random.Random(18)
-    good = wire.dumps({"seen": [torch.randn(3), (1, "two"), {"$k": 2}], "error": ValueError("x")}).encode()
+    good = wire.dumps(
+        {"seen": [torch.randn(3), (1, "two"), {"$k": 2}], "error": ValueError("x")}
+    ).encode()
     for _ in range(3000):
         line = bytearray(good)
         for _ in range(rng.randint(1, 6)):

@@ -2,6 +2,7 @@
 
 A fake clock makes every timing exact, so nothing here depends on how fast the machine is.
 """
+
 import math
 
 import pytest
@@ -88,8 +89,8 @@ def test_speed_ratio_words():
 
 def test_loop_breakdown_separates_waiting_from_computing(clock):
     def loader():
-        for i in range(4):
-            clock.advance(3)        # building the batch
+        for _ in range(4):
+            clock.advance(3)  # building the batch
             yield torch.zeros(2), torch.zeros(2)
 
     steps = []
@@ -109,7 +110,7 @@ def test_loop_breakdown_max_steps_and_sync(clock, syncs):
     batches = [(torch.zeros(1), torch.zeros(1))] * 10
     times = measure.loop_breakdown(lambda x, y: None, batches, "cuda", max_steps=3)
     assert len(times.wait_ms) == 3
-    assert len(syncs) == 1 + 3   # once before the loop, once after each step
+    assert len(syncs) == 1 + 3  # once before the loop, once after each step
 
 
 def test_empty_loop_has_nan_share():
@@ -140,23 +141,30 @@ def test_legends_never_cover_a_bar():
 
 
 def test_grouped_bars_stand_side_by_side():
-    fig = measure.plot_grouped({"a": (10, 20), "b": (30, 40), "c": (50, 60)}, parts=("epoch 1", "epoch 2"))
+    fig = measure.plot_grouped(
+        {"a": (10, 20), "b": (30, 40), "c": (50, 60)}, parts=("epoch 1", "epoch 2")
+    )
     bars = fig.axes[0].patches
     assert [b.get_height() for b in bars] == pytest.approx([10, 30, 50, 20, 40, 60])
-    assert all(b.get_y() == 0 for b in bars)                   # not stacked: every bar starts at 0
-    assert bars[0].get_x() + bars[0].get_width() <= bars[3].get_x() + 1e-9   # epoch 1 left of epoch 2
+    assert all(b.get_y() == 0 for b in bars)  # not stacked: every bar starts at 0
+    assert (
+        bars[0].get_x() + bars[0].get_width() <= bars[3].get_x() + 1e-9
+    )  # epoch 1 left of epoch 2
 
 
-@pytest.mark.parametrize("first,times,expected", [
-    (50.0, [10, 11, 9, 10, 12], "the first call took 5.0x the median: one-off costs"),
-    (8.0, [10, 11, 9, 10, 12], "the first call was faster than the median (0.80x)"),
-    (12.0, [10, 11, 9, 10, 12], "the first call took 1.20x the median: little one-off cost"),
-])
+@pytest.mark.parametrize(
+    "first,times,expected",
+    [
+        (50.0, [10, 11, 9, 10, 12], "the first call took 5.0x the median: one-off costs"),
+        (8.0, [10, 11, 9, 10, 12], "the first call was faster than the median (0.80x)"),
+        (12.0, [10, 11, 9, 10, 12], "the first call took 1.20x the median: little one-off cost"),
+    ],
+)
 def test_timing_notes_read_the_numbers(first, times, expected):
     notes = measure.timing_notes(measure.Timing("t", times, [first]))
     assert expected in notes
     assert "shared CPU" in notes or first >= 10.0
-    assert "slowest run" not in notes                           # 12 / 9 is no outlier
+    assert "slowest run" not in notes  # 12 / 9 is no outlier
 
 
 def test_timing_notes_flag_noise_and_need_no_warmup():

@@ -1,5 +1,7 @@
-"""course_lib.memory: the byte counts are the tensors' real sizes, the activation meter sees what autograd
-saves and forgets it when autograd does, and the memory budget is a clearly named stand-in."""
+"""course_lib.memory: the byte counts are the tensors' real sizes, the activation meter sees what
+autograd saves and forgets it when autograd does, and the memory budget is a clearly named
+stand-in."""
+
 import pytest
 import torch
 from torch import nn
@@ -44,7 +46,8 @@ def test_meter_counts_saved_activations_once_and_not_the_parameters():
     x = torch.randn(32, 10)
     with memory.ActivationMeter(model) as meter:
         out = model(x)
-    # the input (kept by the first Linear) and the ReLU output (kept by the ReLU and the second Linear)
+    # the input (kept by the first Linear) and the ReLU
+    # output (kept by the ReLU and the second Linear)
     assert meter.peak == 4 * 32 * (10 + 20)
     out.sum().backward()
     assert meter.live == 0 and meter.peak == 4 * 32 * (10 + 20)
@@ -75,8 +78,9 @@ def test_meter_sees_graphs_kept_alive():
 def test_training_step_memory_reports_every_component():
     model = small_model()
     optimizer = torch.optim.Adam(model.parameters())
-    got = memory.training_step_memory(model, optimizer, nn.CrossEntropyLoss(), torch.randn(8, 10),
-                                      torch.randint(0, 5, (8,)))
+    got = memory.training_step_memory(
+        model, optimizer, nn.CrossEntropyLoss(), torch.randn(8, 10), torch.randint(0, 5, (8,))
+    )
     assert set(got) == set(memory.COMPONENTS) and all(v > 0 for v in got.values())
 
 
@@ -112,6 +116,7 @@ def test_fits_call_catches_only_out_of_memory():
             raise RuntimeError("mat1 and mat2 shapes cannot be multiplied")
         if n > 4:
             raise memory.OutOfMemoryError("CUDA out of memory")
+
     assert memory.fits_call(card, 2) and not memory.fits_call(card, 8)
     with pytest.raises(RuntimeError, match="shapes"):
         memory.fits_call(card, 3)
@@ -125,7 +130,9 @@ def test_format_bytes():
 
 
 def test_plot_stacked_returns_a_figure():
-    fig = memory.plot_stacked({"a": {"weights": 2**20, "activations": 2**21}, "b": {"weights": 2**20}})
+    fig = memory.plot_stacked(
+        {"a": {"weights": 2**20, "activations": 2**21}, "b": {"weights": 2**20}}
+    )
     assert len(fig.axes) == 1
 
 
@@ -139,7 +146,7 @@ def test_small_gpu_gives_a_real_oom_and_lifts_the_cap():
     del x
 
 
-# ---------------------------------------------------------------- small_gpu on a simulated CUDA machine
+# ------------------------------------------------------------ small_gpu on a simulated CUDA machine
 class _Properties:
     total_memory = 80 * 2**30
     name = "simulated GPU"
@@ -147,8 +154,9 @@ class _Properties:
 
 @pytest.fixture
 def simulated_cuda(monkeypatch):
-    """A CPU-only torch made to look like one CUDA GPU. Only the lowest layer is faked: torch's own
-    argument checks (torch.cuda._utils._get_device_index) run. Returns the recorded allocator calls."""
+    """A CPU-only torch made to look like one CUDA GPU. Only the lowest layer is faked: torch's
+    own argument checks (torch.cuda._utils._get_device_index) run. Returns the recorded allocator
+    calls."""
     calls, fraction = [], {0: 0.25}  # the learner had capped this process at 25% earlier
 
     def set_fraction(value, index):
@@ -162,7 +170,9 @@ def simulated_cuda(monkeypatch):
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append(("empty_cache",)))
     monkeypatch.setattr(torch.cuda.memory, "_lazy_init", lambda: None)
     monkeypatch.setattr(torch._C, "_cuda_setMemoryFraction", set_fraction, raising=False)
-    monkeypatch.setattr(torch._C, "_cuda_getMemoryFraction", lambda index: fraction[index], raising=False)
+    monkeypatch.setattr(
+        torch._C, "_cuda_getMemoryFraction", lambda index: fraction[index], raising=False
+    )
     return calls
 
 

@@ -1,22 +1,28 @@
-"""The student bundle: no solutions or hidden tests in it (source or bytecode), and it still works (issue 5, item 1)."""
+"""The student bundle: no solutions or hidden tests in it
+(source or bytecode), and it still works (issue 5, item 1)."""
+
 import json
 import subprocess
 import sys
 
 import pytest
 
-from conftest import NOTEBOOKS, ROOT
 from course_lib.exercises import all_exercises
 from course_lib.grading.release import find_leaks, release, secret_lines
 from course_lib.grading.selftest import function_source
+from support import NOTEBOOKS, ROOT
 
 # Runs inside the bundle (its course_lib first on sys.path): every notebook in-process, then
 # what a student sees of each exercise. Prints one JSON line.
 # This checkout is installed in editable mode, whose import hook would find the teacher's
 # course_lib.key from anywhere; a student's machine has no such thing, so drop the hook.
-NO_TEACHER = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path "
-              "if not getattr(f, '__module__', '').startswith('__editable__')]\n")
-BUNDLE_CHECK = NO_TEACHER + r"""
+NO_TEACHER = (
+    "import sys; sys.meta_path[:] = [f for f in sys.meta_path "
+    "if not getattr(f, '__module__', '').startswith('__editable__')]\n"
+)
+BUNDLE_CHECK = (
+    NO_TEACHER
+    + r"""
 import importlib.util, json, os, sys
 bundle, cells_py, solutions = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 sys.path.insert(0, bundle)
@@ -52,6 +58,7 @@ for ex in all_exercises():
     report["exercises"][ex.id] = row
 print("REPORT " + json.dumps(report))
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -64,21 +71,47 @@ def bundle(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def bundle_report(bundle):
-    solutions = {e.id: function_source(e.key().solution, e.name) for e in all_exercises() if e.kind == "function"}
-    proc = subprocess.run([sys.executable, "-c", BUNDLE_CHECK, str(bundle),
-                           str(ROOT / "course_lib" / "grading" / "cells.py"), json.dumps(solutions)],
-                          capture_output=True, text=True, timeout=900, cwd=bundle,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(bundle), "MPLBACKEND": "Agg",
-                               "COURSE_PROGRESS_FILE": "off", "COURSE_DEVICE": "cpu"})
-    line = [l for l in proc.stdout.splitlines() if l.startswith("REPORT ")]
+    solutions = {
+        e.id: function_source(e.key().solution, e.name)
+        for e in all_exercises()
+        if e.kind == "function"
+    }
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            BUNDLE_CHECK,
+            str(bundle),
+            str(ROOT / "course_lib" / "grading" / "cells.py"),
+            json.dumps(solutions),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=bundle,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(bundle),
+            "MPLBACKEND": "Agg",
+            "COURSE_PROGRESS_FILE": "off",
+            "COURSE_DEVICE": "cpu",
+        },
+    )
+    line = [s for s in proc.stdout.splitlines() if s.startswith("REPORT ")]
     assert line, proc.stderr[-3000:]
-    return json.loads(line[0][len("REPORT "):])
+    return json.loads(line[0][len("REPORT ") :])
 
 
 def test_bundle_has_notebooks_and_course_lib_but_no_key_grader_or_bytecode(bundle):
     files = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()}
     assert {f"notebooks/{p.name}" for p in NOTEBOOKS} <= files
-    assert {"README.md", "pyproject.toml", "course.sh", "course.py", "course_lib/__init__.py"} <= files
+    assert {
+        "README.md",
+        "pyproject.toml",
+        "course.sh",
+        "course.py",
+        "course_lib/__init__.py",
+    } <= files
     assert not [f for f in files if f.startswith(("course_lib/key", "course_lib/grading"))]
     assert not [f for f in files if f.endswith((".pyc", ".pyo")) or "__pycache__" in f]
 
@@ -86,14 +119,21 @@ def test_bundle_has_notebooks_and_course_lib_but_no_key_grader_or_bytecode(bundl
 def test_the_bundle_starts_with_its_own_launcher(bundle):
     """course.sh runs course.py: both must be in the bundle, and course.py must run from there."""
     assert "course.py" in (bundle / "course.sh").read_text()
-    proc = subprocess.run([sys.executable, str(bundle / "course.py"), "no-such-command"],
-                          capture_output=True, text=True, timeout=60, cwd=bundle)
+    proc = subprocess.run(
+        [sys.executable, str(bundle / "course.py"), "no-such-command"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=bundle,
+    )
     assert proc.returncode == 2 and "usage: python course.py" in proc.stderr + proc.stdout
 
 
 def test_recorded_gpu_figures_travel_with_the_bundle(tmp_path, monkeypatch):
-    """Once a GPU run is recorded, a student without a GPU sees its figures beside the skip lines."""
+    """Once a GPU run is recorded, a student without
+    a GPU sees its figures beside the skip lines."""
     import course_lib.grading.release as rel
+
     fake_root = tmp_path / "checkout"
     (fake_root / "docs" / "gpu").mkdir(parents=True)
     (fake_root / "docs" / "gpu" / "figures.json").write_text("{}")
@@ -109,24 +149,39 @@ def test_recorded_gpu_figures_travel_with_the_bundle(tmp_path, monkeypatch):
 
 def test_nothing_in_the_bundle_reveals_the_key(bundle):
     assert find_leaks(bundle) == []
-    normal = lambda paths: "\n".join(" ".join(p.read_text(errors="replace").split()) for p in paths
-                                     if p.is_file() and p.suffix != ".gz")
+    normal = lambda paths: "\n".join(
+        " ".join(p.read_text(errors="replace").split())
+        for p in paths
+        if p.is_file() and p.suffix != ".gz"
+    )
     texts = normal(bundle.rglob("*"))
-    public = normal([p for p in (ROOT / "course_lib").rglob("*.py") if not {"key", "grading"} & set(p.parts)]
-                    + list((ROOT / "notebooks").glob("*.ipynb")))
+    public = normal(
+        [p for p in (ROOT / "course_lib").rglob("*.py") if not {"key", "grading"} & set(p.parts)]
+        + list((ROOT / "notebooks").glob("*.ipynb"))
+    )
     for ex in all_exercises():
         key = ex.key()
         if ex.kind == "function":
             import inspect
-            assert " ".join(inspect.getsource(key.solution).split()) not in texts, f"{ex.id}: solution leaked"
-            for test in key.hidden_tests:  # a name the chapter itself uses (say "SGD with momentum") is no leak
+
+            assert " ".join(inspect.getsource(key.solution).split()) not in texts, (
+                f"{ex.id}: solution leaked"
+            )
+            for test in (
+                key.hidden_tests
+            ):  # a name the chapter itself uses (say "SGD with momentum") is no leak
                 if test.name not in public:
-                    assert test.name not in texts, f"{ex.id}: hidden test {test.name!r} named in the bundle"
-    assert secret_lines(), "the key has lines that appear nowhere else (else this test proves nothing)"
+                    assert test.name not in texts, (
+                        f"{ex.id}: hidden test {test.name!r} named in the bundle"
+                    )
+    assert secret_lines(), (
+        "the key has lines that appear nowhere else (else this test proves nothing)"
+    )
 
 
 def test_a_planted_secret_is_found(bundle, tmp_path):
     import shutil
+
     copy = tmp_path / "copy"
     shutil.copytree(bundle, copy)
     (copy / "course_lib" / "hint.py").write_text(f"# {secret_lines()[0]}\n")
@@ -140,22 +195,44 @@ def test_every_bundle_notebook_runs_against_the_bundle(bundle, bundle_report):
 
 
 def test_in_the_bundle_checks_are_visible_only_and_solutions_withheld(bundle_report):
-    for exercise_id, row in bundle_report["exercises"].items():
+    for row in bundle_report["exercises"].values():
         assert row["key"] is False
         if "solution" in row:
             assert "withheld by the teacher" in row["solution"]
-            assert row["status"] == "correct" and row["tests"] == row["visible"] and row["hidden_not_run"] == 0
+            assert (
+                row["status"] == "correct"
+                and row["tests"] == row["visible"]
+                and row["hidden_not_run"] == 0
+            )
 
 
 def test_release_command_refuses_to_overwrite_and_the_bundle_cannot_grade(bundle, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "course_lib", "release", str(bundle)], capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "course_lib", "release", str(bundle)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode != 0 and "not empty" in proc.stderr
-    launch = NO_TEACHER + "import runpy; sys.argv[0] = 'course_lib'; runpy.run_module('course_lib', run_name='__main__')"
-    cli = lambda *args, **kw: subprocess.run([sys.executable, "-c", launch, *args], capture_output=True,
-                                             text=True, timeout=300, **kw)
-    proc = cli("grade", str(tmp_path), "--out", str(tmp_path / "g.csv"), cwd=bundle,
-               env={"PYTHONPATH": str(bundle), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    launch = NO_TEACHER + (
+        "import runpy; sys.argv[0] = 'course_lib'; runpy.run_module('course_lib', "
+        "run_name='__main__')"
+    )
+    cli = lambda *args, **kw: subprocess.run(
+        [sys.executable, "-c", launch, *args], capture_output=True, text=True, timeout=300, **kw
+    )
+    proc = cli(
+        "grade",
+        str(tmp_path),
+        "--out",
+        str(tmp_path / "g.csv"),
+        cwd=bundle,
+        env={"PYTHONPATH": str(bundle), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
     assert proc.returncode == 2 and "teacher's copy" in proc.stdout
-    proc = cli("exercises", cwd=bundle, env={"PYTHONPATH": str(bundle), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    proc = cli(
+        "exercises",
+        cwd=bundle,
+        env={"PYTHONPATH": str(bundle), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
     assert proc.returncode == 0 and "ch01.make_batch" in proc.stdout

@@ -12,40 +12,51 @@ teaches. So no section number is typed in course_lib's text: it is named by word
   notebooks too (`第 3.5 节`, `第 06 章第 3.5 节`, against the Chinese headings; the articles' own
   sections are written in Chinese numerals, `第一节`, and are not the course's).
 """
+
 import ast
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
 
-from conftest import NOTEBOOKS, ROOT, ZH_NOTEBOOKS
+from course_lib import notebooks
 from course_lib.exercises import all_exercises
 from course_lib.explainer.knowledge import ENTRIES
 from course_lib.sections import SECTIONS
+from support import NOTEBOOKS, ROOT, ZH_NOTEBOOKS
 
 HEADING = re.compile(r"^#{2,4}\s+(\d+[a-z]?(?:\.\d+)?)\.?\s+(.*)$")
 # a typed reference: "section 3.5", "Section 2's", "sections 3", "(chapter 06, 3.5)", "see 3.5"
 TYPED = re.compile(r"\bsections? \d|\bchapter \d\d,? (?:section )?\d|\bsee \d+\.\d|§\s*\d", re.I)
-REFERENCE = re.compile(r"(?:\bchapter (?P<chapter>\d\d),? )?\bsections? (?P<number>\d+[a-z]?(?:\.\d+)?)", re.I)
-BARE_SUBSECTION = re.compile(r"\((?P<number>\d\.\d) ")   # "(3.6 keeps the batch ...)" in a notebook
-# the Chinese edition's references: "第 3.5 节", "第 06 章第 3.5 节", "第 06 章的第 2 节", and a bare "3.5 节"
-ZH_REFERENCE = re.compile(r"(?:第\s*(?P<chapter>\d\d)\s*章\s*(?:的\s*)?)?第?\s*(?P<number>\d+[a-z]?(?:\.\d+)?)\s*节")
-TEXT_MODULES = sorted(p for p in [*(ROOT / "course_lib").glob("ch0*_*.py"), ROOT / "course_lib" / "widgets.py",
-                                   ROOT / "course_lib" / "gpu_notes.py", *(ROOT / "course_lib" / "explainer").glob("*.py")]
-                      if p.exists())
+REFERENCE = re.compile(
+    r"(?:\bchapter (?P<chapter>\d\d),? )?\bsections? (?P<number>\d+[a-z]?(?:\.\d+)?)", re.I
+)
+BARE_SUBSECTION = re.compile(r"\((?P<number>\d\.\d) ")  # "(3.6 keeps the batch ...)" in a notebook
+# the Chinese edition's references: "第 3.5 节", "第 06 章第 3.5 节", "第 06 章的第 2 节", "3.5 节"
+ZH_REFERENCE = re.compile(
+    r"(?:第\s*(?P<chapter>\d\d)\s*章\s*(?:的\s*)?)?第?\s*(?P<number>\d+[a-z]?(?:\.\d+)?)\s*节"
+)
+TEXT_MODULES = sorted(
+    p
+    for p in [
+        *(ROOT / "course_lib").glob("ch0*_*.py"),
+        ROOT / "course_lib" / "widgets.py",
+        ROOT / "course_lib" / "gpu_notes.py",
+        *(ROOT / "course_lib" / "explainer").glob("*.py"),
+    ]
+    if p.exists()
+)
 
 
 def headings(chapter: str, edition=NOTEBOOKS) -> dict:
     """{number: heading title} of chapter `chapter`'s notebook, for its numbered headings."""
     path = next(p for p in edition if p.name.startswith(chapter + "_"))
     found = {}
-    for cell in nbformat.read(path, as_version=4).cells:
-        if cell.cell_type == "markdown":
-            for line in cell.source.splitlines():
-                match = HEADING.match(line)
-                if match:
-                    found[match.group(1)] = match.group(2)
+    for text in notebooks.markdown(path):
+        for line in text.splitlines():
+            match = HEADING.match(line)
+            if match:
+                found[match.group(1)] = match.group(2)
     return found
 
 
@@ -59,7 +70,10 @@ def strings_in(path: Path):
 def section_calls(path: Path):
     """(line, chapter, words) of every section("NN", "words") call in a module."""
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "section":
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", getattr(node.func, "attr", "")) == "section"
+        ):
             args = [a.value for a in node.args if isinstance(a, ast.Constant)]
             yield node.lineno, *args
 
@@ -67,8 +81,13 @@ def section_calls(path: Path):
 def rendered_texts():
     """(where, chapter, text) for every learner-facing text the exercises and the explainer hold."""
     for ex in all_exercises():
-        parts = [ex.prompt, *ex.hints, *getattr(ex, "options", {}).values(), *getattr(ex, "why", {}).values(),
-                 getattr(ex, "explanation", "")]
+        parts = [
+            ex.prompt,
+            *ex.hints,
+            *getattr(ex, "options", {}).values(),
+            *getattr(ex, "why", {}).values(),
+            getattr(ex, "explanation", ""),
+        ]
         for text in parts:
             yield ex.id, ex.chapter.number, text
     for entry in ENTRIES:
@@ -77,67 +96,94 @@ def rendered_texts():
 
 
 def dangling(chapter: str, text: str) -> list:
-    """The section references in `text` (read as chapter `chapter`'s) that name no numbered heading."""
+    """The section references in `text` (read as
+    chapter `chapter`'s) that name no numbered heading."""
     missing = []
     for match in REFERENCE.finditer(text):
         target = match.group("chapter") or chapter
         if match.group("number") not in headings(target):
-            missing.append(f"{match.group(0)!r} (chapter {target} has sections {sorted(headings(target))})")
+            missing.append(
+                f"{match.group(0)!r} (chapter {target} has sections {sorted(headings(target))})"
+            )
     return missing
 
 
 @pytest.mark.parametrize("chapter", sorted(SECTIONS))
 def test_every_section_in_the_table_is_a_real_heading_with_those_words(chapter):
     real = headings(chapter)
-    wrong = [f"{words!r} -> {number}: " + (f"heading {number} is {real[number]!r}" if number in real
-                                           else f"no heading numbered {number}")
-             for words, number in SECTIONS[chapter].items()
-             if words.lower() not in real.get(number, "").lower()]
+    wrong = [
+        f"{words!r} -> {number}: "
+        + (
+            f"heading {number} is {real[number]!r}"
+            if number in real
+            else f"no heading numbered {number}"
+        )
+        for words, number in SECTIONS[chapter].items()
+        if words.lower() not in real.get(number, "").lower()
+    ]
     assert not wrong, f"course_lib/sections.py, chapter {chapter}: " + "; ".join(wrong)
 
 
 @pytest.mark.parametrize("path", TEXT_MODULES, ids=lambda p: p.name)
 def test_section_calls_name_an_entry_of_the_table(path):
-    unknown = [f"line {line}: section{args!r}" for line, *args in section_calls(path)
-               if len(args) < 2 or args[1] not in SECTIONS.get(args[0], {})]
+    unknown = [
+        f"line {line}: section{args!r}"
+        for line, *args in section_calls(path)
+        if len(args) < 2 or args[1] not in SECTIONS.get(args[0], {})
+    ]
     assert not unknown, f"{path.name}: " + "; ".join(unknown)
 
 
 @pytest.mark.parametrize("path", TEXT_MODULES, ids=lambda p: p.name)
 def test_no_section_number_is_typed_in_course_lib_text(path):
-    typed = [f"line {line}: {TYPED.search(text).group(0)!r} in {text[:70]!r}"
-             for line, text in strings_in(path) if TYPED.search(text)]
-    assert not typed, (f"{path.name} types section numbers; write section(chapter, heading words) "
-                       f"from course_lib.sections instead: " + "; ".join(typed))
+    typed = [
+        f"line {line}: {TYPED.search(text).group(0)!r} in {text[:70]!r}"
+        for line, text in strings_in(path)
+        if TYPED.search(text)
+    ]
+    assert not typed, (
+        f"{path.name} types section numbers; write section(chapter, heading words) "
+        f"from course_lib.sections instead: " + "; ".join(typed)
+    )
 
 
 def test_every_rendered_reference_names_a_numbered_heading():
-    wrong = [f"{where}: {', '.join(missing)}" for where, chapter, text in rendered_texts()
-             for missing in [dangling(chapter, text)] if missing]
+    wrong = [
+        f"{where}: {', '.join(missing)}"
+        for where, chapter, text in rendered_texts()
+        for missing in [dangling(chapter, text)]
+        if missing
+    ]
     assert not wrong, "; ".join(wrong)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_reference_in_a_notebook_names_a_numbered_heading(path):
     chapter = path.name[:2]
-    prose = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
+    prose = notebooks.markdown(path)
     wrong = [m for text in prose for m in dangling(chapter, text)]
-    wrong += [f"{m.group(0)!r}" for text in prose for m in BARE_SUBSECTION.finditer(text)
-              if m.group("number") not in headings(chapter)]
+    wrong += [
+        f"{m.group(0)!r}"
+        for text in prose
+        for m in BARE_SUBSECTION.finditer(text)
+        if m.group("number") not in headings(chapter)
+    ]
     assert not wrong, f"{path.name}: " + "; ".join(wrong)
 
 
 @pytest.mark.parametrize("path", ZH_NOTEBOOKS, ids=lambda p: p.name)
 def test_every_reference_in_a_chinese_notebook_names_a_numbered_heading(path):
     chapter = path.name[:2]
-    prose = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
+    prose = notebooks.markdown(path)
     wrong = []
     for text in prose:
         for match in ZH_REFERENCE.finditer(text):
             target = match.group("chapter") or chapter
             if not any(p.name.startswith(target + "_") for p in ZH_NOTEBOOKS):
-                continue   # that chapter's twin is not here: test_zh_edition.py says so
+                continue  # that chapter's twin is not here: test_zh_edition.py says so
             if match.group("number") not in headings(target, ZH_NOTEBOOKS):
-                wrong.append(f"{match.group(0)!r} (chapter {target} has sections "
-                             f"{sorted(headings(target, ZH_NOTEBOOKS))})")
+                wrong.append(
+                    f"{match.group(0)!r} (chapter {target} has sections "
+                    f"{sorted(headings(target, ZH_NOTEBOOKS))})"
+                )
     assert not wrong, f"notebooks/zh/{path.name}: " + "; ".join(wrong)

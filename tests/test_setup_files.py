@@ -1,22 +1,26 @@
 """The install files agree with each other and with the README."""
+
 import re
+
 import tomllib
 
-from conftest import ROOT
+from support import ROOT
 
 CONDA_NAMES = {"pytorch": "torch"}  # conda-forge name -> PyPI name
 
 
 def pip_requirements() -> dict:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    reqs = project["dependencies"] + [r for extra in project["optional-dependencies"].values() for r in extra]
+    reqs = project["dependencies"] + [
+        r for extra in project["optional-dependencies"].values() for r in extra
+    ]
     return dict(re.match(r"([A-Za-z0-9_.-]+)\s*(.*)", r).groups() for r in reqs)
 
 
 def conda_requirements() -> dict:
     text = (ROOT / "environment.yml").read_text().split("dependencies:", 1)[1]
-    lines = [l.strip()[2:] for l in text.splitlines() if l.strip().startswith("- ")]
-    pairs = [re.match(r"([A-Za-z0-9_.-]+)\s*(.*)", l).groups() for l in lines]
+    lines = [s.strip()[2:] for s in text.splitlines() if s.strip().startswith("- ")]
+    pairs = [re.match(r"([A-Za-z0-9_.-]+)\s*(.*)", s).groups() for s in lines]
     return {CONDA_NAMES.get(n, n): v for n, v in pairs if n not in ("python", "pip")}
 
 
@@ -33,7 +37,9 @@ def torch_floor() -> str:
 
 
 def test_launcher_pins_the_torch_that_satisfies_the_range():
-    pinned = re.search(r'^TORCH_VERSION = "([\d.]+)"', (ROOT / "course.py").read_text(), re.M).group(1)
+    pinned = re.search(
+        r'^TORCH_VERSION = "([\d.]+)"', (ROOT / "course.py").read_text(), re.M
+    ).group(1)
     assert as_tuple(pinned) >= as_tuple(torch_floor())
 
 
@@ -50,9 +56,17 @@ def test_course_sh_wraps_the_python_launcher():
 
 def test_readme_tells_the_truth_about_torch_on_linux_gpus():
     readme = (ROOT / "README.md").read_text()
-    for said in ("CUDA 13", "580", "python course.py start", "python course.py test", "COURSE_DEVICE=cpu"):
+    for said in (
+        "CUDA 13",
+        "580",
+        "python course.py start",
+        "python course.py test",
+        "COURSE_DEVICE=cpu",
+    ):
         assert said in readme
-    assert "takes the CUDA\n  build there" not in readme and "takes the CUDA build there" not in readme
+    assert (
+        "takes the CUDA\n  build there" not in readme and "takes the CUDA build there" not in readme
+    )
     for path in ("course.sh", "course.py", "course_lib/doctor.py"):
         assert "580" in (ROOT / path).read_text(), path
 
@@ -64,28 +78,52 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_readme_chapter_table_lists_each_chapters_exercises_and_quizzes():
-    """The README's chapter table stays true: every function exercise named, the quiz count right."""
+    """The README's chapter table stays true: every
+    function exercise named, the quiz count right."""
     from collections import Counter
 
     from course_lib.exercises import all_exercises
-    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(\d\d)_\w+\.ipynb` \|.*\| ([^|]+) \|$",
-                                                       (ROOT / "README.md").read_text(), re.M)}
+
+    rows = {
+        m.group(1): m.group(2)
+        for m in re.finditer(
+            r"^\| `(\d\d)_\w+\.ipynb` \|.*\| ([^|]+) \|$", (ROOT / "README.md").read_text(), re.M
+        )
+    }
     quizzes = Counter(e.chapter.number for e in all_exercises() if e.kind != "function")
     for ex in all_exercises():
-        assert ex.chapter.number in rows, f"README's chapter table has no row for chapter {ex.chapter.number}"
+        assert ex.chapter.number in rows, (
+            f"README's chapter table has no row for chapter {ex.chapter.number}"
+        )
         if ex.kind == "function":
-            assert f"`{ex.name}`" in rows[ex.chapter.number], f"README's row {ex.chapter.number} misses {ex.name}"
+            assert f"`{ex.name}`" in rows[ex.chapter.number], (
+                f"README's row {ex.chapter.number} misses {ex.name}"
+            )
     for number, n in quizzes.items():
-        assert f"{n} quizzes" in rows[number], f"README's row {number} should say {n} quizzes: {rows[number]}"
+        assert f"{n} quizzes" in rows[number], (
+            f"README's row {number} should say {n} quizzes: {rows[number]}"
+        )
 
 
 def test_the_chinese_readme_gives_the_same_commands_and_a_nearer_mirror():
-    readme, zh = (ROOT / "README.md").read_text(encoding="utf-8"), (ROOT / "README.zh.md").read_text(encoding="utf-8")
+    readme, zh = (
+        (ROOT / "README.md").read_text(encoding="utf-8"),
+        (ROOT / "README.zh.md").read_text(encoding="utf-8"),
+    )
     assert "(README.zh.md)" in readme and "(README.md)" in zh
-    for command in ("./course.sh start", "./course.sh test", "python course.py start", "python course.py test"):
+    for command in (
+        "./course.sh start",
+        "./course.sh test",
+        "python course.py start",
+        "python course.py test",
+    ):
         assert command in readme and command in zh, command
     assert "PIP_INDEX_URL=" in zh and "notebooks/zh/" in zh
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-        assert f"`notebooks/zh/{path.name}`" in zh, f"README.zh.md's chapter table misses {path.name}"
+        assert f"`notebooks/zh/{path.name}`" in zh, (
+            f"README.zh.md's chapter table misses {path.name}"
+        )
     hosts = re.findall(r"https?://([\w.-]+)", zh)
-    assert set(hosts) <= {"127.0.0.1"}, f"README.zh.md names hosts {hosts}: say 'your nearest PyPI mirror'"
+    assert set(hosts) <= {"127.0.0.1"}, (
+        f"README.zh.md names hosts {hosts}: say 'your nearest PyPI mirror'"
+    )

@@ -1,4 +1,5 @@
-"""The lent GPU machine (one NVIDIA H200, CUDA 13 torch) as far as torch's queries tell: dry runs only.
+"""The lent GPU machine (one NVIDIA H200, CUDA 13
+torch) as far as torch's queries tell: dry runs only.
 
 Active in every Python process started with this folder on PYTHONPATH and GPU_CHECK_SIMULATE
 set (gpu_check.sh does both for ``GPU_CHECK_SIMULATE=1``; tests/test_gpu_check.py too). When
@@ -8,6 +9,7 @@ the GPU count is read once, honouring CUDA_VISIBLE_DEVICES as it was then ("" or
 it: the grader's processes see no GPU). Nothing can really run on the GPU here: a tensor put on
 "cuda" gets the CPU build's own error. The fake `nvidia-smi` beside this file answers its queries.
 """
+
 import importlib.abc
 import importlib.machinery
 import os
@@ -15,8 +17,9 @@ import sys
 import types
 
 NAME = os.environ.get("GPU_CHECK_SIMULATE_NAME", "NVIDIA H200")
-PROPERTIES = types.SimpleNamespace(name=NAME, total_memory=143771 * 2**20, major=9, minor=0,
-                                   multi_processor_count=132)
+PROPERTIES = types.SimpleNamespace(
+    name=NAME, total_memory=143771 * 2**20, major=9, minor=0, multi_processor_count=132
+)
 
 
 def simulate(torch) -> None:
@@ -25,7 +28,9 @@ def simulate(torch) -> None:
     cuda, real_accelerator = torch.cuda, getattr(torch, "accelerator", None)
 
     def device_count() -> int:
-        if state["count"] is None:  # read once, as CUDA reads CUDA_VISIBLE_DEVICES at initialisation
+        if (
+            state["count"] is None
+        ):  # read once, as CUDA reads CUDA_VISIBLE_DEVICES at initialisation
             visible = os.environ.get("CUDA_VISIBLE_DEVICES")
             state["count"] = 0 if visible is not None and visible.strip() in ("", "-1") else 1
         return state["count"]
@@ -39,7 +44,10 @@ def simulate(torch) -> None:
     cuda.is_available = lambda: device_count() > 0
     cuda.get_device_properties = properties
     cuda.get_device_name = lambda device=None: properties(device).name
-    cuda.get_device_capability = lambda device=None: (properties(device).major, properties(device).minor)
+    cuda.get_device_capability = lambda device=None: (
+        properties(device).major,
+        properties(device).minor,
+    )
     cuda.current_device = lambda: (properties(), 0)[1]
     cuda.is_bf16_supported = lambda *args, **kwargs: device_count() > 0
     torch.version.cuda = "13.0"
@@ -47,8 +55,9 @@ def simulate(torch) -> None:
         real_current = real_accelerator.current_accelerator
         real_accelerator.is_available = lambda: device_count() > 0
         real_accelerator.device_count = device_count
-        real_accelerator.current_accelerator = lambda *a, **k: torch.device("cuda") if device_count() \
-            else real_current(*a, **k)
+        real_accelerator.current_accelerator = lambda *a, **k: (
+            torch.device("cuda") if device_count() else real_current(*a, **k)
+        )
     distributed = getattr(torch, "distributed", None)
     if distributed is not None:
         distributed.is_nccl_available = lambda: True

@@ -2,15 +2,16 @@
 
     @check
     class Choice(Check):
-        machine: str                                   # an input: the child may see it
-        def run(self, candidate): ...                  # child: call the candidate, return plain data
-        def reference(self, solution): ...             # judge: trusted code only (optional)
-        def judge(self, seen, ref): ...                # judge: raise Fail, or return for a pass
+        machine: str                        # an input: the child may see it
+        def run(self, candidate): ...       # child: call the candidate, return plain data
+        def reference(self, solution): ...  # judge: trusted code only (optional)
+        def judge(self, seen, ref): ...     # judge: raise Fail, or return for a pass
 
 A field declared with `expected(...)` is the judge's alone: `for_child()` leaves it out, so the
 process that runs student code never holds a hidden test's expected values. `rebuild` makes
 the child's copy of a check from its builder's name and its inputs (after the wire).
 """
+
 import dataclasses
 import importlib
 import math
@@ -37,6 +38,7 @@ def check(cls):
 
 class Check:
     """One test of a function exercise, split in two halves (see the module docstring)."""
+
     splittable = True  # False only for engine-level inline tests (exercises.spec.Inline)
 
     def run(self, candidate):
@@ -55,17 +57,23 @@ class Check:
 
     def inputs(self) -> dict:
         """The parameters the run half needs: every field but the judge's own."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if not f.metadata.get("judge")}
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if not f.metadata.get("judge")
+        }
 
     def for_child(self) -> tuple:
         """(builder name, inputs): what a child process gets to rebuild this check's run half."""
         return self.builder(), self.inputs()
 
     def reference_value(self, solution=None):
-        """`reference(solution)`, computed once per solution and kept (it never depends on a candidate)."""
+        """`reference(solution)`, computed once per solution
+        and kept (it never depends on a candidate)."""
         cache = self.__dict__.setdefault("_references", {})
         if id(solution) not in cache:
             import torch
+
             with torch.random.fork_rng():
                 cache[id(solution)] = (solution, self.reference(solution))
         return cache[id(solution)][1]
@@ -74,6 +82,7 @@ class Check:
         """Both halves in this process, through the wire: raise Fail when the candidate fails."""
         from ..exercises.runner import observe
         from .wire import roundtrip
+
         seen = roundtrip(observe(self, candidate, None))
         if seen.get("stub"):
             raise NotImplementedError
@@ -83,7 +92,8 @@ class Check:
 
 
 def rebuild(builder: str, params: dict) -> Check:
-    """The check `builder` ('devices.Choice') with these inputs; only course_lib.checks modules load."""
+    """The check `builder` ('devices.Choice') with
+    these inputs; only course_lib.checks modules load."""
     module, _, name = builder.partition(".")
     if builder not in REGISTRY:
         if not module.isidentifier():
@@ -107,11 +117,16 @@ def materialize(value):
 
 # ---------------------------------------------------------------- run-half helpers
 def error_record(err: BaseException, candidate=None) -> dict:
-    """An exception the learner's code raised, as data; the untouched stub is re-raised (not attempted)."""
+    """An exception the learner's code raised, as data;
+    the untouched stub is re-raised (not attempted)."""
     if candidate is not None and is_stub(err, candidate):
         raise err
-    return {"type": type(err).__name__, "kinds": [c.__name__ for c in type(err).__mro__][:12],
-            "message": str(err)[:2000], "text": describe_exception(err)}
+    return {
+        "type": type(err).__name__,
+        "kinds": [c.__name__ for c in type(err).__mro__][:12],
+        "message": str(err)[:2000],
+        "text": describe_exception(err),
+    }
 
 
 def is_error(error, kind: str) -> bool:
@@ -120,7 +135,8 @@ def is_error(error, kind: str) -> bool:
 
 
 def attempt(call, candidate):
-    """(value, None) or (None, error record) of `call()`; the stub's NotImplementedError passes through."""
+    """(value, None) or (None, error record) of `call()`;
+    the stub's NotImplementedError passes through."""
     try:
         return call(), None
     except Exception as err:  # judged by the judge half
@@ -159,7 +175,9 @@ def type_name(value) -> str:
 def shown(value, limit: int = 80) -> str:
     """A short repr of an observed value for feedback."""
     if isinstance(value, TensorValue):
-        return f"tensor(shape={list(value.shape)}, dtype=torch.{value.dtype}, device='{value.device}')"
+        return (
+            f"tensor(shape={list(value.shape)}, dtype=torch.{value.dtype}, device='{value.device}')"
+        )
     if isinstance(value, ObjectValue):
         return f"<{value.type}>"
     return repr(value)[:limit]
@@ -167,20 +185,53 @@ def shown(value, limit: int = 80) -> str:
 
 def tensor_fail(value: TensorValue, what: str) -> Fail:
     """A tensor returned where a Python float belongs (chapters 03, 05)."""
-    why = ("A tensor that still requires grad keeps the graph of every batch behind it alive (chapter 06 "
-           "measures the memory)." if value.requires_grad else
-           "A tensor is not a plain number: on a GPU it stays there, and every print or comparison of it "
-           "is another tensor operation.")
-    return Fail(f"You returned {what} as a tensor, not a Python float.",
-                expected="a float, e.g. built from loss.item()",
-                got=f"a tensor (requires_grad={value.requires_grad})", hint=f"{why} .item() gives a plain number.")
+    why = (
+        (
+            "A tensor that still requires grad keeps the graph of every batch behind it alive "
+            "(chapter 06 measures the memory)."
+        )
+        if value.requires_grad
+        else (
+            "A tensor is not a plain number: on a GPU it stays there, and every print or "
+            "comparison of it is another tensor operation."
+        )
+    )
+    return Fail(
+        f"You returned {what} as a tensor, not a Python float.",
+        expected="a float, e.g. built from loss.item()",
+        got=f"a tensor (requires_grad={value.requires_grad})",
+        hint=f"{why} .item() gives a plain number.",
+    )
+
+
+def matches(seen, want, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
+    """Observed tensors (a list of TensorValue) hold the values of the tensors `want`, one by one,
+    shapes included."""
+    import torch
+
+    return (
+        isinstance(seen, list)
+        and len(seen) == len(want)
+        and all(
+            isinstance(p, TensorValue)
+            and p.values is not None
+            and p.shape == tuple(q.shape)
+            and torch.allclose(p.values, q, rtol=rtol, atol=atol)
+            for p, q in zip(seen, want)
+        )
+    )
 
 
 def same_values(a, b, atol: float = 1e-6, rtol: float = 1e-5) -> bool:
-    """Two observed tensors (or lists of them) hold the same values (shapes, dtypes and devices too)."""
+    """Two observed tensors (or lists of them) hold
+    the same values (shapes, dtypes and devices too)."""
     if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
-        return isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b) and \
-            all(same_values(x, y, atol, rtol) for x, y in zip(a, b))
+        return (
+            isinstance(a, (list, tuple))
+            and isinstance(b, (list, tuple))
+            and len(a) == len(b)
+            and all(same_values(x, y, atol, rtol) for x, y in zip(a, b))
+        )
     if a is None or b is None:
         return a is None and b is None
     if not (isinstance(a, TensorValue) and isinstance(b, TensorValue)):
@@ -190,4 +241,7 @@ def same_values(a, b, atol: float = 1e-6, rtol: float = 1e-5) -> bool:
     if a.values is None or b.values is None:
         return a.values is None and b.values is None
     import torch
-    return bool(torch.allclose(a.values.double(), b.values.double(), atol=atol, rtol=rtol, equal_nan=False))
+
+    return bool(
+        torch.allclose(a.values.double(), b.values.double(), atol=atol, rtol=rtol, equal_nan=False)
+    )

@@ -1,6 +1,7 @@
 """Chapter 04's checks: add_positions, strip_module_prefix and load_for_inference, and the
 checkpoint fixtures they share with the chapter (a checkpoint from a GPU this machine lacks).
 """
+
 import tempfile
 import zipfile
 from pathlib import Path
@@ -14,12 +15,14 @@ from .wire import TensorValue, roundtrip
 
 
 def missing_gpu() -> str:
-    """A CUDA device name this machine does not have: cuda:0 on a CPU-only one, cuda:N with N GPUs."""
+    """A CUDA device name this machine does not have:
+    cuda:0 on a CPU-only one, cuda:N with N GPUs."""
     return f"cuda:{torch.cuda.device_count() if torch.cuda.is_available() else 0}"
 
 
 def save_for_missing_gpu(state_dict: dict, path, location: str = "") -> Path:
-    """Save `state_dict` as if it had been saved on the GPU `location` (default: one this machine lacks).
+    """Save `state_dict` as if it had been saved on the
+    GPU `location` (default: one this machine lacks).
 
     torch.save records each storage's device as a string inside the file's data.pkl; we
     save on the CPU and rewrite that string, which is all that differs (chapter 04).
@@ -47,7 +50,8 @@ def wrapped_state_dict(model: nn.Module) -> dict:
 
 
 class TinyNet(nn.Module):
-    """A small classifier with dropout (so eval mode matters) for the checkpoint demos (chapter 04)."""
+    """A small classifier with dropout (so eval mode
+    matters) for the checkpoint demos (chapter 04)."""
 
     def __init__(self):
         super().__init__()
@@ -62,6 +66,7 @@ class TinyNet(nn.Module):
 @check
 class Positions(Check):
     """add_positions on a `shape` tensor of zeros on `device`: the result, by value."""
+
     shape: tuple
     device: str
 
@@ -76,34 +81,59 @@ class Positions(Check):
             error = seen["error"]
             if not is_error(error, "RuntimeError"):
                 raise Fail(f"Your code raised {error['text']}")
-            raise Fail(f"On a {device} input your function failed: {error['message'].splitlines()[0]}",
-                       hint="torch.arange makes its tensor on the CPU unless you say device=x.device.")
+            raise Fail(
+                f"On a {device} input your function failed: {error['message'].splitlines()[0]}",
+                hint="torch.arange makes its tensor on the CPU unless you say device=x.device.",
+            )
         if not isinstance(got, TensorValue) or got.shape != shape:
-            raise Fail("The result must have the input's shape.", expected=shape,
-                       got=got.shape if isinstance(got, TensorValue) else type_name(got),
-                       hint="Positions run along the LAST dimension: x.shape[-1].")
+            raise Fail(
+                "The result must have the input's shape.",
+                expected=shape,
+                got=got.shape if isinstance(got, TensorValue) else type_name(got),
+                hint="Positions run along the LAST dimension: x.shape[-1].",
+            )
         if got.device != str(torch.device(device)):
-            raise Fail("The result is not on the input's device.", expected=str(torch.device(device)), got=got.device)
+            raise Fail(
+                "The result is not on the input's device.",
+                expected=str(torch.device(device)),
+                got=got.device,
+            )
         if device == "cpu":
             want = torch.arange(shape[-1], dtype=torch.float32).expand(shape)
             if got.values.dtype != want.dtype or not torch.equal(got.values, want):
-                raise Fail("The values are wrong for an input of zeros.", expected=want.tolist(),
-                           got=got.values.tolist(), hint="Add 0, 1, 2, ... along the last dimension.")
+                raise Fail(
+                    "The values are wrong for an input of zeros.",
+                    expected=want.tolist(),
+                    got=got.values.tolist(),
+                    hint="Add 0, 1, 2, ... along the last dimension.",
+                )
 
 
 # ---------------------------------------------------------------- strip_module_prefix
-WRAPPER_PREFIXES = ("module.", "_orig_mod.")   # DataParallel/DDP, torch.compile
+WRAPPER_PREFIXES = ("module.", "_orig_mod.")  # DataParallel/DDP, torch.compile
 
 
 def strip_hint(want, got) -> str:
     """The hint that fits what the learner's keys show (first fitting row wins)."""
     rows = (
-        (any("submodule." in w and w not in got for w in want),
-         "Only a prefix at the START of a key is a wrapper's: `submodule.weight` is a real name."),
-        (any(k.startswith(WRAPPER_PREFIXES) for k in got),
-         "Some keys still start with a wrapper prefix: remove every leading `module.` and `_orig_mod.`, "
-         "however many there are."),
-        (True, "Cut a prefix only from keys that start with it, and keep the rest of the key whole."),
+        (
+            any("submodule." in w and w not in got for w in want),
+            (
+                "Only a prefix at the START of a key is a wrapper's: `submodule.weight` is a real "
+                "name."
+            ),
+        ),
+        (
+            any(k.startswith(WRAPPER_PREFIXES) for k in got),
+            (
+                "Some keys still start with a wrapper prefix: remove every leading `module.` and "
+                "`_orig_mod.`, however many there are."
+            ),
+        ),
+        (
+            True,
+            "Cut a prefix only from keys that start with it, and keep the rest of the key whole.",
+        ),
     )
     return next(hint for fits, hint in rows if fits)
 
@@ -112,6 +142,7 @@ def strip_hint(want, got) -> str:
 class Strip(Check):
     """strip_module_prefix: the keys `keys` must come back as `want` (the judge's), holding the very
     tensors they were given, and the caller's dict untouched. Identity is seen with `is`."""
+
     keys: list
     want: list = expected()
 
@@ -120,21 +151,29 @@ class Strip(Check):
         state = dict(zip(self.keys, values))
         got = candidate(state)
         origin = lambda v: next((i for i, t in enumerate(values) if v is t), None)
-        return {"after_keys": list(state), "after_same": [state.get(k) is v for k, v in zip(self.keys, values)],
-                "is_dict": isinstance(got, dict), "type": type(got).__name__,
-                "keys": list(got) if isinstance(got, dict) else None,
-                "origins": [origin(v) for v in got.values()] if isinstance(got, dict) else None}
+        return {
+            "after_keys": list(state),
+            "after_same": [state.get(k) is v for k, v in zip(self.keys, values)],
+            "is_dict": isinstance(got, dict),
+            "type": type(got).__name__,
+            "keys": list(got) if isinstance(got, dict) else None,
+            "origins": [origin(v) for v in got.values()] if isinstance(got, dict) else None,
+        }
 
     def judge(self, seen, ref):
         keys, want = list(self.keys), list(self.want)
         if seen["after_keys"] != keys or not all(seen["after_same"]):
-            raise Fail("Your function changed the state_dict it was given.",
-                       hint="Build and return a new dict; the caller may still need the original.")
+            raise Fail(
+                "Your function changed the state_dict it was given.",
+                hint="Build and return a new dict; the caller may still need the original.",
+            )
         if seen["is_dict"] is not True:
             raise Fail("Return a dict.", expected="dict", got=seen["type"])
         got = list(seen["keys"])
         if got != want:
-            raise Fail(f"Wrong keys for {keys}.", expected=want, got=got, hint=strip_hint(want, got))
+            raise Fail(
+                f"Wrong keys for {keys}.", expected=want, got=got, hint=strip_hint(want, got)
+            )
         if list(seen["origins"]) != list(range(len(keys))):
             raise Fail("The values must be the same tensors, under the new keys.")
 
@@ -148,7 +187,9 @@ def trained_tiny_net() -> TinyNet:
 @check
 class Loading(Check):
     """load_for_inference on a checkpoint, maybe wrapped, maybe from a missing GPU: the model that
-    came back, by value (its weights, its mode, its devices), against the checkpoint the judge knows."""
+    came back, by value (its weights, its mode, its devices), against the checkpoint the judge
+    knows."""
+
     wrapped: bool
     on_missing_gpu: bool
 
@@ -163,11 +204,18 @@ class Loading(Check):
                 else:
                     torch.save(state, path)
                 fresh = TinyNet()
-                got, error = attempt(lambda: candidate(str(path), fresh, torch.device("cpu")), candidate)
+                got, error = attempt(
+                    lambda: candidate(str(path), fresh, torch.device("cpu")), candidate
+                )
         if error is not None or not isinstance(got, nn.Module):
             return {"error": error, "type": type(got).__name__}
-        return {"error": None, "type": "Module", "state": dict(got.state_dict()), "training": got.training,
-                "devices": sorted({str(p.device) for p in got.parameters()})}
+        return {
+            "error": None,
+            "type": "Module",
+            "state": dict(got.state_dict()),
+            "training": got.training,
+            "devices": sorted({str(p.device) for p in got.parameters()}),
+        }
 
     def reference(self, solution):
         with torch.random.fork_rng():
@@ -179,20 +227,38 @@ class Loading(Check):
             if not is_error(error, "RuntimeError"):
                 raise Fail(f"Your code raised {error['text']}")
             text = error["message"]
-            hint = ("Pass map_location=device to torch.load." if "deserialize" in text else
-                    "The keys start with 'module.': strip it before load_state_dict." if "module." in text
-                    else "")
-            raise Fail(f"Loading failed: {text.splitlines()[0] if text else error['type']}", hint=hint)
+            hint = (
+                "Pass map_location=device to torch.load."
+                if "deserialize" in text
+                else "The keys start with 'module.': strip it before load_state_dict."
+                if "module." in text
+                else ""
+            )
+            raise Fail(
+                f"Loading failed: {text.splitlines()[0] if text else error['type']}", hint=hint
+            )
         if seen["type"] != "Module":
             raise Fail("Return the model.", expected="the model you were given", got=seen["type"])
         for name, value in ref.items():
             got = seen["state"].get(name)
-            if not isinstance(got, TensorValue) or got.values is None or not same_values(
-                    TensorValue(got.dtype, got.shape, "cpu", False, got.values), value, atol=0, rtol=0):
-                raise Fail(f"The weights were not loaded ({name} differs from the checkpoint).",
-                           hint="model.load_state_dict(state) copies the checkpoint into the model.")
+            if (
+                not isinstance(got, TensorValue)
+                or got.values is None
+                or not same_values(
+                    TensorValue(got.dtype, got.shape, "cpu", False, got.values),
+                    value,
+                    atol=0,
+                    rtol=0,
+                )
+            ):
+                raise Fail(
+                    f"The weights were not loaded ({name} differs from the checkpoint).",
+                    hint="model.load_state_dict(state) copies the checkpoint into the model.",
+                )
         if seen["training"] is not False:
-            raise Fail("The model is still in training mode: dropout would scramble predictions.",
-                       hint="Call model.eval() before inference.")
+            raise Fail(
+                "The model is still in training mode: dropout would scramble predictions.",
+                hint="Call model.eval() before inference.",
+            )
         if seen["devices"] != ["cpu"]:
             raise Fail("The model is not on the requested device.", hint="model.to(device)")

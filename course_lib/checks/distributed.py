@@ -2,6 +2,7 @@
 run in a real gloo group of processes on this machine. Each rank's gradients after the learner's
 function travel back as numbers; the judge recomputes every rank's own gradient and the average.
 """
+
 import math
 import re
 
@@ -16,30 +17,51 @@ from .base import Check, check
 
 # ---------------------------------------------------------------- shard_indices
 def sampler_indices(n_samples: int, rank: int, world_size: int) -> list:
-    """What the real DistributedSampler(shuffle=False, drop_last=False) gives rank `rank` (chapter 07)."""
-    return list(DistributedSampler(range(n_samples), num_replicas=world_size, rank=rank, shuffle=False))
+    """What the real DistributedSampler(shuffle=False,
+    drop_last=False) gives rank `rank` (chapter 07)."""
+    return list(
+        DistributedSampler(range(n_samples), num_replicas=world_size, rank=rank, shuffle=False)
+    )
 
 
 def _shard_fail(n, rank, world, got, want) -> Fail:
     where = f"n_samples={n}, world_size={world}, rank {rank}"
     per = math.ceil(n / world)
-    padded = (list(range(n)) * world)[:per * world]  # 0..n-1, then repeated from the start
+    padded = (list(range(n)) * world)[: per * world]  # 0..n-1, then repeated from the start
     if len(got) < len(want):
-        return Fail(f"Rank {rank} got too few indices ({where}).", expected=want, got=got,
-                    hint="Every rank must get the same number of samples, ceil(n / world_size), or the ranks fall "
-                         "out of step (one waits forever in an all-reduce). Pad by repeating indices from the start.")
-    if got == padded[rank * per:(rank + 1) * per]:
-        return Fail(f"Those are contiguous blocks ({where}).", expected=want, got=got,
-                    hint="DistributedSampler deals the indices like cards: rank r gets r, r + world_size, "
-                         "r + 2 * world_size, ...")
-    return Fail(f"Wrong indices for {where}.", expected=want, got=got,
-                hint="Pad the list 0..n-1 to ceil(n / world_size) * world_size by repeating from the start, "
-                     "then take every world_size-th index starting at rank.")
+        return Fail(
+            f"Rank {rank} got too few indices ({where}).",
+            expected=want,
+            got=got,
+            hint=(
+                "Every rank must get the same number of samples, ceil(n / world_size), or the "
+                "ranks fall out of step (one waits forever in an all-reduce). Pad by repeating "
+                "indices from the start."
+            ),
+        )
+    if got == padded[rank * per : (rank + 1) * per]:
+        return Fail(
+            f"Those are contiguous blocks ({where}).",
+            expected=want,
+            got=got,
+            hint="DistributedSampler deals the indices like cards: rank r gets r, r + world_size, "
+            "r + 2 * world_size, ...",
+        )
+    return Fail(
+        f"Wrong indices for {where}.",
+        expected=want,
+        got=got,
+        hint=(
+            "Pad the list 0..n-1 to ceil(n / world_size) * world_size by repeating from the "
+            "start, then take every world_size-th index starting at rank."
+        ),
+    )
 
 
 @check
 class Shards(Check):
     """shard_indices gives every rank of every (n_samples, world_size) case its real indices."""
+
     cases: list
 
     def run(self, candidate):
@@ -84,7 +106,8 @@ def tiny_problem(world_size: int, per_rank: int = 4, seed: int = 0, frozen: bool
 
 
 def gradients(model: nn.Module, x, y) -> list:
-    """Each parameter's gradient of the mean cross-entropy on (x, y), None where frozen (chapter 07)."""
+    """Each parameter's gradient of the mean cross-entropy
+    on (x, y), None where frozen (chapter 07)."""
     model.zero_grad(set_to_none=True)
     nn.functional.cross_entropy(model(x), y).backward()
     return [None if p.grad is None else p.grad.clone() for p in model.parameters()]
@@ -104,11 +127,19 @@ class AverageTask:
         model, x, y = tiny_problem(world_size, frozen=self.frozen)
         gradients(model, x[rank::world_size], y[rank::world_size])  # this rank's backward
         returned = self.candidate(model)
-        return {"after": _as_lists(p.grad for p in model.parameters()), "returned": type(returned).__name__}
+        return {
+            "after": _as_lists(p.grad for p in model.parameters()),
+            "returned": type(returned).__name__,
+        }
 
-    def __getstate__(self):  # spawned processes (off Linux) get the function's source, not the function
-        return {"source": ddp_worker.source_of(self.candidate), "name": self.candidate.__name__,
-                "frozen": self.frozen}
+    def __getstate__(
+        self,
+    ):  # spawned processes (off Linux) get the function's source, not the function
+        return {
+            "source": ddp_worker.source_of(self.candidate),
+            "name": self.candidate.__name__,
+            "frozen": self.frozen,
+        }
 
     def __setstate__(self, state):
         namespace = {"torch": torch, "nn": nn, "dist": torch.distributed}
@@ -117,7 +148,8 @@ class AverageTask:
 
 
 def _stub_shows(candidate) -> None:
-    """Call the function once outside any group, on a layer without gradients: the stub raises here."""
+    """Call the function once outside any group, on
+    a layer without gradients: the stub raises here."""
     try:
         candidate(nn.Linear(1, 1))
     except NotImplementedError:
@@ -127,26 +159,38 @@ def _stub_shows(candidate) -> None:
 
 
 def _short(error_text: str) -> str:
-    """A gloo error without its C++ source location, port numbers and boilerplate advice; a rank that
-    lost its peers says so in one stable phrase (which words gloo picks depends on who noticed first)."""
-    if re.search(r"Connection (closed|reset) by peer|Read error|Broken pipe|connectFullMesh", error_text):
+    """A gloo error without its C++ source location, port numbers and boilerplate advice; a rank
+    that lost its peers says so in one stable phrase (which words gloo picks depends on who noticed
+    first)."""
+    if re.search(
+        r"Connection (closed|reset) by peer|Read error|Broken pipe|connectFullMesh", error_text
+    ):
         return f"{error_text.split(':')[0]}: the connection to another rank was lost"
     text = re.sub(r"(\[[0-9a-fA-F.:]+\]):\d+", r"\1", re.sub(r"\[/[^\]]*\] ", "", error_text))
     return text.split(" This is typically")[0].rstrip(". ")
 
 
 def _errors_fail(errors: dict, world: int) -> Fail:
-    """Feedback for ranks that raised: a collective that some rank skipped, or an error on every rank."""
+    """Feedback for ranks that raised: a collective
+    that some rank skipped, or an error on every rank."""
     rank, text = next(iter(errors.items()))
     text = _short(text)
     if len(errors) < world:
         fine = min(set(range(world)) - set(errors))
-        return Fail(f"Rank {rank} raised {text}, while rank {fine} finished without error.",
-                    hint="A collective such as `all_reduce` must be called by EVERY rank, the same number of "
-                         "times, in the same order. A rank that skips one leaves the others waiting for it "
-                         "(here they failed when it left; in a real run they wait until the timeout).")
-    return Fail(f"Every rank raised an error; rank {rank}: {text}",
-                hint="Parameters of a frozen layer have `.grad` None: there is nothing to average for them.")
+        return Fail(
+            f"Rank {rank} raised {text}, while rank {fine} finished without error.",
+            hint=(
+                "A collective such as `all_reduce` must be called by EVERY rank, the same number "
+                "of times, in the same order. A rank that skips one leaves the others waiting for "
+                "it (here they failed when it left; in a real run they wait until the timeout)."
+            ),
+        )
+    return Fail(
+        f"Every rank raised an error; rank {rank}: {text}",
+        hint=(
+            "Parameters of a frozen layer have `.grad` None: there is nothing to average for them."
+        ),
+    )
 
 
 def _values_fail(own: list, results: list, world: int) -> Fail:
@@ -157,34 +201,66 @@ def _values_fail(own: list, results: list, world: int) -> Fail:
     for p in range(len(own[0])):
         if own[0][p] is None:
             if any(a[p] is not None for a in after):
-                return Fail(f"Parameter {p} is frozen (`.grad` None) but has a gradient after your function.",
-                            hint="Leave parameters whose `.grad` is None alone.")
+                return Fail(
+                    (
+                        f"Parameter {p} is frozen (`.grad` None) but has a gradient after your "
+                        "function."
+                    ),
+                    hint="Leave parameters whose `.grad` is None alone.",
+                )
             continue
         if any(a[p] is None for a in after):
-            return Fail(f"After your function, parameter {p}'s `.grad` is None.",
-                        hint="The average must end up in each parameter's `.grad`, where optimizer.step() reads it.")
+            return Fail(
+                f"After your function, parameter {p}'s `.grad` is None.",
+                hint=(
+                    "The average must end up in each parameter's `.grad`, where optimizer.step() "
+                    "reads it."
+                ),
+            )
         mean = torch.stack([o[p] for o in own]).mean(dim=0)
         if all(torch.allclose(a[p], o[p], atol=1e-6) for a, o in zip(after, own)):
             returned = results[0]["returned"]
-            extra = f" Your function returned a {returned}, but" if returned != "NoneType" else " And"
-            return Fail(f"After your function, every rank still holds its OWN gradient: nothing was averaged."
-                        f"{extra} the optimizer reads `p.grad`, nothing else.",
-                        hint="`dist.all_reduce(t)` changes `t` itself, in place, on every rank, and returns "
-                             "nothing useful: give it the gradient tensor itself, not a copy or a new result.")
+            extra = (
+                f" Your function returned a {returned}, but" if returned != "NoneType" else " And"
+            )
+            return Fail(
+                (
+                    "After your function, every rank still holds its OWN gradient: nothing was "
+                    f"averaged.{extra} the optimizer reads `p.grad`, nothing else."
+                ),
+                hint=(
+                    "`dist.all_reduce(t)` changes `t` itself, in place, on every rank, and "
+                    "returns nothing useful: give it the gradient tensor itself, not a copy or a "
+                    "new result."
+                ),
+            )
         if any(not torch.allclose(a[p], after[0][p], atol=1e-6) for a in after):
-            return Fail(f"The ranks ended with different values for parameter {p}'s gradient: their replicas "
-                        "would drift apart at the next step.",
-                        hint="Every rank must run the same all-reduce on the same parameters.")
+            return Fail(
+                (
+                    f"The ranks ended with different values for parameter {p}'s gradient: their "
+                    "replicas would drift apart at the next step."
+                ),
+                hint="Every rank must run the same all-reduce on the same parameters.",
+            )
         if torch.allclose(after[0][p], mean * world, atol=1e-5):
-            return Fail(f"Every rank holds the SUM of the {world} ranks' gradients, {world} times the average.",
-                        hint="`all_reduce` adds (its default op is SUM). DDP divides each gradient by the "
-                             "world size (`dist.get_world_size()`), so the sum becomes the mean.")
+            return Fail(
+                (
+                    f"Every rank holds the SUM of the {world} ranks' gradients, {world} times the "
+                    "average."
+                ),
+                hint="`all_reduce` adds (its default op is SUM). DDP divides each gradient by the "
+                "world size (`dist.get_world_size()`), so the sum becomes the mean.",
+            )
         if not torch.allclose(after[0][p], mean, atol=1e-5):
-            return Fail(f"Parameter {p}: not the average of the {world} ranks' gradients.",
-                        expected=[round(v, 4) for v in mean.flatten().tolist()[:4]],
-                        got=[round(v, 4) for v in after[0][p].flatten().tolist()[:4]],
-                        hint="Divide by the number of ranks in the group, `dist.get_world_size()`, not by a "
-                             "fixed number.")
+            return Fail(
+                f"Parameter {p}: not the average of the {world} ranks' gradients.",
+                expected=[round(v, 4) for v in mean.flatten().tolist()[:4]],
+                got=[round(v, 4) for v in after[0][p].flatten().tolist()[:4]],
+                hint=(
+                    "Divide by the number of ranks in the group, `dist.get_world_size()`, not by "
+                    "a fixed number."
+                ),
+            )
     return None
 
 
@@ -192,6 +268,7 @@ def _values_fail(own: list, results: list, world: int) -> Fail:
 class Average(Check):
     """average_gradients in `world_size` processes of a real gloo group: every rank's .grad after it
     (numbers) against the ranks' own gradients and their average, which the judge computes."""
+
     warm = False  # a warm-up would start a process group in the zygote
     world_size: int
     frozen: bool = False
@@ -216,9 +293,11 @@ class Average(Check):
     def judge(self, seen, ref):
         world = self.world_size
         if seen["timed_out"]:
-            raise Fail(f"The {world} processes did not finish within the time limit.",
-                       hint="A rank waits inside a collective until every rank has called it: check that "
-                            "every rank makes the same calls (or look for an endless loop).")
+            raise Fail(
+                f"The {world} processes did not finish within the time limit.",
+                hint="A rank waits inside a collective until every rank has called it: check that "
+                "every rank makes the same calls (or look for an endless loop).",
+            )
         results = seen["results"]
         if len(results) != world:
             raise Fail(f"{len(results)} of the {world} processes reported back.")
@@ -230,5 +309,7 @@ class Average(Check):
             raise fail
         after = [torch.tensor(g) for g in results[0][1]["after"] if g is not None]
         full = [torch.tensor(g) for g in ref["full"]]
-        if len(after) != len(full) or not all(torch.allclose(a, f, atol=1e-5) for a, f in zip(after, full)):
+        if len(after) != len(full) or not all(
+            torch.allclose(a, f, atol=1e-5) for a, f in zip(after, full)
+        ):
             raise Fail("The ranks agree, but not on the gradient of the whole batch.")

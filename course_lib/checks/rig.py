@@ -8,6 +8,7 @@ in the learner's process are evidence for feedback; wherever a mistake changes a
 weights, BatchNorm's running statistics, a returned number), the judge decides on that value,
 recomputed from the same seed and data.
 """
+
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -34,11 +35,19 @@ class DeviceLog(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         for t in tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor):
-                self.ops.append((str(func).replace("aten.", "").replace(".default", ""), str(t.device), tuple(t.shape)))
+                self.ops.append(
+                    (
+                        str(func).replace("aten.", "").replace(".default", ""),
+                        str(t.device),
+                        tuple(t.shape),
+                    )
+                )
         return out
 
     def report(self) -> str:
-        return "\n".join(f"  {op:<12} -> made a {list(shape)} tensor on {dev}" for op, dev, shape in self.ops)
+        return "\n".join(
+            f"  {op:<12} -> made a {list(shape)} tensor on {dev}" for op, dev, shape in self.ops
+        )
 
 
 def trace_devices(fn):
@@ -64,25 +73,30 @@ class LossCall:
     labels_device: torch.device
     labels_shape: tuple
     n: int
-    value: float = None    # the batch's mean loss (None on meta, which holds no values)
-    correct: int = None    # how many argmax predictions were right
+    value: float = None  # the batch's mean loss (None on meta, which holds no values)
+    correct: int = None  # how many argmax predictions were right
 
 
 @dataclass
 class Trace:
     """What the probes saw during one call of the learner's function."""
+
     forwards: list = field(default_factory=list)
     losses: list = field(default_factory=list)
     backwards: list = field(default_factory=list)  # per backward(): were the old grads clean?
-    steps: list = field(default_factory=list)      # per step(): (backwards so far, grad state)
+    steps: list = field(default_factory=list)  # per step(): (backwards so far, grad state)
 
 
 def probe_model(net: nn.Module, trace: Trace) -> nn.Module:
     """Record the input's device, train/eval mode and grad mode of each forward (a pre-hook: the
     record exists even when the forward then raises a device mismatch)."""
+
     def before(module, args):
         x = args[0]
-        trace.forwards.append(Forward(x.device, tuple(x.shape), module.training, torch.is_grad_enabled()))
+        trace.forwards.append(
+            Forward(x.device, tuple(x.shape), module.training, torch.is_grad_enabled())
+        )
+
     net.register_forward_pre_hook(before)
     return net
 
@@ -109,9 +123,12 @@ def probe_loss(trace: Trace) -> nn.Module:
 
 def watch_gradients(param: torch.Tensor, optimizer, trace: Trace) -> None:
     """Record the gradient's state at each backward() (before accumulation) and each step()."""
+
     def at_backward(fresh):
         old = param.grad
-        trace.backwards.append(dict(clean=old is None or not old.any(), fresh=fresh.detach().clone()))
+        trace.backwards.append(
+            dict(clean=old is None or not old.any(), fresh=fresh.detach().clone())
+        )
 
     def at_step(opt, args, kwargs):
         grad = param.grad
@@ -140,6 +157,7 @@ def checker_threads(n: int = 1):
 @dataclass
 class Rig:
     """A tiny model, loader, optimizer and loss on `device`, with probes recording into `trace`."""
+
     model: nn.Module
     loader: DataLoader
     device: torch.device
@@ -160,7 +178,9 @@ class Rig:
     def accumulate(self, candidate, accum_steps: int = 2):
         with torch.random.fork_rng(), checker_threads():
             torch.manual_seed(1)
-            return candidate(self.model, self.loader, self.optimizer, self.criterion, self.device, accum_steps)
+            return candidate(
+                self.model, self.loader, self.optimizer, self.criterion, self.device, accum_steps
+            )
 
     def parameters(self) -> list:
         return [p.detach().clone() for p in self.model.parameters()]
@@ -185,7 +205,12 @@ def rig_net(seed: int = 0, dropout: float = 0.25, norm: bool = False) -> nn.Sequ
     """The rig's model: [BatchNorm1d,] Linear, ReLU, Dropout, Linear, from a fixed seed."""
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        layers = [nn.Linear(N_IN, N_HIDDEN), nn.ReLU(), nn.Dropout(dropout), nn.Linear(N_HIDDEN, N_OUT)]
+        layers = [
+            nn.Linear(N_IN, N_HIDDEN),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            nn.Linear(N_HIDDEN, N_OUT),
+        ]
         return nn.Sequential(*([nn.BatchNorm1d(N_IN)] if norm else []), *layers)
 
 
@@ -193,8 +218,16 @@ def first_linear(net: nn.Module) -> nn.Linear:
     return next(m for m in net.modules() if isinstance(m, nn.Linear))
 
 
-def make_rig(device="cpu", n: int = 70, batch_size: int = 32, mode: str = "train", seed: int = 0,
-             dropout: float = 0.25, norm: bool = False, lr: float = 0.1) -> Rig:
+def make_rig(
+    device="cpu",
+    n: int = 70,
+    batch_size: int = 32,
+    mode: str = "train",
+    seed: int = 0,
+    dropout: float = 0.25,
+    norm: bool = False,
+    lr: float = 0.1,
+) -> Rig:
     """A fresh rig; on the CPU its gradients are watched too (meta tensors hold no values)."""
     trace = Trace()
     net = probe_model(rig_net(seed, dropout, norm), trace).to(device)
@@ -222,14 +255,26 @@ def _copied_to(copies: list, device, shape) -> bool:
 
 def _moved_fail(name: str, what: str, got, device, discarded: bool) -> Fail:
     if discarded:
-        return Fail(f"You called {name}.to(device) but kept using the old {name}: Tensor.to returns a new "
-                    f"tensor and leaves {name} where it was.", expected=f"{name} = {name}.to(device)",
-                    got=f"{name}.to(device) whose result was thrown away; {name} stayed on {got}",
-                    hint="model.to(device) moves a module in place; tensor.to(device) does not. Assign the result.")
-    return Fail(f"The {what} reached the {'model' if name == 'x' else 'loss'} on {got}, not on {_where(device)}: "
-                f"a DataLoader yields the CPU tensors its Dataset holds, and moving the model does not move the data.",
-                expected=f"{name} on {device}", got=f"{name} on {got}",
-                hint="Inside the loop, move every batch: x, y = x.to(device), y.to(device).")
+        return Fail(
+            f"You called {name}.to(device) but kept using the old {name}: Tensor.to returns a new "
+            f"tensor and leaves {name} where it was.",
+            expected=f"{name} = {name}.to(device)",
+            got=f"{name}.to(device) whose result was thrown away; {name} stayed on {got}",
+            hint=(
+                "model.to(device) moves a module in place; tensor.to(device) does not. Assign the "
+                "result."
+            ),
+        )
+    return Fail(
+        (
+            f"The {what} reached the {'model' if name == 'x' else 'loss'} on {got}, not on "
+            f"{_where(device)}: a DataLoader yields the CPU tensors its Dataset holds, and moving "
+            "the model does not move the data."
+        ),
+        expected=f"{name} on {device}",
+        got=f"{name} on {got}",
+        hint="Inside the loop, move every batch: x, y = x.to(device), y.to(device).",
+    )
 
 
 def _raised(error: dict) -> Fail:
@@ -243,12 +288,14 @@ class MovesData(Check):
     What the probes saw is in-process evidence: on a real second device a missed move raises
     PyTorch's own device-mismatch error, and that is what this test can prove (see
     docs/grading-threat-model.md for what it cannot)."""
+
     call: str = "train"  # how the function is called on the rig: train, evaluate or accumulate
     as_string: bool = False
     where: str = ""
 
     def run(self, candidate):
         from ..device import second_device
+
         device = second_device()
         rig = make_rig(device)
         if self.as_string:
@@ -257,37 +304,47 @@ class MovesData(Check):
         with DeviceLog() as log:
             try:
                 RIG_CALLS[self.call](rig, candidate)
-            except Exception as err:  # judged by the judge: what matters is where the tensors arrived
+            except (
+                Exception
+            ) as err:  # judged by the judge: what matters is where the tensors arrived
                 error = error_record(err, candidate)
         trace = rig.trace
-        return {"device": str(device), "error": error,
-                "forwards": [[str(f.device), list(f.shape)] for f in trace.forwards[:50]],
-                "losses": [[str(c.labels_device), list(c.labels_shape)] for c in trace.losses[:50]],
-                "copies": [[dev, list(shape)] for op, dev, shape in log.ops if op == "_to_copy"][:200]}
+        return {
+            "device": str(device),
+            "error": error,
+            "forwards": [[str(f.device), list(f.shape)] for f in trace.forwards[:50]],
+            "losses": [[str(c.labels_device), list(c.labels_shape)] for c in trace.losses[:50]],
+            "copies": [[dev, list(shape)] for op, dev, shape in log.ops if op == "_to_copy"][:200],
+        }
 
     def reference(self, solution):
         from ..device import second_device
+
         return str(second_device())
+
+    # (what the probes recorded, the tensor, how the text names it, the call that receives it)
+    ARRIVALS = (
+        ("forwards", "x", "inputs x", "the model"),
+        ("losses", "y", "labels y", "criterion(logits, y)"),
+    )
 
     def judge(self, seen, ref):
         device, where, error = torch.device(ref), self.where, seen["error"]
         if torch.device(seen["device"]).type != device.type:
             raise Fail(f"The check ran on {seen['device']}, not on the second device {ref}.")
-        if not seen["forwards"]:
-            if error is not None:
-                raise _raised(error)
-            raise Fail(f"Your function never called the model{where}.")
-        first_device, first_shape = seen["forwards"][0]
-        if torch.device(first_device).type != device.type:
-            raise _moved_fail("x", f"inputs x{where}", first_device, device,
-                              _copied_to(seen["copies"], device, first_shape))
-        if not seen["losses"]:
-            if error is not None:
-                raise _raised(error)
-            raise Fail(f"Your function never called criterion(logits, y){where}.")
-        labels_device, labels_shape = seen["losses"][0]
-        if torch.device(labels_device).type != device.type:
-            raise _moved_fail("y", f"labels y{where}", labels_device, device,
-                              _copied_to(seen["copies"], device, labels_shape))
+        for record, name, what, receiver in self.ARRIVALS:
+            if not seen[record]:
+                if error is not None:
+                    raise _raised(error)
+                raise Fail(f"Your function never called {receiver}{where}.")
+            arrived, shape = seen[record][0]
+            if torch.device(arrived).type != device.type:
+                raise _moved_fail(
+                    name,
+                    f"{what}{where}",
+                    arrived,
+                    device,
+                    _copied_to(seen["copies"], device, shape),
+                )
         if error is not None and device.type != "meta":  # meta refuses .item(): expected there
             raise _raised(error)

@@ -20,19 +20,31 @@ but `WireError`, whatever the input (deep nesting, huge lines, bad UTF-8, lone s
 wrong types). Tensors come back as `TensorValue`, exceptions as `ErrorValue`, other objects
 as `ObjectValue`: values, never live objects. No pickle anywhere.
 """
+
 import base64
 import json
 import math
 import re
 from dataclasses import dataclass
 
-MAX_BYTES = 8 * 2**20      # one line, encoded
-MAX_DEPTH = 48             # nesting of containers
-MAX_ITEMS = 500_000        # values in one line, all containers together
-MAX_TEXT = 200_000         # characters of one string
-MAX_ELEMENTS = 2**21       # elements of one tensor
+MAX_BYTES = 8 * 2**20  # one line, encoded
+MAX_DEPTH = 48  # nesting of containers
+MAX_ITEMS = 500_000  # values in one line, all containers together
+MAX_TEXT = 200_000  # characters of one string
+MAX_ELEMENTS = 2**21  # elements of one tensor
 MAX_DIMS = 8
-DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
+DTYPES = (
+    "float32",
+    "float64",
+    "float16",
+    "bfloat16",
+    "int64",
+    "int32",
+    "int16",
+    "int8",
+    "uint8",
+    "bool",
+)
 DEVICE = re.compile(r"^[a-z][a-z0-9_]{0,15}(:\d{1,3})?$")
 TYPE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,120}$")
 
@@ -43,7 +55,9 @@ class WireError(ValueError):
 
 @dataclass(frozen=True)
 class TensorValue:
-    """A tensor as data: dtype, shape, device, requires_grad, and its values on the CPU (None on meta)."""
+    """A tensor as data: dtype, shape, device,
+    requires_grad, and its values on the CPU (None on meta)."""
+
     dtype: str
     shape: tuple
     device: str
@@ -60,6 +74,7 @@ class TensorValue:
     def tensor(self):
         """A real tensor with these values (on the CPU), or an empty meta tensor of this shape."""
         import torch
+
         dtype = getattr(torch, self.dtype)
         if self.values is None:
             return torch.empty(self.shape, dtype=dtype, device="meta")
@@ -69,6 +84,7 @@ class TensorValue:
 @dataclass(frozen=True)
 class ErrorValue:
     """An exception as data: its type's name and its message."""
+
     type: str
     message: str
 
@@ -79,6 +95,7 @@ class ErrorValue:
 @dataclass(frozen=True)
 class ObjectValue:
     """Something that is not plain data: only its type's name travelled."""
+
     type: str
 
 
@@ -106,6 +123,7 @@ def _text(value: str) -> str:
 
 def _tensor(value, budget) -> dict:
     import torch
+
     if type(value) not in (torch.Tensor, torch.nn.Parameter) or value.layout != torch.strided:
         return {"$object": f"{_type_name(value)} (not a plain torch.Tensor)"}
     dtype = str(value.dtype).replace("torch.", "")
@@ -118,8 +136,15 @@ def _tensor(value, budget) -> dict:
         raw = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
         budget.spend(1, len(raw) * 4 // 3)
         data = base64.b64encode(raw).decode("ascii")
-    return {"$tensor": {"dtype": dtype, "shape": shape, "device": str(value.device),
-                        "requires_grad": bool(value.requires_grad), "data": data}}
+    return {
+        "$tensor": {
+            "dtype": dtype,
+            "shape": shape,
+            "device": str(value.device),
+            "requires_grad": bool(value.requires_grad),
+            "data": data,
+        }
+    }
 
 
 def _encode(value, depth: int, budget: _Budget):
@@ -153,17 +178,25 @@ def _encode_node(value, kind, depth, budget):
     if depth >= MAX_DEPTH:
         return {"$object": "too deeply nested"}
     if issubclass(kind, (list, tuple)):
-        items = [_encode(v, depth + 1, budget) for v in (list.__iter__(value) if issubclass(kind, list)
-                                                          else tuple.__iter__(value))]
+        items = [
+            _encode(v, depth + 1, budget)
+            for v in (list.__iter__(value) if issubclass(kind, list) else tuple.__iter__(value))
+        ]
         return items if issubclass(kind, list) else {"$tuple": items}
     if issubclass(kind, dict):
         pairs = list(dict.items(value))
         if all(type(k) is str and not k.startswith("$") for k, _ in pairs):
             return {k: _encode(v, depth + 1, budget) for k, v in pairs}
-        return {"$dict": [[_encode(k, depth + 1, budget), _encode(v, depth + 1, budget)] for k, v in pairs]}
+        return {
+            "$dict": [
+                [_encode(k, depth + 1, budget), _encode(v, depth + 1, budget)] for k, v in pairs
+            ]
+        }
     if issubclass(kind, (set, frozenset)):
-        items = [_encode(v, depth + 1, budget) for v in (set.__iter__(value) if issubclass(kind, set)
-                                                          else frozenset.__iter__(value))]
+        items = [
+            _encode(v, depth + 1, budget)
+            for v in (set.__iter__(value) if issubclass(kind, set) else frozenset.__iter__(value))
+        ]
         return {"$set": sorted(items, key=lambda v: json.dumps(v, sort_keys=True))}
     if issubclass(kind, (bytes, bytearray)):
         raw = bytes(value) if kind in (bytes, bytearray) else b""
@@ -180,6 +213,7 @@ def _encode_node(value, kind, depth, budget):
 
 def _encode_torch(value, budget):
     import sys
+
     torch = sys.modules.get("torch")
     if torch is not None:
         if issubclass(type(value), torch.Tensor):
@@ -198,19 +232,32 @@ def _encode_value(value, depth, budget):
         return {"$object": value.type}
     data = None
     if value.values is not None:
-        raw = value.values.reshape(-1).contiguous().view(__import__("torch").uint8).numpy().tobytes() \
-            if value.numel() else b""
+        raw = (
+            value.values.reshape(-1).contiguous().view(__import__("torch").uint8).numpy().tobytes()
+            if value.numel()
+            else b""
+        )
         budget.spend(1, len(raw) * 4 // 3)
         data = base64.b64encode(raw).decode("ascii")
-    return {"$tensor": {"dtype": value.dtype, "shape": list(value.shape), "device": value.device,
-                        "requires_grad": value.requires_grad, "data": data}}
+    return {
+        "$tensor": {
+            "dtype": value.dtype,
+            "shape": list(value.shape),
+            "device": value.device,
+            "requires_grad": value.requires_grad,
+            "data": data,
+        }
+    }
 
 
 def dumps(value) -> str:
-    """One line of JSON (no newline) holding `value` as data; raises WireError if it is too large."""
+    """One line of JSON (no newline) holding `value`
+    as data; raises WireError if it is too large."""
     budget = _Budget()
     try:
-        text = json.dumps(_encode(value, 0, budget), ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+        text = json.dumps(
+            _encode(value, 0, budget), ensure_ascii=True, allow_nan=False, separators=(",", ":")
+        )
     except WireError:
         raise
     except (RecursionError, MemoryError) as err:
@@ -226,7 +273,8 @@ def _no_constants(name):
 
 
 def loads(data):
-    """The value of one line (bytes or str); raises WireError, and nothing else, on any bad input."""
+    """The value of one line (bytes or str); raises
+    WireError, and nothing else, on any bad input."""
     try:
         if isinstance(data, (bytes, bytearray, memoryview)):
             if len(data) > MAX_BYTES:
@@ -240,7 +288,15 @@ def loads(data):
         return _decode(raw, 0, [0])
     except WireError:
         raise
-    except (ValueError, TypeError, KeyError, RecursionError, MemoryError, OverflowError, UnicodeError) as err:
+    except (
+        ValueError,
+        TypeError,
+        KeyError,
+        RecursionError,
+        MemoryError,
+        OverflowError,
+        UnicodeError,
+    ) as err:
         raise WireError(f"not a well-formed observation ({type(err).__name__})") from None
     except Exception as err:  # noqa: BLE001 - the promise: WireError and nothing else
         raise WireError(f"not a well-formed observation ({type(err).__name__})") from None
@@ -333,18 +389,24 @@ def _name(body, what: str, pattern=TYPE_NAME) -> str:
 
 def _device(body, depth, count):
     import torch
+
     return torch.device(_name(body, "device", DEVICE))
 
 
 def _dtype(body, depth, count):
     import torch
+
     if body not in DTYPES:
         raise WireError("an unknown dtype")
     return getattr(torch, body)
 
 
 def _error(body, depth, count) -> ErrorValue:
-    if not isinstance(body, dict) or set(body) != {"type", "message"} or not isinstance(body["message"], str):
+    if (
+        not isinstance(body, dict)
+        or set(body) != {"type", "message"}
+        or not isinstance(body["message"], str)
+    ):
         raise WireError("an $error holds its type and message")
     return ErrorValue(_name(body["type"], "type name"), _string(body["message"])[:4000])
 
@@ -357,13 +419,26 @@ def _object(body, depth, count) -> ObjectValue:
 
 def _tensor_value(body, depth, count) -> TensorValue:
     import torch
-    if not isinstance(body, dict) or set(body) != {"dtype", "shape", "device", "requires_grad", "data"}:
+
+    if not isinstance(body, dict) or set(body) != {
+        "dtype",
+        "shape",
+        "device",
+        "requires_grad",
+        "data",
+    }:
         raise WireError("a $tensor holds dtype, shape, device, requires_grad and data")
-    dtype, shape, device, grad, data = (body[k] for k in ("dtype", "shape", "device", "requires_grad", "data"))
+    dtype, shape, device, grad, data = (
+        body[k] for k in ("dtype", "shape", "device", "requires_grad", "data")
+    )
     if dtype not in DTYPES or not isinstance(grad, bool):
         raise WireError("a $tensor with an unknown dtype")
-    if not isinstance(shape, list) or len(shape) > MAX_DIMS or not all(
-            type(n) is int and 0 <= n <= MAX_ELEMENTS for n in shape) or math.prod(shape) > MAX_ELEMENTS:
+    if (
+        not isinstance(shape, list)
+        or len(shape) > MAX_DIMS
+        or not all(type(n) is int and 0 <= n <= MAX_ELEMENTS for n in shape)
+        or math.prod(shape) > MAX_ELEMENTS
+    ):
         raise WireError("a $tensor with a malformed shape")
     _name(device, "device", DEVICE)
     count[0] += 1
@@ -378,14 +453,26 @@ def _tensor_value(body, depth, count) -> TensorValue:
     size = torch.empty((), dtype=torch_dtype).element_size()
     if len(raw) != math.prod(shape) * size:
         raise WireError("a $tensor's data does not fit its shape")
-    values = torch.frombuffer(bytearray(raw), dtype=torch_dtype).reshape(shape).clone() if raw \
+    values = (
+        torch.frombuffer(bytearray(raw), dtype=torch_dtype).reshape(shape).clone()
+        if raw
         else torch.empty(shape, dtype=torch_dtype)
+    )
     return TensorValue(dtype, tuple(shape), device, grad, values)
 
 
-_TAGS = {"$float": _float, "$tuple": lambda b, d, c: tuple(_list(b, d, c)), "$dict": _dict, "$set": _set,
-         "$bytes": _bytes, "$tensor": _tensor_value, "$device": _device, "$dtype": _dtype, "$error": _error,
-         "$object": _object}
+_TAGS = {
+    "$float": _float,
+    "$tuple": lambda b, d, c: tuple(_list(b, d, c)),
+    "$dict": _dict,
+    "$set": _set,
+    "$bytes": _bytes,
+    "$tensor": _tensor_value,
+    "$device": _device,
+    "$dtype": _dtype,
+    "$error": _error,
+    "$object": _object,
+}
 
 
 def roundtrip(value):

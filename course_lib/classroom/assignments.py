@@ -1,7 +1,7 @@
 """The course's chapters as assignments: number, title, points, notebook file (teacher side)."""
+
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 
 class NoSuchChapter(ValueError):
@@ -21,29 +21,23 @@ class Assignment:
         return f"Chapter {self.number}: {self.title}"
 
 
-def notebooks_folder() -> Path:
-    """notebooks/ beside course_lib (the teacher's checkout, or the bundle)."""
-    import course_lib
-    return Path(course_lib.__file__).resolve().parent.parent / "notebooks"
-
-
 def all_assignments() -> dict:
     """{chapter number: Assignment} of every chapter that has exercises, in order."""
     from ..exercises import all_exercises
+
     chapters = {}
     for ex in all_exercises():
         chapters.setdefault(ex.chapter.number, [ex.chapter, 0.0])[1] += float(ex.points)
     found = {}
     for number, (chapter, points) in sorted(chapters.items()):
-        files = sorted(notebooks_folder().glob(f"{number}_*.ipynb"))
-        notebook = files[0].name if files else f"{number}_*.ipynb"
-        found[number] = Assignment(number, chapter.title, points, notebook)
+        found[number] = Assignment(number, chapter.title, points, chapter.notebook)
     return found
 
 
 @lru_cache(maxsize=1)
 def _chapter_by_exercise() -> dict:
     from ..exercises import all_exercises
+
     return {ex.id: ex.chapter.number for ex in all_exercises()}
 
 
@@ -60,6 +54,8 @@ def assignment(number: str) -> Assignment:
     known = all_assignments()
     key = str(number).strip().zfill(2)
     if key not in known:
-        raise NoSuchChapter(f"the course has no chapter {number!r} with exercises; "
-                            f"its chapters are {', '.join(known)}")
+        raise NoSuchChapter(
+            f"the course has no chapter {number!r} with exercises; "
+            f"its chapters are {', '.join(known)}"
+        )
     return known[key]

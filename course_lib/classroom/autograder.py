@@ -11,6 +11,7 @@ submission we cannot take (no notebook, several) gets a results.json saying what
 upload; a failure of the grader itself writes no results.json, so Gradescope reports the
 run as failed instead of recording a grade that was never decided.
 """
+
 import csv
 import json
 import os
@@ -25,16 +26,20 @@ SKIPPED = {".ipynb_checkpoints", "__MACOSX"}
 
 def submitted_notebook(folder: Path, expected: str) -> tuple:
     """(notebook, None), or (None, what the student must do), for a submission folder."""
-    found = sorted(p for p in folder.rglob("*.ipynb")
-                   if p.is_file() and not SKIPPED & set(p.relative_to(folder).parts))
+    found = sorted(
+        p
+        for p in folder.rglob("*.ipynb")
+        if p.is_file() and not SKIPPED & set(p.relative_to(folder).parts)
+    )
     named = [p for p in found if p.name == expected]
     if len(found) == 1 or len(named) == 1:
         return (found[0] if len(found) == 1 else named[0]), None
     if not found:
         return None, f"Your submission holds no notebook (.ipynb). Upload your {expected}."
     shown = ", ".join(p.relative_to(folder).as_posix() for p in found[:10])
-    return None, (f"Your submission holds {len(found)} notebooks ({shown}). "
-                  f"Upload only your {expected}.")
+    return None, (
+        f"Your submission holds {len(found)} notebooks ({shown}). Upload only your {expected}."
+    )
 
 
 def exercise_output(exercise: dict) -> str:
@@ -57,8 +62,14 @@ def exercise_output(exercise: dict) -> str:
 def _test(number: int, row: dict, exercise: dict) -> dict:
     name = f"{exercise.get('title', row['exercise'])} ({row['exercise']})"
     output = exercise_output(exercise) if exercise else row.get("detail", "")
-    return {"name": name, "number": str(number), "score": float(row["points"]),
-            "max_score": float(row["max_points"]), "output": output, "visibility": "visible"}
+    return {
+        "name": name,
+        "number": str(number),
+        "score": float(row["points"]),
+        "max_score": float(row["max_points"]),
+        "output": output,
+        "visibility": "visible",
+    }
 
 
 def results(rows: list, record: dict, settings: dict) -> dict:
@@ -68,24 +79,46 @@ def results(rows: list, record: dict, settings: dict) -> dict:
     exercises = [r for r in rows if r["exercise"] != "TOTAL"]
     tests = [_test(n, row, by_id.get(row["exercise"], {})) for n, row in enumerate(exercises, 1)]
     run = record.get("run", {})
-    summary = [f"Chapter {settings['chapter']}: {settings['title']}. "
-               f"Total: {float(total['points']):g} / {float(total['max_points']):g} points."]
+    summary = [
+        f"Chapter {settings['chapter']}: {settings['title']}. "
+        f"Total: {float(total['points']):g} / {float(total['max_points']):g} points."
+    ]
     if run.get("summary"):
         summary.append(f"Your notebook, run from the top: {run['summary']}")
     errors = [c for c in run.get("cells", []) if c.get("status") != "ok"]
     summary += [f"cell {c.get('cell')}: {str(c.get('error', ''))[:300]}" for c in errors[:20]]
-    extra = {"status": total["status"], "flags": total.get("flags", ""),
-             "chapter": settings["chapter"]}
-    return {"score": float(total["points"]), "output": "\n".join(summary), "visibility": "visible",
-            "stdout_visibility": "hidden", "tests": tests, "extra_data": extra}
+    extra = {
+        "status": total["status"],
+        "flags": total.get("flags", ""),
+        "chapter": settings["chapter"],
+    }
+    return {
+        "score": float(total["points"]),
+        "output": "\n".join(summary),
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+        "extra_data": extra,
+    }
 
 
 def refusal(message: str, settings: dict) -> dict:
     """results.json for a submission that could not be graded as it was handed in."""
-    test = {"name": "Your notebook", "score": 0.0, "max_score": float(settings["points"]),
-            "output": message, "visibility": "visible"}
-    return {"score": 0.0, "output": message, "visibility": "visible", "stdout_visibility": "hidden",
-            "tests": [test], "extra_data": {"status": "not graded", "chapter": settings["chapter"]}}
+    test = {
+        "name": "Your notebook",
+        "score": 0.0,
+        "max_score": float(settings["points"]),
+        "output": message,
+        "visibility": "visible",
+    }
+    return {
+        "score": 0.0,
+        "output": message,
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": [test],
+        "extra_data": {"status": "not graded", "chapter": settings["chapter"]},
+    }
 
 
 def write_results(folder: Path, data: dict) -> Path:
@@ -102,14 +135,17 @@ def grade(notebook: Path, settings: dict, work: Path) -> tuple:
     from ..grading.feedback import file_name
     from ..grading.grader import Grader, hide_gpus
     from ..grading.sandbox import Limits
+
     hide_gpus()
     subs = work / "submissions"
     subs.mkdir(parents=True)
     shutil.copyfile(notebook, subs / f"{NAME}.ipynb")
     out = work / "out" / "gradebook.csv"
-    limits = Limits(cell_timeout=float(settings.get("cell_timeout", 60)),
-                    timeout=float(settings.get("timeout", 600)),
-                    memory_mb=int(settings.get("memory_mb", 4096)))
+    limits = Limits(
+        cell_timeout=float(settings.get("cell_timeout", 60)),
+        timeout=float(settings.get("timeout", 600)),
+        memory_mb=int(settings.get("memory_mb", 4096)),
+    )
     report = Grader(subs, out, chapters=[settings["chapter"]], limits=limits, progress=False).run()
     with open(out, newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["submission"] == NAME]
@@ -120,10 +156,13 @@ def grade(notebook: Path, settings: dict, work: Path) -> tuple:
 
 def main(root) -> int:
     import course_lib
+
     root = Path(root)
     settings = json.loads((root / "source" / "autograder.json").read_text())
-    print(f"course autograder: chapter {settings['chapter']}, "
-          f"course_lib from {Path(course_lib.__file__).parent}")
+    print(
+        f"course autograder: chapter {settings['chapter']}, "
+        f"course_lib from {Path(course_lib.__file__).parent}"
+    )
     notebook, problem = submitted_notebook(root / "submission", settings["notebook"])
     if problem:
         print(problem)
@@ -135,12 +174,16 @@ def main(root) -> int:
         for note in report["notes"]:
             print(f"grader note: {note}")
         if report["key_problems"] or not any(r["exercise"] == "TOTAL" for r in rows):
-            print("the grader could not grade this submission: "
-                  f"{report['key_problems'] or 'no TOTAL row'}")
+            print(
+                "the grader could not grade this submission: "
+                f"{report['key_problems'] or 'no TOTAL row'}"
+            )
             return 1
         data = results(rows, record, settings)
-        print(f"graded {notebook.name}: {data['score']:g} points, "
-              f"status {data['extra_data']['status']}")
+        print(
+            f"graded {notebook.name}: {data['score']:g} points, "
+            f"status {data['extra_data']['status']}"
+        )
         write_results(root / "results", data)
         return 0
     finally:

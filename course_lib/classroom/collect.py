@@ -13,6 +13,7 @@ happened. A user without the notebook, or with several candidates, is reported a
 skipped; a copy already collected is replaced only with --update (the old one is kept in
 SUBMISSIONS_DIR.replaced/).
 """
+
 import csv
 import hashlib
 import io
@@ -26,8 +27,16 @@ from pathlib import Path
 from .assignments import assignment
 
 COURSE_FOLDER = "pytorch-gpu-course"  # the nbgitpuller link's targetpath (README, docs)
-SKIPPED_DIRS = {".ipynb_checkpoints", ".git", ".cache", ".local", ".Trash", ".venv", "node_modules",
-                "__pycache__"}
+SKIPPED_DIRS = {
+    ".ipynb_checkpoints",
+    ".git",
+    ".cache",
+    ".local",
+    ".Trash",
+    ".venv",
+    "node_modules",
+    "__pycache__",
+}
 MANIFEST = "collected.csv"
 USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]*$")
 
@@ -39,6 +48,7 @@ class CollectError(ValueError):
 @dataclass
 class Found:
     """One user's outcome: collected, unchanged, kept, missing or ambiguous."""
+
     user: str
     status: str
     source: str = ""
@@ -60,8 +70,10 @@ class Collection:
     def lines(self) -> list:
         done = self.count("collected", "updated", "unchanged")
         copied, there = self.count("collected", "updated"), self.count("unchanged")
-        out = [f"{done} of {len(self.found)} user(s) have their notebook in {self.out} "
-               f"({copied} copied now, {there} already there)"]
+        out = [
+            f"{done} of {len(self.found)} user(s) have their notebook in {self.out} "
+            f"({copied} copied now, {there} already there)"
+        ]
         out += [f"  {f.user}: {f.status}: {f.note}" for f in self.problems()]
         return out
 
@@ -92,9 +104,13 @@ def from_home(user: str, home: Path, notebook: str, path: str = None) -> Found:
     if not candidates:
         return Found(user, "missing", note=f"no {notebook} anywhere in {home}")
     shown = ", ".join(str(c.relative_to(home)) for c in candidates[:5])
-    return Found(user, "ambiguous", note=f"{len(candidates)} copies of {notebook} ({shown}); none "
-                                         "collected: pass --path with the one to grade, relative "
-                                         "to the home folder")
+    return Found(
+        user,
+        "ambiguous",
+        note=f"{len(candidates)} copies of {notebook} ({shown}); none "
+        "collected: pass --path with the one to grade, relative "
+        "to the home folder",
+    )
 
 
 def homes(source: Path, prefix: str = "") -> list:
@@ -103,7 +119,7 @@ def homes(source: Path, prefix: str = "") -> list:
     for home in sorted(p for p in source.iterdir() if p.is_dir() and not p.name.startswith(".")):
         if prefix and not home.name.startswith(prefix):
             continue
-        users.append((home.name[len(prefix):], home))
+        users.append((home.name[len(prefix) :], home))
     return users
 
 
@@ -125,8 +141,12 @@ def parse_exchange_name(name: str):
 def parse_time(text: str):
     """A UTC datetime of nbgrader's timestamps ('2026-11-29 10:00:00.123456 UTC'), or None."""
     text = text.strip().replace(" UTC", "").replace("Z", "")
-    for fmt in ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S.%f",
-                "%Y-%m-%dT%H:%M:%S"):
+    for fmt in (
+        "%Y-%m-%d %H:%M:%S.%f",
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%dT%H:%M:%S.%f",
+        "%Y-%m-%dT%H:%M:%S",
+    ):
         try:
             return datetime.strptime(text, fmt).replace(tzinfo=timezone.utc)
         except ValueError:
@@ -156,11 +176,15 @@ def from_exchange(source: Path, notebook: str, assignment_id: str = None) -> lis
         if len(candidates) == 1:
             item = Found(student, "found", str(candidates[0]))
         elif not candidates:
-            item = Found(student, "missing", note=f"their latest submission {folder.name} has no "
-                                                  f"{notebook}")
+            item = Found(
+                student, "missing", note=f"their latest submission {folder.name} has no {notebook}"
+            )
         else:
-            item = Found(student, "ambiguous", note=f"{len(candidates)} copies of {notebook} in "
-                                                    f"{folder.name}; none collected")
+            item = Found(
+                student,
+                "ambiguous",
+                note=f"{len(candidates)} copies of {notebook} in {folder.name}; none collected",
+            )
         item.modified = when.timestamp()
         found.append(item)
     return found
@@ -201,19 +225,36 @@ def write_manifest(collection: Collection) -> None:
     if path.exists():
         rows = {r["user"]: r for r in csv.DictReader(io.StringIO(path.read_text(errors="replace")))}
     for f in collection.found:
-        rows[f.user] = {"user": f.user, "status": f.status, "source": f.source, "note": f.note,
-                        "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")}
+        rows[f.user] = {
+            "user": f.user,
+            "status": f.status,
+            "source": f.source,
+            "note": f.note,
+            "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        }
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, ["user", "status", "source", "note", "when"], lineterminator="\n",
-                            extrasaction="ignore")
+    writer = csv.DictWriter(
+        buf,
+        ["user", "status", "source", "note", "when"],
+        lineterminator="\n",
+        extrasaction="ignore",
+    )
     writer.writeheader()
     for user in sorted(rows):
         writer.writerow(rows[user])
     path.write_text(buf.getvalue())
 
 
-def collect(source, out, chapter: str, exchange: bool = False, user_prefix: str = "",
-            path: str = None, assignment_id: str = None, update: bool = False) -> Collection:
+def collect(
+    source,
+    out,
+    chapter: str,
+    exchange: bool = False,
+    user_prefix: str = "",
+    path: str = None,
+    assignment_id: str = None,
+    update: bool = False,
+) -> Collection:
     """Collect chapter `chapter`'s notebook of every user under `source` into `out`."""
     notebook = assignment(chapter).notebook
     source, out = Path(source).resolve(), Path(out).resolve()

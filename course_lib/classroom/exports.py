@@ -10,6 +10,7 @@ exercise rows of that chapter. With a roster, each submission is matched to a st
 reported, never dropped. Two submissions for one student and chapter stop the export
 (nothing is written) and name both files. Files are written whole or not at all.
 """
+
 import csv
 import io
 import os
@@ -20,8 +21,19 @@ from pathlib import Path
 from ..grading.gradebook import TOTAL, clean
 from .assignments import all_assignments, chapter_of
 
-NBGRADER_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name",
-                    "email", "raw_score", "late_submission_penalty", "score", "max_score"]
+NBGRADER_COLUMNS = [
+    "assignment",
+    "duedate",
+    "timestamp",
+    "student_id",
+    "last_name",
+    "first_name",
+    "email",
+    "raw_score",
+    "late_submission_penalty",
+    "score",
+    "max_score",
+]
 CANVAS_STUDENT_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 FORMATS = ("nbgrader", "canvas")
 
@@ -33,6 +45,7 @@ class ExportError(ValueError):
 @dataclass
 class Score:
     """One submission's points in one chapter."""
+
     submission: str
     chapter: str
     points: float
@@ -44,6 +57,7 @@ class Score:
 @dataclass
 class Report:
     """What an export wrote and what the teacher must look at."""
+
     files: dict = field(default_factory=dict)  # format -> path
     students: int = 0
     unmatched: list = field(default_factory=list)  # submission names without a roster entry
@@ -52,14 +66,19 @@ class Report:
 
     def lines(self) -> list:
         out = [f"{fmt} export: {path}" for fmt, path in self.files.items()]
-        out += [f"WARNING no roster entry for submission {name!r}: exported under that name with "
-                "no student id; add it to the roster (a username column) and run the same "
-                "command again" for name in self.unmatched]
+        out += [
+            f"WARNING no roster entry for submission {name!r}: exported under that name with "
+            "no student id; add it to the roster (a username column) and run the same "
+            "command again"
+            for name in self.unmatched
+        ]
         if self.no_submission:
             more = " ..." if len(self.no_submission) > 10 else ""
             shown = ", ".join(self.no_submission[:10]) + more
-            out.append(f"note: {len(self.no_submission)} roster student(s) without a graded "
-                       f"submission: {shown}")
+            out.append(
+                f"note: {len(self.no_submission)} roster student(s) without a graded "
+                f"submission: {shown}"
+            )
         return out + [f"WARNING {w}" for w in self.warnings]
 
 
@@ -104,8 +123,9 @@ def submission_times(folder) -> dict:
     """{submission name: file modification time, UTC} with the grader's naming (file stem,
     or the relative path when two files share a stem)."""
     folder = Path(folder)
-    files = sorted(p for p in folder.rglob("*.ipynb")
-                   if ".ipynb_checkpoints" not in p.parts and p.is_file())
+    files = sorted(
+        p for p in folder.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts and p.is_file()
+    )
     stems = [p.stem for p in files]
     times = {}
     for p in files:
@@ -119,6 +139,7 @@ def submission_times(folder) -> dict:
 @dataclass
 class Entry:
     """One student of the export: a roster row, or a submission the roster does not know."""
+
     key: str
     student: object = None  # roster.Student or None
     name: str = ""
@@ -129,10 +150,12 @@ def _duplicate(entry: Entry, score: Score) -> ExportError:
     st = entry.student
     who = f"student {st.id} ({st.name})" if st else f"student {entry.name!r}"
     one, two = sorted([entry.scores[score.chapter].submission, score.submission])
-    return ExportError(f"two submissions for {who} in chapter {score.chapter or '?'}: {one!r} and "
-                       f"{two!r}; keep one of them in the submissions folder and run the same "
-                       "command again (graded notebooks are not graded again); nothing was "
-                       "exported")
+    return ExportError(
+        f"two submissions for {who} in chapter {score.chapter or '?'}: {one!r} and "
+        f"{two!r}; keep one of them in the submissions folder and run the same "
+        "command again (graded notebooks are not graded again); nothing was "
+        "exported"
+    )
 
 
 def entries(scores: list, roster=None) -> tuple:
@@ -154,8 +177,10 @@ def entries(scores: list, roster=None) -> tuple:
         entry.scores[score.chapter] = score
     report.no_submission = [e.student.id for e in table.values() if e.student and not e.scores]
     if "" in {s.chapter for s in scores}:
-        report.warnings.append("some submissions have no exercise of any chapter (unreadable or "
-                               "empty notebooks); they are exported with 0 points under '?'")
+        report.warnings.append(
+            "some submissions have no exercise of any chapter (unreadable or "
+            "empty notebooks); they are exported with 0 points under '?'"
+        )
     return list(table.values()), report
 
 
@@ -182,20 +207,35 @@ def nbgrader_rows(table: list, chapters: list, duedate: str = "") -> list:
             st, score = e.student, e.scores.get(number)
             raw = score.points if score else 0.0
             who = [st.id, st.last_name, st.first_name, st.email] if st else [e.name, "", "", ""]
-            rows.append([assignment, duedate, score.timestamp if score else "", *who,
-                         raw, 0.0, max(0.0, raw - 0.0), max_score])
+            rows.append(
+                [
+                    assignment,
+                    duedate,
+                    score.timestamp if score else "",
+                    *who,
+                    raw,
+                    0.0,
+                    max(0.0, raw - 0.0),
+                    max_score,
+                ]
+            )
     return rows
 
 
 def canvas_rows(table: list, chapters: list) -> list:
     """Canvas's gradebook import: student columns, one column per chapter, a Points Possible
     row; a blank cell (nothing handed in) leaves that grade in Canvas unchanged."""
-    rows = [CANVAS_STUDENT_COLUMNS + [label for _, label, _, _ in chapters],
-            ["Points Possible", "", "", "", ""] + [points for *_, points in chapters]]
+    rows = [
+        CANVAS_STUDENT_COLUMNS + [label for _, label, _, _ in chapters],
+        ["Points Possible", "", "", "", ""] + [points for *_, points in chapters],
+    ]
     for e in table:
         st = e.student
-        ids = ([st.name, st.canvas_id, st.id, st.sis_login_id, st.section] if st
-               else [e.name, "", "", "", ""])
+        ids = (
+            [st.name, st.canvas_id, st.id, st.sis_login_id, st.section]
+            if st
+            else [e.name, "", "", "", ""]
+        )
         rows.append(ids + [e.scores[n].points if n in e.scores else "" for n, *_ in chapters])
     return rows
 
@@ -227,10 +267,14 @@ def export(gradebook_csv, formats, roster=None, submissions_dir=None, duedate: s
     chapters = chapters_of(scores)
     report.students = len(table)
     if roster is None and "canvas" in formats:
-        report.warnings.append("without --roster the Canvas file has names only: Canvas then "
-                               "matches students by name; a roster gives it their SIS User ID")
-    built = {"nbgrader": lambda: nbgrader_rows(table, chapters, duedate),
-             "canvas": lambda: canvas_rows(table, chapters)}
+        report.warnings.append(
+            "without --roster the Canvas file has names only: Canvas then "
+            "matches students by name; a roster gives it their SIS User ID"
+        )
+    built = {
+        "nbgrader": lambda: nbgrader_rows(table, chapters, duedate),
+        "canvas": lambda: canvas_rows(table, chapters),
+    }
     for fmt in dict.fromkeys(formats):
         path = export_path(gradebook_csv, fmt)
         write_csv(path, built[fmt]())
@@ -249,6 +293,7 @@ class Exporter:
     def from_args(cls, args):
         """None without --export; ExportError for --roster alone; RosterError for a bad roster."""
         from .roster import Roster
+
         if not args.export:
             if args.roster:
                 raise ExportError("--roster is used by --export nbgrader|canvas; add one")

@@ -12,6 +12,7 @@ the answer key and the grader, the chapter's notebook and its support files) und
 `course_lib.classroom.autograder`: the course's own grader, with its isolation, on the one
 submitted notebook. The zip is for Gradescope only: it holds the answer key.
 """
+
 import io
 import json
 import os
@@ -19,7 +20,8 @@ import re
 import zipfile
 from pathlib import Path
 
-from .assignments import assignment, notebooks_folder
+from .. import notebooks
+from .assignments import assignment
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image (Ubuntu).
@@ -63,6 +65,7 @@ class NotTheTeachersCopy(RuntimeError):
 
 def _checkout() -> Path:
     import course_lib
+
     return Path(course_lib.__file__).resolve().parent.parent
 
 
@@ -75,6 +78,7 @@ def torch_pin(root: Path) -> str:
 def dependencies(root: Path) -> list:
     """pyproject.toml's dependencies, torch left out (setup.sh installs it pinned, first)."""
     import tomllib
+
     deps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
     return [d for d in deps if not re.match(r"torch\b", d)]
 
@@ -85,24 +89,35 @@ def files(number: str) -> dict:
     root = _checkout()
     lib = root / "course_lib"
     if not (lib / "key").is_dir() or not (lib / "grading").is_dir():
-        raise NotTheTeachersCopy("the Gradescope autograder needs the answer key and the grader: "
-                                 "build it from the teacher's copy of the course, not from the "
-                                 "student bundle")
-    chosen = {f"course/{p.relative_to(root).as_posix()}": p for p in lib.rglob("*")
-              if p.is_file() and not LEFT_OUT.search(p.relative_to(root).as_posix())}
-    notebooks = notebooks_folder()
-    for p in notebooks.iterdir():
-        if p.is_file() and (p.suffix != ".ipynb" or p.name.startswith(f"{number}_")):
-            chosen[f"course/notebooks/{p.name}"] = p
+        raise NotTheTeachersCopy(
+            "the Gradescope autograder needs the answer key and the grader: "
+            "build it from the teacher's copy of the course, not from the "
+            "student bundle"
+        )
+    chosen = {
+        f"course/{p.relative_to(root).as_posix()}": p
+        for p in lib.rglob("*")
+        if p.is_file() and not LEFT_OUT.search(p.relative_to(root).as_posix())
+    }
+    for p in [notebooks.path_of(number), *notebooks.support_files()]:
+        chosen[f"course/notebooks/{p.name}"] = p
     chosen["course/pyproject.toml"] = root / "pyproject.toml"
     return chosen
 
 
-def config(number: str, cell_timeout: float = 60.0, timeout: float = 600.0,
-           memory_mb: int = 4096) -> dict:
+def config(
+    number: str, cell_timeout: float = 60.0, timeout: float = 600.0, memory_mb: int = 4096
+) -> dict:
     a = assignment(number)
-    return {"chapter": a.number, "title": a.title, "notebook": a.notebook, "points": a.points,
-            "cell_timeout": cell_timeout, "timeout": timeout, "memory_mb": memory_mb}
+    return {
+        "chapter": a.number,
+        "title": a.title,
+        "notebook": a.notebook,
+        "points": a.points,
+        "cell_timeout": cell_timeout,
+        "timeout": timeout,
+        "memory_mb": memory_mb,
+    }
 
 
 def _add(zf: zipfile.ZipFile, name: str, data: bytes, executable: bool = False) -> None:
@@ -116,9 +131,10 @@ def build(chapter: str, out_zip, **limits) -> dict:
     """Write the autograder zip of `chapter` to `out_zip` (whole, or not at all)."""
     settings = config(chapter, **limits)  # NoSuchChapter for a chapter the course lacks
     number, root = settings["chapter"], _checkout()
-    if not (notebooks_folder() / settings["notebook"]).is_file():
-        raise NotTheTeachersCopy(f"chapter {number}'s notebook {settings['notebook']} is not in "
-                                 f"{notebooks_folder()}")
+    if not notebooks.path_of(number).is_file():
+        raise NotTheTeachersCopy(
+            f"chapter {number}'s notebook {settings['notebook']} is not in {notebooks.FOLDER}"
+        )
     members = files(number)
     quoted = " ".join(f'"{d}"' for d in dependencies(root))
     setup = SETUP_SH.format(torch=torch_pin(root), dependencies=quoted)
@@ -134,5 +150,10 @@ def build(chapter: str, out_zip, **limits) -> dict:
     tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
     tmp.write_bytes(buf.getvalue())
     os.replace(tmp, out)
-    return {"zip": str(out), "chapter": number, "notebook": settings["notebook"],
-            "files": len(members) + 3, "bytes": out.stat().st_size}
+    return {
+        "zip": str(out),
+        "chapter": number,
+        "notebook": settings["notebook"],
+        "files": len(members) + 3,
+        "bytes": out.stat().st_size,
+    }

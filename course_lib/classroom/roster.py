@@ -7,18 +7,32 @@ A submission named NAME is the student whose username, id or email is NAME, or w
 starts with NAME@. A roster that is ambiguous (one id, username or email on two rows) or
 lacks a column is refused with the row numbers, never half read.
 """
+
 import csv
 import io
 from dataclasses import dataclass
 from pathlib import Path
 
 REQUIRED = ("id", "name", "email")
-ALIASES = {"student_id": "id", "studentid": "id", "e_mail": "email", "email_address": "email",
-           "first": "first_name", "firstname": "first_name", "given_name": "first_name",
-           "last": "last_name", "lastname": "last_name", "surname": "last_name",
-           "family_name": "last_name", "user": "username", "login": "username",
-           "hub_user": "username", "submission": "username", "canvas_user_id": "canvas_id",
-           "sis_login": "sis_login_id"}
+ALIASES = {
+    "student_id": "id",
+    "studentid": "id",
+    "e_mail": "email",
+    "email_address": "email",
+    "first": "first_name",
+    "firstname": "first_name",
+    "given_name": "first_name",
+    "last": "last_name",
+    "lastname": "last_name",
+    "surname": "last_name",
+    "family_name": "last_name",
+    "user": "username",
+    "login": "username",
+    "hub_user": "username",
+    "submission": "username",
+    "canvas_user_id": "canvas_id",
+    "sis_login": "sis_login_id",
+}
 OPTIONAL = {"first_name", "last_name", "username", "section", "canvas_id", "sis_login_id"}
 KNOWN = set(REQUIRED) | OPTIONAL
 
@@ -66,16 +80,19 @@ def _rows(text: str, source: str) -> tuple:
     try:
         header = [canonical(h) for h in next(reader)]
     except StopIteration:
-        raise RosterError(f"{source} is empty; a roster needs a header line with "
-                          f"{', '.join(REQUIRED)}") from None
+        raise RosterError(
+            f"{source} is empty; a roster needs a header line with {', '.join(REQUIRED)}"
+        ) from None
     if "name" not in header and {"first_name", "last_name"} <= set(header):
         header.append("name")
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         names = " or ".join(repr(m) for m in missing)
-        raise RosterError(f"{source} has no {names} column (its columns: "
-                          f"{', '.join(h for h in header if h) or 'none'}); a roster needs "
-                          f"{', '.join(REQUIRED)} (docs/classroom.md)")
+        raise RosterError(
+            f"{source} has no {names} column (its columns: "
+            f"{', '.join(h for h in header if h) or 'none'}); a roster needs "
+            f"{', '.join(REQUIRED)} (docs/classroom.md)"
+        )
     doubled = sorted({h for h in header if h and header.count(h) > 1})
     if doubled:
         raise RosterError(f"{source} has the column {doubled[0]!r} twice; keep one")
@@ -93,10 +110,18 @@ def _student(line: int, row: dict) -> Student:
     name = row.get("name", "") or " ".join(p for p in (first, last) if p)
     if not (first or last):
         first, last = split_name(name)
-    return Student(id=row.get("id", ""), name=name, email=row.get("email", ""), first_name=first,
-                   last_name=last, username=row.get("username", ""), section=row.get("section", ""),
-                   canvas_id=row.get("canvas_id", ""), sis_login_id=row.get("sis_login_id", ""),
-                   row=line)
+    return Student(
+        id=row.get("id", ""),
+        name=name,
+        email=row.get("email", ""),
+        first_name=first,
+        last_name=last,
+        username=row.get("username", ""),
+        section=row.get("section", ""),
+        canvas_id=row.get("canvas_id", ""),
+        sis_login_id=row.get("sis_login_id", ""),
+        row=line,
+    )
 
 
 class Roster:
@@ -112,9 +137,11 @@ class Roster:
                 key = getattr(st, field).lower()
                 other = self._by_key.get(key)
                 if key and other is not None and other is not st:
-                    raise RosterError(f"{source}: {key!r} is the {field} of lines {other.row} and "
-                                      f"{st.row}; each student once, each id, username and "
-                                      "email on one line only")
+                    raise RosterError(
+                        f"{source}: {key!r} is the {field} of lines {other.row} and "
+                        f"{st.row}; each student once, each id, username and "
+                        "email on one line only"
+                    )
                 if key:
                     self._by_key[key] = st
             local = st.email.lower().partition("@")[0]

@@ -1,4 +1,5 @@
 """Self-study progress, kept in a small JSON file (COURSE_PROGRESS_FILE overrides where)."""
+
 import json
 import os
 import time
@@ -29,8 +30,12 @@ def record(result) -> None:
     old = data.get(result.exercise_id)
     if old and STATUS_RANK.get(old.get("status"), 0) > STATUS_RANK[result.status]:
         return
-    entry = {"status": result.status, "points": round(result.points, 3),
-             "max_points": result.max_points, "when": time.strftime("%Y-%m-%d %H:%M")}
+    entry = {
+        "status": result.status,
+        "points": round(result.points, 3),
+        "max_points": result.max_points,
+        "when": time.strftime("%Y-%m-%d %H:%M"),
+    }
     if old and old.get("hints"):
         entry["hints"] = old["hints"]
     data[result.exercise_id] = entry
@@ -65,9 +70,18 @@ def chapter_summary(exercises) -> list:
     data = load()
     rows = {}
     for ex in exercises:
-        row = rows.setdefault(ex.chapter.number, {"chapter": ex.chapter.number, "title": ex.chapter.title,
-                                                  "done": 0, "attempted": 0, "total": 0,
-                                                  "points": 0.0, "max_points": 0})
+        row = rows.setdefault(
+            ex.chapter.number,
+            {
+                "chapter": ex.chapter.number,
+                "title": ex.chapter.title,
+                "done": 0,
+                "attempted": 0,
+                "total": 0,
+                "points": 0.0,
+                "max_points": 0,
+            },
+        )
         entry = data.get(ex.id, {})
         row["total"] += 1
         row["max_points"] += ex.points

@@ -1,36 +1,30 @@
-"""The one registry of exercises; chapters register themselves, nobody names a chapter here."""
+"""The one registry of exercises: those of the chapters declared in course_lib/chapters.py.
+
+Nobody names a chapter here; a chapter module's exercises are known once it is imported.
+"""
+
 import importlib
-import pkgutil
 
-_EXERCISES = {}
-
-
-def register(exercise):
-    if exercise.id in _EXERCISES and _EXERCISES[exercise.id] is not exercise:
-        raise ValueError(f"two exercises share the id {exercise.id}")
-    _EXERCISES[exercise.id] = exercise
-
-
-def chapter_modules() -> list:
-    """Names of the chapter modules (course_lib/chNN_*.py), in chapter order."""
-    import course_lib
-    return sorted(m.name for m in pkgutil.iter_modules(course_lib.__path__)
-                  if m.name.startswith("ch") and m.name[2:4].isdigit())
+from ..chapters import CHAPTERS
 
 
 def discover() -> None:
-    for name in chapter_modules():
-        importlib.import_module(f"course_lib.{name}")
+    """Import every declared chapter module (each declares its exercises on its Chapter)."""
+    for chapter in CHAPTERS:
+        importlib.import_module(chapter.module)
 
 
 def all_exercises() -> list:
+    """Every exercise of every chapter, by id."""
     discover()
-    return sorted(_EXERCISES.values(), key=lambda e: e.id)
+    return sorted(
+        (ex for chapter in CHAPTERS for ex in chapter.exercises.values()), key=lambda e: e.id
+    )
 
 
 def get(exercise_id: str):
-    discover()
-    try:
-        return _EXERCISES[exercise_id]
-    except KeyError:
-        raise KeyError(f"no exercise {exercise_id!r}; `python -m course_lib exercises` lists them") from None
+    """The exercise with this id ('ch01.choose_device'); KeyError that says where to look."""
+    for exercise in all_exercises():
+        if exercise.id == exercise_id:
+            return exercise
+    raise KeyError(f"no exercise {exercise_id!r}; `python -m course_lib exercises` lists them")

@@ -1,4 +1,5 @@
 """What a check returns: per-test outcomes, a status, points, and learner-facing text/HTML."""
+
 from dataclasses import dataclass, field
 
 from .text import html as code_html
@@ -15,6 +16,7 @@ HIDDEN_NOTE = "(a hidden test: its inputs and values are not shown)"
 @dataclass
 class TestOutcome:
     """One test's verdict; for hidden tests `message` is withheld from the learner."""
+
     __test__ = False  # not a pytest class
     name: str
     passed: bool
@@ -27,7 +29,8 @@ class TestOutcome:
     not_attempted: bool = False  # the learner's function is still the stub
 
     def public_lines(self, hints_shown=None):
-        """What the learner may read of this test; a hint already in `hints_shown` is not repeated."""
+        """What the learner may read of this test; a
+        hint already in `hints_shown` is not repeated."""
         if self.hidden:
             return [] if self.passed else [HIDDEN_NOTE]
         lines = [self.message] if self.message else []
@@ -45,6 +48,7 @@ class TestOutcome:
 @dataclass
 class CheckResult:
     """The verdict on one exercise: status, points and the tests behind them."""
+
     exercise_id: str
     title: str
     status: str
@@ -59,13 +63,27 @@ class CheckResult:
         return self.status == CORRECT
 
     def as_dict(self) -> dict:
-        return {"exercise": self.exercise_id, "status": self.status, "points": round(self.points, 3),
-                "max_points": self.max_points, "summary": self.summary,
-                "tests": [{"name": t.name, "passed": t.passed, "hidden": t.hidden,
-                           "feedback": " ".join(t.public_lines())} for t in self.tests]}
+        return {
+            "exercise": self.exercise_id,
+            "status": self.status,
+            "points": round(self.points, 3),
+            "max_points": self.max_points,
+            "summary": self.summary,
+            "tests": [
+                {
+                    "name": t.name,
+                    "passed": t.passed,
+                    "hidden": t.hidden,
+                    "feedback": " ".join(t.public_lines()),
+                }
+                for t in self.tests
+            ],
+        }
 
     def headline(self) -> str:
-        return f"{self.status.capitalize()}: {self.title} ({self.points:g}/{self.max_points:g} points)"
+        return (
+            f"{self.status.capitalize()}: {self.title} ({self.points:g}/{self.max_points:g} points)"
+        )
 
     def text(self) -> str:
         lines = [f"{_ICONS[self.status]} {self.headline()}"]
@@ -89,14 +107,31 @@ class CheckResult:
         for t in self.tests:
             mark = "✔" if t.passed else "✘"
             detail = "<br>".join(code_html(line) for line in t.public_lines(hints_shown))
-            detail = f"<br><span style='margin-left:1.4em;display:inline-block'>{detail}</span>" if detail else ""
+            detail = (
+                f"<br><span style='margin-left:1.4em;display:inline-block'>{detail}</span>"
+                if detail
+                else ""
+            )
             mark_color = _COLORS[CORRECT] if t.passed else _COLORS[INCORRECT]
-            rows.append(f"<li><b style='color:{mark_color}'>{mark}</b> {code_html(t.name)}{detail}</li>")
-        hidden = (f"<div style='color:#6e7781'>{self.hidden_not_run} hidden test(s) more are run by the grader.</div>"
-                  if self.hidden_not_run else "")
+            rows.append(
+                f"<li><b style='color:{mark_color}'>{mark}</b> {code_html(t.name)}{detail}</li>"
+            )
+        hidden = (
+            (
+                f"<div style='color:#6e7781'>{self.hidden_not_run} hidden test(s) more are run by "
+                "the grader.</div>"
+            )
+            if self.hidden_not_run
+            else ""
+        )
         summary = f"<div>{code_html(self.summary)}</div>" if self.summary else ""
-        listing = f"<ul style='margin:4px 0;padding-left:1.2em'>{''.join(rows)}</ul>" if rows else ""
-        return (f"<div class='course-check course-{self.status.replace(' ', '-')}' "
-                f"style='border-left:6px solid {color};padding:6px 10px;margin:4px 0;background:#f6f8fa;color:#1f2328'>"
-                f"<div style='font-weight:bold;color:{color}'>{_ICONS[self.status]} {code_html(self.headline())}</div>"
-                f"{summary}{listing}{hidden}</div>")
+        listing = (
+            f"<ul style='margin:4px 0;padding-left:1.2em'>{''.join(rows)}</ul>" if rows else ""
+        )
+        return (
+            f"<div class='course-check course-{self.status.replace(' ', '-')}' "
+            f"style='border-left:6px solid {color};padding:6px 10px;margin:4px "
+            "0;background:#f6f8fa;color:#1f2328'><div "
+            f"style='font-weight:bold;color:{color}'>{_ICONS[self.status]} "
+            f"{code_html(self.headline())}</div>{summary}{listing}{hidden}</div>"
+        )

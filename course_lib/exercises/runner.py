@@ -1,6 +1,7 @@
 """Running learner code inside a check: a time limit, errors turned into text, and `observe`, which
 runs a test's run half and returns what it saw as plain data (the learner's check and the grader's
 child process both call it)."""
+
 import functools
 import signal
 import threading
@@ -16,7 +17,7 @@ class CheckTimeout(BaseException):
     """
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def warm_up() -> None:
     """Import what torch loads lazily on first use, once, before any timed check (all chapters).
 
@@ -26,7 +27,9 @@ def warm_up() -> None:
     import torch._dynamo  # noqa: F401
 
 
-REPEAT_S = 0.5  # after the limit, the alarm repeats: even a bare `except:` in a loop is interrupted again
+REPEAT_S = (
+    0.5  # after the limit, the alarm repeats: even a bare `except:` in a loop is interrupted again
+)
 
 
 @contextmanager
@@ -60,12 +63,16 @@ def time_limit(seconds: float):
 
 def _is_library(filename: str) -> bool:
     """Frames of torch, the standard library or course_lib are noise to a learner."""
-    return any(part in filename for part in ("site-packages", "course_lib", "/lib/python", "<frozen"))
+    return any(
+        part in filename for part in ("site-packages", "course_lib", "/lib/python", "<frozen")
+    )
 
 
 def describe_exception(err: BaseException, limit: int = 3) -> str:
     """'TypeError: ...' plus the last few frames, for a learner to read."""
-    frames = [f for f in traceback.extract_tb(err.__traceback__) if not _is_library(f.filename)][-limit:]
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if not _is_library(f.filename)][
+        -limit:
+    ]
     where = "; ".join(f"line {f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames)
     text = f"{type(err).__name__}: {err}".strip()
     if len(text) > 600:
@@ -99,7 +106,9 @@ def observe(check, candidate, seconds) -> dict:
             seen["value"] = check.run(candidate)
     except CheckTimeout:
         seen = {"timeout": seconds}
-    except Exception as err:  # an exception inside the learner's code is an observation, not a crash
+    except (
+        Exception
+    ) as err:  # an exception inside the learner's code is an observation, not a crash
         seen = {"stub": True} if is_stub(err, candidate) else {"raised": describe_exception(err)}
     seen["seconds"] = round(time.perf_counter() - start, 4)
     return seen

@@ -1,19 +1,20 @@
 """Exercise specs: one declaration serves self-study, the classroom and the grader.
 
-A chapter module declares its exercises with a `Chapter`; the matching answer-key module
-(``course_lib.key.<chapter module>``) holds reference solutions, hidden tests and known
+A chapter module declares its exercises on its `Chapter` (course_lib/chapters.py); the matching
+answer-key module (``Chapter.key_module``) holds reference solutions, hidden tests and known
 wrong answers. The student bundle ships without the key, so checks still run but hidden
 tests and solutions are withheld.
 """
+
 import dataclasses
 import hashlib
 import importlib
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
-from . import progress, scoring
 from ..checks import wire
+from . import progress, scoring
 from .results import CORRECT, INCORRECT, NOT_ATTEMPTED, CheckResult, TestOutcome
 from .runner import is_stub, observe, warm_up
 
@@ -35,6 +36,7 @@ class Inline:
     learner's code, so the grader refuses it (`splittable` is False). Course exercises build their
     tests from course_lib.checks, whose run and judge halves the grader runs apart.
     """
+
     splittable = False
 
     def __init__(self, fn):
@@ -61,6 +63,7 @@ class Inline:
 class Test:
     """One test of a function exercise: `check` is its run half and judge half (course_lib.checks);
     a plain function `run(candidate)` that raises Fail is accepted too (an Inline test)."""
+
     __test__ = False  # not a pytest class
     name: str
     check: object
@@ -75,6 +78,7 @@ class Test:
 @dataclass
 class WrongAnswer:
     """A realistic wrong answer from the key; the self-tests prove the checker rejects it."""
+
     label: str
     function: Callable
     feedback_contains: str = ""
@@ -83,7 +87,8 @@ class WrongAnswer:
 @dataclass
 class AnswerKey:
     """What only the teacher's copy holds for one exercise."""
-    solution: Optional[Callable] = None
+
+    solution: Callable | None = None
     hidden_tests: list = field(default_factory=list)
     wrong_answers: list = field(default_factory=list)
     answer: object = None  # quizzes: the right answer in plain form
@@ -94,8 +99,10 @@ def _too_slow(seconds: float) -> str:
 
 
 NOT_ATTEMPTED_TEXT = "`{name}` still raises NotImplementedError: replace that line with your code."
-UNREADABLE_TEXT = ("The check could not make sense of what your function produced ({why}); "
-                   "read the task again for what it must return.")
+UNREADABLE_TEXT = (
+    "The check could not make sense of what your function produced ({why}); "
+    "read the task again for what it must return."
+)
 
 
 def judge_outcome(test: Test, seen, ref, seconds=None) -> TestOutcome:
@@ -123,7 +130,11 @@ def judge_outcome(test: Test, seen, ref, seconds=None) -> TestOutcome:
             outcome.passed = True
         except Fail as err:
             outcome.message, outcome.expected, outcome.got, outcome.hint = (
-                err.message, err.expected, err.got, err.hint)
+                err.message,
+                err.expected,
+                err.got,
+                err.hint,
+            )
         except Exception as err:  # noqa: BLE001 - odd data (a forged observation, say) fails the test
             outcome.message = UNREADABLE_TEXT.format(why=type(err).__name__)
     return outcome
@@ -140,6 +151,7 @@ def observe_as_sent(check, candidate, seconds) -> dict:
 
 class Exercise:
     """Common part of function exercises and quizzes: identity, points, key, progress."""
+
     kind = "exercise"
 
     def __init__(self, chapter, name, title, prompt, points, hints=()):
@@ -153,13 +165,21 @@ class Exercise:
         self._hints_shown = 0  # hints the learner has revealed so far (kept while the kernel lives)
         self._hint_views = []  # refresh callbacks of hint widgets on screen (widgets.hint_widget)
 
-    def key(self) -> Optional[AnswerKey]:
+    def key(self) -> AnswerKey | None:
         """This exercise's answer key, or None in the student bundle."""
         try:
             module = importlib.import_module(self.chapter.key_module)
-        except (ModuleNotFoundError, PermissionError):  # not installed, or walled off (a graded process)
+        except (
+            ModuleNotFoundError,
+            PermissionError,
+        ):  # not installed, or walled off (a graded process)
             return None
         return getattr(module, "KEY", {}).get(self.name)
+
+    def answered(self) -> bool:
+        """True once the learner has checked an answer,
+        right or wrong (as recorded in the progress file)."""
+        return progress.load().get(self.id, {}).get("status") in (CORRECT, INCORRECT)
 
     def hints_shown(self) -> list:
         """The hints revealed so far, as 'Hint k of n: text' lines."""
@@ -178,7 +198,8 @@ class Exercise:
         return self._hints_shown
 
     def next_hint(self) -> str:
-        """Reveal the next hint and return its text, one level at a time (scripts, tests, terminals)."""
+        """Reveal the next hint and return its text, one
+        level at a time (scripts, tests, terminals)."""
         if not self.hints:
             return "No hints for this one."
         n = self.reveal_hint()
@@ -186,19 +207,27 @@ class Exercise:
         return f"{self._hint_line(n)}{more}"
 
     def hint(self) -> None:
-        """In a notebook: a small widget with a 'Show a hint' button and the hints revealed so far
-        (displaying it reveals nothing, so Run All spends no hint). Elsewhere: print the next hint."""
+        """In a notebook: a small widget with a 'Show a hint' button and the hints revealed so
+        far (displaying it reveals nothing, so Run All spends no hint). Elsewhere: print the next
+        hint."""
         if _in_notebook():
             from IPython.display import display
 
             from ..widgets import hint_widget
+
             display(hint_widget(self))
         else:
             print(self.next_hint())
 
     def info(self) -> dict:
-        return {"id": self.id, "chapter": self.chapter.number, "kind": self.kind,
-                "points": self.points, "title": self.title, "name": self.name}
+        return {
+            "id": self.id,
+            "chapter": self.chapter.number,
+            "kind": self.kind,
+            "points": self.points,
+            "title": self.title,
+            "name": self.name,
+        }
 
     def _finish(self, result: CheckResult, record: bool) -> CheckResult:
         if record:
@@ -206,11 +235,14 @@ class Exercise:
         return result
 
     def _not_attempted(self, summary: str, record: bool) -> CheckResult:
-        return self._finish(CheckResult(self.id, self.title, NOT_ATTEMPTED, 0, self.points, summary), record)
+        return self._finish(
+            CheckResult(self.id, self.title, NOT_ATTEMPTED, 0, self.points, summary), record
+        )
 
 
 def _in_notebook() -> bool:
-    """True inside a Jupyter kernel (widgets can be shown), False in a terminal or a plain script."""
+    """True inside a Jupyter kernel (widgets can be
+    shown), False in a terminal or a plain script."""
     try:
         from IPython import get_ipython
     except ImportError:
@@ -221,9 +253,12 @@ def _in_notebook() -> bool:
 
 class FunctionExercise(Exercise):
     """The learner writes a function named `name`; tests call it."""
+
     kind = "function"
 
-    def __init__(self, chapter, name, title, prompt, points, tests, hints=(), time_limit=DEFAULT_TIME_LIMIT):
+    def __init__(
+        self, chapter, name, title, prompt, points, tests, hints=(), time_limit=DEFAULT_TIME_LIMIT
+    ):
         super().__init__(chapter, name, title, prompt, points, hints)
         self.tests = list(tests)
         self.time_limit = time_limit
@@ -234,7 +269,8 @@ class FunctionExercise(Exercise):
         return self.tests + hidden
 
     def graded_tests(self) -> list:
-        """Every test the grader runs: the visible ones, then the key's hidden ones (judge process)."""
+        """Every test the grader runs: the visible ones,
+        then the key's hidden ones (judge process)."""
         return self.all_tests(include_hidden=True)
 
     def reference_solution(self):
@@ -249,25 +285,55 @@ class FunctionExercise(Exercise):
         ref = test.check.reference_value(self.reference_solution()) if judged else None
         return judge_outcome(test, seen, ref, limit)
 
-    def result(self, outcomes: list, include_hidden: bool = True, hidden_left: int = 0) -> CheckResult:
-        """The exercise's verdict from its tests' outcomes: status, points and summary (one rule set)."""
+    def result(
+        self, outcomes: list, include_hidden: bool = True, hidden_left: int = 0
+    ) -> CheckResult:
+        """The exercise's verdict from its tests' outcomes:
+        status, points and summary (one rule set)."""
         if any(o.not_attempted for o in outcomes):
-            return CheckResult(self.id, self.title, NOT_ATTEMPTED, 0, self.points,
-                               NOT_ATTEMPTED_TEXT.format(name=self.name))
+            return CheckResult(
+                self.id,
+                self.title,
+                NOT_ATTEMPTED,
+                0,
+                self.points,
+                NOT_ATTEMPTED_TEXT.format(name=self.name),
+            )
         earned = scoring.points_for(self.points, [(o.weight, o.passed) for o in outcomes])
         status = CORRECT if outcomes and all(o.passed for o in outcomes) else INCORRECT
-        summary = "All tests passed." if status == CORRECT else "Some tests failed: read the feedback below."
+        summary = (
+            "All tests passed."
+            if status == CORRECT
+            else "Some tests failed: read the feedback below."
+        )
         if status == CORRECT and not include_hidden:
-            summary = "All visible tests passed; the grader also runs hidden tests on what you hand in."
-        return CheckResult(self.id, self.title, status, earned, self.points, summary, outcomes, hidden_left)
+            summary = (
+                "All visible tests passed; the grader also runs hidden tests on what you hand in."
+            )
+        return CheckResult(
+            self.id, self.title, status, earned, self.points, summary, outcomes, hidden_left
+        )
 
     def unusable(self, got_type) -> CheckResult:
-        """The verdict when there is no function to test: None (not attempted) or a `got_type` value."""
+        """The verdict when there is no function to test:
+        None (not attempted) or a `got_type` value."""
         if got_type is None:
-            return CheckResult(self.id, self.title, NOT_ATTEMPTED, 0, self.points,
-                               f"Define `{self.name}` and pass it to check().")
-        return CheckResult(self.id, self.title, INCORRECT, 0, self.points,
-                           f"check() needs your function `{self.name}`, got {got_type}.")
+            return CheckResult(
+                self.id,
+                self.title,
+                NOT_ATTEMPTED,
+                0,
+                self.points,
+                f"Define `{self.name}` and pass it to check().",
+            )
+        return CheckResult(
+            self.id,
+            self.title,
+            INCORRECT,
+            0,
+            self.points,
+            f"check() needs your function `{self.name}`, got {got_type}.",
+        )
 
     def check(self, candidate, *, include_hidden=None, record=True) -> CheckResult:
         """Run the tests on `candidate`: the visible ones, and the answer key's hidden ones wherever
@@ -280,7 +346,9 @@ class FunctionExercise(Exercise):
         if include_hidden is None:
             include_hidden = key is not None
         if not callable(candidate):
-            return self._finish(self.unusable(None if candidate is None else type(candidate).__name__), record)
+            return self._finish(
+                self.unusable(None if candidate is None else type(candidate).__name__), record
+            )
         warm_up()
         outcomes = []
         for test in self.all_tests(include_hidden):
@@ -317,8 +385,22 @@ class Quiz(Exercise):
     Texts may use Markdown backticks for code.
     """
 
-    def __init__(self, chapter, name, title, question, points=1, kind="single", options=None,
-                 digest="", code="", decimals=0, explanation="", hints=(), why=None):
+    def __init__(
+        self,
+        chapter,
+        name,
+        title,
+        question,
+        points=1,
+        kind="single",
+        options=None,
+        digest="",
+        code="",
+        decimals=0,
+        explanation="",
+        hints=(),
+        why=None,
+    ):
         super().__init__(chapter, name, title, question, points, hints)
         self.kind = kind
         self.options = dict(options or {})
@@ -327,7 +409,9 @@ class Quiz(Exercise):
         self.decimals = decimals
         self.explanation = explanation
         # numeric quizzes: why={wrong number: reason}, keyed by the number as normalize() writes it
-        self.why = {self.normalize(k) if kind == "numeric" else k: v for k, v in (why or {}).items()}
+        self.why = {
+            self.normalize(k) if kind == "numeric" else k: v for k, v in (why or {}).items()
+        }
         unknown = [] if kind == "numeric" else sorted(set(self.why) - set(self.options))
         if unknown:
             raise ValueError(f"{self.id}: why= names options that do not exist: {unknown}")
@@ -338,15 +422,19 @@ class Quiz(Exercise):
             try:
                 value = round(float(answer), self.decimals)
             except (TypeError, ValueError):
-                raise ValueError(f"Answer with a number, not {answer!r}.")
+                raise ValueError(f"Answer with a number, not {answer!r}.") from None
             return f"{value:.{self.decimals}f}"
         if isinstance(answer, str):  # "b", "a, c" and "ac" all work
             answer = answer.replace(",", " ").split()
-            answer = list(answer[0]) if len(answer) == 1 and set(answer[0].lower()) <= set(self.options) else answer
+            answer = (
+                list(answer[0])
+                if len(answer) == 1 and set(answer[0].lower()) <= set(self.options)
+                else answer
+            )
         try:
             letters = sorted({str(a).strip().lower() for a in answer})
         except TypeError:
-            raise ValueError(f"Choose from {', '.join(self.options)}; got {answer!r}.")
+            raise ValueError(f"Choose from {', '.join(self.options)}; got {answer!r}.") from None
         unknown = [a for a in letters if a not in self.options]
         if unknown or not letters:
             raise ValueError(f"Choose from {', '.join(self.options)}; got {answer!r}.")
@@ -357,6 +445,7 @@ class Quiz(Exercise):
     def observed_error(self) -> str:
         """For 'error' quizzes: run the snippet for real and name what it raised."""
         import torch
+
         try:
             exec(self.code, {"torch": torch, "nn": torch.nn})
         except Exception as err:
@@ -379,23 +468,35 @@ class Quiz(Exercise):
         """Right or not; a wrong answer is told why its options are off (or gets the next hint),
         never which option is right. `empty`: the message for no answer (the widget's own words)."""
         if is_empty_answer(answer):
-            return self._not_attempted(empty or "Write your answer in the cell, then run it.", record)
+            return self._not_attempted(
+                empty or "Write your answer in the cell, then run it.", record
+            )
         try:
             normalized = self.normalize(answer)
         except ValueError as err:
-            return self._finish(CheckResult(self.id, self.title, INCORRECT, 0, self.points, str(err)), record)
+            return self._finish(
+                CheckResult(self.id, self.title, INCORRECT, 0, self.points, str(err)), record
+            )
         right = self.is_right(normalized)
         if right:
             summary = "Right."
             if self.kind == "error":  # only a right answer may see what the code really raised
-                summary += f" Run for real on this machine, the code raised: {self.observed_error()}."
+                summary += (
+                    f" Run for real on this machine, the code raised: {self.observed_error()}."
+                )
             if self.explanation:
                 summary += " " + self.explanation
         else:
             summary = self.wrong_feedback(normalized)
         status = CORRECT if right else INCORRECT
-        result = CheckResult(self.id, self.title, status, scoring.quiz_points(self.points, right), self.points,
-                             summary)
+        result = CheckResult(
+            self.id,
+            self.title,
+            status,
+            scoring.quiz_points(self.points, right),
+            self.points,
+            summary,
+        )
         return self._finish(result, record)
 
     def wrong_feedback(self, normalized: str) -> str:
@@ -413,37 +514,14 @@ class Quiz(Exercise):
     def ask(self):
         """Show the question as a widget with instant feedback (JupyterLab)."""
         from ..widgets import quiz_widget
+
         return quiz_widget(self)
 
 
 def is_empty_answer(answer) -> bool:
     """None, an empty or blank string, or an empty list: the learner has not answered yet."""
-    return answer is None or (isinstance(answer, str) and not answer.strip()) or (
-        isinstance(answer, (list, tuple)) and not answer)
-
-
-class Chapter:
-    """Declares a chapter's exercises; made once per chapter module as ``Chapter(__name__, ...)``."""
-
-    def __init__(self, module_name: str, title: str, registered: bool = True):
-        self.registered = registered  # False for throwaway chapters in tests
-        self.module = module_name.rsplit(".", 1)[-1]  # e.g. ch01_device_check
-        self.number = self.module[2:4]
-        self.title = title
-        self.key_module = f"course_lib.key.{self.module}"
-        self.exercises = {}
-
-    def _add(self, exercise):
-        from .registry import register
-        if exercise.name in self.exercises:
-            raise ValueError(f"two exercises share the id {exercise.id}")
-        self.exercises[exercise.name] = exercise
-        if self.registered:
-            register(exercise)
-        return exercise
-
-    def function_exercise(self, name, **kwargs) -> FunctionExercise:
-        return self._add(FunctionExercise(self, name, **kwargs))
-
-    def quiz(self, name, **kwargs) -> Quiz:
-        return self._add(Quiz(self, name, **kwargs))
+    return (
+        answer is None
+        or (isinstance(answer, str) and not answer.strip())
+        or (isinstance(answer, (list, tuple)) and not answer)
+    )

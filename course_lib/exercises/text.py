@@ -3,6 +3,7 @@
 Quizzes, checks and hints (all chapters) write code as `like_this`; `html` turns each such span
 into <code> (everything else escaped), `plain` keeps the backticks, which read well in a terminal.
 """
+
 import re
 from html import escape
 

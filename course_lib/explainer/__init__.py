@@ -11,40 +11,54 @@ its panel in the first cell).
 The knowledge base is data (`knowledge.ENTRIES`). An error that matches no entry is answered
 "not a GPU-training error this course knows", never guessed.
 """
+
 import html
 import re
 import sys
 import traceback
 from dataclasses import dataclass, field
-from typing import Optional
 
-from .knowledge import ENTRIES, NOTEBOOKS, Entry
+from .. import chapters
+from .knowledge import ENTRIES, Entry
 
 UNKNOWN = "Not a GPU-training error this course knows"
 WARNING_CONTEXT = "A warning, not an error: the code went on running. The warning:"
 NO_ERROR = "No error to explain yet"
 
 _FLAGS = re.IGNORECASE | re.MULTILINE
-_PATTERNS = [(e, [re.compile(p, _FLAGS) for p in e.patterns], [re.compile(p, _FLAGS) for p in e.unless])
-             for e in ENTRIES]
+_PATTERNS = [
+    (e, [re.compile(p, _FLAGS) for p in e.patterns], [re.compile(p, _FLAGS) for p in e.unless])
+    for e in ENTRIES
+]
 _READINGS = {e.id: [(re.compile(r, _FLAGS), text) for r, text in e.readings] for e in ENTRIES}
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_RANK_PREFIX = re.compile(r"^\[(?:default)?rank\d+\]:[ ]?", re.MULTILINE)   # torchrun's per-rank prefix
+_RANK_PREFIX = re.compile(
+    r"^\[(?:default)?rank\d+\]:[ ]?", re.MULTILINE
+)  # torchrun's per-rank prefix
 _TRACEBACK_HEAD = re.compile(r"Traceback \(most recent call last\)")
-# "RuntimeError: ...", "torch.OutOfMemoryError: ...", "_pickle.UnpicklingError: ...", "KeyError: 'x'"
-_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning|Interrupt|Exit)(?::.*)?$")
-_BLOCK_LINES = 15   # an exception's message: its first line and what follows, up to a blank line
+# "RuntimeError: ...", "torch.OutOfMemoryError: ...",
+# "_pickle.UnpicklingError: ...", "KeyError: 'x'"
+_EXCEPTION_LINE = re.compile(
+    r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning|Interrupt|Exit)(?::.*)?$"
+)
+_BLOCK_LINES = 15  # an exception's message: its first line and what follows, up to a blank line
+
+
+def _notebook(entry: Entry) -> str:
+    """'04_common_errors.ipynb': the notebook of the chapter that teaches `entry`."""
+    return chapters.get(entry.chapter).notebook
 
 
 @dataclass
 class Explanation:
     """What the explainer says about one error: a panel in a notebook, text or JSON elsewhere."""
+
     known: bool
-    error: str = ""                      # the error it found, first line
-    entry: Optional[Entry] = None
-    notes: tuple = ()                    # numbers and names read from the message
-    context: str = ""                    # how the error was found in a longer text
+    error: str = ""  # the error it found, first line
+    entry: Entry | None = None
+    notes: tuple = ()  # numbers and names read from the message
+    context: str = ""  # how the error was found in a longer text
     title: str = field(default=UNKNOWN)
 
     def __post_init__(self):
@@ -53,21 +67,30 @@ class Explanation:
 
     @property
     def link(self) -> str:
-        """A link to the teaching section, relative to the notebooks folder (works in JupyterLab)."""
+        """A link to the teaching section, relative to
+        the notebooks folder (works in JupyterLab)."""
         if not self.entry or not self.entry.chapter:
             return ""
-        return f"{NOTEBOOKS[self.entry.chapter]}.ipynb#{heading_anchor(self.entry.section)}"
+        return f"{_notebook(self.entry)}#{heading_anchor(self.entry.section)}"
 
     def to_dict(self) -> dict:
         e = self.entry
-        return {"known": self.known, "id": e.id if e else None, "title": self.title,
-                "chapter": e.chapter if e else None,
-                "section": heading_text(e.section) if e and e.section else None,
-                "notebook": f"notebooks/{NOTEBOOKS[e.chapter]}.ipynb" if e and e.chapter else None,
-                "link": self.link or None, "taught": (not e.closest) if e else None,
-                "meaning": e.meaning if e else None,
-                "cause": "; ".join(e.causes) if e else None, "fix": e.fix if e else None,
-                "notes": list(self.notes), "error": self.error, "context": self.context or None}
+        return {
+            "known": self.known,
+            "id": e.id if e else None,
+            "title": self.title,
+            "chapter": e.chapter if e else None,
+            "section": heading_text(e.section) if e and e.section else None,
+            "notebook": f"notebooks/{_notebook(e)}" if e and e.chapter else None,
+            "link": self.link or None,
+            "taught": (not e.closest) if e else None,
+            "meaning": e.meaning if e else None,
+            "cause": "; ".join(e.causes) if e else None,
+            "fix": e.fix if e else None,
+            "notes": list(self.notes),
+            "error": self.error,
+            "context": self.context or None,
+        }
 
     def __str__(self) -> str:
         return render_text(self)
@@ -81,14 +104,16 @@ class Explanation:
 
 # ---------------------------------------------------------------- finding the error in a text
 def clean(text: str) -> str:
-    """Text as a learner pastes it: without terminal colours, Windows line ends or torchrun's [rankN]: prefixes."""
+    """Text as a learner pastes it: without terminal colours,
+    Windows line ends or torchrun's [rankN]: prefixes."""
     return _RANK_PREFIX.sub("", _ANSI.sub("", text).replace("\r\n", "\n"))
 
 
 def _message_block(lines: list, start: int) -> str:
-    """The exception line at `start` and its message lines, up to a blank line or a new traceback."""
+    """The exception line at `start` and its message
+    lines, up to a blank line or a new traceback."""
     block = [lines[start]]
-    for line in lines[start + 1:start + _BLOCK_LINES]:
+    for line in lines[start + 1 : start + _BLOCK_LINES]:
         if not line.strip() or _TRACEBACK_HEAD.search(line):
             break
         block.append(line)
@@ -109,7 +134,9 @@ def exception_blocks(text: str) -> list:
             blocks.append(_message_block(lines, i))
             in_traceback = False
     if not blocks and "Traceback" not in text:
-        blocks = [_message_block(lines, i) for i, line in enumerate(lines) if _EXCEPTION_LINE.match(line)]
+        blocks = [
+            _message_block(lines, i) for i, line in enumerate(lines) if _EXCEPTION_LINE.match(line)
+        ]
     return blocks
 
 
@@ -117,11 +144,14 @@ def _steps_aside(unless, text: str) -> bool:
     return any(p.search(text) for p in unless)
 
 
-def match(text: str, wrappers: bool = True) -> Optional[Entry]:
+def match(text: str, wrappers: bool = True) -> Entry | None:
     """The first entry (in knowledge-base order) one of whose patterns occurs in `text`, or None."""
     for entry, patterns, unless in _PATTERNS:
-        if (wrappers or not entry.wrapper) and any(p.search(text) for p in patterns) \
-                and not _steps_aside(unless, text):
+        if (
+            (wrappers or not entry.wrapper)
+            and any(p.search(text) for p in patterns)
+            and not _steps_aside(unless, text)
+        ):
             return entry
     return None
 
@@ -133,9 +163,7 @@ def last_known_error(text: str, wrappers: bool = True):
         if (entry.wrapper and not wrappers) or _steps_aside(unless, text):
             continue
         for pattern in patterns:
-            last = None
-            for last in pattern.finditer(text):
-                pass
+            *_, last = (None, *pattern.finditer(text))  # the last match, or None
             if last is not None:
                 candidate = (text.count("\n", 0, last.start()), -order, entry)
                 best = max(best, candidate, key=lambda c: c[:2]) if best else candidate
@@ -180,11 +208,17 @@ def explain_text(text: str) -> Explanation:
         if entry:
             context = f"`{_first_line(final)}` says that a process failed; the error behind it:"
         elif final and found[0].wrapper:
-            return _explained(found[0], found[1], f"The error inside it, `{_first_line(final)}`, is not one "
-                                                  "this course knows; read its traceback.")
+            return _explained(
+                found[0],
+                found[1],
+                f"The error inside it, `{_first_line(final)}`, is not one "
+                "this course knows; read its traceback.",
+            )
         elif final:
-            context = (f"The last exception here, `{_first_line(final)}`, is not one this course knows; "
-                       "the last error it knows in the text is:")
+            context = (
+                f"The last exception here, `{_first_line(final)}`, is not one this course knows; "
+                "the last error it knows in the text is:"
+            )
         else:
             context = ""
         return _explained(found[0], found[1], context)
@@ -196,15 +230,20 @@ def explain_text(text: str) -> Explanation:
 def explain_exception(err: BaseException) -> Explanation:
     """Explain an exception object, read as Python prints it (`torch.OutOfMemoryError: ...`)."""
     text = "".join(traceback.format_exception_only(type(err), err))
-    if _TRACEBACK_HEAD.search(text):   # e.g. a DataLoader worker's error carries the original traceback
+    if _TRACEBACK_HEAD.search(
+        text
+    ):  # e.g. a DataLoader worker's error carries the original traceback
         return explain_text(text)
     text = clean(text)
     entry = match(text)
     return _explained(entry, text) if entry else Explanation(False, _first_line(text))
 
 
-def explain_warning(message, category=UserWarning, filename: str = "", lineno: int = 0) -> Explanation:
-    """Explain a warning (`warnings.showwarning`'s arguments) as Python prints it: `file:line: Category: text`."""
+def explain_warning(
+    message, category=UserWarning, filename: str = "", lineno: int = 0
+) -> Explanation:
+    """Explain a warning (`warnings.showwarning`'s arguments)
+    as Python prints it: `file:line: Category: text`."""
     text = f"{filename or '<warning>'}:{lineno}: {category.__name__}: {message}"
     found = last_known_error(clean(text))
     if found is None:
@@ -212,14 +251,18 @@ def explain_warning(message, category=UserWarning, filename: str = "", lineno: i
     return _explained(found[0], found[1], WARNING_CONTEXT)
 
 
-def last_error() -> Optional[BaseException]:
+def last_error() -> BaseException | None:
     """The last exception that reached the notebook (or the interactive prompt), if any."""
     from . import notebook
-    return notebook.last_error() or getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+
+    return (
+        notebook.last_error() or getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+    )
 
 
 def explain(error=None) -> Explanation:
-    """Explain `error` (an exception, or a message/traceback/log text); without one, the last error raised."""
+    """Explain `error` (an exception, or a message/traceback/log
+    text); without one, the last error raised."""
     if error is None:
         error = last_error()
         if error is None:
@@ -230,9 +273,10 @@ def explain(error=None) -> Explanation:
 
 
 def enable(shell=None) -> None:
-    """Show an explanation panel under every cell that fails with an error the course knows, and under the
-    first warning of each kind it knows (idempotent)."""
+    """Show an explanation panel under every cell that fails with an error the
+    course knows, and under the first warning of each kind it knows (idempotent)."""
     from .notebook import enable as _enable
+
     _enable(shell)
 
 
@@ -256,51 +300,70 @@ def _taught_label(entry: Entry) -> str:
     return "Closest section (not taught as such)" if entry.closest else "Taught in"
 
 
-def render_text(exp: Explanation) -> str:
-    """The explanation as plain text (terminal, logs, nbval)."""
-    if not exp.known:
-        found = f"\n  ({exp.error})" if exp.error else ""
-        return f"[course explainer] {exp.title}.{found}"
-    e = exp.entry
-    lines = [f"[course explainer] {e.title}"]
-    if exp.context:
-        lines += [f"  {exp.context}", f"    {exp.error}"]
-    lines += [f"  What it means: {e.meaning}"]
-    lines += [f"  Read from your message: {n}" for n in exp.notes]
-    lines += ["  Likely causes:"] + [f"    - {c}" for c in e.causes]
-    lines += ["  Fix:"] + [f"    {line}" for line in e.fix.split("\n")]
-    if e.chapter:
-        lines += [f"  {_taught_label(e)}: notebooks/{NOTEBOOKS[e.chapter]}.ipynb, "
-                  f"section \"{heading_text(e.section)}\""]
-    return "\n".join(lines)
-
-
 def _inline(text: str) -> str:
     """Escape for HTML and show `backticked` spans as code."""
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
+def _parts(exp: Explanation) -> list:
+    """(part, value) of a known error's explanation, in the order both renderings show them."""
+    e = exp.entry
+    parts = [("title", e.title)] + ([("context", (exp.context, exp.error))] if exp.context else [])
+    parts += [("meaning", e.meaning)] + ([("notes", exp.notes)] if exp.notes else [])
+    parts += [("causes", e.causes), ("fix", e.fix)] + ([("taught", exp)] if e.chapter else [])
+    return parts
+
+
+TEXT_PARTS = {  # each part of an explanation as lines of plain text
+    "title": lambda title: [f"[course explainer] {title}"],
+    "context": lambda c: [f"  {c[0]}", f"    {c[1]}"],
+    "meaning": lambda meaning: [f"  What it means: {meaning}"],
+    "notes": lambda notes: [f"  Read from your message: {n}" for n in notes],
+    "causes": lambda causes: ["  Likely causes:"] + [f"    - {c}" for c in causes],
+    "fix": lambda fix: ["  Fix:"] + [f"    {line}" for line in fix.split("\n")],
+    "taught": lambda exp: [
+        f"  {_taught_label(exp.entry)}: notebooks/{_notebook(exp.entry)}, "
+        f'section "{heading_text(exp.entry.section)}"'
+    ],
+}
+HTML_PARTS = {  # each part of an explanation as HTML
+    "title": lambda title: f"<b>Course explainer: {_inline(title)}</b>",
+    "context": lambda c: f"<div>{_inline(c[0])}<br><code>{html.escape(c[1])}</code></div>",
+    "meaning": lambda meaning: f"<div><b>What it means.</b> {_inline(meaning)}</div>",
+    "notes": lambda notes: (
+        "<div><b>Your message says:</b> " + " ".join(map(_inline, notes)) + "</div>"
+    ),
+    "causes": lambda causes: (
+        "<div><b>Likely causes:</b><ul style='margin:2px 0'>"
+        + "".join(f"<li>{_inline(c)}</li>" for c in causes)
+        + "</ul></div>"
+    ),
+    "fix": lambda fix: f"<div><b>Fix:</b><pre style='margin:2px 0'>{html.escape(fix)}</pre></div>",
+    "taught": lambda exp: (
+        f"<div><b>{_taught_label(exp.entry)}:</b> <a href='{html.escape(exp.link)}'>"
+        f"{_inline(where_taught(exp.entry))}</a></div>"
+    ),
+}
+PANEL = (
+    "<div class='course-explainer' style='border-left:4px solid "
+    "#2a7ab0;background:rgba(42,122,176,0.07);padding:6px 12px;margin:4px 0;font-size:0.95em'>"
+)
+
+
+def render_text(exp: Explanation) -> str:
+    """The explanation as plain text (terminal, logs, nbval)."""
+    if not exp.known:
+        found = f"\n  ({exp.error})" if exp.error else ""
+        return f"[course explainer] {exp.title}.{found}"
+    return "\n".join(line for part, value in _parts(exp) for line in TEXT_PARTS[part](value))
+
+
 def render_html(exp: Explanation) -> str:
     """The panel shown under a failing cell: meaning, what the message says, causes, fix, link."""
-    box = ("<div class='course-explainer' style='border-left:4px solid #2a7ab0;background:rgba(42,122,176,0.07);"
-           "padding:6px 12px;margin:4px 0;font-size:0.95em'>")
     if not exp.known:
         found = f"<br><small>{_inline(exp.error)}</small>" if exp.error else ""
-        return f"{box}<b>Course explainer:</b> {_inline(exp.title)}.{found}</div>"
-    e = exp.entry
-    parts = [f"<b>Course explainer: {_inline(e.title)}</b>"]
-    if exp.context:
-        parts.append(f"<div>{_inline(exp.context)}<br><code>{html.escape(exp.error)}</code></div>")
-    parts.append(f"<div><b>What it means.</b> {_inline(e.meaning)}</div>")
-    if exp.notes:
-        parts.append("<div><b>Your message says:</b> " + " ".join(_inline(n) for n in exp.notes) + "</div>")
-    parts.append("<div><b>Likely causes:</b><ul style='margin:2px 0'>"
-                 + "".join(f"<li>{_inline(c)}</li>" for c in e.causes) + "</ul></div>")
-    parts.append(f"<div><b>Fix:</b><pre style='margin:2px 0'>{html.escape(e.fix)}</pre></div>")
-    if e.chapter:
-        link = f"<a href='{html.escape(exp.link)}'>{_inline(where_taught(e))}</a>"
-        parts.append(f"<div><b>{_taught_label(e)}:</b> {link}</div>")
-    return box + "".join(parts) + "</div>"
+        return f"{PANEL}<b>Course explainer:</b> {_inline(exp.title)}.{found}</div>"
+    return PANEL + "".join(HTML_PARTS[part](value) for part, value in _parts(exp)) + "</div>"
 
 
 def _cell(text: str) -> str:
@@ -309,15 +372,27 @@ def _cell(text: str) -> str:
 
 def table_markdown(entries=ENTRIES) -> str:
     """The cheat sheet: one row per error the course explains, with a link to where it is taught."""
-    rows = ["| what PyTorch says (wording varies by release) | what it means | fix | taught in |",
-            "|---|---|---|---|"]
+    rows = [
+        "| what PyTorch says (wording varies by release) | what it means | fix | taught in |",
+        "|---|---|---|---|",
+    ]
     for e in entries:
-        code = [line.split("  #")[0].rstrip() for line in e.fix.split("\n") if not line.startswith("#")]
+        code = [
+            line.split("  #")[0].rstrip() for line in e.fix.split("\n") if not line.startswith("#")
+        ]
         fix = "<br>".join(f"`{line}`" for line in code) or _cell(e.fix.lstrip("# "))
-        where = (f"[{e.chapter} · {_cell(heading_text(e.section))}]"
-                 f"({NOTEBOOKS[e.chapter]}.ipynb#{heading_anchor(e.section)})") if e.chapter else ""
-        rows.append(f"| `{_cell(e.signature)}` | {_cell(e.meaning.split('. ')[0].rstrip('.'))}. | "
-                    f"{fix.replace('|', chr(92) + '|')} | {where} |")
+        where = (
+            (
+                f"[{e.chapter} · {_cell(heading_text(e.section))}]"
+                f"({_notebook(e)}#{heading_anchor(e.section)})"
+            )
+            if e.chapter
+            else ""
+        )
+        rows.append(
+            f"| `{_cell(e.signature)}` | {_cell(e.meaning.split('. ')[0].rstrip('.'))}. | "
+            f"{fix.replace('|', chr(92) + '|')} | {where} |"
+        )
     return "\n".join(rows)
 
 
@@ -332,16 +407,28 @@ def wordings_markdown(entry_id: str) -> str:
 def wordings(entry_id: str):
     """The wordings table in a notebook (chapter 02), rendered from the knowledge base."""
     from IPython.display import Markdown
+
     return Markdown(wordings_markdown(entry_id))
 
 
 def cheat_sheet(entries=ENTRIES):
     """The cheat sheet as Markdown in a notebook (chapter 04), rendered from the knowledge base."""
     from IPython.display import Markdown
+
     return Markdown(table_markdown(entries))
 
 
-__all__ = ["explain", "explain_text", "explain_exception", "explain_warning", "enable", "cheat_sheet",
-           "table_markdown",
-           "wordings", "wordings_markdown",
-           "Explanation", "ENTRIES", "UNKNOWN"]
+__all__ = [
+    "explain",
+    "explain_text",
+    "explain_exception",
+    "explain_warning",
+    "enable",
+    "cheat_sheet",
+    "table_markdown",
+    "wordings",
+    "wordings_markdown",
+    "Explanation",
+    "ENTRIES",
+    "UNKNOWN",
+]

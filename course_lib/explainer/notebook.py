@@ -1,4 +1,5 @@
-"""The explainer's panel under a failing notebook cell (every chapter turns it on in its first cell).
+"""The explainer's panel under a failing notebook
+cell (every chapter turns it on in its first cell).
 
 It listens to IPython's `post_run_cell` event: IPython has already printed the traceback, untouched;
 the panel is an extra output below it, only for errors the course knows. Errors raised on purpose
@@ -9,6 +10,7 @@ Warnings get a panel too: `warnings.showwarning` is wrapped so that the warning 
 as before, and then, for the first warning of each kind the course knows (one kind = one knowledge-
 base entry), the panel follows it. Later warnings of that kind are printed without a panel.
 """
+
 import sys
 import warnings
 
@@ -22,6 +24,7 @@ def last_error():
 
 def _on_purpose(err: BaseException) -> bool:
     from ..errors import ExpectationFailed
+
     return isinstance(err, (ExpectationFailed, KeyboardInterrupt, SystemExit))
 
 
@@ -37,6 +40,7 @@ def _panel_after_cell(result) -> None:
         from IPython.display import display
 
         from . import explain_exception
+
         explanation = explain_exception(err)
         if explanation.known:
             display(explanation)
@@ -51,10 +55,11 @@ def _panel_after_warning(message, category, filename, lineno, file=None, line=No
         from IPython.display import display
 
         from . import explain_warning
+
         explanation = explain_warning(message, category, filename, lineno)
         if explanation.known and explanation.entry.id not in _state["warned"]:
             _state["warned"].add(explanation.entry.id)
-            (file or sys.stderr).flush()          # the warning's text first, then the panel
+            (file or sys.stderr).flush()  # the warning's text first, then the panel
             display(explanation)
     except Exception:  # never turn a warning into an error
         pass
@@ -87,8 +92,11 @@ def enable(shell=None) -> None:
         return
     _hook_warnings()
     callbacks = shell.events.callbacks.get("post_run_cell", [])
-    if any(getattr(cb, "__qualname__", "") == _panel_after_cell.__qualname__
-           and getattr(cb, "__module__", "") == __name__ for cb in callbacks):
+    if any(
+        getattr(cb, "__qualname__", "") == _panel_after_cell.__qualname__
+        and getattr(cb, "__module__", "") == __name__
+        for cb in callbacks
+    ):
         return
     shell.events.register("post_run_cell", _panel_after_cell)
 
@@ -100,5 +108,8 @@ def disable(shell=None) -> None:
     if shell is None or not hasattr(shell, "events"):
         return
     for cb in list(shell.events.callbacks.get("post_run_cell", [])):
-        if getattr(cb, "__qualname__", "") == _panel_after_cell.__qualname__ and cb.__module__ == __name__:
+        if (
+            getattr(cb, "__qualname__", "") == _panel_after_cell.__qualname__
+            and cb.__module__ == __name__
+        ):
             shell.events.unregister("post_run_cell", cb)

@@ -4,6 +4,7 @@ Exercises are found by what the notebook defines, never by cell metadata: the LA
 top-level binding of a name wins, in cell order, as in `Run All`. A function exercise's
 check process later runs only the code its function needs (see `check_source`).
 """
+
 import ast
 import builtins
 import re
@@ -23,6 +24,7 @@ _BUILTIN_NAMES = set(dir(builtins))
 @dataclass
 class Binding:
     """One top-level statement that binds `name`: a def, a class, a lambda or a plain assignment."""
+
     name: str
     kind: str  # def | class | assign | other
     cell: int
@@ -34,27 +36,37 @@ class Binding:
 @dataclass
 class Analysis:
     """Everything the grader reads statically from one submission."""
+
     cells: list  # (cell number, source) of the code cells
     bindings: dict = field(default_factory=dict)  # name -> last Binding
     imports: list = field(default_factory=list)  # source of every top-level import, in order
     syntax_errors: dict = field(default_factory=dict)  # cell number -> message
-    literals: dict = field(default_factory=dict)  # answer_/text_ name -> (cell, value or None, is_literal)
-    markdown_texts: dict = field(default_factory=dict)  # free-text answers from marked markdown cells
+    literals: dict = field(
+        default_factory=dict
+    )  # answer_/text_ name -> (cell, value or None, is_literal)
+    markdown_texts: dict = field(
+        default_factory=dict
+    )  # free-text answers from marked markdown cells
     chapters: set = field(default_factory=set)  # chapter numbers whose module the notebook imports
 
     def defines(self, name: str) -> bool:
         return name in self.bindings
 
     def cell_with_text(self, name: str):
-        """Numbers of cells that fail to parse but mention `name` (a def hidden by a syntax error)."""
-        return [n for n, src in self.cells if n in self.syntax_errors and re.search(rf"\b{re.escape(name)}\b", src)]
+        """Numbers of cells that fail to parse but
+        mention `name` (a def hidden by a syntax error)."""
+        return [
+            n
+            for n, src in self.cells
+            if n in self.syntax_errors and re.search(rf"\b{re.escape(name)}\b", src)
+        ]
 
 
 def _segment(lines: list, node, start=None) -> str:
     """The exact source of a top-level statement (decorators included), by byte offsets."""
     first = start or node
     l1, c1, l2, c2 = first.lineno, first.col_offset, node.end_lineno, node.end_col_offset
-    raw = [line.encode() for line in lines[l1 - 1:l2]]
+    raw = [line.encode() for line in lines[l1 - 1 : l2]]
     if l1 == l2:
         return raw[0][c1:c2].decode(errors="replace")
     return b"\n".join([raw[0][c1:]] + raw[1:-1] + [raw[-1][:c2]]).decode(errors="replace")
@@ -70,7 +82,10 @@ def used_names(node) -> set:
             stores.add(sub.arg)
         elif isinstance(sub, ast.alias):  # an import inside the function
             stores.add((sub.asname or sub.name).split(".")[0])
-        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and sub is not node:
+        elif (
+            isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and sub is not node
+        ):
             stores.add(sub.name)
         elif isinstance(sub, ast.ExceptHandler) and sub.name:
             stores.add(sub.name)
@@ -78,14 +93,17 @@ def used_names(node) -> set:
 
 
 def _targets(node) -> list:
-    """Names bound by a top-level statement other than def/class/import (loops, with, unpacking...)."""
+    """Names bound by a top-level statement other than
+    def/class/import (loops, with, unpacking...)."""
     names = []
     for child in ast.iter_child_nodes(node):
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.append(child.name)
         elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
             names.append(child.id)
-        elif not isinstance(child, (ast.Lambda, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)):
+        elif not isinstance(
+            child, (ast.Lambda, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)
+        ):
             names.extend(_targets(child))
     return names
 
@@ -111,8 +129,11 @@ def _record(analysis: Analysis, number: int, lines: list, stmt):
         analysis.chapters |= _chapters_of_import(stmt)
         return
     for sub in ast.walk(stmt):  # imports nested in a top-level if/try still run in the notebook
-        if sub is not stmt and isinstance(sub, (ast.Import, ast.ImportFrom)) and not isinstance(
-                stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if (
+            sub is not stmt
+            and isinstance(sub, (ast.Import, ast.ImportFrom))
+            and not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        ):
             analysis.imports.append(_segment(lines, sub).strip())
             analysis.chapters |= _chapters_of_import(sub)
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -121,14 +142,24 @@ def _record(analysis: Analysis, number: int, lines: list, stmt):
         if start is not stmt:  # include the '@'
             source = "@" + source
         kind = "class" if isinstance(stmt, ast.ClassDef) else "def"
-        analysis.bindings[stmt.name] = Binding(stmt.name, kind, number, stmt.lineno, source, used_names(stmt))
+        analysis.bindings[stmt.name] = Binding(
+            stmt.name, kind, number, stmt.lineno, source, used_names(stmt)
+        )
         return
-    simple = (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)) \
-        or (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None)
+    simple = (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+    ) or (
+        isinstance(stmt, ast.AnnAssign)
+        and isinstance(stmt.target, ast.Name)
+        and stmt.value is not None
+    )
     if simple:
         name = stmt.targets[0].id if isinstance(stmt, ast.Assign) else stmt.target.id
-        analysis.bindings[name] = Binding(name, "assign", number, stmt.lineno, _segment(lines, stmt),
-                                          used_names(stmt.value))
+        analysis.bindings[name] = Binding(
+            name, "assign", number, stmt.lineno, _segment(lines, stmt), used_names(stmt.value)
+        )
         if name.startswith((ANSWER_PREFIX, TEXT_PREFIX)):
             try:
                 analysis.literals[name] = (number, ast.literal_eval(stmt.value), True)
@@ -144,7 +175,7 @@ def _record(analysis: Analysis, number: int, lines: list, stmt):
 def analyze(cells: list) -> Analysis:
     """Statically read a notebook's cells, as returned by `cells.read_cells`."""
     analysis = Analysis(code_cells(cells))
-    for number, (kind, source) in enumerate(cells, start=1):
+    for kind, source in cells:
         if kind == "markdown":
             for name in TEXT_MARKER.findall(source):
                 analysis.markdown_texts[name] = TEXT_MARKER.sub("", source).strip()
@@ -165,7 +196,8 @@ def analyze(cells: list) -> Analysis:
 
 
 def needed_bindings(analysis: Analysis, name: str) -> list:
-    """The top-level definitions `name` needs (itself, and what it uses, transitively), in notebook order."""
+    """The top-level definitions `name` needs (itself,
+    and what it uses, transitively), in notebook order."""
     seen, todo = {}, [name]
     while todo:
         current = todo.pop()
@@ -186,8 +218,11 @@ def check_source(analysis: Analysis, name: str) -> dict:
     bindings = needed_bindings(analysis, name)
     text = "\n".join(b.source for b in bindings)
     flags = review_flags(text, function=True)
-    return {"imports": list(dict.fromkeys(analysis.imports)),
-            "definitions": [(b.name, b.cell, b.source) for b in bindings], "flags": flags}
+    return {
+        "imports": list(dict.fromkeys(analysis.imports)),
+        "definitions": [(b.name, b.cell, b.source) for b in bindings],
+        "flags": flags,
+    }
 
 
 def notebook_flags(analysis: Analysis) -> list:
@@ -196,10 +231,12 @@ def notebook_flags(analysis: Analysis) -> list:
 
 
 def chapter_guess(analysis: Analysis, names_by_chapter: dict) -> set:
-    """The chapters a notebook is for: those whose module it imports, narrowed to those it answers."""
+    """The chapters a notebook is for: those whose
+    module it imports, narrowed to those it answers."""
     imported = set(analysis.chapters)
-    answering = {ch for ch, names in names_by_chapter.items()
-                 if any(analysis.defines(n) for n in names)}
+    answering = {
+        ch for ch, names in names_by_chapter.items() if any(analysis.defines(n) for n in names)
+    }
     if len(imported) > 1 and imported & answering:
         return imported & answering
     return imported or answering

@@ -4,6 +4,7 @@ Self-contained on purpose (standard library, plus IPython when present): the rel
 loads this file by path to run the student bundle's notebooks against the bundle's own
 course_lib. Used by the grader's notebook process (`executor.py`) and by the release test.
 """
+
 import builtins
 import io
 import json
@@ -24,8 +25,10 @@ class UnreadableNotebook(Exception):
 def read_cells(data: bytes) -> list:
     """[(cell_type, source)] of a .ipynb file's bytes; raises UnreadableNotebook with a reason."""
     if len(data) > MAX_NOTEBOOK_BYTES:
-        raise UnreadableNotebook(f"the file is {len(data) / 2**20:.0f} MB; notebooks over "
-                                 f"{MAX_NOTEBOOK_BYTES // 2**20} MB are not graded")
+        raise UnreadableNotebook(
+            f"the file is {len(data) / 2**20:.0f} MB; notebooks over "
+            f"{MAX_NOTEBOOK_BYTES // 2**20} MB are not graded"
+        )
     if not data.strip():
         raise UnreadableNotebook("the file is empty (0 bytes of notebook)")
     try:
@@ -33,10 +36,23 @@ def read_cells(data: bytes) -> list:
     except UnicodeDecodeError:
         raise UnreadableNotebook("the file is not UTF-8 text: not a notebook") from None
     except ValueError as err:
-        raise UnreadableNotebook(f"the file is not valid notebook JSON (truncated or corrupt?): {err}") from None
+        raise UnreadableNotebook(
+            f"the file is not valid notebook JSON (truncated or corrupt?): {err}"
+        ) from None
     if isinstance(nb, dict) and "worksheets" in nb:  # nbformat 3
-        cells = [c for ws in nb.get("worksheets") or [] if isinstance(ws, dict) for c in ws.get("cells") or []]
-        nb = {"cells": [dict(c, source=c.get("input", c.get("source", ""))) for c in cells if isinstance(c, dict)]}
+        cells = [
+            c
+            for ws in nb.get("worksheets") or []
+            if isinstance(ws, dict)
+            for c in ws.get("cells") or []
+        ]
+        nb = {
+            "cells": [
+                dict(c, source=c.get("input", c.get("source", "")))
+                for c in cells
+                if isinstance(c, dict)
+            ]
+        }
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise UnreadableNotebook("the JSON has no list of cells: not a Jupyter notebook")
     out = []
@@ -48,7 +64,9 @@ def read_cells(data: bytes) -> list:
             source = "".join(s for s in source if isinstance(s, str))
         if not isinstance(source, str):
             source = ""
-        kind = cell.get("cell_type") if cell.get("cell_type") in ("code", "markdown", "raw") else "raw"
+        kind = (
+            cell.get("cell_type") if cell.get("cell_type") in ("code", "markdown", "raw") else "raw"
+        )
         out.append((kind, source))
     return out
 
@@ -64,10 +82,13 @@ def python_source(source: str) -> str:
         return source
     try:
         from IPython.core.inputtransformer2 import TransformerManager
+
         return TransformerManager().transform_cell(source)
     except Exception:  # no IPython, or a transform failure: drop the magic lines
-        return "\n".join("pass  # (magic skipped)" if l.lstrip().startswith(("%", "!")) else l
-                         for l in source.splitlines())
+        return "\n".join(
+            "pass  # (magic skipped)" if line.lstrip().startswith(("%", "!")) else line
+            for line in source.splitlines()
+        )
 
 
 class CappedStream(io.TextIOBase):
@@ -92,20 +113,24 @@ class CappedStream(io.TextIOBase):
             piece = s[: self.cap - self._head_len]
             self.head.append(piece)
             self._head_len += len(piece)
-            s = s[len(piece):]
+            s = s[len(piece) :]
         if s:
-            self.tail = (self.tail + s)[-self.cap:]
+            self.tail = (self.tail + s)[-self.cap :]
         return n
 
     def text(self) -> str:
         head = "".join(self.head)
         if self.total <= len(head) + len(self.tail):
             return head + self.tail
-        return f"{head}\n... [{self.total - len(head) - len(self.tail)} characters of output left out] ...\n{self.tail}"
+        return (
+            f"{head}\n... [{self.total - len(head) - len(self.tail)} characters of output left "
+            f"out] ...\n{self.tail}"
+        )
 
 
 class GraderShell:
     """What `get_ipython()` returns while grading: magics that matter run, the rest are skipped."""
+
     kernel = None
 
     def __init__(self, namespace: dict):
@@ -117,7 +142,14 @@ class GraderShell:
     def run_line_magic(self, name, line, _stack_depth=1):
         if name in ("time", "timeit", "prun"):
             exec(compile(line, "<magic>", "exec"), self.user_ns)
-        elif name not in ("matplotlib", "load_ext", "autoreload", "config", "reload_ext", "aimport"):
+        elif name not in (
+            "matplotlib",
+            "load_ext",
+            "autoreload",
+            "config",
+            "reload_ext",
+            "aimport",
+        ):
             self._note(f"%{name}")
 
     def run_cell_magic(self, name, line, cell):
@@ -204,8 +236,10 @@ def run_cell(source: str, number: int, namespace: dict) -> dict:
     except CellInterrupt:
         outcome.update(status="interrupted", error="stopped: the cell ran past its time limit")
     except SystemExit as err:
-        outcome.update(status="error", error=f"SystemExit({err.code!r}): the cell called sys.exit(); "
-                                             "the notebook went on")
+        outcome.update(
+            status="error",
+            error=f"SystemExit({err.code!r}): the cell called sys.exit(); the notebook went on",
+        )
     except BaseException as err:  # noqa: BLE001 - any error in learner code is an outcome
         outcome.update(status="error", error=describe_error(err))
     outcome["seconds"] = round(time.monotonic() - start, 3)

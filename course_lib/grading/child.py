@@ -10,6 +10,7 @@ no key, no reference solution, no expected value, no verdict. Whatever it report
   needs, then each test's run half (rebuilt from its builder's name and its inputs, the only
   part of a test this process receives), one observation per test.
 """
+
 import sys
 
 from ..checks import wire
@@ -45,8 +46,11 @@ def _numel(value) -> int:
 
 
 def answers(namespace: dict, prefixes) -> dict:
-    return {k: plain(v) for k, v in list(namespace.items())
-            if isinstance(k, str) and k.startswith(prefixes)}
+    return {
+        k: plain(v)
+        for k, v in list(namespace.items())
+        if isinstance(k, str) and k.startswith(prefixes)
+    }
 
 
 def notebook_body(channel, held: dict, job: dict) -> None:
@@ -70,8 +74,13 @@ def notebook_body(channel, held: dict, job: dict) -> None:
 
     channel.send("start", held=held)
     outcomes = run_notebook_cells([tuple(c) for c in job["cells"]], namespace, on_start, on_end)
-    channel.send("done", cells=len(outcomes), stdout=out.text(), stderr=err.text(),
-                 output_chars=out.total + err.total)
+    channel.send(
+        "done",
+        cells=len(outcomes),
+        stdout=out.text(),
+        stderr=err.text(),
+        output_chars=out.total + err.total,
+    )
 
 
 # ---------------------------------------------------------------- the check process
@@ -88,7 +97,9 @@ def define(source: dict) -> tuple:
         try:
             exec(compile(text, f"<cell {cell}>", "exec"), namespace)
         except BaseException as err:  # noqa: BLE001
-            problems.append(f"defining {name} (cell {cell}) raised {type(err).__name__}: {str(err)[:300]}")
+            problems.append(
+                f"defining {name} (cell {cell}) raised {type(err).__name__}: {str(err)[:300]}"
+            )
     return namespace, problems
 
 
@@ -97,8 +108,12 @@ def check_body(channel, held: dict, job: dict) -> None:
     channel.send("sandbox", held=sorted(k for k, v in held.items() if v is True))
     namespace, problems = define(job["source"])  # from here on, student code has run
     candidate = namespace.get(job["name"])
-    channel.send("defined", problems=problems[:5], callable=callable(candidate),
-                 type=type(candidate).__name__[:80])
+    channel.send(
+        "defined",
+        problems=problems[:5],
+        callable=callable(candidate),
+        type=type(candidate).__name__[:80],
+    )
     count = 0
     if callable(candidate):
         for index, (builder, inputs) in enumerate(job["tests"]):
@@ -113,6 +128,7 @@ def check_body(channel, held: dict, job: dict) -> None:
 def write_job(path, job: dict) -> None:
     """(parent) A job as JSON; a check's tests are [builder name, inputs as one wire line]."""
     import json
+
     with open(path, "w", encoding="ascii") as f:
         json.dump(job, f)
 
@@ -121,5 +137,6 @@ def read_job(path: str) -> dict:
     """The job the grader wrote for this process (plain data, read after the fork: the zygote that
     forked it never held a submission's code)."""
     import json
+
     with open(path, "rb") as f:
         return json.loads(f.read())

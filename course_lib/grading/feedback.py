@@ -1,8 +1,10 @@
-"""Per-student feedback in Markdown: what passed, what failed, and why, without hidden-test values (grader).
+"""Per-student feedback in Markdown: what passed, what
+failed, and why, without hidden-test values (grader).
 
 Visible tests show their message, expected and got values and hint (the student could see
 them in the notebook anyway); hidden tests show only their name and passed/failed.
 """
+
 import re
 
 _ICON = {"correct": "✔", "incorrect": "✘", "not attempted": "…"}
@@ -10,7 +12,9 @@ _ICON = {"correct": "✔", "incorrect": "✘", "not attempted": "…"}
 
 def _md(text) -> str:
     """Student text inside Markdown: one paragraph, no raw HTML."""
-    return re.sub(r"[<>]", lambda m: {"<": "&lt;", ">": "&gt;"}[m.group()], " ".join(str(text).split()))
+    return re.sub(
+        r"[<>]", lambda m: {"<": "&lt;", ">": "&gt;"}[m.group()], " ".join(str(text).split())
+    )
 
 
 def file_name(submission: str) -> str:
@@ -19,8 +23,12 @@ def file_name(submission: str) -> str:
 
 def render(record: dict) -> str:
     """The Markdown feedback for one submission's record (see grader.Submission.record)."""
-    lines = [f"# Feedback: {_md(record['submission'])}", "",
-             f"**Total: {record['points']:g} / {record['max_points']:g} points**", ""]
+    lines = [
+        f"# Feedback: {_md(record['submission'])}",
+        "",
+        f"**Total: {record['points']:g} / {record['max_points']:g} points**",
+        "",
+    ]
     run = record.get("run", {})
     if run.get("summary"):
         lines += [f"Notebook: {_md(run['summary'])}", ""]
@@ -33,8 +41,10 @@ def render(record: dict) -> str:
         lines.append("")
     for row in record["exercises"]:
         icon = _ICON.get(row["status"], "!")
-        lines.append(f"## {icon} {_md(row['title'])} (`{row['exercise']}`): {row['points']:g}/{row['max_points']:g} "
-                     f"points, {row['status']}")
+        lines.append(
+            f"## {icon} {_md(row['title'])} (`{row['exercise']}`): "
+            f"{row['points']:g}/{row['max_points']:g} points, {row['status']}"
+        )
         if row.get("answer_shown"):
             lines.append(f"Your answer: `{_md(row['answer_shown'])[:200]}`")
         if row.get("detail"):

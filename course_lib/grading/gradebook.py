@@ -12,15 +12,27 @@ Beside GRADEBOOK.csv the grader writes GRADEBOOK.summary.csv (one row per submis
 total, percent, status and each exercise's points), GRADEBOOK.texts.csv (free-text
 answers) and GRADEBOOK_feedback/ (one Markdown file per student, plus a JSON record).
 """
+
 import csv
 import io
 import os
 from pathlib import Path
 
-COLUMNS = ["submission", "exercise", "points", "max_points", "status", "tests_passed", "tests_total", "flags",
-           "detail"]
+COLUMNS = [
+    "submission",
+    "exercise",
+    "points",
+    "max_points",
+    "status",
+    "tests_passed",
+    "tests_total",
+    "flags",
+    "detail",
+]
 TOTAL = "TOTAL"
-GRADER_ERROR = "grader error"  # a TOTAL row's status when a step of the grader failed: retried on a rerun
+GRADER_ERROR = (
+    "grader error"  # a TOTAL row's status when a step of the grader failed: retried on a rerun
+)
 NOTE = "(grader note)"  # summary rows that are not a submission: e.g. isolation this machine lacks
 
 
@@ -39,7 +51,13 @@ def neutral(text: str) -> str:
 
 def clean(value) -> str:
     """One CSV field: single line, and never a spreadsheet formula (CSV injection)."""
-    text = value if isinstance(value, str) else f"{value:g}" if isinstance(value, float) else str(value)
+    text = (
+        value
+        if isinstance(value, str)
+        else f"{value:g}"
+        if isinstance(value, float)
+        else str(value)
+    )
     return neutral(" ".join(text.split())[:2000])
 
 
@@ -61,13 +79,18 @@ def render(rows: list) -> str:
 
 def paths(out: Path) -> dict:
     out = Path(out)
-    return {"gradebook": out, "summary": out.with_name(out.stem + ".summary.csv"),
-            "texts": out.with_name(out.stem + ".texts.csv"), "feedback": out.with_name(out.stem + "_feedback"),
-            "journal": out.with_name(out.stem + ".journal")}
+    return {
+        "gradebook": out,
+        "summary": out.with_name(out.stem + ".summary.csv"),
+        "texts": out.with_name(out.stem + ".texts.csv"),
+        "feedback": out.with_name(out.stem + "_feedback"),
+        "journal": out.with_name(out.stem + ".journal"),
+    }
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write `text` as UTF-8 (anything unencodable, a lone surrogate say, becomes '?'), atomically."""
+    """Write `text` as UTF-8 (anything unencodable,
+    a lone surrogate say, becomes '?'), atomically."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     with open(tmp, "w", newline="", encoding="utf-8", errors="replace") as f:
         f.write(text)
@@ -93,8 +116,10 @@ class Gradebook:
         data = self.path.read_bytes()
         text = data.decode("utf-8", errors="replace")
         if not text.startswith(",".join(COLUMNS)):
-            raise NotAGradebook(f"{self.path} exists and is not a gradebook written by this grader "
-                                f"(its first line differs); choose another --out or pass --fresh")
+            raise NotAGradebook(
+                f"{self.path} exists and is not a gradebook written by this grader "
+                f"(its first line differs); choose another --out or pass --fresh"
+            )
         complete = text[: text.rfind("\n") + 1]
         pending = {}
         for row in csv.DictReader(io.StringIO(complete)):
@@ -106,8 +131,12 @@ class Gradebook:
                 self.retried += 1
                 pending.pop(name)
         self.repaired = sum(len(r) for r in pending.values()) + (len(text) != len(complete))
-        if self.repaired or self.retried:  # a torn line or a half-written submission: keep only complete ones
-            write_atomic(self.path, ",".join(COLUMNS) + "\n" + "".join(render(r) for r in self.done.values()))
+        if (
+            self.repaired or self.retried
+        ):  # a torn line or a half-written submission: keep only complete ones
+            write_atomic(
+                self.path, ",".join(COLUMNS) + "\n" + "".join(render(r) for r in self.done.values())
+            )
 
     def append(self, name: str, rows: list) -> None:
         """Write one submission's rows (TOTAL last) in one write, then flush them to disk."""
@@ -125,7 +154,9 @@ class Gradebook:
     def write_summary(self, path: Path, notes=()) -> None:
         """One row per submission: total, percent, status and each exercise's points; then one
         row per note (what this machine's isolation could not guarantee)."""
-        exercises = sorted({r["exercise"] for rows in self.done.values() for r in rows if r["exercise"] != TOTAL})
+        exercises = sorted(
+            {r["exercise"] for rows in self.done.values() for r in rows if r["exercise"] != TOTAL}
+        )
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(["submission", "points", "max_points", "percent", "status"] + exercises)
@@ -133,9 +164,24 @@ class Gradebook:
             rows = self.done[name]
             total = rows[-1]
             by_ex = {r["exercise"]: r["points"] for r in rows[:-1]}
-            percent = 100 * float(total["points"]) / float(total["max_points"]) if float(total["max_points"]) else 0
-            writer.writerow([clean(c) for c in [name, total["points"], total["max_points"], f"{percent:.1f}",
-                                                 total["status"]] + [by_ex.get(e, "") for e in exercises]])
+            percent = (
+                100 * float(total["points"]) / float(total["max_points"])
+                if float(total["max_points"])
+                else 0
+            )
+            writer.writerow(
+                [
+                    clean(c)
+                    for c in [
+                        name,
+                        total["points"],
+                        total["max_points"],
+                        f"{percent:.1f}",
+                        total["status"],
+                    ]
+                    + [by_ex.get(e, "") for e in exercises]
+                ]
+            )
         for note in notes:
             writer.writerow([NOTE, "", "", "", clean(note)])
         write_atomic(path, buf.getvalue())

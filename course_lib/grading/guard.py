@@ -7,6 +7,7 @@ machines with neither): it compares size, mtime, inode and ctime, so no write go
 bytes of course_lib (answer key included) and of every output file the grader wrote, and
 puts back anything a graded process changed, added or deleted.
 """
+
 import os
 from pathlib import Path
 
@@ -25,7 +26,8 @@ def _files(root: Path) -> dict:
 
 
 class Guard:
-    """Snapshot of protected trees (bytes kept) and of output files (the grader knows their content)."""
+    """Snapshot of protected trees (bytes kept) and
+    of output files (the grader knows their content)."""
 
     def __init__(self, trees: list, owned_dirs: list = ()):
         self.trees = [Path(t) for t in trees]

@@ -1,4 +1,5 @@
-"""Step 1 of grading: find the submissions, read them without running them, choose their exercises (parent).
+"""Step 1 of grading: find the submissions, read them
+without running them, choose their exercises (parent).
 
 Every file under the folder whose name ends in .ipynb gets one identity, whatever its name:
 bytes that are not UTF-8 are shown as '?', and names that would look alike in a gradebook, a
@@ -8,6 +9,7 @@ row or feedback file. A symbolic link or anything else that is not a regular fil
 never graded as its owner's work; a file is opened without following links. Reading a notebook
 never raises: what cannot be read becomes that submission's status.
 """
+
 import hashlib
 import os
 import stat
@@ -17,11 +19,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import notebooks
 from ..exercises import all_exercises
 from ..exercises.scoring import review_flags
 from . import gradebook
 from .analyze import ANSWER_PREFIX, analyze, chapter_guess
-from .cells import MAX_NOTEBOOK_BYTES, UnreadableNotebook, code_cells, read_cells
+from .cells import MAX_NOTEBOOK_BYTES, UnreadableNotebook, read_cells
 from .feedback import file_name
 from .records import REFUSED
 
@@ -29,11 +32,12 @@ from .records import REFUSED
 @dataclass
 class Submission:
     """One student's notebook and everything learned about it while grading."""
+
     name: str
     path: Path
     analysis: object = None
     unreadable: str = ""
-    refused: str = ""   # REFUSED when the file is not a regular file (a link, a FIFO, a device)
+    refused: str = ""  # REFUSED when the file is not a regular file (a link, a FIFO, a device)
     exercises: list = field(default_factory=list)
     verdicts: dict = field(default_factory=dict)
     run: dict = field(default_factory=dict)
@@ -48,7 +52,9 @@ class Submission:
 
 @dataclass
 class Entry:
-    """One file found: its identity (the gradebook's name), its path, and why it is refused, if it is."""
+    """One file found: its identity (the gradebook's
+    name), its path, and why it is refused, if it is."""
+
     name: str
     path: Path
     refused: str = ""
@@ -57,7 +63,9 @@ class Entry:
 def scratch_root_for(out: Path) -> Path:
     """Where a gradebook's graded processes get their scratch folders: short, because Unix
     socket paths under it (multiprocessing, DataLoader workers) must stay under 108 bytes."""
-    digest = hashlib.sha1(str(Path(out).resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:10]
+    digest = hashlib.sha1(str(Path(out).resolve()).encode("utf-8", "surrogateescape")).hexdigest()[
+        :10
+    ]
     return Path(tempfile.gettempdir()) / f"course-grade-{digest}"
 
 
@@ -68,7 +76,8 @@ def shown_name(text: str) -> str:
 
 def look_alike(name: str) -> str:
     """What two names that a reader could confuse have in common: spaces collapsed, Unicode
-    compatibility-normalised, case folded (the gradebook, spreadsheets and case-blind file systems)."""
+    compatibility-normalised, case folded (the gradebook, spreadsheets and case-blind file
+    systems)."""
     return unicodedata.normalize("NFKC", " ".join(name.split())).casefold()
 
 
@@ -77,12 +86,18 @@ def fingerprint(path: Path, folder: Path) -> str:
 
 
 def _notebooks(folder: Path, skip: list):
-    """Paths of every *.ipynb entry under `folder` (files, links, FIFOs...), never following links."""
+    """Paths of every *.ipynb entry under `folder`
+    (files, links, FIFOs...), never following links."""
     skip = [os.path.realpath(s) for s in skip]
     for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d != ".ipynb_checkpoints"
-                             and os.path.realpath(os.path.join(dirpath, d)) not in skip)
-        for name in sorted(filenames):  # links to files, pipes and devices are here too; links to folders are not
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d != ".ipynb_checkpoints" and os.path.realpath(os.path.join(dirpath, d)) not in skip
+        )
+        for name in sorted(
+            filenames
+        ):  # links to files, pipes and devices are here too; links to folders are not
             if name.endswith(".ipynb"):
                 yield Path(dirpath) / name
 
@@ -101,7 +116,8 @@ def refusal(path: Path) -> str:
 
 
 def _confused(names: list) -> list:
-    """For each name: could a reader, a spreadsheet or the feedback folder mistake it for another?"""
+    """For each name: could a reader, a spreadsheet
+    or the feedback folder mistake it for another?"""
     looks, files = Counter(map(look_alike, names)), Counter(file_name(n).casefold() for n in names)
     return [looks[look_alike(n)] > 1 or files[file_name(n).casefold()] > 1 for n in names]
 
@@ -109,9 +125,13 @@ def _confused(names: list) -> list:
 def _identities(named: list, folder: Path) -> list:
     """One distinct, printable name per (raw name, path): a fingerprint of the path where needed."""
     base = [gradebook.clean(shown_name(raw)) for raw, _ in named]
-    mark = lambda i, width: gradebook.clean(f"{base[i][:120]} #{fingerprint(named[i][1], folder)[:width]}")
-    names = [mark(i, 8) if bad or shown_name(raw) != raw or len(file_name(base[i])) > 150 else base[i]
-             for i, (bad, (raw, _)) in enumerate(zip(_confused(base), named))]
+    mark = lambda i, width: gradebook.clean(
+        f"{base[i][:120]} #{fingerprint(named[i][1], folder)[:width]}"
+    )
+    names = [
+        mark(i, 8) if bad or shown_name(raw) != raw or len(file_name(base[i])) > 150 else base[i]
+        for i, (bad, (raw, _)) in enumerate(zip(_confused(base), named))
+    ]
     return [mark(i, 40) if bad else n for i, (bad, n) in enumerate(zip(_confused(names), names))]
 
 
@@ -122,7 +142,10 @@ def find_submissions(folder: Path, skip: list) -> list:
     folder = Path(folder)
     paths = list(_notebooks(folder, skip))
     stems = Counter(p.stem for p in paths)
-    named = [(p.stem if stems[p.stem] == 1 else p.relative_to(folder).with_suffix("").as_posix(), p) for p in paths]
+    named = [
+        (p.stem if stems[p.stem] == 1 else p.relative_to(folder).with_suffix("").as_posix(), p)
+        for p in paths
+    ]
     names = _identities(named, folder)
     return [Entry(name, path, refusal(path)) for name, (_, path) in zip(names, named)]
 
@@ -158,7 +181,9 @@ def read(entry: Entry) -> Submission:
     except UnreadableNotebook as err:
         sub.unreadable = str(err)
     except Exception as err:  # noqa: BLE001 - whatever a file does to the reader is its own status
-        sub.unreadable = f"the file could not be read: {type(err).__name__}: {shown_name(str(err))[:200]}"
+        sub.unreadable = (
+            f"the file could not be read: {type(err).__name__}: {shown_name(str(err))[:200]}"
+        )
     return sub
 
 
@@ -175,13 +200,22 @@ def assign(subs: list, chapters: set) -> None:
     by_chapter = {}
     for ex in exercises:
         by_chapter.setdefault(ex.chapter.number, []).append(
-            ex.name if ex.kind == "function" else ANSWER_PREFIX + ex.name)
+            ex.name if ex.kind == "function" else ANSWER_PREFIX + ex.name
+        )
     guesses = {}
     for s in subs:
         try:
-            guesses[s.name] = (chapters or chapter_guess(s.analysis, by_chapter)) if s.analysis else set()
+            guesses[s.name] = (
+                (chapters or chapter_guess(s.analysis, by_chapter)) if s.analysis else set()
+            )
         except Exception as err:  # noqa: BLE001
-            mark_failed(s, f"the grader could not tell which chapter this notebook is for ({type(err).__name__})")
+            mark_failed(
+                s,
+                (
+                    "the grader could not tell which chapter this notebook is for "
+                    f"({type(err).__name__})"
+                ),
+            )
             guesses[s.name] = set()
     counted = Counter(frozenset(g) for g in guesses.values() if g)
     default = set(counted.most_common(1)[0][0]) if counted else set()
@@ -192,15 +226,14 @@ def assign(subs: list, chapters: set) -> None:
 
 def handed_out_lines(number: str) -> set:
     """The code lines of chapter `number`'s notebook as handed out."""
-    from .selftest import chapter_notebook
-    path = chapter_notebook(number)
-    if path is None:
+    if not notebooks.path_of(number).is_file():
         return set()
-    return {line.strip() for _, src in code_cells(read_cells(path.read_bytes())) for line in src.splitlines()}
+    return {line.strip() for src in notebooks.code(number) for line in src.splitlines()}
 
 
 def flag_added_code(subs: list) -> None:
-    """Review flags for code the student added to the notebook (reading the key, sockets, signals...)."""
+    """Review flags for code the student added to the
+    notebook (reading the key, sockets, signals...)."""
     cache = {}
     for sub in subs:
         if sub.analysis is None:
@@ -208,15 +241,25 @@ def flag_added_code(subs: list) -> None:
         given = set()
         for number in {ex.chapter.number for ex in sub.exercises}:
             given |= cache.setdefault(number, handed_out_lines(number))
-        added = [line for _, src in sub.analysis.cells for line in src.splitlines() if line.strip() not in given]
-        sub.flags |= {f"review:{label.replace(' ', '-')}" for label in review_flags("\n".join(added))}
+        added = [
+            line
+            for _, src in sub.analysis.cells
+            for line in src.splitlines()
+            if line.strip() not in given
+        ]
+        sub.flags |= {
+            f"review:{label.replace(' ', '-')}" for label in review_flags("\n".join(added))
+        }
 
 
-# ---------------------------------------------------------------- the journal: progress after a crash
+# -------------------------------------------------------------- the journal: progress after a crash
 def _journal_lines(journal: Path) -> list:
     if not journal.exists():
         return []
-    return [line.split("\t") for line in journal.read_text(encoding="utf-8", errors="replace").splitlines()]
+    return [
+        line.split("\t")
+        for line in journal.read_text(encoding="utf-8", errors="replace").splitlines()
+    ]
 
 
 def read_journal(journal: Path, pending: list, fresh: bool) -> int:
@@ -233,8 +276,10 @@ def read_journal(journal: Path, pending: list, fresh: bool) -> int:
             starts.setdefault(parts[1], set()).add(parts[2])
     for sub in pending:
         if "solo" in starts.get(sub.name, ()):
-            sub.unreadable = ("grading this notebook stopped the grader itself (the grader died while it was "
-                              "the only notebook being graded); it was not graded again")
+            sub.unreadable = (
+                "grading this notebook stopped the grader itself (the grader died while it was "
+                "the only notebook being graded); it was not graded again"
+            )
             sub.run["status"] = "stopped the grader"
         elif sub.name in starts:
             sub.solo = True
@@ -257,13 +302,19 @@ def read_all(entries: list, journal: Path, fresh: bool) -> list:
     third time (its status says why), so a rerun always gets past it."""
     if fresh:
         journal.unlink(missing_ok=True)
-    tries = Counter(parts[1] for parts in _journal_lines(journal) if len(parts) == 2 and parts[0] == "reading")
-    read_ok = {parts[1] for parts in _journal_lines(journal) if len(parts) == 2 and parts[0] == "read"}
+    tries = Counter(
+        parts[1] for parts in _journal_lines(journal) if len(parts) == 2 and parts[0] == "reading"
+    )
+    read_ok = {
+        parts[1] for parts in _journal_lines(journal) if len(parts) == 2 and parts[0] == "read"
+    }
     subs = []
     for entry in entries:
         if tries[entry.name] >= 2 and entry.name not in read_ok:
             sub = Submission(entry.name, entry.path)
-            sub.unreadable = "reading this notebook stopped the grader itself, twice; it was not read again"
+            sub.unreadable = (
+                "reading this notebook stopped the grader itself, twice; it was not read again"
+            )
             sub.run["status"] = "stopped the grader"
         else:
             if entry.name not in read_ok:

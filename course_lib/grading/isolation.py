@@ -21,6 +21,7 @@ Landlock alone (reads and writes allow-listed, TCP denied, signals scoped; by AB
 rlimits and the zygote killing orphans; `guarantees()` says which promises then do not
 hold, and the grader writes that into the gradebook summary.
 """
+
 import ctypes
 import fcntl
 import os
@@ -39,8 +40,14 @@ CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 8, 32, 4096, 16384
 MS_PRIVATE, MNT_DETACH = 1 << 18, 2
-_KEEP_FLAGS = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_NOEXEC,
-               os.ST_NOATIME: 1024, os.ST_NODIRATIME: 2048, os.ST_RELATIME: 1 << 21}
+_KEEP_FLAGS = {
+    os.ST_NOSUID: MS_NOSUID,
+    os.ST_NODEV: MS_NODEV,
+    os.ST_NOEXEC: MS_NOEXEC,
+    os.ST_NOATIME: 1024,
+    os.ST_NODIRATIME: 2048,
+    os.ST_RELATIME: 1 << 21,
+}
 _PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "arm64": 41}
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP = 1, 4, 24
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -50,14 +57,21 @@ NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_N
 
 # What each missing mechanism costs: shown once in the gradebook summary.
 LOST_WITHOUT = {
-    "namespaces": ["processes of different submissions share one PID space (Landlock ABI 6+ still stops "
-                   "signals between them)", "/dev/shm and abstract sockets are shared between submissions",
-                   "a submission's total disk use is not capped (each file still is)",
-                   "no private network: TCP is denied (Landlock ABI 4+), so chapter 07's DDP runs fail; "
-                   "UDP is not blocked"],
-    "landlock": ["without namespaces nothing stops a graded process from reading the answer key, other "
-                 "submissions or the teacher's files, or from reaching the network"],
-    "root_nproc": ["the grader runs as root, so the process-count limit (RLIMIT_NPROC) is not enforced"],
+    "namespaces": [
+        "processes of different submissions share one PID space (Landlock ABI 6+ still stops "
+        "signals between them)",
+        "/dev/shm and abstract sockets are shared between submissions",
+        "a submission's total disk use is not capped (each file still is)",
+        "no private network: TCP is denied (Landlock ABI 4+), so chapter 07's DDP runs fail; "
+        "UDP is not blocked",
+    ],
+    "landlock": [
+        "without namespaces nothing stops a graded process from reading the answer key, other "
+        "submissions or the teacher's files, or from reaching the network"
+    ],
+    "root_nproc": [
+        "the grader runs as root, so the process-count limit (RLIMIT_NPROC) is not enforced"
+    ],
 }
 
 
@@ -73,7 +87,10 @@ def _check(result: int, what: str) -> None:
 
 def mount(source, target, fstype=None, flags=0, data=None) -> None:
     enc = lambda s: None if s is None else str(s).encode()
-    _check(_libc().mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
+    _check(
+        _libc().mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+        f"mount {target}",
+    )
 
 
 def _prctl(option: int, value: int) -> None:
@@ -87,22 +104,35 @@ def namespaces_wanted() -> bool:
 # ---------------------------------------------------------------- the view of the file system
 def python_dirs() -> list:
     """Folders the interpreter and its packages live in (read-only in every graded process)."""
-    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-            os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
-    dirs |= {p for p in sys.path if p and os.path.isdir(p) and ("-packages" in p or p.startswith(tuple(dirs)))}
+    dirs = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))),
+    }
+    dirs |= {
+        p
+        for p in sys.path
+        if p and os.path.isdir(p) and ("-packages" in p or p.startswith(tuple(dirs)))
+    }
     found = sorted({os.path.realpath(d) for d in dirs if os.path.isdir(d)})
     return [d for d in found if not any(d.startswith(other + "/") for other in found)]
 
 
 def course_dir() -> str:
     import course_lib
+
     return os.path.dirname(os.path.realpath(course_lib.__file__))
 
 
 def readable_paths(scratch: str) -> list:
-    """Everything a graded process may read (Landlock fallback): system, Python, course_lib but the key."""
+    """Everything a graded process may read (Landlock
+    fallback): system, Python, course_lib but the key."""
     course = course_dir()
-    entries = [os.path.join(course, e) for e in os.listdir(course) if e not in ("key", "__pycache__")]
+    entries = [
+        os.path.join(course, e) for e in os.listdir(course) if e not in ("key", "__pycache__")
+    ]
     return [*SYSTEM_DIRS, "/dev", "/proc", "/sys", *python_dirs(), *entries, scratch]
 
 
@@ -119,7 +149,13 @@ def open_sources() -> list:
     """(path, symlink target or None, O_PATH fd or None) of everything bound read-only, opened
     while the process still has its own rights (a parent folder may be closed to `nobody`)."""
     found = []
-    for path in (*SYSTEM_DIRS, "/sys", *python_dirs(), course_dir(), *(f"/dev/{d}" for d in DEVICES)):
+    for path in (
+        *SYSTEM_DIRS,
+        "/sys",
+        *python_dirs(),
+        course_dir(),
+        *(f"/dev/{d}" for d in DEVICES),
+    ):
         if os.path.islink(path):
             found.append((path, os.readlink(path), None))
         elif os.path.exists(path):
@@ -176,7 +212,9 @@ def pivot(root: str) -> None:
     """Make `root` the file system's root and drop every trace of the old one."""
     old = os.path.join(root, ".old")
     os.makedirs(old, exist_ok=True)
-    _check(_libc().syscall(_PIVOT_ROOT[platform.machine()], root.encode(), old.encode()), "pivot_root")
+    _check(
+        _libc().syscall(_PIVOT_ROOT[platform.machine()], root.encode(), old.encode()), "pivot_root"
+    )
     os.chdir("/")
     _check(_libc().umount2(b"/.old", MNT_DETACH), "umount old root")
     os.rmdir("/.old")
@@ -186,7 +224,9 @@ def pivot(root: str) -> None:
 def loopback_up() -> None:
     """Bring up `lo` in a fresh network namespace: a private loopback, nothing else."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        flags = struct.unpack("16sH22x", fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0)))[1]
+        flags = struct.unpack("16sH22x", fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0)))[
+            1
+        ]
         fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", flags | 1))
 
 
@@ -274,7 +314,9 @@ def drop_capabilities() -> None:
         libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)
     data = (ctypes.c_uint32 * 6)()
-    libc.syscall(126 if platform.machine() == "x86_64" else 91, ctypes.byref(header), ctypes.byref(data))
+    libc.syscall(
+        126 if platform.machine() == "x86_64" else 91, ctypes.byref(header), ctypes.byref(data)
+    )
 
 
 def relay(child_pid: int) -> None:
@@ -337,23 +379,31 @@ def guarantees(info: dict) -> list:
     """The promises that do not hold on this machine, in words (empty when all hold)."""
     lost = []
     if not info.get("namespaces"):
-        lost += LOST_WITHOUT["namespaces"] + [f"(namespaces unavailable: {info.get('namespace_error', 'off')})"]
+        lost += LOST_WITHOUT["namespaces"] + [
+            f"(namespaces unavailable: {info.get('namespace_error', 'off')})"
+        ]
         if not info.get("landlock_reads"):
             lost += LOST_WITHOUT["landlock"]
         if info.get("landlock_abi", 0) < 6:
-            lost.append("graded processes can signal each other (no Landlock signal scoping before ABI 6)")
+            lost.append(
+                "graded processes can signal each other (no Landlock signal scoping before ABI 6)"
+            )
         if os.geteuid() == 0:
             lost += LOST_WITHOUT["root_nproc"]
     return lost
 
 
 def probe(scratch_root: Path) -> dict:
-    """Try the namespaces once in a throwaway child: {"namespaces": bool, "namespace_error": str}."""
+    """Try the namespaces once in a throwaway child:
+    {"namespaces": bool, "namespace_error": str}."""
     info = {"namespaces": False, "landlock_abi": landlock.abi_version()}
     info["landlock_reads"] = info["landlock_abi"] >= 1
     if not namespaces_wanted():
-        info["namespace_error"] = "switched off (COURSE_GRADER_NO_NAMESPACES)" if platform.system() == "Linux" \
+        info["namespace_error"] = (
+            "switched off (COURSE_GRADER_NO_NAMESPACES)"
+            if platform.system() == "Linux"
             else f"not Linux ({platform.system()})"
+        )
         return info
     scratch = Path(scratch_root) / f"probe-{os.getpid()}"
     for sub in ("work", "tmp", "home"):

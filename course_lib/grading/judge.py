@@ -15,6 +15,7 @@ builder name and inputs, never a reference or an expected value.
 `Judge` is the pure part (unit-tested in process); `serve` is the process's loop; `JudgeClient`
 is the grader's handle on the process (parent side).
 """
+
 import json
 import os
 import select
@@ -24,7 +25,7 @@ import time
 
 from ..checks import wire
 from ..exercises import INCORRECT, get, scoring
-from .protocol import parse
+from .protocol import close_quietly, parse
 from .records import CRASHED, MISSING, Verdict
 
 ANSWER_TYPES = (str, int, float, bool, type(None))
@@ -34,7 +35,16 @@ REPLY_TIMEOUT = 180.0
 def valid_answer(value) -> bool:
     if isinstance(value, ANSWER_TYPES):
         return True
-    return isinstance(value, list) and len(value) <= 64 and all(isinstance(v, ANSWER_TYPES) for v in value)
+    return (
+        isinstance(value, list)
+        and len(value) <= 64
+        and all(isinstance(v, ANSWER_TYPES) for v in value)
+    )
+
+
+def _crashed(ex, n_tests: int, why: str) -> Verdict:
+    """No points: the check process's report cannot be judged (not the student's fault)."""
+    return Verdict(ex.id, CRASHED, 0.0, float(ex.points), 0, n_tests, why)
 
 
 class Judge:
@@ -46,18 +56,26 @@ class Judge:
     # ------------------------------------------------------------ preparing a run
     def prepare(self, exercise_ids: list) -> dict:
         """{"specs": {id: [[name, weight, hidden, builder, inputs]]}, "problems": [...]}: what the
-        grader needs to start check processes (each test's inputs as one wire line: tensors by value),
-        and what is wrong with the key (if anything)."""
+        grader needs to start check processes (each test's inputs as one wire line: tensors by
+        value), and what is wrong with the key (if anything)."""
         specs, problems = {}, []
         for ex in (get(i) for i in exercise_ids):
             key = ex.key()
             if ex.kind == "function":
                 tests = [t for t in ex.graded_tests() if t.check.splittable]
-                problems += [f"{ex.id}: test {t.name!r} is not split into a run half and a judge half; not graded"
-                             for t in ex.graded_tests() if not t.check.splittable]
+                problems += [
+                    (
+                        f"{ex.id}: test {t.name!r} is not split into a run half and a judge half; "
+                        "not graded"
+                    )
+                    for t in ex.graded_tests()
+                    if not t.check.splittable
+                ]
                 self.tests[ex.id] = tests
-                specs[ex.id] = [[t.name, t.weight, t.hidden, t.check.builder(), wire.dumps(t.check.inputs())]
-                                for t in tests]
+                specs[ex.id] = [
+                    [t.name, t.weight, t.hidden, t.check.builder(), wire.dumps(t.check.inputs())]
+                    for t in tests
+                ]
                 if key is None or key.solution is None:
                     problems.append(f"{ex.id}: no answer key; only visible tests are graded")
                     continue
@@ -68,7 +86,9 @@ class Judge:
             else:
                 continue
             if not result.correct:
-                problems.append(f"{ex.id}: the reference answer fails its own check ({result.status})")
+                problems.append(
+                    f"{ex.id}: the reference answer fails its own check ({result.status})"
+                )
         return {"specs": specs, "problems": problems}
 
     @staticmethod
@@ -78,7 +98,9 @@ class Judge:
             try:
                 t.check.reference_value(ex.reference_solution())
             except Exception as err:  # noqa: BLE001 - a broken reference is the key's problem, said once
-                problems.append(f"{ex.id}: the reference of test {t.name!r} failed: {type(err).__name__}: {err}")
+                problems.append(
+                    f"{ex.id}: the reference of test {t.name!r} failed: {type(err).__name__}: {err}"
+                )
         return problems
 
     # ------------------------------------------------------------ verdicts
@@ -90,7 +112,9 @@ class Judge:
         if tests is None:
             tests = self.tests[exercise_id] = [t for t in ex.graded_tests() if t.check.splittable]
         if not defined.get("callable"):
-            result = ex.unusable(None if defined.get("type") == "NoneType" else defined.get("type", "object"))
+            result = ex.unusable(
+                None if defined.get("type") == "NoneType" else defined.get("type", "object")
+            )
         else:
             outcomes = []
             for test, line in zip(tests, lines):
@@ -99,37 +123,66 @@ class Judge:
                 try:
                     outcomes.append(ex.judge(test, seen, limit))
                 except Exception as err:  # noqa: BLE001 - a reference that cannot be computed: not the student's fault
-                    return Verdict(ex.id, CRASHED, 0.0, float(ex.points), 0, len(tests),
-                                   f"the check could not judge this test ({type(err).__name__}); tell your teacher")
+                    why = f"the check could not judge this test ({type(err).__name__}); tell your"
+                    return _crashed(ex, len(tests), why + " teacher")
                 if outcomes[-1].not_attempted:
                     break
             if len(outcomes) < len(tests) and not (outcomes and outcomes[-1].not_attempted):
-                return Verdict(ex.id, CRASHED, 0.0, float(ex.points), 0, len(tests), "the report was incomplete")
+                return _crashed(ex, len(tests), "the report was incomplete")
             result = ex.result(outcomes, include_hidden=True)
         problems = "; ".join(str(p)[:200] for p in (defined.get("problems") or [])[:5])
         detail = result.summary
         if problems and result.status == INCORRECT:  # e.g. a failed import explains a NameError
             detail += " Note: " + problems
-        shown = [{"name": o.name, "hidden": o.hidden, "passed": bool(o.passed),
-                  "feedback": "" if o.hidden else " ".join(o.public_lines())[:1500]} for o in result.tests]
-        return Verdict(ex.id, result.status, float(result.points), float(ex.points),
-                       sum(o.passed for o in result.tests), len(tests), detail, shown)
+        shown = [
+            {
+                "name": o.name,
+                "hidden": o.hidden,
+                "passed": bool(o.passed),
+                "feedback": "" if o.hidden else " ".join(o.public_lines())[:1500],
+            }
+            for o in result.tests
+        ]
+        return Verdict(
+            ex.id,
+            result.status,
+            float(result.points),
+            float(ex.points),
+            sum(o.passed for o in result.tests),
+            len(tests),
+            detail,
+            shown,
+        )
 
     @staticmethod
     def quiz(exercise_id: str, value, present: bool) -> Verdict:
         """A quiz verdict: the answer is plain data, checked against the chapter's digest."""
         quiz = get(exercise_id)
-        verdict = Verdict(quiz.id, MISSING, 0.0, float(quiz.points), 0, 1,
-                          f"no line `answer_{quiz.name} = ...` in the notebook", answer=value)
+        verdict = Verdict(
+            quiz.id,
+            MISSING,
+            0.0,
+            float(quiz.points),
+            0,
+            1,
+            f"no line `answer_{quiz.name} = ...` in the notebook",
+            answer=value,
+        )
         if not present:
             return verdict
         if isinstance(value, dict) or not valid_answer(value):
             verdict.status = INCORRECT
-            verdict.detail = f"`answer_{quiz.name}` is not a plain answer (a letter, a list of letters or a number)"
+            verdict.detail = (
+                f"`answer_{quiz.name}` is not a plain answer (a letter, a list of letters or a "
+                "number)"
+            )
             return verdict
         result = quiz.check(value, include_hidden=True, record=False)
         verdict.status, verdict.detail = result.status, result.summary
-        verdict.points, verdict.passed = scoring.quiz_points(quiz.points, result.correct), int(result.correct)
+        verdict.points, verdict.passed = (
+            scoring.quiz_points(quiz.points, result.correct),
+            int(result.correct),
+        )
         return verdict
 
     def handle(self, request: dict) -> dict:
@@ -137,17 +190,21 @@ class Judge:
         if op == "prepare":
             return self.prepare(request["exercises"])
         if op == "function":
-            return self.function(request["exercise"], request["lines"], request["limit"],
-                                 request["defined"]).as_dict()
+            return self.function(
+                request["exercise"], request["lines"], request["limit"], request["defined"]
+            ).as_dict()
         if op == "quizzes":
-            return {ex_id: self.quiz(ex_id, value, present).as_dict()
-                    for ex_id, (value, present) in request["answers"].items()}
+            return {
+                ex_id: self.quiz(ex_id, value, present).as_dict()
+                for ex_id, (value, present) in request["answers"].items()
+            }
         raise ValueError(f"unknown request {op!r}")
 
 
 # ---------------------------------------------------------------- the judge process
 def serve(requests, replies) -> None:
-    """One JSON request per line in, one reply per line out; a failing request gets an error reply."""
+    """One JSON request per line in, one reply per
+    line out; a failing request gets an error reply."""
     judge = Judge()
     for line in requests:
         try:
@@ -162,7 +219,9 @@ def serve(requests, replies) -> None:
         try:
             text = json.dumps(reply)
         except (TypeError, ValueError) as err:  # never a value silently turned into text
-            text = json.dumps({"id": reply.get("id"), "error": f"the reply is not plain data ({err})"})
+            text = json.dumps(
+                {"id": reply.get("id"), "error": f"the reply is not plain data ({err})"}
+            )
         replies.write(text + "\n")
         replies.flush()
 
@@ -170,7 +229,9 @@ def serve(requests, replies) -> None:
 def main(argv) -> None:
     import signal
     import warnings
+
     from .zygote import _PR_SET_PDEATHSIG, _prctl
+
     parent = os.getppid()
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # a killed grader takes its judge along, busy or not
     if os.getppid() != parent:
@@ -179,6 +240,7 @@ def main(argv) -> None:
     warnings.simplefilter("ignore")
     requests, replies = os.fdopen(int(argv[0]), "r", encoding="utf-8"), os.fdopen(int(argv[1]), "w")
     import torch
+
     torch.set_num_threads(1)
     serve(requests, replies)
 
@@ -193,6 +255,7 @@ class JudgeClient:
 
     def __init__(self, env=None, cwd=None):
         from .zygote import HIDDEN_GPUS
+
         self.env = dict(env or os.environ, **HIDDEN_GPUS)
         self.cwd, self.process, self.counter, self.prepared = cwd, None, 0, None
         self.restarts, self.preparing, self.prepare_reply = 0, None, None
@@ -203,8 +266,13 @@ class JudgeClient:
         self.from_judge, from_judge_w = os.pipe()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "course_lib.grading.judge", str(to_judge_r), str(from_judge_w)],
-            pass_fds=[to_judge_r, from_judge_w], env=self.env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.cwd)
+            pass_fds=[to_judge_r, from_judge_w],
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=self.cwd,
+        )
         os.close(to_judge_r)
         os.close(from_judge_w)
         self.buffer = b""
@@ -215,13 +283,14 @@ class JudgeClient:
         try:
             view = memoryview(line)
             while view:
-                view = view[os.write(self.to_judge, view):]
+                view = view[os.write(self.to_judge, view) :]
         except OSError as err:
             raise JudgeDied(f"the judge process is gone ({err})") from None
         return self.counter
 
     def request(self, op: str, timeout: float = REPLY_TIMEOUT, **data):
-        """The judge's answer to one request; JudgeDied when it ends or stays silent past `timeout`."""
+        """The judge's answer to one request; JudgeDied
+        when it ends or stays silent past `timeout`."""
         self.finish_prepare()
         return self._reply(self._send(op, **data), timeout)
 
@@ -279,11 +348,7 @@ class JudgeClient:
             self.prepare_reply = self._reply(self._send("prepare", exercises=self.prepared), 1800)
 
     def close(self) -> None:
-        for fd in (self.to_judge, self.from_judge):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        close_quietly(self.to_judge, self.from_judge)
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
         if self.process is not None:

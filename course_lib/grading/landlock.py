@@ -1,4 +1,5 @@
-"""Linux Landlock through ctypes: what a graded process may read, write, connect to and signal (grader).
+"""Linux Landlock through ctypes: what a graded process
+may read, write, connect to and signal (grader).
 
 Landlock (Linux 5.13+) needs no privileges and stacks on the namespaces of `isolation.py`.
 `restrict(...)` confines the calling process and everything it starts: reads only beneath
@@ -7,6 +8,7 @@ Landlock (Linux 5.13+) needs no privileges and stacks on the namespaces of `isol
 abstract Unix sockets outside it. Set COURSE_GRADER_NO_LANDLOCK=1 to grade as if the
 kernel had no Landlock (the tests do, to prove the fallback).
 """
+
 import ctypes
 import os
 import platform
@@ -39,7 +41,9 @@ def abi_version() -> int:
     if not numbers:
         return 0
     try:
-        version = _libc().syscall(numbers[0], None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
+        version = _libc().syscall(
+            numbers[0], None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION)
+        )
     except (OSError, AttributeError):
         return 0
     return max(int(version), 0)
@@ -54,10 +58,14 @@ def _rights(abi: int) -> tuple:
 def _ruleset(abi: int, handled_fs: int, deny_tcp: bool, scope: bool) -> int:
     net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if deny_tcp and abi >= 4 else 0
     scoped = (_SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL) if scope and abi >= 6 else 0
-    fields = [handled_fs, net, scoped] if abi >= 6 else [handled_fs, net] if abi >= 4 else [handled_fs]
+    fields = (
+        [handled_fs, net, scoped] if abi >= 6 else [handled_fs, net] if abi >= 4 else [handled_fs]
+    )
     attr = (ctypes.c_uint64 * len(fields))(*fields)
     create = _SYS[platform.machine()][0]
-    return _libc().syscall(create, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
+    return _libc().syscall(
+        create, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0)
+    )
 
 
 def _add_rule(ruleset: int, path: str, access: int) -> bool:
@@ -71,8 +79,16 @@ def _add_rule(ruleset: int, path: str, access: int) -> bool:
             access &= _EXECUTE | _READ_FILE | _WRITE_FILE | _TRUNCATE
         rule = _PathBeneath(access, fd)
         add = _SYS[platform.machine()][1]
-        return _libc().syscall(add, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH),
-                               ctypes.byref(rule), ctypes.c_uint32(0)) == 0
+        return (
+            _libc().syscall(
+                add,
+                ctypes.c_int(ruleset),
+                ctypes.c_int(_RULE_PATH_BENEATH),
+                ctypes.byref(rule),
+                ctypes.c_uint32(0),
+            )
+            == 0
+        )
     finally:
         os.close(fd)
 
@@ -80,7 +96,8 @@ def _add_rule(ruleset: int, path: str, access: int) -> bool:
 def restrict(read_paths=None, write_paths=(), deny_tcp=False, scope=True) -> dict:
     """Confine this process and its children. `read_paths=None` leaves reading unrestricted.
 
-    Returns what took effect: {"abi", "reads", "writes", "tcp", "signals"} (all False without Landlock).
+    Returns what took effect: {"abi", "reads", "writes",
+    "tcp", "signals"} (all False without Landlock).
     """
     abi = abi_version()
     done = {"abi": abi, "reads": False, "writes": False, "tcp": False, "signals": False}
@@ -98,9 +115,17 @@ def restrict(read_paths=None, write_paths=(), deny_tcp=False, scope=True) -> dic
         libc = _libc()
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             return done
-        if libc.syscall(_SYS[platform.machine()][2], ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
+        if (
+            libc.syscall(_SYS[platform.machine()][2], ctypes.c_int(ruleset), ctypes.c_uint32(0))
+            != 0
+        ):
             return done
     finally:
         os.close(ruleset)
-    return dict(done, reads=read_paths is not None, writes=True, tcp=deny_tcp and abi >= 4,
-                signals=scope and abi >= 6)
+    return dict(
+        done,
+        reads=read_paths is not None,
+        writes=True,
+        tcp=deny_tcp and abi >= 4,
+        signals=scope and abi >= 6,
+    )

@@ -1,10 +1,12 @@
-"""Step 3 of grading: verdicts from what the processes reported, and from the notebook's text (parent).
+"""Step 3 of grading: verdicts from what the processes
+reported, and from the notebook's text (parent).
 
 The parent decides only what needs no judging: a notebook that cannot be read, a function that
 is missing, a process that crashed, ran out of time or wrote lines its harness did not write.
 Everything else goes to the judge (judge.py) as data: a check process's report lines, a
 notebook's quiz answers.
 """
+
 import time
 
 from ..exercises import scoring
@@ -12,8 +14,17 @@ from ..exercises.scoring import flag_names
 from .analyze import ANSWER_PREFIX, TEXT_PREFIX, check_source
 from .gradebook import GRADER_ERROR
 from .judge import JudgeDied
-from .records import CRASHED, ERROR, MISSING, TAMPERED, TIMED_OUT, UNREADABLE, Task, Verdict, unjudged
-
+from .records import (
+    CRASHED,
+    ERROR,
+    MISSING,
+    TAMPERED,
+    TIMED_OUT,
+    UNREADABLE,
+    Task,
+    Verdict,
+    unjudged,
+)
 
 PLAIN = (str, int, float, bool, type(None))
 
@@ -25,7 +36,11 @@ def plain_answer(value):
         return value
     if isinstance(value, list) and len(value) <= 64 and all(isinstance(v, PLAIN) for v in value):
         return value
-    if isinstance(value, dict) and set(value) == {"unreadable"} and isinstance(value["unreadable"], str):
+    if (
+        isinstance(value, dict)
+        and set(value) == {"unreadable"}
+        and isinstance(value["unreadable"], str)
+    ):
         return value
     return {"unreadable": type(value).__name__}
 
@@ -41,8 +56,12 @@ def on_notebook_message(child, message, cell_timeout: float) -> None:
         child.cell_deadline = time.monotonic() + cell_timeout
     elif kind == "cell_done":
         child.cell_deadline = child.kill_at = 0
-        sub.answers.update({k: plain_answer(v) for k, v in message["answers"].items() if isinstance(k, str)})
-        sub.run.setdefault("cells", []).append({k: message[k] for k in ("cell", "status", "error", "seconds")})
+        sub.answers.update(
+            {k: plain_answer(v) for k, v in message["answers"].items() if isinstance(k, str)}
+        )
+        sub.run.setdefault("cells", []).append(
+            {k: message[k] for k in ("cell", "status", "error", "seconds")}
+        )
 
 
 def _run_summary(sub, child, limits) -> None:
@@ -50,12 +69,19 @@ def _run_summary(sub, child, limits) -> None:
     done, total = child.last("done"), len(sub.analysis.cells)
     errors = sum(c.get("status") == "error" for c in cells)
     interrupted = sum(c.get("status") == "interrupted" for c in cells)
-    run["status"] = "empty" if not total else "ok" if not errors and not interrupted else "cell errors"
-    run["summary"] = f"ran all {total} code cells" + (f"; {errors} raised an error" if errors else "") \
+    run["status"] = (
+        "empty" if not total else "ok" if not errors and not interrupted else "cell errors"
+    )
+    run["summary"] = (
+        f"ran all {total} code cells"
+        + (f"; {errors} raised an error" if errors else "")
         + (f"; {interrupted} stopped at the cell time limit" if interrupted else "")
+    )
     run.update(stdout=done["stdout"], stderr=done["stderr"], output_chars=done["output_chars"])
     if run["output_chars"] > limits.output_chars:
-        run["summary"] += f"; printed {run['output_chars']:,} characters (kept the first and last part)"
+        run["summary"] += (
+            f"; printed {run['output_chars']:,} characters (kept the first and last part)"
+        )
 
 
 def _fatal_text(child) -> str:
@@ -69,9 +95,15 @@ def _stopped_summary(sub, child, limits) -> None:
     where = f"cell {child.current_cell}" if child.current_cell else "the start"
     how, fatal = child.exit_text(), _fatal_text(child)
     run["status"] = "timed out" if child.killed_for else "crashed" if "crashed" in how else "exited"
-    run["summary"] = (f"stopped at {where}: {how}" if child.killed_for else
-                      f"the notebook's process ended at {where}: {how}") + (f" ({fatal})" if fatal else "") \
+    run["summary"] = (
+        (
+            f"stopped at {where}: {how}"
+            if child.killed_for
+            else f"the notebook's process ended at {where}: {how}"
+        )
+        + (f" ({fatal})" if fatal else "")
         + f"; {len(cells)} of {len(sub.analysis.cells)} code cells finished"
+    )
     cells.append({"cell": child.current_cell, "status": "error", "error": run["summary"]})
     last_done = max((c["cell"] for c in cells[:-1] if isinstance(c.get("cell"), int)), default=0)
     for name, (cell, value, literal) in sub.analysis.literals.items():
@@ -80,16 +112,22 @@ def _stopped_summary(sub, child, limits) -> None:
 
 
 def finish_notebook(sub, child, limits, judge) -> None:
-    """The run's summary, then every quiz's verdict from the answers (plain data, judged by the judge)."""
+    """The run's summary, then every quiz's verdict
+    from the answers (plain data, judged by the judge)."""
     sub.run["seconds"] = round(time.monotonic() - child.started, 3)
     if child.last("done") and child.exited_cleanly():
         _run_summary(sub, child, limits)
     else:
         _stopped_summary(sub, child, limits)
     quizzes = [ex for ex in sub.exercises if ex.kind != "function"]
-    answers = {ex.id: [sub.answers.get(ANSWER_PREFIX + ex.name),
-                       ANSWER_PREFIX + ex.name in sub.analysis.literals or ANSWER_PREFIX + ex.name in sub.answers]
-               for ex in quizzes}
+    answers = {
+        ex.id: [
+            sub.answers.get(ANSWER_PREFIX + ex.name),
+            ANSWER_PREFIX + ex.name in sub.analysis.literals
+            or ANSWER_PREFIX + ex.name in sub.answers,
+        ]
+        for ex in quizzes
+    }
     if answers:
         try:
             judged = judge.ask("quizzes", answers=answers)
@@ -97,9 +135,14 @@ def finish_notebook(sub, child, limits, judge) -> None:
                 sub.verdicts[ex.id] = Verdict.from_dict(judged[ex.id])
         except (JudgeDied, RuntimeError, KeyError, TypeError, ValueError) as err:
             for ex in quizzes:
-                sub.verdicts[ex.id] = unjudged(ex, CRASHED, f"the judge could not read these answers ({err})", 1)
-    texts = {k[len(TEXT_PREFIX):]: v for k, v in sub.answers.items()
-             if k.startswith(TEXT_PREFIX) and isinstance(v, str)}
+                sub.verdicts[ex.id] = unjudged(
+                    ex, CRASHED, f"the judge could not read these answers ({err})", 1
+                )
+    texts = {
+        k[len(TEXT_PREFIX) :]: v
+        for k, v in sub.answers.items()
+        if k.startswith(TEXT_PREFIX) and isinstance(v, str)
+    }
     sub.run["texts"] = {**sub.analysis.markdown_texts, **texts}
 
 
@@ -108,24 +151,42 @@ def finish_check(sub, child, ex, total: int, limit: float, judge) -> None:
     and every line of it is the harness's; else the reason it is not."""
     done, defined = child.last("done"), child.last("defined")
     if child.forged:
-        verdict = Verdict.from_dict(scoring.zeroed(
-            unjudged(ex, TAMPERED, "", total).as_dict(), TAMPERED,
-            "the process wrote report lines the grader did not send", "review:forged-report-lines"))
+        verdict = Verdict.from_dict(
+            scoring.zeroed(
+                unjudged(ex, TAMPERED, "", total).as_dict(),
+                TAMPERED,
+                "the process wrote report lines the grader did not send",
+                "review:forged-report-lines",
+            )
+        )
     elif child.overflow:
-        verdict = unjudged(ex, CRASHED, "the check process reported more than the grader reads", total)
+        verdict = unjudged(
+            ex, CRASHED, "the check process reported more than the grader reads", total
+        )
     elif done is not None and defined is not None:
         try:
-            verdict = Verdict.from_dict(judge.ask("function", exercise=ex.id, lines=child.tests, limit=limit,
-                                                  defined=defined))
+            verdict = Verdict.from_dict(
+                judge.ask(
+                    "function", exercise=ex.id, lines=child.tests, limit=limit, defined=defined
+                )
+            )
         except (JudgeDied, RuntimeError, TypeError, ValueError) as err:
-            verdict = unjudged(ex, CRASHED, f"the judge could not judge this function ({err})", total)
+            verdict = unjudged(
+                ex, CRASHED, f"the judge could not judge this function ({err})", total
+            )
     elif child.killed_for:
         verdict = unjudged(ex, TIMED_OUT, f"checking your function was {child.killed_for}", total)
     else:
         fatal = _fatal_text(child)
         problems = "; ".join((defined or {}).get("problems") or [])
-        verdict = unjudged(ex, CRASHED, f"the check process {child.exit_text()} while testing your function"
-                           + (f": {fatal}" if fatal else "") + (f" ({problems})" if problems else ""), total)
+        verdict = unjudged(
+            ex,
+            CRASHED,
+            f"the check process {child.exit_text()} while testing your function"
+            + (f": {fatal}" if fatal else "")
+            + (f" ({problems})" if problems else ""),
+            total,
+        )
     verdict.flags += flag_names(check_source(sub.analysis, ex.name)["flags"])
     verdict.seconds = round(time.monotonic() - child.started, 3)
     sub.verdicts[ex.id] = verdict
@@ -142,19 +203,35 @@ def decide_statically(sub, totals: dict) -> None:
             sub.verdicts[ex.id] = unjudged(ex, status, sub.unreadable, total)
         elif ex.kind == "function" and not sub.analysis.defines(ex.name):
             broken = sub.analysis.cell_with_text(ex.name)
-            detail = (f"cell {broken[0]} mentions {ex.name} but is not valid Python: "
-                      f"{sub.analysis.syntax_errors[broken[0]][:300]}" if broken else
-                      f"no function `{ex.name}` is defined at the top level of the notebook (renamed or deleted?)")
+            detail = (
+                f"cell {broken[0]} mentions {ex.name} but is not valid Python: "
+                f"{sub.analysis.syntax_errors[broken[0]][:300]}"
+                if broken
+                else (
+                    f"no function `{ex.name}` is defined at the top level of the notebook "
+                    "(renamed or deleted?)"
+                )
+            )
             sub.verdicts[ex.id] = unjudged(ex, ERROR if broken else MISSING, detail, total)
         elif ex.kind == "function" and sub.analysis.bindings[ex.name].kind == "other":
-            sub.verdicts[ex.id] = unjudged(ex, ERROR, (
-                f"`{ex.name}` is defined inside a loop, `if`, `with` or `try` at the top level; "
-                "the grader reads only plain top-level definitions"), total)
+            sub.verdicts[ex.id] = unjudged(
+                ex,
+                ERROR,
+                (
+                    f"`{ex.name}` is defined inside a loop, `if`, `with` or `try` at the top "
+                    "level; the grader reads only plain top-level definitions"
+                ),
+                total,
+            )
 
 
 def tasks_of(sub) -> list:
     """The processes a submission still needs: its notebook run, then one per function exercise."""
     if sub.unreadable:
         return []
-    checks = [Task(sub, "check", ex) for ex in sub.exercises if ex.kind == "function" and ex.id not in sub.verdicts]
+    checks = [
+        Task(sub, "check", ex)
+        for ex in sub.exercises
+        if ex.kind == "function" and ex.id not in sub.verdicts
+    ]
     return [Task(sub, "notebook")] + checks

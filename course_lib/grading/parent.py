@@ -12,6 +12,7 @@ it is done, so a rerun resumes where a killed run stopped. A submission that mak
 fail gets that failure as its status; the class goes on. What a submission can and cannot do:
 docs/grading-threat-model.md.
 """
+
 import os
 import sys
 import time
@@ -19,6 +20,7 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
+from .. import notebooks
 from . import gradebook, intake, isolation, outcome, record
 from .analyze import check_source
 from .guard import Guard
@@ -37,9 +39,20 @@ def hide_gpus() -> None:
 class Grader:
     """Grades every notebook under `folder` into the gradebook `out` (see the module docstring)."""
 
-    def __init__(self, folder, out, workers=None, chapters=None, limits=None, progress=True, fresh=False,
-                 keep_scratch=False, log=None):
+    def __init__(
+        self,
+        folder,
+        out,
+        workers=None,
+        chapters=None,
+        limits=None,
+        progress=True,
+        fresh=False,
+        keep_scratch=False,
+        log=None,
+    ):
         from .sandbox import Limits
+
         self.folder, self.out = Path(folder), Path(out).resolve()
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         self.workers = max(1, workers or cores or 1)
@@ -57,11 +70,18 @@ class Grader:
         found = intake.find_submissions(self.folder, [self.paths["feedback"]])
         self.book = gradebook.Gradebook(self.out, fresh=self.fresh)
         if self.book.repaired:
-            self.log(f"resuming: dropped {self.book.repaired} row(s) of submissions a killed run left unfinished")
+            self.log(
+                f"resuming: dropped {self.book.repaired} row(s) of submissions a killed run "
+                "left unfinished"
+            )
         if self.book.retried:
-            self.log(f"resuming: {self.book.retried} submission(s) the grader failed on last time are graded again")
+            self.log(
+                f"resuming: {self.book.retried} submission(s) the grader failed on last time "
+                "are graded again"
+            )
         if self.fresh:
             import shutil
+
             shutil.rmtree(self.paths["feedback"], ignore_errors=True)
         self.paths["feedback"].mkdir(parents=True, exist_ok=True)
         subs = intake.read_all(found, self.paths["journal"], self.fresh)
@@ -69,11 +89,16 @@ class Grader:
         intake.flag_added_code(subs)
         pending = [s for s in subs if s.name not in self.book.done]
         if len(pending) < len(subs):
-            self.log(f"resuming: {len(subs) - len(pending)} submission(s) already graded, {len(pending)} to go")
+            self.log(
+                f"resuming: {len(subs) - len(pending)} submission(s) already graded, "
+                f"{len(pending)} to go"
+            )
         solo = intake.read_journal(self.paths["journal"], pending, fresh=False)
         if solo:
-            self.log(f"resuming: {solo} submission(s) were in flight when the last run stopped; "
-                     "grading them one at a time first")
+            self.log(
+                f"resuming: {solo} submission(s) were in flight when the last run stopped; "
+                "grading them one at a time first"
+            )
         return pending
 
     def _isolation_notes(self) -> None:
@@ -103,7 +128,8 @@ class Grader:
         return True
 
     def _next_task(self):
-        """The first task in submission order that may start now (a check waits for the judge's specs)."""
+        """The first task in submission order that may
+        start now (a check waits for the judge's specs)."""
         for i in range(len(self.queue) - 1, -1, -1):
             task = self.queue[i]
             if task.role == "check" and not self._specs(wait=False):
@@ -114,7 +140,9 @@ class Grader:
         return None
 
     def _may_start(self, sub) -> bool:
-        active = {c.task.submission.name: c.task.submission for c in self.scheduler.running.values()}
+        active = {
+            c.task.submission.name: c.task.submission for c in self.scheduler.running.values()
+        }
         if not active or set(active) == {sub.name}:
             return True
         return not sub.solo and not any(s.solo for s in active.values())
@@ -133,14 +161,22 @@ class Grader:
                 own = [(sub.path.name, intake.read_bytes(sub.path))]
             except OSError:
                 own = []
-            child = self.scheduler.start(task, "notebook", {"cells": sub.analysis.cells},
-                                         files=own + self.support)
+            child = self.scheduler.start(
+                task, "notebook", {"cells": sub.analysis.cells}, files=own + self.support
+            )
             child.deadline = now + self.limits.timeout
         else:
             specs = self.run_specs.get(ex.id, [])
-            child = self.scheduler.start(task, "check", {"source": check_source(sub.analysis, ex.name),
-                                                         "name": ex.name, "tests": specs,
-                                                         "limit": self._per_test(ex)})
+            child = self.scheduler.start(
+                task,
+                "check",
+                {
+                    "source": check_source(sub.analysis, ex.name),
+                    "name": ex.name,
+                    "tests": specs,
+                    "limit": self._per_test(ex),
+                },
+            )
             child.deadline = now + len(specs) * (self._per_test(ex) + 1) + 30
 
     def _on_message(self, child, message) -> None:
@@ -148,9 +184,7 @@ class Grader:
             outcome.on_notebook_message(child, message, self.limits.cell_timeout)
 
     def _support_files(self) -> list:
-        import course_lib
-        folder = Path(course_lib.__file__).resolve().parent.parent / "notebooks"
-        return [p for p in folder.iterdir() if p.is_file() and p.suffix != ".ipynb"] if folder.is_dir() else []
+        return notebooks.support_files()
 
     # ------------------------------------------------------------------ step 3: verdicts
     def _finished(self, child) -> None:
@@ -159,20 +193,27 @@ class Grader:
         if task.role == "notebook":
             outcome.finish_notebook(sub, child, self.limits, self.judge)
         else:
-            outcome.finish_check(sub, child, ex, self.totals.get(ex.id, 0), self._per_test(ex), self.judge)
+            outcome.finish_check(
+                sub, child, ex, self.totals.get(ex.id, 0), self._per_test(ex), self.judge
+            )
         sub.left -= 1
         if sub.left == 0:
             self._record(sub)
 
     def _guard_check(self, finished: list) -> None:
         window = finished + list(self.scheduler.running.values())
-        walled = self.isolation_info.get("namespaces") or self.isolation_info.get("landlock_abi", 0) >= 1
+        walled = (
+            self.isolation_info.get("namespaces") or self.isolation_info.get("landlock_abi", 0) >= 1
+        )
         changed = self.guard.check(restore_trees=not walled)
         if not changed:
             return
         if walled:  # read-only binds or Landlock: no graded process can have written there
-            self.log(f"note: {', '.join(str(p) for p in changed[:3])} changed during grading, not by a graded "
-                     "process; the grader's own outputs were put back, course files left as they are")
+            self.log(
+                f"note: {', '.join(str(p) for p in changed[:3])} changed during grading, not "
+                "by a graded process; the grader's own outputs were put back, course files "
+                "left as they are"
+            )
             return
         suspects = {c.task.submission.name: c.task.submission for c in window}
         shown = ", ".join(str(p) for p in changed[:3])
@@ -192,27 +233,38 @@ class Grader:
         self.stats["graded"] += 1
         self.stats[status] += 1
         if self.bar is not None:
-            self.bar.set_postfix_str(sub.name[:20].encode("ascii", "replace").decode(), refresh=False)
+            self.bar.set_postfix_str(
+                sub.name[:20].encode("ascii", "replace").decode(), refresh=False
+            )
             self.bar.update(1)
 
     def _failed(self, sub, step: str, err: BaseException) -> None:
-        """Any failure of the grader's own steps on one submission becomes that submission's status."""
+        """Any failure of the grader's own steps on one
+        submission becomes that submission's status."""
         self.log(f"WARNING: {step} failed for {sub.name!r}: {type(err).__name__}: {err}")
-        intake.mark_failed(sub, f"the grader failed while {step} this notebook ({type(err).__name__}: "
-                                f"{str(err)[:300]}); tell your teacher",
-                           traceback.format_exc(limit=6)[-2000:])
+        intake.mark_failed(
+            sub,
+            f"the grader failed while {step} this notebook ({type(err).__name__}: "
+            f"{str(err)[:300]}); tell your teacher",
+            traceback.format_exc(limit=6)[-2000:],
+        )
         sub.left = 0
         outcome.decide_statically(sub, self.totals)
         try:
             self._record(sub)
         except Exception as again:  # noqa: BLE001 - even its record: say so, keep the class going
-            self.log(f"WARNING: no record could be written for {sub.name!r}: {type(again).__name__}: {again}")
+            self.log(
+                f"WARNING: no record could be written for {sub.name!r}: "
+                f"{type(again).__name__}: {again}"
+            )
 
     # ------------------------------------------------------------------ the run
     def _prepare(self) -> list:
         hide_gpus()
         root = intake.scratch_root_for(self.out)
-        self.scheduler = Scheduler(root, self.limits, self.workers, self._on_message, self.keep_scratch)
+        self.scheduler = Scheduler(
+            root, self.limits, self.workers, self._on_message, self.keep_scratch
+        )
         self.scheduler.start_zygotes()  # they import and warm up while the submissions are read
         self.judge = JudgeClient(cwd=str(root))  # so does the judge
         pending = self._intake()
@@ -221,6 +273,7 @@ class Grader:
         self.scheduler.warm_notebooks(needed)
         self._isolation_notes()
         import course_lib
+
         self.guard = Guard([Path(course_lib.__file__).resolve().parent], [self.paths["feedback"]])
         self.guard.wrote(self.out, self.book.expected_text)
         self.support = self._support_files()
@@ -277,8 +330,15 @@ class Grader:
             pending = self._prepare()
             if self.progress:
                 import tqdm
-                self.bar = tqdm.tqdm(total=len(pending), desc="grading", unit="notebook", file=sys.stderr,
-                                     mininterval=0.5, dynamic_ncols=True)
+
+                self.bar = tqdm.tqdm(
+                    total=len(pending),
+                    desc="grading",
+                    unit="notebook",
+                    file=sys.stderr,
+                    mininterval=0.5,
+                    dynamic_ncols=True,
+                )
             self._queue(pending)
             self._loop()
         finally:
@@ -290,14 +350,21 @@ class Grader:
                 self.bar.close()
         self._write_texts()
         seconds = round(time.monotonic() - start, 2)
-        return RunReport(graded=self.stats["graded"], skipped=len(self.book.done) - self.stats["graded"],
-                         seconds=seconds, processes=self.scheduler.started,
-                         statuses={k: v for k, v in self.stats.items() if k != "graded"},
-                         key_problems=self.key_problems, isolation=self.isolation_info, notes=self.notes,
-                         gradebook=str(self.out)).as_dict()
+        return RunReport(
+            graded=self.stats["graded"],
+            skipped=len(self.book.done) - self.stats["graded"],
+            seconds=seconds,
+            processes=self.scheduler.started,
+            statuses={k: v for k, v in self.stats.items() if k != "graded"},
+            key_problems=self.key_problems,
+            isolation=self.isolation_info,
+            notes=self.notes,
+            gradebook=str(self.out),
+        ).as_dict()
 
     def _write_texts(self) -> None:
         import json
+
         records = {}
         for name in self.book.done:
             path = record.feedback_path(self.paths, name, ".json")

@@ -8,6 +8,7 @@ reference; no verdict and no secret is ever in that process. The parent only che
 each line: a line that is not a well-formed message of the harness, or a test reported out of
 order, is counted as forged (`forged`), which the verdict names (see outcome.py).
 """
+
 import builtins
 import os
 import signal
@@ -24,7 +25,13 @@ SCHEMAS = {
     "notebook": {
         "start": {"held": (dict,)},
         "cell": {"cell": _INT},
-        "cell_done": {"cell": _INT, "status": _TEXT, "error": _TEXT, "seconds": _NUM, "answers": (dict,)},
+        "cell_done": {
+            "cell": _INT,
+            "status": _TEXT,
+            "error": _TEXT,
+            "seconds": _NUM,
+            "answers": (dict,),
+        },
         "done": {"cells": _INT, "stdout": _TEXT, "stderr": _TEXT, "output_chars": _INT},
         "fatal": {"error": _TEXT},
     },
@@ -92,15 +99,25 @@ def _smaller(value):
     return value
 
 
+def close_quietly(*fds) -> None:
+    """Close each file descriptor, ignoring those already closed (parent and judge client)."""
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
 def _write_all(fd: int, data: bytes, write=os.write) -> None:
     view = memoryview(data)
     while view:
-        view = view[write(fd, view):]
+        view = view[write(fd, view) :]
 
 
 @dataclass
 class Child:
     """The grader's view of one graded process (forked by a zygote)."""
+
     pid: int
     fd: int
     role: str
@@ -189,12 +206,12 @@ class Child:
         return f"exited with code {os.WEXITSTATUS(self.status)}"
 
     def exited_cleanly(self) -> bool:
-        return not self.killed_for and self.status is not None and os.WIFEXITED(self.status) \
+        return (
+            not self.killed_for
+            and self.status is not None
+            and os.WIFEXITED(self.status)
             and os.WEXITSTATUS(self.status) == 0
+        )
 
     def close(self) -> None:
-        for fd in (self.fd, self.pidfd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        close_quietly(self.fd, self.pidfd)

@@ -4,17 +4,18 @@ A verdict's status is one of the engine's (correct, incorrect, not attempted) wh
 judged the exercise, or one of the grader's own below when it could not be judged (nothing to
 judge, a process that crashed or ran out of time, a report the harness did not write).
 """
+
 from dataclasses import asdict, dataclass, field
 
 from ..exercises import CORRECT, INCORRECT, NOT_ATTEMPTED
 
-MISSING = "missing"        # no function / no answer line in the notebook
-ERROR = "error"            # the function cannot be read (a syntax error, a definition inside an `if`)
+MISSING = "missing"  # no function / no answer line in the notebook
+ERROR = "error"  # the function cannot be read (a syntax error, a definition inside an `if`)
 UNREADABLE = "unreadable"  # the file is not a notebook we can read
-REFUSED = "refused"        # not a regular file (a symbolic link, a device): never graded
-CRASHED = "crashed"        # the process that ran it ended before its report was complete
+REFUSED = "refused"  # not a regular file (a symbolic link, a device): never graded
+CRASHED = "crashed"  # the process that ran it ended before its report was complete
 TIMED_OUT = "timed out"
-TAMPERED = "tampered"      # its process wrote report lines the harness did not write
+TAMPERED = "tampered"  # its process wrote report lines the harness did not write
 JUDGED = (CORRECT, INCORRECT, NOT_ATTEMPTED)
 STATUSES = JUDGED + (MISSING, ERROR, UNREADABLE, REFUSED, CRASHED, TIMED_OUT, TAMPERED)
 
@@ -22,6 +23,7 @@ STATUSES = JUDGED + (MISSING, ERROR, UNREADABLE, REFUSED, CRASHED, TIMED_OUT, TA
 @dataclass
 class Verdict:
     """One exercise of one submission: status, points and what the student may read."""
+
     exercise: str
     status: str
     points: float = 0.0
@@ -31,7 +33,7 @@ class Verdict:
     detail: str = ""
     tests: list = field(default_factory=list)  # {"name", "hidden", "passed", "feedback"} per test
     flags: list = field(default_factory=list)
-    answer: object = None                      # a quiz's answer as the student gave it
+    answer: object = None  # a quiz's answer as the student gave it
     seconds: float = None
 
     def as_dict(self) -> dict:
@@ -39,7 +41,8 @@ class Verdict:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Verdict":
-        """A verdict from the judge's reply (plain data); unknown fields are ignored, types forced."""
+        """A verdict from the judge's reply (plain
+        data); unknown fields are ignored, types forced."""
         names = {f for f in cls.__dataclass_fields__}
         verdict = cls(**{k: v for k, v in data.items() if k in names})
         if verdict.status not in STATUSES:
@@ -57,15 +60,18 @@ def unjudged(exercise, status: str, detail: str, total: int = 0) -> Verdict:
 
 @dataclass
 class Task:
-    """One graded process a submission needs: its notebook run, or one function exercise's checks."""
+    """One graded process a submission needs: its
+    notebook run, or one function exercise's checks."""
+
     submission: object
-    role: str            # "notebook" | "check"
+    role: str  # "notebook" | "check"
     exercise: object = None
 
 
 @dataclass
 class RunReport:
     """What one `grade` run did (the command line prints it; --json writes it)."""
+
     graded: int
     skipped: int
     seconds: float

@@ -8,10 +8,12 @@ the same way. In the bundle `Exercise.key()` is None: checks run the visible tes
 and `.solution()` says the teacher withheld it. Before returning, the bundle is scanned
 for anything of the key (`find_leaks`); a leaking bundle is an error, never a warning.
 """
-import json
+
 import re
 import shutil
 from pathlib import Path
+
+from .. import notebooks
 
 LEFT_OUT = ("key", "grading", "__pycache__")
 TOP_FILES = ("pyproject.toml", "course.sh", "course.py", "environment.yml", "docs/gpu/figures.json")
@@ -24,7 +26,8 @@ This is your copy of the course. Start it with one command (Python 3.10+ and pip
 ./course.sh start
 ```
 
-(Without bash, e.g. on Windows: `python course.py start`.) The first run installs everything into `.venv/` and opens JupyterLab on the `notebooks/` folder.
+(Without bash, e.g. on Windows: `python course.py start`.) The first run installs everything
+into `.venv/` and opens JupyterLab on the `notebooks/` folder.
 Open `01_device_check.ipynb` and run the cells from the top.
 
 ## Exercises
@@ -34,7 +37,7 @@ code, run the cell, then run the check cell below it.
 
 ```python
 ch.choose_device.check(choose_device)   # Correct / Incorrect (with feedback) / Not attempted
-ch.choose_device.hint()                 # a "Show a hint" button: one more each click, earlier ones stay
+ch.choose_device.hint()                 # a "Show a hint" button: one more hint per click
 ```
 
 In this copy the reference solutions are withheld by your teacher, and the checks run the
@@ -57,19 +60,22 @@ the functions you defined and reads your quiz answers, so:
 
 def _checkout() -> Path:
     import course_lib
+
     return Path(course_lib.__file__).resolve().parent.parent
 
 
 def _clean_notebook(path: Path) -> str:
-    nb = json.loads(path.read_text())
+    nb = notebooks.read(path)
     for cell in nb.get("cells", []):
         if cell.get("cell_type") == "code":
             cell["outputs"], cell["execution_count"] = [], None
-    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+    return notebooks.dumps(nb)
 
 
 def _ignore(directory, names):
-    return [n for n in names if n in LEFT_OUT or n.endswith((".pyc", ".pyo")) or n.endswith(".egg-info")]
+    return [
+        n for n in names if n in LEFT_OUT or n.endswith((".pyc", ".pyo")) or n.endswith(".egg-info")
+    ]
 
 
 def release(out_dir, force: bool = False) -> dict:
@@ -82,12 +88,11 @@ def release(out_dir, force: bool = False) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     shutil.copytree(root / "course_lib", out / "course_lib", ignore=_ignore)
     (out / "notebooks").mkdir()
-    notebooks = sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    for nb in notebooks:
+    handed_out = notebooks.chapter_notebooks()
+    for nb in handed_out:
         (out / "notebooks" / nb.name).write_text(_clean_notebook(nb))
-    for extra in (root / "notebooks").iterdir():
-        if extra.is_file() and extra.suffix != ".ipynb":
-            shutil.copy(extra, out / "notebooks" / extra.name)
+    for extra in notebooks.support_files():
+        shutil.copy(extra, out / "notebooks" / extra.name)
     for name in TOP_FILES:
         if (root / name).exists():
             (out / name).parent.mkdir(parents=True, exist_ok=True)
@@ -96,8 +101,11 @@ def release(out_dir, force: bool = False) -> dict:
     leaks = find_leaks(out)
     if leaks:
         raise RuntimeError("the bundle would reveal the answer key: " + "; ".join(leaks[:5]))
-    return {"out": str(out), "notebooks": len(notebooks),
-            "files": sum(1 for p in out.rglob("*") if p.is_file())}
+    return {
+        "out": str(out),
+        "notebooks": len(handed_out),
+        "files": sum(1 for p in out.rglob("*") if p.is_file()),
+    }
 
 
 def _normal(text: str) -> str:
@@ -107,15 +115,24 @@ def _normal(text: str) -> str:
 def secret_lines(root: Path = None) -> list:
     """Lines of the answer key that appear nowhere else in the teacher's checkout: the secrets."""
     root = root or _checkout()
-    public = "\n".join(_normal(p.read_text(errors="replace")) for p in (root / "course_lib").rglob("*.py")
-                       if "key" not in p.relative_to(root / "course_lib").parts[:1]
-                       and "grading" not in p.relative_to(root / "course_lib").parts[:1])
-    public += "\n".join(_normal(p.read_text(errors="replace")) for p in (root / "notebooks").glob("*.ipynb"))
+    public = "\n".join(
+        _normal(p.read_text(errors="replace"))
+        for p in (root / "course_lib").rglob("*.py")
+        if "key" not in p.relative_to(root / "course_lib").parts[:1]
+        and "grading" not in p.relative_to(root / "course_lib").parts[:1]
+    )
+    public += "\n".join(
+        _normal(p.read_text(errors="replace")) for p in notebooks.chapter_notebooks()
+    )
     secrets = []
     for path in sorted((root / "course_lib" / "key").glob("*.py")):
         for line in path.read_text().splitlines():
             line = _normal(line)
-            if len(line) >= 20 and not line.startswith(("#", "import ", "from ", '"""')) and line not in public:
+            if (
+                len(line) >= 20
+                and not line.startswith(("#", "import ", "from ", '"""'))
+                and line not in public
+            ):
                 secrets.append(line)
     return secrets
 
@@ -123,11 +140,19 @@ def secret_lines(root: Path = None) -> list:
 def find_leaks(bundle: Path, root: Path = None) -> list:
     """What in `bundle` reveals the key: its files, bytecode, or any secret line of its source."""
     bundle = Path(bundle)
-    leaks = [f"file {p.relative_to(bundle)}" for p in bundle.rglob("*")
-             if p.suffix in (".pyc", ".pyo") or p.name == "__pycache__"
-             or re.search(r"(^|/)course_lib/(key|grading)(/|$)", p.relative_to(bundle).as_posix())]
-    texts = [_normal(p.read_text(errors="replace")) for p in bundle.rglob("*")
-             if p.is_file() and p.suffix in (".py", ".ipynb", ".md", ".txt", ".toml", ".sh", ".json", ".yml")]
+    leaks = [
+        f"file {p.relative_to(bundle)}"
+        for p in bundle.rglob("*")
+        if p.suffix in (".pyc", ".pyo")
+        or p.name == "__pycache__"
+        or re.search(r"(^|/)course_lib/(key|grading)(/|$)", p.relative_to(bundle).as_posix())
+    ]
+    texts = [
+        _normal(p.read_text(errors="replace"))
+        for p in bundle.rglob("*")
+        if p.is_file()
+        and p.suffix in (".py", ".ipynb", ".md", ".txt", ".toml", ".sh", ".json", ".yml")
+    ]
     for line in secret_lines(root):
         if any(line in text for text in texts):
             leaks.append(f"key line {line[:80]!r}")

@@ -6,6 +6,7 @@ its report pipe, points stdin, stdout and stderr at /dev/null, moves into its sc
 runs the job's body (child.notebook_body or child.check_body) and exits. It never returns into
 the zygote's code.
 """
+
 import os
 import sys
 import tempfile
@@ -20,6 +21,7 @@ from .protocol import Channel
 @dataclass
 class Limits:
     """Time, memory, disk and process limits of graded processes (the command line sets them)."""
+
     cell_timeout: float = 60.0  # seconds per notebook cell, then interrupted like Jupyter does
     timeout: float = 600.0  # seconds per notebook run, then killed
     interrupt_grace: float = 5.0  # seconds an interrupted cell gets to stop before the kill
@@ -48,8 +50,14 @@ def _plumbing(scratch: str, keep_fd: int) -> None:
     os.closerange(3, keep_fd)
     os.closerange(keep_fd + 1, 1 << 16)
     work, tmp, home = (os.path.join(scratch, d) for d in ("work", "tmp", "home"))
-    os.environ.update(HOME=home, TMPDIR=tmp, MPLCONFIGDIR=os.path.join(home, "mpl"), MPLBACKEND="Agg",
-                      COURSE_PROGRESS_FILE="off", PYTHONDONTWRITEBYTECODE="1")
+    os.environ.update(
+        HOME=home,
+        TMPDIR=tmp,
+        MPLCONFIGDIR=os.path.join(home, "mpl"),
+        MPLBACKEND="Agg",
+        COURSE_PROGRESS_FILE="off",
+        PYTHONDONTWRITEBYTECODE="1",
+    )
     os.chdir(work)
     tempfile.tempdir = tmp
     sys.dont_write_bytecode = True
@@ -60,12 +68,14 @@ def _plumbing(scratch: str, keep_fd: int) -> None:
 def run_child(meta: dict, report_fd: int, handshake) -> None:
     """In the forked child: read the job, isolate, run the job's body, exit (never returns)."""
     import signal
+
     code = 0
     try:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         from .child import check_body, notebook_body, read_job
+
         job = dict(read_job(meta["file"]), **meta)
         os.unlink(meta["file"])
         held = isolation.enter(job["scratch"], Limits(**job["limits"]), handshake)

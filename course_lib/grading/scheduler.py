@@ -4,6 +4,7 @@ The scheduler owns the two zygotes, starts each task's process through the right
 reads the processes' report pipes, enforces the time limits (SIGINT for a cell, then
 SIGKILL) and hands every finished process back. It decides nothing about grades.
 """
+
 import dataclasses
 import os
 import selectors
@@ -49,7 +50,8 @@ class Scheduler:
 
     def warm(self, specs: list) -> None:
         """The check zygote runs each of these [builder, inputs] run halves once, on a function that
-        does nothing (no student code, no key): their first-use costs are paid once, not per process."""
+        does nothing (no student code, no key): their first-use costs are paid once, not per
+        process."""
         self.zygotes["check"].warm(specs)
 
     def warm_notebooks(self, exercise_ids: list) -> None:
@@ -58,8 +60,8 @@ class Scheduler:
 
     # ------------------------------------------------------------------ processes
     def start(self, task, role: str, payload: dict, files=()) -> Child:
-        """Start one graded process for `task`; `payload` is its job, `files` ((name, bytes) pairs or
-        paths of course files) go into its scratch copy."""
+        """Start one graded process for `task`; `payload` is its job, `files`
+        ((name, bytes) pairs or paths of course files) go into its scratch copy."""
         self.started += 1
         scratch = make_scratch(self.root, f"{self.started}{role[0]}")
         for source in files:
@@ -70,8 +72,13 @@ class Scheduler:
         job_file = self.root / f"{scratch.name}.job"
         write_job(job_file, payload)  # read by the child itself, after the fork
         read_fd, write_fd = os.pipe()
-        job = {"id": self.started, "file": str(job_file), "role": role, "scratch": str(scratch),
-               "limits": dataclasses.asdict(self.limits)}
+        job = {
+            "id": self.started,
+            "file": str(job_file),
+            "role": role,
+            "scratch": str(scratch),
+            "limits": dataclasses.asdict(self.limits),
+        }
         try:
             pid, pidfd = self.zygotes[role].spawn(job, write_fd)
         finally:
@@ -120,13 +127,20 @@ class Scheduler:
                 child.kill_at = now + self.limits.interrupt_grace
                 child.signal(signal.SIGINT)
             if child.kill_at and now > child.kill_at:
-                child.kill(f"killed: cell {child.current_cell} ran past its {self.limits.cell_timeout:g} s limit "
-                           "and ignored the interrupt")
+                child.kill(
+                    f"killed: cell {child.current_cell} ran past its "
+                    f"{self.limits.cell_timeout:g} s limit and ignored the interrupt"
+                )
             elif now > child.deadline:
-                what = f"the notebook's {self.limits.timeout:g} s limit" if child.role == "notebook" \
+                what = (
+                    f"the notebook's {self.limits.timeout:g} s limit"
+                    if child.role == "notebook"
                     else "the time limit of the check"
-                child.kill(f"killed: ran past {what}" + (f" (in cell {child.current_cell})"
-                                                         if child.role == "notebook" else ""))
+                )
+                child.kill(
+                    f"killed: ran past {what}"
+                    + (f" (in cell {child.current_cell})" if child.role == "notebook" else "")
+                )
 
     def _reap(self) -> list:
         exits = {}

@@ -9,13 +9,14 @@ the wire, the judge half apart), so the key self-tests prove every test's split 
 reference, stub and known-wrong answer. Used by tests/test_grading_selftest.py,
 tests/test_exercise_keys.py and benchmarks/grading_speed.py.
 """
+
 import ast
 import inspect
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import notebooks
 from ..checks import wire
 from ..checks.base import rebuild
 from ..exercises import all_exercises
@@ -44,14 +45,6 @@ def split_result(exercise, candidate):
     return exercise.result(outcomes, include_hidden=True)
 
 
-def chapter_notebook(number: str):
-    """notebooks/NN_*.ipynb of the course checkout, or None."""
-    import course_lib
-    folder = Path(course_lib.__file__).resolve().parent.parent / "notebooks"
-    found = sorted(folder.glob(f"{number}_*.ipynb"))
-    return found[0] if len(found) == 1 else None
-
-
 def _node_of(fn):
     """The def or lambda node that compiled into `fn`, and the module source it is in."""
     code = fn.__code__
@@ -68,12 +61,19 @@ def _node_of(fn):
                 nodes.append(node)
         elif isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno:
             args = [a.arg for a in node.args.posonlyargs + node.args.args]
-            if args == list(code.co_varnames[:code.co_argcount]):
+            if args == list(code.co_varnames[: code.co_argcount]):
                 nodes.append(node)
-    if len(nodes) > 1:  # several lambdas on one line: the one whose body holds the code's first column
-        cols = [p[2] for p in code.co_positions() if p[0] == code.co_firstlineno and p[2] is not None]
-        nodes = [n for n in nodes if cols and n.body.col_offset <= min(cols) < n.body.end_col_offset] \
-            if isinstance(nodes[0], ast.Lambda) else nodes
+    if (
+        len(nodes) > 1
+    ):  # several lambdas on one line: the one whose body holds the code's first column
+        cols = [
+            p[2] for p in code.co_positions() if p[0] == code.co_firstlineno and p[2] is not None
+        ]
+        nodes = (
+            [n for n in nodes if cols and n.body.col_offset <= min(cols) < n.body.end_col_offset]
+            if isinstance(nodes[0], ast.Lambda)
+            else nodes
+        )
     return nodes[0] if len(nodes) == 1 else None
 
 
@@ -102,8 +102,14 @@ def function_source(fn, name: str):
         if text is None:
             return None
         prelude.append(ast.parse(f"{var} = {text}").body[0])
-    new = ast.FunctionDef(name=name, args=node.args, body=prelude + body, decorator_list=[], returns=None,
-                          type_comment=None)
+    new = ast.FunctionDef(
+        name=name,
+        args=node.args,
+        body=prelude + body,
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+    )
     for missing in sorted(used_names(new) - set(code.co_freevars) - NOTEBOOK_NAMES - {name}):
         module = fn.__globals__.get(missing)
         if not isinstance(module, type(ast)):  # only modules can be brought along, as an import
@@ -117,8 +123,10 @@ def function_source(fn, name: str):
 
 
 def _as_source(value):
-    """Source that gives `value` back in a notebook (literals, torch dtypes and devices), or None."""
+    """Source that gives `value` back in a notebook
+    (literals, torch dtypes and devices), or None."""
     import torch
+
     try:
         text = repr(value)
         return text if eval(text, {"torch": torch, "__builtins__": {}}) == value else None
@@ -137,7 +145,7 @@ def wrong_quiz_answer(quiz, right):
 def make_submission(notebook: Path, functions: dict, answers: dict, compact: bool = False) -> dict:
     """The notebook with `def name` cells replaced by `functions[name]` and `answer_<name> = ...`
     lines set to `answers[name]`. `compact` keeps only the first code cell and the changed ones."""
-    nb = json.loads(Path(notebook).read_text())
+    nb = notebooks.read(Path(notebook))
     kept, first_code = [], True
     for cell in nb["cells"]:
         src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
@@ -145,8 +153,12 @@ def make_submission(notebook: Path, functions: dict, answers: dict, compact: boo
         if cell["cell_type"] == "code":
             new = _replace_defs(src, functions)
             for name, value in answers.items():
-                new = re.sub(rf"^(answer_{name}\s*=\s*)(.+?)(\s+#.*)?$",
-                             lambda m: m.group(1) + repr(value) + (m.group(3) or ""), new, flags=re.M)
+                new = re.sub(
+                    rf"^(answer_{name}\s*=\s*)(.+?)(\s+#.*)?$",
+                    lambda m, value=value: m.group(1) + repr(value) + (m.group(3) or ""),
+                    new,
+                    flags=re.M,
+                )
             changed, cell["source"] = new != src, new
         if not compact or (cell["cell_type"] == "code" and (first_code or changed)):
             kept.append(cell)
@@ -165,35 +177,48 @@ def _replace_defs(source: str, functions: dict) -> str:
     for node in reversed(tree.body):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in functions:
             start = min([node.lineno] + [d.lineno for d in node.decorator_list])
-            lines[start - 1:node.end_lineno] = functions[node.name].splitlines()
+            lines[start - 1 : node.end_lineno] = functions[node.name].splitlines()
     return "\n".join(lines)
 
 
 @dataclass
 class Case:
     """One self-test submission and the verdict it must get: {exercise id: (status, points)}."""
+
     name: str
     notebook: dict
     expected: dict = field(default_factory=dict)
-    skipped: list = field(default_factory=list)  # wrong answers that cannot be pasted into a notebook
+    skipped: list = field(
+        default_factory=list
+    )  # wrong answers that cannot be pasted into a notebook
 
 
 def chapter_cases(number: str, compact_wrong: bool = True) -> list:
     """Reference, blank and known-wrong submissions of one chapter (its notebook must exist)."""
-    notebook = chapter_notebook(number)
+    notebook = notebooks.path_of(number)
     exercises = [e for e in all_exercises() if e.chapter.number == number]
     functions = [e for e in exercises if e.kind == "function"]
     quizzes = [e for e in exercises if e.kind != "function"]
     ref_src = {e.name: function_source(e.key().solution, e.name) for e in functions}
     missing = [n for n, s in ref_src.items() if s is None]
     if missing:
-        raise ValueError(f"chapter {number}: reference solutions {missing} cannot be pasted into a notebook "
-                         "(they must be self-contained: torch, nn and their own imports only)")
+        raise ValueError(
+            f"chapter {number}: reference solutions {missing} cannot be pasted into a notebook "
+            "(they must be self-contained: torch, nn and their own imports only)"
+        )
     right = {q.name: q.key().answer for q in quizzes}
-    cases = [Case(f"ch{number}-reference", make_submission(notebook, ref_src, right),
-                  {e.id: ("correct", float(e.points)) for e in exercises}),
-             Case(f"ch{number}-blank", make_submission(notebook, {}, {}),
-                  {e.id: ("not attempted", 0.0) for e in exercises})]
+    cases = [
+        Case(
+            f"ch{number}-reference",
+            make_submission(notebook, ref_src, right),
+            {e.id: ("correct", float(e.points)) for e in exercises},
+        ),
+        Case(
+            f"ch{number}-blank",
+            make_submission(notebook, {}, {}),
+            {e.id: ("not attempted", 0.0) for e in exercises},
+        ),
+    ]
     rounds = max((len(e.key().wrong_answers) for e in functions), default=0)
     wrong_quiz = {q.name: wrong_quiz_answer(q, q.key().answer) for q in quizzes}
     for k in range(rounds):
@@ -207,7 +232,12 @@ def chapter_cases(number: str, compact_wrong: bool = True) -> list:
                 fn, source = e.key().solution, ref_src[e.name]
             result = e.check(fn, include_hidden=True, record=False)
             sources[e.name], expected[e.id] = source, (result.status, round(result.points, 3))
-        cases.append(Case(f"ch{number}-wrong{k + 1:02d}", make_submission(notebook, sources, wrong_quiz,
-                                                                           compact=compact_wrong and k > 0),
-                          expected, skipped))
+        cases.append(
+            Case(
+                f"ch{number}-wrong{k + 1:02d}",
+                make_submission(notebook, sources, wrong_quiz, compact=compact_wrong and k > 0),
+                expected,
+                skipped,
+            )
+        )
     return cases

@@ -5,12 +5,12 @@ DataLoader and meta-tensor use, and (check zygote only) each needed test's run h
 function that does nothing: the rigs, loaders and dispatch modes a check child uses are warm,
 and no answer key, reference solution or submission was ever in this process.
 """
+
 import importlib
 import io
 import os
 import pkgutil
 import warnings
-
 
 LEFT_OUT = ("course_lib.key", "course_lib.grading")
 
@@ -24,13 +24,16 @@ def public_modules(package_path, prefix: str = "course_lib.") -> list:
             continue
         names.append(info.name)
         if info.ispkg:
-            names += public_modules([os.path.join(package_path[0], info.name.rsplit(".", 1)[1])], info.name + ".")
+            names += public_modules(
+                [os.path.join(package_path[0], info.name.rsplit(".", 1)[1])], info.name + "."
+            )
     return names
 
 
 def import_everything() -> None:
     """Every course_lib module except the key and the grader, and what notebooks use at once."""
     import course_lib
+
     os.environ.setdefault("MPLBACKEND", "Agg")
     for name in public_modules(course_lib.__path__):
         try:
@@ -46,7 +49,8 @@ def import_everything() -> None:
 
 
 def _draw_once() -> None:
-    """matplotlib with its fonts loaded (a child would otherwise rebuild the font cache: seconds)."""
+    """matplotlib with its fonts loaded (a child
+    would otherwise rebuild the font cache: seconds)."""
     try:
         import matplotlib.pyplot as plt
     except ImportError:
@@ -64,9 +68,12 @@ def torch_first_use() -> None:
     import torch
     from torch import nn
     from torch.utils.data import DataLoader, TensorDataset
+
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
     for opt in (torch.optim.SGD(model.parameters(), lr=0.1), torch.optim.Adam(model.parameters())):
-        for x, y in DataLoader(TensorDataset(torch.randn(8, 4), torch.randint(0, 2, (8,))), batch_size=4):
+        for x, y in DataLoader(
+            TensorDataset(torch.randn(8, 4), torch.randint(0, 2, (8,))), batch_size=4
+        ):
             opt.zero_grad()
             nn.functional.cross_entropy(model(x), y).backward()
             opt.step()
@@ -83,6 +90,7 @@ def visible_references(exercise_ids: list) -> None:
     notebook's own `ch.<exercise>.check(...)` cells then find it ready (it is public: the student
     bundle computes the same)."""
     from ..exercises import get
+
     for ex in (get(i) for i in exercise_ids):
         for test in getattr(ex, "tests", []):
             try:
@@ -96,10 +104,12 @@ def _does_nothing(*args, **kwargs):
 
 
 def warm_run_halves(specs: list) -> None:
-    """Each [builder, inputs as a wire line] test's run half once, on a function that does nothing."""
+    """Each [builder, inputs as a wire line] test's
+    run half once, on a function that does nothing."""
     from ..checks import wire
     from ..checks.base import rebuild
     from ..exercises.runner import observe, warm_up
+
     warm_up()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

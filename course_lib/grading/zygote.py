@@ -13,6 +13,7 @@ re-initialize CUDA in forked subprocess"). For each job the grader sends a small
 pipe; the zygote forks, and sends back the child's pid, a pidfd to signal it by, and later its
 exit status. No pickle: every message is JSON.
 """
+
 import gc
 import json
 import os
@@ -27,9 +28,16 @@ from pathlib import Path
 
 _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
 MAX_MESSAGE = 1 << 20
-HIDDEN_GPUS = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "ROCR_VISIBLE_DEVICES": "",
-               "COURSE_DEVICE": "cpu", "COURSE_PROGRESS_FILE": "off", "MPLBACKEND": "Agg",
-               "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
+HIDDEN_GPUS = {
+    "CUDA_VISIBLE_DEVICES": "",
+    "HIP_VISIBLE_DEVICES": "",
+    "ROCR_VISIBLE_DEVICES": "",
+    "COURSE_DEVICE": "cpu",
+    "COURSE_PROGRESS_FILE": "off",
+    "MPLBACKEND": "Agg",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "OMP_NUM_THREADS": "1",
+}
 
 
 def send(sock, message, fds=()) -> None:
@@ -51,9 +59,20 @@ class ZygoteClient:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         environ = dict(env or os.environ, **HIDDEN_GPUS)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "course_lib.grading.zygote", role, str(theirs.fileno()), str(scratch_root)],
-            pass_fds=[theirs.fileno()], env=environ, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            cwd=str(scratch_root))
+            [
+                sys.executable,
+                "-m",
+                "course_lib.grading.zygote",
+                role,
+                str(theirs.fileno()),
+                str(scratch_root),
+            ],
+            pass_fds=[theirs.fileno()],
+            env=environ,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            cwd=str(scratch_root),
+        )
         theirs.close()
         self.sock = ours
         self.exits = {}
@@ -65,7 +84,9 @@ class ZygoteClient:
         while True:
             reply, got = receive(self.sock)
             if reply is None:
-                raise RuntimeError(f"the {self.role} zygote died (exit status {self.process.wait()})")
+                raise RuntimeError(
+                    f"the {self.role} zygote died (exit status {self.process.wait()})"
+                )
             if reply[0] == "exit":
                 self.exits[reply[1]] = reply[2]
                 continue
@@ -83,8 +104,9 @@ class ZygoteClient:
         return reply[1], fds[0]
 
     def warm(self, specs: list) -> None:
-        """Warm the zygote: run halves (check zygote) or visible references (notebook zygote), then freeze.
-        The list goes through a file: a test's inputs (a profile's trace, say) outgrow one socket message."""
+        """Warm the zygote: run halves (check zygote) or visible references (notebook zygote), then
+        freeze. The list goes through a file: a test's inputs (a profile's trace, say) outgrow one
+        socket message."""
         path = self.scratch_root / f"warm-{self.role}.json"
         path.write_text(json.dumps(specs), encoding="utf-8")
         self.request(["warm", str(path)])
@@ -119,12 +141,15 @@ class ZygoteClient:
 # ---------------------------------------------------------------- the zygote's side
 def _prctl(option, value) -> None:
     import ctypes
+
     ctypes.CDLL(None).prctl(option, value, 0, 0, 0)
 
 
 def warm_common() -> None:
-    """Every course_lib module but the key and the grader, widgets, matplotlib, torch's first use."""
+    """Every course_lib module but the key and the
+    grader, widgets, matplotlib, torch's first use."""
     from .warmup import import_everything, torch_first_use
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import_everything()
@@ -140,8 +165,10 @@ class Zygote:
         self.info = {}
 
     def prepare(self) -> None:
-        from . import child, isolation, sandbox  # noqa: F401 - loaded before any fork
         import torch
+
+        from . import child, isolation, sandbox  # noqa: F401 - loaded before any fork
+
         torch.set_num_threads(1)
         warm_common()
         self.info = isolation.probe(self.scratch_root)
@@ -153,6 +180,7 @@ class Zygote:
         """Check zygote: each [builder, inputs] test's run half once, on a do-nothing function.
         Notebook zygote: the reference data of these exercises' visible tests (public)."""
         from .warmup import visible_references, warm_run_halves
+
         if self.role == "check":
             warm_run_halves(what)
         else:
@@ -182,9 +210,11 @@ class Zygote:
             self.fork(message[1], fds[0])
 
     def fork(self, job: dict, report_fd: int) -> None:
-        """Fork one graded process; the child reads its job's file itself (the zygote never does)."""
+        """Fork one graded process; the child reads
+        its job's file itself (the zygote never does)."""
         from .isolation import IdHandshake
         from .sandbox import run_child
+
         handshake = IdHandshake() if self.info.get("namespaces") else None
         pid = os.fork()
         if pid == 0:
@@ -193,7 +223,9 @@ class Zygote:
         os.close(report_fd)
         self.jobs[pid] = job.get("id")
         pidfd = os.pidfd_open(pid)
-        send(self.sock, ["spawned", pid], [pidfd])  # the grader goes on while the child isolates itself
+        send(
+            self.sock, ["spawned", pid], [pidfd]
+        )  # the grader goes on while the child isolates itself
         os.close(pidfd)
         if handshake is not None:
             handshake.parent(pid)

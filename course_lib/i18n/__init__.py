@@ -6,6 +6,7 @@ its first cell with ``import course_lib.zh  # noqa: F401``. `tr(text)` gives a m
 current language (the catalogue lives in ``catalogue.py``); the notebooks' two editions are paired
 and kept in step by ``editions.py`` (``python -m course_lib.i18n sync|check``).
 """
+
 import os
 import warnings
 
@@ -16,7 +17,9 @@ _chosen = None  # set by use_language(); None: follow the environment
 
 def _checked(lang: str, where: str) -> str:
     if lang not in LANGUAGES:
-        raise ValueError(f"{where}: unknown language {lang!r}; choose one of {', '.join(LANGUAGES)}")
+        raise ValueError(
+            f"{where}: unknown language {lang!r}; choose one of {', '.join(LANGUAGES)}"
+        )
     return lang
 
 
@@ -28,8 +31,11 @@ def _from_environment() -> str:
         return lang or "en"
     if value not in _warned:
         _warned.add(value)
-        warnings.warn(f"{ENV_VAR}={value!r} is not a language of the course ({', '.join(LANGUAGES)}); "
-                      f"using English", stacklevel=3)
+        warnings.warn(
+            f"{ENV_VAR}={value!r} is not a language of the course ({', '.join(LANGUAGES)}); "
+            f"using English",
+            stacklevel=3,
+        )
     return "en"
 
 

@@ -8,6 +8,7 @@ translates (``"translation_of": {"sha": ...}``). `check` lists every way a twin 
 naming the notebook, the cell and what to do; `sync` copies what can be copied (code, structure,
 metadata) and stamps a fingerprint only on a translation someone has updated and accepted.
 """
+
 import hashlib
 import json
 import re
@@ -85,7 +86,7 @@ def with_language_line(code: str) -> str:
 
 
 def without_language_line(code: str) -> str:
-    """The code of a first Chinese code cell without its language line (as it must equal English)."""
+    """A first Chinese code cell's code without its language line (as it must equal English)."""
     first, _, rest = code.partition("\n")
     return rest if first == LANGUAGE_LINE else code
 
@@ -102,8 +103,11 @@ def heading_lines(markdown: str) -> list:
 
 
 def heading_outline(markdown: str) -> list:
-    """Each heading as (level, number): what a translation keeps, so section references stay true."""
-    return [(len(m.group(1)), (m.group(2) or "").rstrip(".")) for m in map(HEADING.match, heading_lines(markdown))]
+    """Each heading as (level, number): what a translation keeps, so references stay true."""
+    return [
+        (len(m.group(1)), (m.group(2) or "").rstrip("."))
+        for m in map(HEADING.match, heading_lines(markdown))
+    ]
 
 
 def zh_notebook_metadata(english_metadata: dict) -> dict:
@@ -121,9 +125,10 @@ def first_code_index(cells: list):
 @dataclass(frozen=True)
 class Drift:
     """One way a Chinese notebook is behind its English one, and what to do about it."""
-    notebook: str            # notebooks/zh/NN_topic.ipynb, relative to the checkout
-    cell: str                # the cell's id, or "" for the notebook as a whole
-    kind: str                # "markdown", "code" or "notebook"
+
+    notebook: str  # notebooks/zh/NN_topic.ipynb, relative to the checkout
+    cell: str  # the cell's id, or "" for the notebook as a whole
+    kind: str  # "markdown", "code" or "notebook"
     problem: str
     todo: str
 
@@ -144,16 +149,30 @@ def check_cells(en: dict, zh: dict, en_rel: str, zh_rel: str) -> list:
     en_shape = [(c.get("id"), c.get("cell_type")) for c in en_cells]
     zh_shape = [(c.get("id"), c.get("cell_type")) for c in zh_cells]
     if zh.get("metadata") != zh_notebook_metadata(en.get("metadata", {})):
-        drifts.append(Drift(zh_rel, "", "notebook", f"its metadata is not {en_rel}'s plus "
-                            f'"course": {{"language": "zh"}}', sync))
+        drifts.append(
+            Drift(
+                zh_rel,
+                "",
+                "notebook",
+                f'its metadata is not {en_rel}\'s plus "course": {{"language": "zh"}}',
+                sync,
+            )
+        )
     if en_shape != zh_shape:
-        drifts.append(Drift(zh_rel, "", "notebook", _shape_difference(en_shape, zh_shape, en_rel),
-                            f"{sync} to give it the English cells' order, types and ids "
-                            "(translations of cells that stay are kept)"))
+        drifts.append(
+            Drift(
+                zh_rel,
+                "",
+                "notebook",
+                _shape_difference(en_shape, zh_shape, en_rel),
+                f"{sync} to give it the English cells' order, types and ids "
+                "(translations of cells that stay are kept)",
+            )
+        )
         return drifts + _dirty(zh_cells, zh_rel)
     first_code = first_code_index(en_cells)
     for i, (e, z) in enumerate(zip(en_cells, zh_cells)):
-        cid, kind = e.get("id"), e.get("cell_type")
+        kind = e.get("cell_type")
         if kind == "markdown":
             drifts += _check_markdown(e, z, en_rel, zh_rel)
         else:
@@ -170,12 +189,19 @@ def _shape_difference(en_shape: list, zh_shape: list, en_rel: str) -> str:
         parts.append("English cells it lacks: " + ", ".join(map(str, missing)))
     if extra:
         parts.append("cells English no longer has: " + ", ".join(map(str, extra)))
-    retyped = [f"{i} ({zt}, English {et})" for (i, zt) in zh_shape for (j, et) in en_shape if i == j and zt != et]
+    retyped = [
+        f"{i} ({zt}, English {et})"
+        for (i, zt) in zh_shape
+        for (j, et) in en_shape
+        if i == j and zt != et
+    ]
     if retyped:
         parts.append("cells of another type: " + ", ".join(retyped))
     if not (missing or extra or retyped):
         at = next(k for k, (a, b) in enumerate(zip(en_ids, zh_ids)) if a != b)
-        parts.append(f"the order differs from position {at} (English {en_ids[at]}, Chinese {zh_ids[at]})")
+        parts.append(
+            f"the order differs from position {at} (English {en_ids[at]}, Chinese {zh_ids[at]})"
+        )
     return "; ".join(parts)
 
 
@@ -184,23 +210,49 @@ def _check_markdown(e: dict, z: dict, en_rel: str, zh_rel: str) -> list:
     accept = f"`{CLI} sync --accept {_accept_arg(zh_rel, cid)}`"
     sha = recorded_fingerprint(z)
     if not is_translation(text, english):
-        return [Drift(zh_rel, cid, "markdown", "is not translated yet (it is the English text)",
-                      f"translate {en_rel} cell {cid} into it, then run {accept}")]
+        return [
+            Drift(
+                zh_rel,
+                cid,
+                "markdown",
+                "is not translated yet (it is the English text)",
+                f"translate {en_rel} cell {cid} into it, then run {accept}",
+            )
+        ]
     if sha is None:
-        return [Drift(zh_rel, cid, "markdown", "records no fingerprint of the English cell it translates",
-                      f"check it against {en_rel} cell {cid}, then run {accept}")]
+        return [
+            Drift(
+                zh_rel,
+                cid,
+                "markdown",
+                "records no fingerprint of the English cell it translates",
+                f"check it against {en_rel} cell {cid}, then run {accept}",
+            )
+        ]
     drifts = []
     if sha != fingerprint(english):
-        drifts.append(Drift(zh_rel, cid, "markdown",
-                            f"English changed since it was translated (fingerprint {sha}, English now "
-                            f"{fingerprint(english)})",
-                            f"update the translation from {en_rel} cell {cid} (`git log -p {en_rel}` shows "
-                            f"what changed), then run {accept}"))
+        drifts.append(
+            Drift(
+                zh_rel,
+                cid,
+                "markdown",
+                f"English changed since it was translated (fingerprint {sha}, English now "
+                f"{fingerprint(english)})",
+                f"update the translation from {en_rel} cell {cid} (`git log -p {en_rel}` shows "
+                f"what changed), then run {accept}",
+            )
+        )
     if heading_outline(text) != heading_outline(english):
-        drifts.append(Drift(zh_rel, cid, "markdown",
-                            f"its headings {heading_outline(text)} are not the English "
-                            f"{heading_outline(english)} (level and number)",
-                            "keep each heading's level and number; section references rely on them"))
+        drifts.append(
+            Drift(
+                zh_rel,
+                cid,
+                "markdown",
+                f"its headings {heading_outline(text)} are not the English "
+                f"{heading_outline(english)} (level and number)",
+                "keep each heading's level and number; section references rely on them",
+            )
+        )
     return drifts
 
 
@@ -208,19 +260,45 @@ def _check_code(e: dict, z: dict, first: bool, en_rel: str, zh_rel: str) -> list
     cid, code = z.get("id"), source(z)
     sync = f"change code in {en_rel} only, then run `{CLI} sync`"
     if first and not code.startswith(LANGUAGE_LINE + "\n"):
-        return [Drift(zh_rel, cid, "code", f"the first code cell does not start with `{LANGUAGE_LINE}`", sync)]
+        return [
+            Drift(
+                zh_rel,
+                cid,
+                "code",
+                f"the first code cell does not start with `{LANGUAGE_LINE}`",
+                sync,
+            )
+        ]
     if (without_language_line(code) if first else code) != source(e):
-        return [Drift(zh_rel, cid, "code", f"differs from {en_rel} cell {cid} (code is the same in both "
-                      "editions)", sync)]
+        return [
+            Drift(
+                zh_rel,
+                cid,
+                "code",
+                f"differs from {en_rel} cell {cid} (code is the same in both editions)",
+                sync,
+            )
+        ]
     if (z.get("metadata") or {}) != (e.get("metadata") or {}):
-        return [Drift(zh_rel, cid, "code", f"its metadata (tags) differ from {en_rel} cell {cid}", sync)]
+        return [
+            Drift(zh_rel, cid, "code", f"its metadata (tags) differ from {en_rel} cell {cid}", sync)
+        ]
     return []
 
 
 def _dirty(cells: list, zh_rel: str) -> list:
-    return [Drift(zh_rel, c.get("id"), "code", "has outputs or an execution count",
-                  f"run `{CLI} sync` (it clears them) or clear them in JupyterLab")
-            for c in cells if c.get("cell_type") == "code" and (c.get("outputs") or c.get("execution_count") is not None)]
+    return [
+        Drift(
+            zh_rel,
+            c.get("id"),
+            "code",
+            "has outputs or an execution count",
+            f"run `{CLI} sync` (it clears them) or clear them in JupyterLab",
+        )
+        for c in cells
+        if c.get("cell_type") == "code"
+        and (c.get("outputs") or c.get("execution_count") is not None)
+    ]
 
 
 def check(root: Path = None) -> list:
@@ -232,16 +310,29 @@ def check(root: Path = None) -> list:
         zh_path, en_rel = twin(en_path), en_path.relative_to(root).as_posix()
         zh_rel = zh_path.relative_to(root).as_posix()
         if not zh_path.exists():
-            drifts.append(Drift(zh_rel, "", "notebook", f"missing: {en_rel} has no Chinese twin",
-                                f"run `{CLI} sync` to create it, then translate its markdown cells"))
+            drifts.append(
+                Drift(
+                    zh_rel,
+                    "",
+                    "notebook",
+                    f"missing: {en_rel} has no Chinese twin",
+                    f"run `{CLI} sync` to create it, then translate its markdown cells",
+                )
+            )
             continue
         drifts += check_cells(read(en_path), read(zh_path), en_rel, zh_rel)
     names = {p.name for p in english}
     for zh_path in chinese_notebooks(root):
         if zh_path.name not in names:
-            drifts.append(Drift(zh_path.relative_to(root).as_posix(), "", "notebook",
-                                "has no English notebook of that name",
-                                "rename it after its English notebook, or delete it"))
+            drifts.append(
+                Drift(
+                    zh_path.relative_to(root).as_posix(),
+                    "",
+                    "notebook",
+                    "has no English notebook of that name",
+                    "rename it after its English notebook, or delete it",
+                )
+            )
     return drifts
 
 
@@ -256,14 +347,20 @@ def synced(en: dict, zh: dict = None, accept=()) -> dict:
         kept = kept if kept is not None and kept.get("cell_type") == e.get("cell_type") else None
         if e.get("cell_type") == "code":
             code = source(e)
-            cell = {**json.loads(json.dumps(e)), "execution_count": None, "outputs": [],
-                    "source": as_lines(with_language_line(code) if i == first_code else code)}
+            cell = {
+                **json.loads(json.dumps(e)),
+                "execution_count": None,
+                "outputs": [],
+                "source": as_lines(with_language_line(code) if i == first_code else code),
+            }
         elif kept is not None:
             cell = json.loads(json.dumps(kept))
-            metadata = {**json.loads(json.dumps(e.get("metadata") or {})),
-                        "translation_of": (kept.get("metadata") or {}).get("translation_of")}
+            metadata = {
+                **json.loads(json.dumps(e.get("metadata") or {})),
+                "translation_of": (kept.get("metadata") or {}).get("translation_of"),
+            }
             cell["metadata"] = {k: v for k, v in metadata.items() if v is not None}
-        else:   # new in English: its text, to be translated (check says so until it holds Chinese)
+        else:  # new in English: its text, to be translated (check says so until it holds Chinese)
             cell = json.loads(json.dumps(e))
         if cell.get("cell_type") == "markdown" and cell.get("id") in accept:
             cell.setdefault("metadata", {})["translation_of"] = {"sha": fingerprint(source(e))}
@@ -272,29 +369,40 @@ def synced(en: dict, zh: dict = None, accept=()) -> dict:
 
 
 def parse_accept(items) -> dict:
-    """{notebook stem or number: {cell ids}} from 'NN_topic:ID', 'NN:ID' or 'notebooks/zh/NN_topic.ipynb:ID'."""
+    """{notebook stem or number: {cell ids}} from 'NN_topic:ID', 'NN:ID' or
+    'notebooks/zh/NN_topic.ipynb:ID'."""
     wanted = {}
     for item in items:
         notebook, sep, cell_id = item.rpartition(":")
         if not sep or not notebook or not cell_id:
-            raise ValueError(f"--accept {item!r}: write NOTEBOOK:CELL_ID, e.g. 03_training_template:c04 or 03:c04")
+            raise ValueError(
+                f"--accept {item!r}: write NOTEBOOK:CELL_ID, "
+                "e.g. 03_training_template:c04 or 03:c04"
+            )
         wanted.setdefault(Path(notebook).stem, set()).add(cell_id)
     return wanted
 
 
 def _accepted_for(stem: str, wanted: dict) -> set:
-    return set().union(*(ids for key, ids in wanted.items() if key == stem or stem.startswith(key + "_")))
+    return set().union(
+        *(ids for key, ids in wanted.items() if key == stem or stem.startswith(key + "_"))
+    )
 
 
 def _selected(english: list, only) -> list:
-    """The English notebooks named in `only` (stems or numbers: '03_training_template', '03'); all if empty."""
+    """The English notebooks named in `only` (stems or numbers: '03_training_template', '03');
+    all if empty."""
     if not only:
         return english
     wanted = {Path(n).stem for n in only}
-    unknown = [n for n in wanted if not any(p.stem == n or p.stem.startswith(n + "_") for p in english)]
+    unknown = [
+        n for n in wanted if not any(p.stem == n or p.stem.startswith(n + "_") for p in english)
+    ]
     if unknown:
-        raise ValueError(f"no English notebook {', '.join(sorted(unknown))} "
-                         f"(notebooks: {', '.join(p.stem for p in english)})")
+        raise ValueError(
+            f"no English notebook {', '.join(sorted(unknown))} "
+            f"(notebooks: {', '.join(p.stem for p in english)})"
+        )
     return [p for p in english if any(p.stem == n or p.stem.startswith(n + "_") for n in wanted)]
 
 
@@ -309,26 +417,41 @@ def sync(root: Path = None, accept=(), only=()) -> list:
     root = Path(root or checkout_root())
     english = _selected(english_notebooks(root), only)
     wanted, changes = parse_accept(accept), []
-    _selected(english, list(wanted))   # an --accept for a notebook not synced is refused
+    _selected(english, list(wanted))  # an --accept for a notebook not synced is refused
     for en_path in english:
         zh_path = twin(en_path)
         en, zh = read(en_path), read(zh_path) if zh_path.exists() else None
         accepted = _accepted_for(en_path.stem, wanted)
         ids = {c.get("id"): c for c in en.get("cells", [])}
-        unknown_ids = sorted(accepted - {i for i, c in ids.items() if c.get("cell_type") == "markdown"})
+        unknown_ids = sorted(
+            accepted - {i for i, c in ids.items() if c.get("cell_type") == "markdown"}
+        )
         if unknown_ids:
-            raise ValueError(f"--accept {en_path.stem}: no markdown cell {', '.join(unknown_ids)} in {en_path.name}")
+            raise ValueError(
+                f"--accept {en_path.stem}: no markdown cell {', '.join(unknown_ids)} "
+                f"in {en_path.name}"
+            )
         new = synced(en, zh, accept=_translated(en, zh, accepted))
         refused = sorted(accepted - _translated(en, zh, accepted))
         rel = zh_path.relative_to(root).as_posix()
-        changes += [f"{rel} cell {i}: not accepted, it is not translated yet (translate it first)"
-                    for i in refused]
+        changes += [
+            f"{rel} cell {i}: not accepted, it is not translated yet (translate it first)"
+            for i in refused
+        ]
         if new != zh:
             write(zh_path, new)
-            changes.append(f"{rel}: " + ("created from the English; translate its markdown cells" if zh is None
-                                         else "brought in step with the English"))
-        changes += [f"{rel} cell {i}: accepted as the translation of the English cell now" for i in sorted(
-            accepted - set(refused))]
+            changes.append(
+                f"{rel}: "
+                + (
+                    "created from the English; translate its markdown cells"
+                    if zh is None
+                    else "brought in step with the English"
+                )
+            )
+        changes += [
+            f"{rel} cell {i}: accepted as the translation of the English cell now"
+            for i in sorted(accepted - set(refused))
+        ]
     return changes
 
 

@@ -1,4 +1,5 @@
 """Answer key for chapter 01 (teacher's copy only)."""
+
 import torch
 
 from course_lib.checks import devices
@@ -30,13 +31,21 @@ KEY = {
             Test("picks cuda on a 4-GPU server", devices.Choice("4-GPU server")),
         ],
         wrong_answers=[
-            WrongAnswer("returns a string", lambda: "cuda" if torch.cuda.is_available() else "cpu",
-                        "not a torch.device"),
-            WrongAnswer("hard-codes cuda:0 (article B's production bug)", lambda: torch.device("cuda:0"),
-                        "On a CPU-only laptop, your choose_device() returned cuda:0"),
-            WrongAnswer("forgets the Mac GPU (article A's one-liner)",
-                        lambda: torch.device("cuda" if torch.cuda.is_available() else "cpu"),
-                        "On a Mac with Apple GPU, your choose_device() returned cpu"),
+            WrongAnswer(
+                "returns a string",
+                lambda: "cuda" if torch.cuda.is_available() else "cpu",
+                "not a torch.device",
+            ),
+            WrongAnswer(
+                "hard-codes cuda:0 (article B's production bug)",
+                lambda: torch.device("cuda:0"),
+                "On a CPU-only laptop, your choose_device() returned cuda:0",
+            ),
+            WrongAnswer(
+                "forgets the Mac GPU (article A's one-liner)",
+                lambda: torch.device("cuda" if torch.cuda.is_available() else "cpu"),
+                "On a Mac with Apple GPU, your choose_device() returned cpu",
+            ),
         ],
     ),
     "gpu_names": AnswerKey(
@@ -46,15 +55,32 @@ KEY = {
             Test("lists no CUDA GPU on a Mac", devices.Names("Mac with Apple GPU")),
         ],
         wrong_answers=[
-            WrongAnswer("only ever asks for GPU 0", lambda: [torch.cuda.get_device_name(0)],
-                        "On a CPU-only laptop, gpu_names() crashed"),
-            WrongAnswer("off by one", lambda: [torch.cuda.get_device_name(i)
-                                               for i in range(1, torch.cuda.device_count())],
-                        "returned 3 name(s); the machine has 4 GPU(s)"),
-            WrongAnswer("returns one string", lambda: ", ".join(
-                torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())), "it must return a list"),
-            WrongAnswer("counts accelerators, not CUDA GPUs", lambda: [
-                torch.cuda.get_device_name(i) for i in range(torch.accelerator.device_count())], "lists no CUDA GPU on a Mac: FAILED"),
+            WrongAnswer(
+                "only ever asks for GPU 0",
+                lambda: [torch.cuda.get_device_name(0)],
+                "On a CPU-only laptop, gpu_names() crashed",
+            ),
+            WrongAnswer(
+                "off by one",
+                lambda: [
+                    torch.cuda.get_device_name(i) for i in range(1, torch.cuda.device_count())
+                ],
+                "returned 3 name(s); the machine has 4 GPU(s)",
+            ),
+            WrongAnswer(
+                "returns one string",
+                lambda: ", ".join(
+                    torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())
+                ),
+                "it must return a list",
+            ),
+            WrongAnswer(
+                "counts accelerators, not CUDA GPUs",
+                lambda: [
+                    torch.cuda.get_device_name(i) for i in range(torch.accelerator.device_count())
+                ],
+                "lists no CUDA GPU on a Mac: FAILED",
+            ),
         ],
     ),
     "make_batch": AnswerKey(
@@ -65,12 +91,24 @@ KEY = {
             Test("standard-normal values", devices.Normal()),
         ],
         wrong_answers=[
-            WrongAnswer("creates on the CPU, then copies", lambda b, n, d: torch.randn(b, n).to(d),
-                        "made it on the CPU first"),
-            WrongAnswer("ignores the device", lambda b, n, d: torch.randn(b, n), "it came back on cpu"),
-            WrongAnswer("swaps the dimensions", lambda b, n, d: torch.randn(n, b, device=d), "returned shape (3, 4)"),
-            WrongAnswer("zeros instead of noise", lambda b, n, d: torch.zeros(b, n, device=d),
-                        "standard-normal values: FAILED"),
+            WrongAnswer(
+                "creates on the CPU, then copies",
+                lambda b, n, d: torch.randn(b, n).to(d),
+                "made it on the CPU first",
+            ),
+            WrongAnswer(
+                "ignores the device", lambda b, n, d: torch.randn(b, n), "it came back on cpu"
+            ),
+            WrongAnswer(
+                "swaps the dimensions",
+                lambda b, n, d: torch.randn(n, b, device=d),
+                "returned shape (3, 4)",
+            ),
+            WrongAnswer(
+                "zeros instead of noise",
+                lambda b, n, d: torch.zeros(b, n, device=d),
+                "standard-normal values: FAILED",
+            ),
         ],
     ),
     "device_label": AnswerKey(answer="c"),

@@ -3,6 +3,7 @@
 Each known-wrong answer is built by a small builder with one flag switched on, so it differs
 from the reference in exactly one place.
 """
+
 import contextlib
 
 import torch
@@ -41,9 +42,18 @@ def time_it(fn, device, repeats=5):
     return statistics.median(times)
 
 
-def buggy_amp(*, autocast="today", dtype_fixed=None, scaled=True, step="scaler", update=True, result="float",
-              zero_grad=True):
+def buggy_amp(
+    *,
+    autocast="today",
+    dtype_fixed=None,
+    scaled=True,
+    step="scaler",
+    update=True,
+    result="float",
+    zero_grad=True,
+):
     """amp_train_step with one mistake switched on (each flag's default is the right thing)."""
+
     def candidate(model, x, y, optimizer, criterion, scaler, device_type, dtype):
         if zero_grad:
             optimizer.zero_grad()
@@ -72,16 +82,22 @@ def buggy_amp(*, autocast="today", dtype_fixed=None, scaled=True, step="scaler",
             optimizer.step()
         if update:
             scaler.update()
-        return {"float": lambda: loss.item(), "tensor": lambda: loss,
-                "scaled": lambda: scaler.scale(loss).item()}[result]()
+        return {
+            "float": lambda: loss.item(),
+            "tensor": lambda: loss,
+            "scaled": lambda: scaler.scale(loss).item(),
+        }[result]()
+
     return candidate
 
 
 def buggy_time_it(*, warmup=True, sync="both", stat="median", unit="ms"):
     """time_it with one mistake switched on (each flag's default is the right thing)."""
+
     def candidate(fn, device, repeats=5):
         import statistics
         import time
+
         cuda = torch.device(device).type == "cuda"
         if warmup:
             fn()
@@ -100,6 +116,7 @@ def buggy_time_it(*, warmup=True, sync="both", stat="median", unit="ms"):
             times.append(time.perf_counter() - start)
         value = {"median": statistics.median, "mean": statistics.mean, "min": min}[stat](times)
         return value * 1000 if unit == "ms" else value
+
     return candidate
 
 
@@ -111,9 +128,11 @@ def phase_ms(events):
     return totals
 
 
-def buggy_phase_ms(*, unit="ms", cats=("user_annotation",), match="exact", add=True, what="dur",
-                   all_phases=True):
+def buggy_phase_ms(
+    *, unit="ms", cats=("user_annotation",), match="exact", add=True, what="dur", all_phases=True
+):
     """phase_ms with one mistake switched on (defaults are right)."""
+
     def candidate(events):
         phases = ["data", "forward", "backward", "step"]
         totals = dict.fromkeys(phases, 0.0) if all_phases else {}
@@ -125,6 +144,7 @@ def buggy_phase_ms(*, unit="ms", cats=("user_annotation",), match="exact", add=T
                     value = e["dur"] / (1000 if unit == "ms" else 1) if what == "dur" else 1.0
                     totals[p] = totals.get(p, 0.0) + value if add else value
         return totals
+
     return candidate
 
 
@@ -144,26 +164,54 @@ KEY = {
     "amp_train_step": AnswerKey(
         solution=amp_train_step,
         hidden_tests=[
-            Test("float16 with another initial scale: same weights as the reference step",
-                 AmpMatchesReference(torch.float16, 1024.0, True, " (float16, another scale)"),
-                 hidden=True),
-            Test("bfloat16 with a disabled scaler (the bf16 recipe): same weights as the reference step",
-                 AmpMatchesReference(torch.bfloat16, 2.0**16, False, " (bfloat16, scaler disabled)"),
-                 hidden=True),
+            Test(
+                "float16 with another initial scale: same weights as the reference step",
+                AmpMatchesReference(torch.float16, 1024.0, True, " (float16, another scale)"),
+                hidden=True,
+            ),
+            Test(
+                (
+                    "bfloat16 with a disabled scaler (the bf16 recipe): same weights as the "
+                    "reference step"
+                ),
+                AmpMatchesReference(torch.bfloat16, 2.0**16, False, " (bfloat16, scaler disabled)"),
+                hidden=True,
+            ),
         ],
         wrong_answers=[
             wrong_amp("no autocast", "no autocast was on while the model ran", autocast="off"),
             wrong_amp("autocast switched off", "entered switched off", autocast="disabled"),
-            wrong_amp("the deprecated torch.cuda.amp.autocast (a no-op on the CPU)", "the deprecated spelling",
-                      autocast="deprecated"),
-            wrong_amp("autocast hard-coded to cuda", "Your autocast was for 'cuda'", autocast="cuda_hardcoded"),
-            wrong_amp("the forward outside autocast, only the loss inside", "not while the model ran",
-                      autocast="outside"),
-            wrong_amp("float16 hard-coded", "not with the dtype you were given", dtype_fixed=torch.float16),
-            wrong_amp("backward without scaler.scale", "`backward()` ran on the unscaled loss", scaled=False),
+            wrong_amp(
+                "the deprecated torch.cuda.amp.autocast (a no-op on the CPU)",
+                "the deprecated spelling",
+                autocast="deprecated",
+            ),
+            wrong_amp(
+                "autocast hard-coded to cuda",
+                "Your autocast was for 'cuda'",
+                autocast="cuda_hardcoded",
+            ),
+            wrong_amp(
+                "the forward outside autocast, only the loss inside",
+                "not while the model ran",
+                autocast="outside",
+            ),
+            wrong_amp(
+                "float16 hard-coded", "not with the dtype you were given", dtype_fixed=torch.float16
+            ),
+            wrong_amp(
+                "backward without scaler.scale",
+                "`backward()` ran on the unscaled loss",
+                scaled=False,
+            ),
             wrong_amp("optimizer.step instead of scaler.step", "times too big", step="optimizer"),
-            wrong_amp("no scaler at all: loss.backward(); optimizer.step()", "the scaler never saw this step",
-                      scaled=False, step="optimizer", update=False),
+            wrong_amp(
+                "no scaler at all: loss.backward(); optimizer.step()",
+                "the scaler never saw this step",
+                scaled=False,
+                step="optimizer",
+                update=False,
+            ),
             wrong_amp("stepping twice", "stepped twice", step="both"),
             wrong_amp("no scaler.update", "scale was never updated", update=False),
             wrong_amp("no zero_grad", "Gradients accumulate", zero_grad=False),
@@ -174,42 +222,75 @@ KEY = {
     "time_it": AnswerKey(
         solution=time_it,
         hidden_tests=[
-            Test("seven repeats on a second GPU, another run pattern",
-                 TimeIt([5.0, 6.0, 40.0, 5.5, 7.0, 6.5, 30.0], 7, torch.device("cuda:1"), " (repeats=7)"),
-                 hidden=True),
-            Test("a CPU device with three repeats, another run pattern",
-                 TimeIt([2.0, 12.0, 3.0], 3, torch.device("cpu"), " (device cpu, repeats=3)"),
-                 hidden=True),
+            Test(
+                "seven repeats on a second GPU, another run pattern",
+                TimeIt(
+                    [5.0, 6.0, 40.0, 5.5, 7.0, 6.5, 30.0], 7, torch.device("cuda:1"), " (repeats=7)"
+                ),
+                hidden=True,
+            ),
+            Test(
+                "a CPU device with three repeats, another run pattern",
+                TimeIt([2.0, 12.0, 3.0], 3, torch.device("cpu"), " (device cpu, repeats=3)"),
+                hidden=True,
+            ),
         ],
         wrong_answers=[
             wrong_timer("no warm-up", "No warm-up", warmup=False),
             wrong_timer("no synchronize", "never synchronized", sync="none"),
-            wrong_timer("synchronize only after the call, not after the warm-up", "waited for the warm-up",
-                        sync="after"),
+            wrong_timer(
+                "synchronize only after the call, not after the warm-up",
+                "waited for the warm-up",
+                sync="after",
+            ),
             wrong_timer("mean instead of median", "the mean", stat="mean"),
             wrong_timer("the fastest run", "the fastest run", stat="min"),
             wrong_timer("returns seconds", "in seconds", unit="s"),
-            wrong_timer("synchronizes CUDA even for a CPU device", "While timing a CPU device", sync="always"),
-            wrong_timer("synchronizes when the machine has CUDA, whatever the device",
-                        "on a GPU machine it waits for the GPU", sync="is_available"),
+            wrong_timer(
+                "synchronizes CUDA even for a CPU device",
+                "While timing a CPU device",
+                sync="always",
+            ),
+            wrong_timer(
+                "synchronizes when the machine has CUDA, whatever the device",
+                "on a GPU machine it waits for the GPU",
+                sync="is_available",
+            ),
         ],
     ),
     "phase_ms": AnswerKey(
         solution=phase_ms,
         hidden_tests=[
-            Test("a CUDA trace of an evaluation loop",
-                 PhaseMs(3, seed=5, train=False, cuda=True, where=" (a CUDA evaluation trace)"), hidden=True),
-            Test("a longer profile, another model start", PhaseMs(5, seed=3, where=" (5 steps)"), hidden=True),
+            Test(
+                "a CUDA trace of an evaluation loop",
+                PhaseMs(3, seed=5, train=False, cuda=True, where=" (a CUDA evaluation trace)"),
+                hidden=True,
+            ),
+            Test(
+                "a longer profile, another model start",
+                PhaseMs(5, seed=3, where=" (5 steps)"),
+                hidden=True,
+            ),
         ],
         wrong_answers=[
             wrong_phases("microseconds, not milliseconds", "in microseconds", unit="us"),
-            wrong_phases("the last step only (overwrites instead of adding)", "one step only", add=False),
+            wrong_phases(
+                "the last step only (overwrites instead of adding)", "one step only", add=False
+            ),
             wrong_phases("counts the events", "the number of events", what="count"),
-            wrong_phases("adds the GPU's copies of the labels too", "the GPU's copies",
-                         cats=("user_annotation", "gpu_user_annotation")),
-            wrong_phases("matches names with `in` (Optimizer.step#SGD.step counts as step)", "contain a phase's word",
-                         match="substring"),
-            wrong_phases("leaves out phases that never ran", "no entry for backward", all_phases=False),
+            wrong_phases(
+                "adds the GPU's copies of the labels too",
+                "the GPU's copies",
+                cats=("user_annotation", "gpu_user_annotation"),
+            ),
+            wrong_phases(
+                "matches names with `in` (Optimizer.step#SGD.step counts as step)",
+                "contain a phase's word",
+                match="substring",
+            ),
+            wrong_phases(
+                "leaves out phases that never ran", "no entry for backward", all_phases=False
+            ),
         ],
     ),
     "profile_verdict": AnswerKey(answer="a"),

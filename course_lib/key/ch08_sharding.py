@@ -3,6 +3,7 @@
 Each known-wrong answer is built by one builder with one flag switched on, so it differs from the
 reference in exactly one place; the hidden tests measure FSDP in real processes too.
 """
+
 import math
 
 from course_lib.checks.sharding import RankBytes
@@ -11,6 +12,7 @@ from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 def rank_bytes(shapes, world_size, rank, sharded):
     import math
+
     numbers = 0
     for shape in shapes:
         numel = math.prod(shape)
@@ -21,13 +23,21 @@ def rank_bytes(shapes, world_size, rank, sharded):
         chunk = math.ceil(rows / world_size)
         mine = max(0, min(rows, (rank + 1) * chunk) - rank * chunk)
         numbers += mine * (numel // rows)
-    steps = 4 * len(shapes)  # Adam's step counter: a 0-dim float32 tensor per parameter, whole on every rank
-    return {"parameters": 4 * numbers, "gradients": 4 * numbers, "optimizer_state": 8 * numbers + steps}
+    steps = 4 * len(
+        shapes
+    )  # Adam's step counter: a 0-dim float32 tensor per parameter, whole on every rank
+    return {
+        "parameters": 4 * numbers,
+        "gradients": 4 * numbers,
+        "optimizer_state": 8 * numbers + steps,
+    }
 
 
-def buggy_rank_bytes(*, split="chunk", steps=True, adam_copies=2, grads="sharded", ddp="whole", unit=4,
-                     use_rank=True):
+def buggy_rank_bytes(
+    *, split="chunk", steps=True, adam_copies=2, grads="sharded", ddp="whole", unit=4, use_rank=True
+):
     """rank_bytes with one mistake switched on (defaults are right)."""
+
     def candidate(shapes, world_size, rank, sharded):
         numbers, whole = 0, 0
         for shape in shapes:
@@ -47,8 +57,12 @@ def buggy_rank_bytes(*, split="chunk", steps=True, adam_copies=2, grads="sharded
                 chunk = math.ceil(size / world_size)
                 numbers += max(0, min(size, (r + 1) * chunk) - r * chunk) * (numel // size)
         grad_numbers = whole if (sharded and grads == "whole") else numbers
-        return {"parameters": unit * numbers, "gradients": unit * grad_numbers,
-                "optimizer_state": unit * adam_copies * numbers + (unit * len(shapes) if steps else 0)}
+        return {
+            "parameters": unit * numbers,
+            "gradients": unit * grad_numbers,
+            "optimizer_state": unit * adam_copies * numbers + (unit * len(shapes) if steps else 0),
+        }
+
     return candidate
 
 
@@ -60,10 +74,16 @@ KEY = {
     "rank_bytes": AnswerKey(
         solution=rank_bytes,
         hidden_tests=[
-            Test("4 ranks: some ranks hold no row of a parameter",
-                 RankBytes(((2, 3), (10,), (5, 7, 2)), 4, " (4 ranks)"), hidden=True),
-            Test("2 ranks, odd numbers of rows", RankBytes(((7, 5), (7,), (3, 7), (3,)), 2, " (odd rows)"),
-                 hidden=True),
+            Test(
+                "4 ranks: some ranks hold no row of a parameter",
+                RankBytes(((2, 3), (10,), (5, 7, 2)), 4, " (4 ranks)"),
+                hidden=True,
+            ),
+            Test(
+                "2 ranks, odd numbers of rows",
+                RankBytes(((7, 5), (7,), (3, 7), (3,)), 2, " (odd rows)"),
+                hidden=True,
+            ),
         ],
         wrong_answers=[
             wrong("an even split of every tensor (numel / N)", "an even split", split="even"),

@@ -9,6 +9,7 @@ It assumes the nbgitpuller link of the README (targetpath=pytorch-gpu-course), s
 has the student bundle in ~/pytorch-gpu-course: the kernels import course_lib from there
 (the student copy: checks, hints, no answer key). tests/hub runs a real hub with this file.
 """
+
 import os
 
 c = get_config()  # noqa: F821 (JupyterHub provides it)
@@ -24,11 +25,13 @@ def course_path(spawner) -> str:
     return os.path.join(HOME.format(username=spawner.user.name), COURSE_FOLDER)
 
 
-c.Spawner.environment.update({  # added to whatever else the hub's configuration sets
-    "PYTHONPATH": course_path,
-    # Many users on a shared CPU: keep each user's torch from taking every core of the machine.
-    "OMP_NUM_THREADS": os.environ.get("COURSE_HUB_THREADS", "2"),
-})
+c.Spawner.environment.update(
+    {  # added to whatever else the hub's configuration sets
+        "PYTHONPATH": course_path,
+        # Many users on a shared CPU: keep each user's torch from taking every core of the machine.
+        "OMP_NUM_THREADS": os.environ.get("COURSE_HUB_THREADS", "2"),
+    }
+)
 c.Spawner.default_url = "/lab"
 # Honoured by the spawners that can (SystemdSpawner in TLJH, KubeSpawner); 4 GB is also what the
 # grader gives each graded notebook by default.

@@ -1,27 +1,33 @@
-"""Fixtures of the browser suite: Chromium, one JupyterLab server per session, one opened chapter at a time.
+"""Fixtures of the browser suite: Chromium, one JupyterLab
+server per session, one opened chapter at a time.
 
 Deselect the suite with `-m "not browser"`. Without Chromium or playwright the suite is skipped
 with the install command, except in CI (CI=true), where that is a failure.
 """
+
 import os
 import re
-from pathlib import Path
 
 import pytest
 
+from support import NOTEBOOKS, ROOT
+
 from .lab import CHROMIUM_ARGS, ChapterFailure, LabServer, NotebookPage, find_chromium
 
-ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
-INSTALL = ("to run it: `apt-get install chromium` (Debian/Ubuntu; or set COURSE_CHROMIUM to a "
-           "Chromium/Chrome binary) and `pip install -e '.[test]'` (brings playwright); "
-           "`playwright install` is not needed")
+INSTALL = (
+    "to run it: `apt-get install chromium` (Debian/Ubuntu; or set COURSE_CHROMIUM to a "
+    "Chromium/Chrome binary) and `pip install -e '.[test]'` (brings playwright); "
+    "`playwright install` is not needed"
+)
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "browser: opens the chapters in JupyterLab in headless Chromium "
-                                       "(deselect with -m \"not browser\")")
+    config.addinivalue_line(
+        "markers",
+        "browser: opens the chapters in JupyterLab in headless Chromium "
+        '(deselect with -m "not browser")',
+    )
 
 
 def in_ci() -> bool:
@@ -36,7 +42,8 @@ def missing_browser(reason: str):
 
 @pytest.fixture(scope="session")
 def chromium():
-    """Debian's Chromium driven by the Python playwright package (its own browser download is not used)."""
+    """Debian's Chromium driven by the Python playwright
+    package (its own browser download is not used)."""
     executable = find_chromium()
     try:
         from playwright.sync_api import sync_playwright
@@ -46,7 +53,9 @@ def chromium():
         missing_browser("Chromium was not found (/usr/bin/chromium)")
     driver = sync_playwright().start()
     try:
-        browser = driver.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        browser = driver.chromium.launch(
+            executable_path=executable, headless=True, args=CHROMIUM_ARGS
+        )
         try:
             yield browser
         finally:
@@ -65,7 +74,8 @@ def artifacts():
 
 @pytest.fixture(scope="session")
 def lab(chromium, tmp_path_factory):
-    """The course's JupyterLab on 127.0.0.1, a free port, no token, on throwaway copies of the notebooks."""
+    """The course's JupyterLab on 127.0.0.1, a free port,
+    no token, on throwaway copies of the notebooks."""
     server = LabServer(tmp_path_factory.mktemp("jupyterlab"), ROOT / "notebooks")
     try:
         server.start()
@@ -76,8 +86,10 @@ def lab(chromium, tmp_path_factory):
 
 @pytest.fixture(scope="module", params=NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def chapter_page(request, lab, chromium, artifacts):
-    """One chapter opened, all cells run, widgets rendered; screenshots after the run and at the end."""
+    """One chapter opened, all cells run, widgets
+    rendered; screenshots after the run and at the end."""
     from .chapters import CHAPTERS, BrowserSpec
+
     spec = CHAPTERS.get(request.param.stem, BrowserSpec())
     page = NotebookPage(lab, chromium, lab.root / request.param.name, artifacts)
     try:
@@ -85,7 +97,8 @@ def chapter_page(request, lab, chromium, artifacts):
         page.run_all(spec.run_timeout)
         page.settle_widgets()
         page.kernel_tree = page.kernel_widget_tree(
-            [o["widget"] for c in page.code_cells() for o in c["outputs"] if o["widget"]])
+            [o["widget"] for c in page.code_cells() for o in c["outputs"] if o["widget"]]
+        )
         page.screenshot("")
         yield page
         page.screenshot("after-interactions")
@@ -95,11 +108,16 @@ def chapter_page(request, lab, chromium, artifacts):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """An unexpected failure (not one of ours, which already carry it) still gets a screenshot path."""
+    """An unexpected failure (not one of ours, which
+    already carry it) still gets a screenshot path."""
     outcome = yield
     report = outcome.get_result()
     page = getattr(item, "funcargs", {}).get("chapter_page")
-    if report.failed and page is not None and call.excinfo is not None \
-            and not call.excinfo.errisinstance(ChapterFailure):
+    if (
+        report.failed
+        and page is not None
+        and call.excinfo is not None
+        and not call.excinfo.errisinstance(ChapterFailure)
+    ):
         shot = page.screenshot("FAILED-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", item.originalname))
         report.sections.append(("browser", f"chapter {page.name}; screenshot: {shot}"))

@@ -2,6 +2,7 @@
 
 Knows no chapter: what to click in each chapter lives in chapters.py.
 """
+
 import json
 import os
 import re
@@ -22,20 +23,32 @@ BROKEN_ON_PAGE = [
     (re.compile(r"model not found"), "widget model not found"),
     (re.compile(r"Click to show javascript error"), "widget javascript error"),
     (re.compile(r"Loading widget\.\.\."), "widget never finished loading"),
-    (re.compile(r"\b(?:[HV]?Box|GridBox|Dropdown|Button|HTML(?:Math)?|Label|Output|IntSlider|FloatSlider|"
-                r"IntRangeSlider|FloatRangeSlider|IntProgress|FloatProgress|RadioButtons|Checkbox|ToggleButtons?|"
-                r"Text|Textarea|FloatText|IntText|Bounded(?:Float|Int)Text|Select|SelectMultiple|"
-                r"SelectionSlider|Tab|Accordion|Stack|Image|Play)"
-                r"\((?:children=|value=|options=|description=|layout=|outputs=|index=|min=|max=|\))"),
-     "a widget's plain-text repr instead of the widget (widget extension missing?)"),
+    (
+        re.compile(
+            r"\b(?:[HV]?Box|GridBox|Dropdown|Button|HTML(?:Math)?|Label|Output|IntSlider|FloatSlider|"
+            r"IntRangeSlider|FloatRangeSlider|IntProgress|FloatProgress|RadioButtons|Checkbox|ToggleButtons?|"
+            r"Text|Textarea|FloatText|IntText|Bounded(?:Float|Int)Text|Select|SelectMultiple|"
+            r"SelectionSlider|Tab|Accordion|Stack|Image|Play)"
+            r"\((?:children=|value=|options=|description=|layout=|outputs=|index=|min=|max=|\))"
+        ),
+        "a widget's plain-text repr instead of the widget (widget extension missing?)",
+    ),
     (re.compile(r"IProgress not found"), "tqdm could not draw its widget progress bar"),
 ]
 FIGURE_AS_TEXT = re.compile(r"<Figure size \d+x\d+ with \d+ Axes>")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 SPACES = re.compile("[\u00a0\u2007\u202f]")
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 LAB_SETTINGS = {
     # The news pop-up covers part of the page.
@@ -50,8 +63,12 @@ LAB_SETTINGS = {
 
 def find_chromium():
     """Debian's chromium (or COURSE_CHROMIUM), or None."""
-    candidates = [os.environ.get("COURSE_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
-                  shutil.which("chromium-browser")]
+    candidates = [
+        os.environ.get("COURSE_CHROMIUM"),
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ]
     return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
 
 
@@ -63,7 +80,11 @@ def free_port() -> int:
 
 def short(text: str, limit: int = 1500) -> str:
     text = ANSI.sub("", text or "").strip()
-    return text if len(text) <= limit else text[:limit] + f"\n... ({len(text) - limit} more characters)"
+    return (
+        text
+        if len(text) <= limit
+        else text[:limit] + f"\n... ({len(text) - limit} more characters)"
+    )
 
 
 class LabServer:
@@ -72,18 +93,26 @@ class LabServer:
     def __init__(self, workdir: Path, notebooks_dir: Path):
         self.workdir = workdir
         self.root = workdir / "root"
-        shutil.copytree(notebooks_dir, self.root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        shutil.copytree(
+            notebooks_dir, self.root, ignore=shutil.ignore_patterns(".ipynb_checkpoints")
+        )
         self.log_path = workdir / "jupyterlab.log"
         self.port = None
         self.process = None
 
     def _env(self) -> dict:
         env = dict(os.environ)
-        env.pop("MPLBACKEND", None)  # a caller's MPLBACKEND=Agg would stop inline plots in the kernel
+        env.pop(
+            "MPLBACKEND", None
+        )  # a caller's MPLBACKEND=Agg would stop inline plots in the kernel
         env.pop("JUPYTER_TOKEN", None)
         env["COURSE_PROGRESS_FILE"] = str(self.workdir / "progress.json")
-        for var, folder in [("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
-                            ("JUPYTER_DATA_DIR", "data"), ("IPYTHONDIR", "ipython")]:
+        for var, folder in [
+            ("JUPYTER_CONFIG_DIR", "config"),
+            ("JUPYTER_RUNTIME_DIR", "runtime"),
+            ("JUPYTER_DATA_DIR", "data"),
+            ("IPYTHONDIR", "ipython"),
+        ]:
             env[var] = str(self.workdir / folder)
         return env
 
@@ -97,27 +126,48 @@ class LabServer:
 
     def start(self, timeout: float = 90):
         self.port = free_port()
-        cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}",
-               "--port-retries=0", "--IdentityProvider.token=", "--ServerApp.password=",
-               "--ServerApp.disable_check_xsrf=True", f"--ServerApp.root_dir={self.root}",
-               f"--LabApp.user_settings_dir={self._write_settings()}",
-               f"--LabApp.workspaces_dir={self.workdir / 'workspaces'}",
-               "--LabApp.expose_app_in_browser=True"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={self.port}",
+            "--port-retries=0",
+            "--IdentityProvider.token=",
+            "--ServerApp.password=",
+            "--ServerApp.disable_check_xsrf=True",
+            f"--ServerApp.root_dir={self.root}",
+            f"--LabApp.user_settings_dir={self._write_settings()}",
+            f"--LabApp.workspaces_dir={self.workdir / 'workspaces'}",
+            "--LabApp.expose_app_in_browser=True",
+        ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-root")
         self._log = open(self.log_path, "w")
-        self.process = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=self._env(),
-                                        cwd=self.root, start_new_session=True)
+        self.process = subprocess.Popen(
+            cmd,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=self._env(),
+            cwd=self.root,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited with code {self.process.returncode}:\n{self.log_tail()}")
+                raise RuntimeError(
+                    f"JupyterLab exited with code {self.process.returncode}:\n{self.log_tail()}"
+                )
             try:
                 self.api("GET", "/api/status")
                 return self
             except OSError:
                 time.sleep(0.25)
-        raise RuntimeError(f"JupyterLab did not answer on port {self.port} within {timeout:.0f} s:\n{self.log_tail()}")
+        raise RuntimeError(
+            f"JupyterLab did not answer on port {self.port} within {timeout:.0f} "
+            f"s:\n{self.log_tail()}"
+        )
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
@@ -172,7 +222,8 @@ JS_READY = """(path) => {
             && k.connectionStatus === 'connected' && k.status === 'idle');
 }"""
 
-# Records every error the kernel reports, cells and widget callbacks alike (those go to the log console).
+# Records every error the kernel reports, cells and
+# widget callbacks alike (those go to the log console).
 JS_LISTEN = """() => {
   const w = window.jupyterapp.shell.currentWidget;
   window.__course = {errors: []};
@@ -191,7 +242,8 @@ JS_RUN_STATE = """() => {
   const w = window.jupyterapp.shell.currentWidget;
   const code = w.content.widgets.filter(c => c.model.type === 'code');
   return {kernel: w.sessionContext.session.kernel.status,
-          started: code.some(c => c.model.executionCount !== null || c.model.executionState === 'running'),
+          started: code.some(c => c.model.executionCount !== null ||
+                                  c.model.executionState === 'running'),
           running: code.filter(c => c.model.executionState === 'running').length,
           counts: code.map(c => c.model.executionCount)};
 }"""
@@ -217,9 +269,10 @@ JS_CELLS = """() => {
     for (let j = 0; j < m.outputs.length; j++) {
       const o = m.outputs.get(j).toJSON();
       const data = o.data || {};
-      cell.outputs.push({type: o.output_type, name: o.name || '', ename: o.ename || '', evalue: o.evalue || '',
-        traceback: (o.traceback || []).join('\\n'), widget: data[WIDGET] ? data[WIDGET].model_id : null,
-        image: IMAGES.some(t => t in data), text: String(o.text || data['text/plain'] || '').slice(0, 2000)});
+      cell.outputs.push({type: o.output_type, name: o.name || '', ename: o.ename || '',
+        evalue: o.evalue || '', traceback: (o.traceback || []).join('\\n'),
+        widget: data[WIDGET] ? data[WIDGET].model_id : null, image: IMAGES.some(t => t in data),
+        text: String(o.text || data['text/plain'] || '').slice(0, 2000)});
     }
     const area = c.outputArea.node;
     for (const out of area.querySelectorAll('.jp-OutputArea-output')) {
@@ -227,9 +280,10 @@ JS_CELLS = """() => {
       const root = out.querySelector(':scope > .jupyter-widgets');
       const box = (root || out).getBoundingClientRect();
       const imgs = Array.from(out.querySelectorAll('img'));
-      const views = root ? Array.from(root.querySelectorAll('.lm-Widget')).filter(isView).length + 1 : 0;
-      cell.dom.push({widget: !!root, views: views,
-        width: box.width, height: box.height, images: imgs.length, loaded: imgs.filter(loaded).length,
+      const views = root
+        ? Array.from(root.querySelectorAll('.lm-Widget')).filter(isView).length + 1 : 0;
+      cell.dom.push({widget: !!root, views: views, width: box.width, height: box.height,
+        images: imgs.length, loaded: imgs.filter(loaded).length,
         svgs: out.querySelectorAll('.jp-RenderedSVGImage svg, .jp-RenderedSVG svg').length,
         text: out.innerText.slice(0, 4000)});
     }
@@ -240,11 +294,12 @@ JS_CELLS = """() => {
 JS_MARK = """() => window.jupyterapp.shell.currentWidget.content.widgets.forEach(
   (c, i) => { c.node.dataset.courseCell = String(i); })"""
 
-JS_DIALOGS = """() => Array.from(document.querySelectorAll('.jp-Dialog')).map(d => d.innerText.slice(0, 500))"""
+JS_DIALOGS = """() => Array.from(document.querySelectorAll('.jp-Dialog'))
+  .map(d => d.innerText.slice(0, 500))"""
 
 # Asks the kernel (without touching the learner's namespace or execution count) how many widget
 # views hang under each displayed widget, and how many images its Output widgets hold.
-KERNEL_TREE = '''
+KERNEL_TREE = """
 import json
 import ipywidgets
 from ipywidgets.widgets import widget as _widget
@@ -269,18 +324,21 @@ def summary(ids):
             views, images, missing = views + v, images + i, missing + m
         return [views, images, missing]
     return json.dumps({i: walk(i, set()) for i in ids}).encode().hex()
-'''
+"""
 
 JS_KERNEL_EXPRESSION = """async (expr) => {
   const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-  const future = k.requestExecute({code: '', silent: true, store_history: false, user_expressions: {r: expr}});
-  const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error('no answer in 30 s')), 30000));
+  const future = k.requestExecute(
+    {code: '', silent: true, store_history: false, user_expressions: {r: expr}});
+  const timeout = new Promise(
+    (_, reject) => setTimeout(() => reject(new Error('no answer in 30 s')), 30000));
   const reply = await Promise.race([future.done, timeout]);
   const r = reply.content.user_expressions.r;
   return r.status === 'ok' ? {ok: r.data['text/plain']} : {error: r.ename + ': ' + r.evalue};
 }"""
 
-JS_SOURCE = """(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].model.sharedModel.getSource()"""
+JS_SOURCE = """(i) => window.jupyterapp.shell.currentWidget.content.widgets[i]
+  .model.sharedModel.getSource()"""
 
 # The notebook's scroll area: where it starts on the screen, and how tall its cells are in all.
 JS_LAYOUT = """() => {
@@ -306,7 +364,8 @@ JS_OPTION_ROWS = """(i) => {
   const cell = document.querySelector(`[data-course-cell="${i}"]`);
   if (!cell) return [];
   const groups = Array.from(cell.querySelectorAll('.course-quiz, .widget-radio-box'));
-  return groups.map(g => Array.from(g.querySelectorAll('.course-option, .widget-radio-box > label')).map(row => {
+  const rowsOf = g => Array.from(g.querySelectorAll('.course-option, .widget-radio-box > label'));
+  return groups.map(g => rowsOf(g).map(row => {
     const range = document.createRange();
     range.selectNodeContents(row);
     const text = range.getBoundingClientRect();
@@ -315,14 +374,17 @@ JS_OPTION_ROWS = """(i) => {
     const ib = input ? input.getBoundingClientRect() : null;
     const middle = ib ? (ib.top + ib.bottom) / 2 : -1;  // its button must sit inside its own row
     return {text: row.innerText.trim().slice(0, 80), top: Math.min(text.top, box.top),
-            bottom: Math.max(text.bottom, box.bottom), button: !!ib && ib.width > 2 && ib.height > 2
-              && getComputedStyle(input).visibility !== 'hidden' && middle > box.top && middle < box.bottom};
+            bottom: Math.max(text.bottom, box.bottom),
+            button: !!ib && ib.width > 2 && ib.height > 2
+              && getComputedStyle(input).visibility !== 'hidden'
+              && middle > box.top && middle < box.bottom};
   }));
 }"""
 
 
 class ChapterFailure(AssertionError):
-    """A check failed; the message already names the chapter, the cell or widget, and the screenshot."""
+    """A check failed; the message already names the
+    chapter, the cell or widget, and the screenshot."""
 
 
 class NotebookPage:
@@ -342,17 +404,25 @@ class NotebookPage:
     # ---------------------------------------------------------------- opening and running
     def open(self, timeout: float = 120):
         start = time.monotonic()
-        self.page.goto(self.server.url(f"/lab/tree/{self.notebook.name}?reset"), wait_until="domcontentloaded")
+        self.page.goto(
+            self.server.url(f"/lab/tree/{self.notebook.name}?reset"), wait_until="domcontentloaded"
+        )
         try:
-            self.page.wait_for_function(JS_READY, arg=self.notebook.name, timeout=timeout * 1000, polling=250)
+            self.page.wait_for_function(
+                JS_READY, arg=self.notebook.name, timeout=timeout * 1000, polling=250
+            )
         except Exception as err:
-            self.fail("open", f"the notebook's kernel was not connected and idle within {timeout:.0f} s ({err})",
-                      self.dialog_text())
+            self.fail(
+                "open",
+                f"the notebook's kernel was not connected and idle within {timeout:.0f} s ({err})",
+                self.dialog_text(),
+            )
         self.page.evaluate(JS_LISTEN)
         self.timings["open"] = time.monotonic() - start
 
     def run_all(self, timeout: float):
-        """Run > Run All Cells, then wait until the kernel is idle and no cell is queued or running."""
+        """Run > Run All Cells, then wait until the
+        kernel is idle and no cell is queued or running."""
         start = time.monotonic()
         self.page.evaluate(JS_RUN_ALL)
         deadline, settled, state = start + timeout, 0, {}
@@ -365,17 +435,24 @@ class NotebookPage:
             time.sleep(0.3)
         else:
             ran = sum(c is not None for c in state.get("counts", []))
-            self.fail("run all cells", f"still running after {timeout:.0f} s: {ran} of "
-                      f"{len(state.get('counts', []))} code cells done, kernel {state.get('kernel')}")
+            self.fail(
+                "run all cells",
+                f"still running after {timeout:.0f} s: {ran} of "
+                f"{len(state.get('counts', []))} code cells done, kernel {state.get('kernel')}",
+            )
         self.timings["run all"] = time.monotonic() - start
 
     def settle_widgets(self, timeout: float = 30):
-        """Wait until every widget output has a rendered view (or time runs out: the tests then say which)."""
+        """Wait until every widget output has a rendered
+        view (or time runs out: the tests then say which)."""
         start = time.monotonic()
         while True:
             self.cells = self.page.evaluate(JS_CELLS)
-            pending = [c for c in self.cells if self._unrendered(c) or any(
-                "Loading widget..." in d["text"] for d in c["dom"])]
+            pending = [
+                c
+                for c in self.cells
+                if self._unrendered(c) or any("Loading widget..." in d["text"] for d in c["dom"])
+            ]
             if not pending or time.monotonic() - start > timeout:
                 break
             time.sleep(0.3)
@@ -419,8 +496,11 @@ class NotebookPage:
         for cell in self.code_cells():
             if cell["index"] > after and needle in cell["source"]:
                 return cell
-        self.fail(f"cell `{needle}`", "no code cell contains this text (was the notebook changed? update "
-                  "tests/browser/chapters.py)")
+        self.fail(
+            f"cell `{needle}`",
+            "no code cell contains this text (was the notebook changed? update "
+            "tests/browser/chapters.py)",
+        )
 
     def cell_locator(self, index: int):
         return self.page.locator(f'[data-course-cell="{index}"]')
@@ -440,15 +520,19 @@ class NotebookPage:
 
     # ---------------------------------------------------------------- learner actions
     def type_into_cell(self, index: int, text: str):
-        """Click into the cell's editor, select everything, and type `text` (as a paste: no auto-indent)."""
+        """Click into the cell's editor, select everything,
+        and type `text` (as a paste: no auto-indent)."""
         editor = self.cell_locator(index).locator(".jp-InputArea-editor .cm-content")
         editor.click()
         self.page.keyboard.press("ControlOrMeta+a")
         self.page.keyboard.insert_text(text)
         got = self.source(index)
         if got.strip() != text.strip():
-            self.fail(f"cell {index}", "typing into the editor did not give the intended source",
-                      f"typed:\n{text}\nthe cell now holds:\n{got}")
+            self.fail(
+                f"cell {index}",
+                "typing into the editor did not give the intended source",
+                f"typed:\n{text}\nthe cell now holds:\n{got}",
+            )
 
     def run_cell(self, index: int, timeout: float = 60):
         """Click into the cell and press Shift+Enter, as a learner does; wait until it has run."""
@@ -461,8 +545,11 @@ class NotebookPage:
             if cell["count"] is not None and cell["count"] != before and not cell["running"]:
                 return cell
             time.sleep(0.2)
-        self.fail(f"cell {index}", f"did not finish running within {timeout:.0f} s after Shift+Enter",
-                  self.output_text(index))
+        self.fail(
+            f"cell {index}",
+            f"did not finish running within {timeout:.0f} s after Shift+Enter",
+            self.output_text(index),
+        )
 
     def _cell(self, index: int) -> dict:
         self.cells = self.page.evaluate(JS_CELLS)
@@ -487,7 +574,9 @@ class NotebookPage:
         paths = [path]
         try:
             layout = self.page.evaluate(JS_LAYOUT)
-            height = min(max(layout["top"] + layout["height"], self.VIEWPORT["height"]), self.SHOT_LIMIT)
+            height = min(
+                max(layout["top"] + layout["height"], self.VIEWPORT["height"]), self.SHOT_LIMIT
+            )
             step = height - layout["top"]
             parts = max(1, -(-layout["height"] // step))
             paths += [path.with_name(f"{path.stem}--part{k + 1}.png") for k in range(1, parts)]
@@ -503,7 +592,9 @@ class NotebookPage:
                 self.page.set_viewport_size(self.VIEWPORT)
             except Exception:
                 pass
-        return str(path) + (f" (+ {len(paths) - 1} more part(s): {paths[-1].name})" if len(paths) > 1 else "")
+        return str(path) + (
+            f" (+ {len(paths) - 1} more part(s): {paths[-1].name})" if len(paths) > 1 else ""
+        )
 
     def fail(self, where: str, what: str, on_page: str = ""):
         shot = self.screenshot("FAILED-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", where).strip("-")[:60])

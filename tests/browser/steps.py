@@ -3,6 +3,7 @@
 Each step acts inside one cell's output (the widget's cell) and returns None when it went as
 expected, or a sentence saying what did not.
 """
+
 import re
 import time
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Select:
     """Pick `option` in the dropdown labelled `label`."""
+
     label: str
     option: str
 
@@ -25,6 +27,7 @@ class Select:
 @dataclass(frozen=True)
 class Choose:
     """Click the radio button or checkbox whose text starts with `text`."""
+
     text: str
 
     def __call__(self, page, index):
@@ -36,12 +39,16 @@ class Choose:
 
 @dataclass(frozen=True)
 class Toggle:
-    """In the toggle-button group labelled `label`, press the button whose caption contains `option`."""
+    """In the toggle-button group labelled `label`,
+    press the button whose caption contains `option`."""
+
     label: str
     option: str
 
     def __call__(self, page, index):
-        group = page.cell_locator(index).locator(".widget-toggle-buttons", has_text=self.label).first
+        group = (
+            page.cell_locator(index).locator(".widget-toggle-buttons", has_text=self.label).first
+        )
         group.get_by_role("button", name=self.option).first.click()
 
     def __str__(self):
@@ -51,6 +58,7 @@ class Toggle:
 @dataclass(frozen=True)
 class Click:
     """Press the button whose caption is `caption`."""
+
     caption: str
 
     def __call__(self, page, index):
@@ -62,7 +70,9 @@ class Click:
 
 @dataclass(frozen=True)
 class RunCell:
-    """Run the widget's cell again (click into it, Shift+Enter), as a learner re-running a training cell."""
+    """Run the widget's cell again (click into it,
+    Shift+Enter), as a learner re-running a training cell."""
+
     timeout: float = 180
 
     def __call__(self, page, index):
@@ -75,6 +85,7 @@ class RunCell:
 @dataclass(frozen=True)
 class Expect:
     """The widget's output must come to show text matching `pattern` (a regex)."""
+
     pattern: str
     timeout: float = 30
 
@@ -88,7 +99,9 @@ class Expect:
 
 @dataclass(frozen=True)
 class ExpectNot:
-    """The widget's output must NOT show text matching `pattern` (checked once, after the step before)."""
+    """The widget's output must NOT show text matching
+    `pattern` (checked once, after the step before)."""
+
     pattern: str
 
     def __call__(self, page, index):
@@ -103,14 +116,18 @@ class ExpectNot:
 @dataclass(frozen=True)
 class ExpectImages:
     """At least `count` images (plots) must be loaded in the widget's output."""
+
     count: int = 1
     timeout: float = 30
 
     def __call__(self, page, index):
         deadline, found = time.monotonic() + self.timeout, 0
         while time.monotonic() < deadline:
-            found = page.cell_locator(index).locator(".jp-Cell-outputWrapper img").evaluate_all(
-                "imgs => imgs.filter(i => i.complete && i.naturalWidth > 0).length")
+            found = (
+                page.cell_locator(index)
+                .locator(".jp-Cell-outputWrapper img")
+                .evaluate_all("imgs => imgs.filter(i => i.complete && i.naturalWidth > 0).length")
+            )
             if found >= self.count:
                 return None
             time.sleep(0.3)
@@ -124,6 +141,7 @@ class ExpectImages:
 class ExpectFits:
     """In a browser window `window_px` wide, the widget fits its output area (no part of it sticks
     out to the right) and every description label in it shows its whole text (none cut short)."""
+
     window_px: int = 1000
 
     def __call__(self, page, index):
@@ -131,19 +149,30 @@ class ExpectFits:
         page.page.set_viewport_size({"width": self.window_px, "height": size["height"]})
         try:
             time.sleep(0.5)  # let JupyterLab lay the notebook out again
-            report = page.cell_locator(index).locator(".jp-OutputArea-output .widget-vbox").first.evaluate(
-                """root => {
+            report = (
+                page.cell_locator(index)
+                .locator(".jp-OutputArea-output .widget-vbox")
+                .first.evaluate(
+                    """root => {
                     const area = root.closest('.jp-OutputArea-output').getBoundingClientRect();
                     const out = [root, ...root.querySelectorAll('*')].filter(
-                        e => e.getBoundingClientRect().width > 0 && e.getBoundingClientRect().right > area.right + 1);
+                        e => e.getBoundingClientRect().width > 0
+                          && e.getBoundingClientRect().right > area.right + 1);
                     const cut = [...root.querySelectorAll('.widget-label')].filter(
                         l => l.scrollWidth > l.clientWidth + 1);
-                    return {out: out.slice(0, 3).map(e => (e.className || e.tagName).toString().slice(0, 60)),
+                    const named = e => (e.className || e.tagName).toString().slice(0, 60);
+                    return {out: out.slice(0, 3).map(named),
                             cut: cut.map(l => l.textContent)};
-                }""")
+                }"""
+                )
+            )
         finally:
             page.page.set_viewport_size(size)
-        problems = [f"sticks out of a {self.window_px} px window: {report['out']}"] if report["out"] else []
+        problems = (
+            [f"sticks out of a {self.window_px} px window: {report['out']}"]
+            if report["out"]
+            else []
+        )
         problems += [f"labels cut short: {report['cut']}"] if report["cut"] else []
         return "; ".join(problems) or None
 

@@ -1,9 +1,11 @@
-"""Fixtures of the hub suite: a real JupyterHub with its proxy, and nbgitpuller's own code (issue 22).
+"""Fixtures of the hub suite: a real JupyterHub with
+its proxy, and nbgitpuller's own code (issue 22).
 
 Deselect it with `-m "not hub"`. Without configurable-http-proxy, jupyterhub or nbgitpuller
 the tests are skipped with the install command, except in CI (CI=true), where that is a
 failure (.ci/run installs the proxy; `pip install -e '.[test]'` brings the Python packages).
 """
+
 import os
 import re
 import shutil
@@ -12,9 +14,12 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-INSTALL = ("to run it: `npm install --global configurable-http-proxy@5.2.0` (as .ci/run does; node 20) and "
-           "`pip install -e '.[test]'` (brings jupyterhub and nbgitpuller)")
+from support import ROOT
+
+INSTALL = (
+    "to run it: `npm install --global configurable-http-proxy@5.2.0` (as .ci/run does; node "
+    "20) and `pip install -e '.[test]'` (brings jupyterhub and nbgitpuller)"
+)
 LINK = re.compile(r"https://HUB/hub/user-redirect/git-pull\?\S+")
 
 
@@ -25,8 +30,10 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "hub: a real JupyterHub (or nbgitpuller) on localhost (deselect with "
-                                       "-m \"not hub\")")
+    config.addinivalue_line(
+        "markers",
+        'hub: a real JupyterHub (or nbgitpuller) on localhost (deselect with -m "not hub")',
+    )
 
 
 def in_ci() -> bool:
@@ -35,7 +42,9 @@ def in_ci() -> bool:
 
 def missing(reason: str):
     if in_ci():
-        pytest.fail(f"CI must run the hub suite, but {reason}; .ci/run installs configurable-http-proxy")
+        pytest.fail(
+            f"CI must run the hub suite, but {reason}; .ci/run installs configurable-http-proxy"
+        )
     pytest.skip(f"hub suite skipped: {reason}; {INSTALL}")
 
 
@@ -70,21 +79,32 @@ def proxy_command():
 def readme_link() -> str:
     """The nbgitpuller link template the README gives teachers."""
     found = LINK.findall((ROOT / "README.md").read_text())
-    assert len(set(found)) == 1, f"the README should give one nbgitpuller link template, found {found}"
+    assert len(set(found)) == 1, (
+        f"the README should give one nbgitpuller link template, found {found}"
+    )
     return found[0]
 
 
 def git(*args, cwd):
     """git in `cwd` with a throwaway identity (never the machine's own configuration)."""
-    env = dict(os.environ, GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1", GIT_AUTHOR_NAME="Teacher",
-               GIT_AUTHOR_EMAIL="teacher@example.invalid", GIT_COMMITTER_NAME="Teacher",
-               GIT_COMMITTER_EMAIL="teacher@example.invalid")
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env=env).stdout
+    env = dict(
+        os.environ,
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_AUTHOR_NAME="Teacher",
+        GIT_AUTHOR_EMAIL="teacher@example.invalid",
+        GIT_COMMITTER_NAME="Teacher",
+        GIT_COMMITTER_EMAIL="teacher@example.invalid",
+    )
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env=env
+    ).stdout
 
 
 def course_repo(folder: Path) -> Path:
     """The teacher's git repository of the student bundle (what the nbgitpuller link names)."""
     from course_lib.grading.release import release
+
     repo = folder / "pytorch-gpu-course"
     release(repo)
     git("init", "-q", "-b", "main", cwd=repo)

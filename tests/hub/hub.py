@@ -1,5 +1,6 @@
 """A real JupyterHub on 127.0.0.1 for the tests: its proxy, a local spawner, a shared-password
 authenticator, users' homes under a temporary folder; and a student's client for it."""
+
 import asyncio
 import json
 import os
@@ -15,12 +16,15 @@ from pathlib import Path
 
 import requests
 
-ROOT = Path(__file__).resolve().parents[2]
+from support import ROOT
+
 COURSE_CONFIG = ROOT / "docs" / "classroom" / "course_hub_config.py"
 # The hub's users get the student bundle only: hide the teacher's editable install from their
 # processes, as a real user image (which never has this checkout) would.
-NO_TEACHER = ('import sys\nsys.meta_path[:] = [f for f in sys.meta_path '
-              'if not getattr(f, "__module__", "").startswith("__editable__")]\n')
+NO_TEACHER = (
+    "import sys\nsys.meta_path[:] = [f for f in sys.meta_path "
+    'if not getattr(f, "__module__", "").startswith("__editable__")]\n'
+)
 
 CONFIG = """\
 import sys
@@ -75,23 +79,41 @@ class Hub:
         hide.mkdir(parents=True)
         (hide / "sitecustomize.py").write_text(NO_TEACHER)
         self.config = self.folder / "jupyterhub_config.py"
-        self.config.write_text(CONFIG.format(
-            course_config=str(COURSE_CONFIG), hide=str(hide), port=self.port, hub_port=free_port(),
-            api_port=free_port(), proxy=proxy, folder=self.folder, password=self.password, users=self.users,
-            home=str(self.homes / "{username}"), token=self.token))
+        self.config.write_text(
+            CONFIG.format(
+                course_config=str(COURSE_CONFIG),
+                hide=str(hide),
+                port=self.port,
+                hub_port=free_port(),
+                api_port=free_port(),
+                proxy=proxy,
+                folder=self.folder,
+                password=self.password,
+                users=self.users,
+                home=str(self.homes / "{username}"),
+                token=self.token,
+            )
+        )
         self.log = self.folder / "jupyterhub.log"
         self.process = None
 
     def start(self, timeout=120) -> None:
         env = dict(os.environ, COURSE_HUB_HOME=str(self.homes / "{username}"))
         with open(self.log, "wb") as log:
-            self.process = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(self.config)],
-                                            cwd=self.folder, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                            start_new_session=True)
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "jupyterhub", "-f", str(self.config)],
+                cwd=self.folder,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"jupyterhub exited ({self.process.returncode}):\n{self.log_tail()}")
+                raise RuntimeError(
+                    f"jupyterhub exited ({self.process.returncode}):\n{self.log_tail()}"
+                )
             try:
                 if requests.get(f"{self.url}/hub/api", timeout=5).status_code == 200:
                     return
@@ -105,8 +127,13 @@ class Hub:
 
     def api(self, method: str, path: str, **kwargs):
         """The hub's REST API as the teacher's service."""
-        reply = requests.request(method, f"{self.url}/hub/api{path}", timeout=60,
-                                 headers={"Authorization": f"token {self.token}"}, **kwargs)
+        reply = requests.request(
+            method,
+            f"{self.url}/hub/api{path}",
+            timeout=60,
+            headers={"Authorization": f"token {self.token}"},
+            **kwargs,
+        )
         reply.raise_for_status()
         return reply.json() if reply.content else None
 
@@ -115,7 +142,10 @@ class Hub:
             self.api("POST", f"/users/{user}/server")
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            ready = {u: self.api("GET", f"/users/{u}")["servers"].get("", {}).get("ready") for u in self.users}
+            ready = {
+                u: self.api("GET", f"/users/{u}")["servers"].get("", {}).get("ready")
+                for u in self.users
+            }
             if all(ready.values()):
                 return
             time.sleep(0.5)
@@ -146,7 +176,11 @@ class Student:
     def log_in(self) -> None:
         page = self.session.get(f"{self.hub.url}/hub/login", timeout=60)
         xsrf = re.search(r'name="_xsrf"\s+value="([^"]+)"', page.text)
-        data = {"username": self.name, "password": self.hub.password, "_xsrf": xsrf.group(1) if xsrf else ""}
+        data = {
+            "username": self.name,
+            "password": self.hub.password,
+            "_xsrf": xsrf.group(1) if xsrf else "",
+        }
         reply = self.session.post(f"{self.hub.url}/hub/login", data=data, timeout=60)
         assert reply.ok and "jupyterhub-session-id" in self.session.cookies, reply.text[-1000:]
 
@@ -160,13 +194,16 @@ class Student:
         data = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', page.text))
         from html import unescape
         from urllib.parse import unquote
+
         value = lambda key: unquote(unescape(data.get(key, "")))
         params = {"_xsrf": value("xsrf"), "repo": value("repo"), "targetpath": value("targetpath")}
         if value("branch"):
             params["branch"] = value("branch")
         base = value("base-url")
         events = []
-        with self.session.get(f"{self.hub.url}{base}git-pull/api", params=params, stream=True, timeout=300) as r:
+        with self.session.get(
+            f"{self.hub.url}{base}git-pull/api", params=params, stream=True, timeout=300
+        ) as r:
             for line in r.iter_lines(decode_unicode=True):
                 if line and line.startswith("data: "):
                     events.append(json.loads(line[6:]))
@@ -180,14 +217,26 @@ class Student:
         return reply.json()["content"]
 
     def save(self, path: str, notebook: dict) -> None:
-        reply = requests.put(f"{self.prefix}/api/contents/{path}", headers=self.headers, timeout=60,
-                             json={"type": "notebook", "format": "json", "content": notebook})
+        reply = requests.put(
+            f"{self.prefix}/api/contents/{path}",
+            headers=self.headers,
+            timeout=60,
+            json={"type": "notebook", "format": "json", "content": notebook},
+        )
         reply.raise_for_status()
 
     def start_kernel(self, path: str) -> str:
-        reply = requests.post(f"{self.prefix}/api/sessions", headers=self.headers, timeout=120,
-                              json={"path": path, "type": "notebook", "name": Path(path).name,
-                                    "kernel": {"name": "python3"}})
+        reply = requests.post(
+            f"{self.prefix}/api/sessions",
+            headers=self.headers,
+            timeout=120,
+            json={
+                "path": path,
+                "type": "notebook",
+                "name": Path(path).name,
+                "kernel": {"name": "python3"},
+            },
+        )
         reply.raise_for_status()
         return reply.json()["kernel"]["id"]
 
@@ -196,26 +245,53 @@ class Student:
         returns per source (status, outputs as nbformat dicts, execution count)."""
         from tornado.httpclient import HTTPRequest
         from tornado.websocket import websocket_connect
-        url = f"ws://127.0.0.1:{self.hub.port}/user/{self.name}/api/kernels/{kernel_id}/channels" \
-              f"?session_id={uuid.uuid4().hex}"
+
+        url = (
+            f"ws://127.0.0.1:{self.hub.port}/user/{self.name}/api/kernels/{kernel_id}/channels"
+            f"?session_id={uuid.uuid4().hex}"
+        )
         conn = await websocket_connect(HTTPRequest(url, headers=self.headers, request_timeout=120))
         session, results = uuid.uuid4().hex, []
         try:
             await self._request(conn, session, "kernel_info_request", {}, timeout)
             for source in sources:
-                content = {"code": source, "silent": False, "store_history": True, "user_expressions": {},
-                           "allow_stdin": False, "stop_on_error": False}
-                results.append(await self._request(conn, session, "execute_request", content, timeout))
+                content = {
+                    "code": source,
+                    "silent": False,
+                    "store_history": True,
+                    "user_expressions": {},
+                    "allow_stdin": False,
+                    "stop_on_error": False,
+                }
+                results.append(
+                    await self._request(conn, session, "execute_request", content, timeout)
+                )
         finally:
             conn.close()
         return results
 
     async def _request(self, conn, session, msg_type, content, timeout):
         msg_id = uuid.uuid4().hex
-        header = {"msg_id": msg_id, "username": self.name, "session": session, "msg_type": msg_type,
-                  "version": "5.3", "date": ""}
-        await conn.write_message(json.dumps({"header": header, "parent_header": {}, "metadata": {},
-                                             "content": content, "channel": "shell", "buffers": []}))
+        header = {
+            "msg_id": msg_id,
+            "username": self.name,
+            "session": session,
+            "msg_type": msg_type,
+            "version": "5.3",
+            "date": "",
+        }
+        await conn.write_message(
+            json.dumps(
+                {
+                    "header": header,
+                    "parent_header": {},
+                    "metadata": {},
+                    "content": content,
+                    "channel": "shell",
+                    "buffers": [],
+                }
+            )
+        )
         outputs, reply, idle = [], None, False
         deadline = time.monotonic() + timeout
         while reply is None or not idle:
@@ -231,13 +307,25 @@ class Student:
             elif kind.endswith("_reply"):
                 reply = body
             elif kind == "stream":
-                outputs.append({"output_type": "stream", "name": body["name"], "text": body["text"]})
+                outputs.append(
+                    {"output_type": "stream", "name": body["name"], "text": body["text"]}
+                )
             elif kind in ("display_data", "execute_result"):
-                out = {"output_type": kind, "data": body["data"], "metadata": body.get("metadata", {})}
+                out = {
+                    "output_type": kind,
+                    "data": body["data"],
+                    "metadata": body.get("metadata", {}),
+                }
                 if kind == "execute_result":
                     out["execution_count"] = body["execution_count"]
                 outputs.append(out)
             elif kind == "error":
-                outputs.append({"output_type": "error", "ename": body["ename"], "evalue": body["evalue"],
-                                "traceback": body["traceback"]})
+                outputs.append(
+                    {
+                        "output_type": "error",
+                        "ename": body["ename"],
+                        "evalue": body["evalue"],
+                        "traceback": body["traceback"],
+                    }
+                )
         return reply.get("status"), outputs, reply.get("execution_count")

@@ -1,0 +1,82 @@
+"""Every chapter of the course, declared once: its number, its name and its title.
+
+``Chapter("05", "speedups", "Speedups, measured")`` is the whole declaration: the chapter module
+is ``course_lib/ch05_speedups.py``, its answer key ``course_lib/key/ch05_speedups.py``, its
+notebook ``notebooks/05_speedups.ipynb``. The exercise registry, the grader, the explainer, the
+release and the tests all read these declarations; nothing parses a module or file name for a
+number. A chapter module takes its declaration with ``chapter = chapters.of_module(__name__)`` and
+declares its exercises on it (``chapter.function_exercise(...)``, ``chapter.quiz(...)``).
+Standard library only, so that anything may import it cheaply.
+"""
+
+
+class Chapter:
+    """One chapter: number, name, title, and (once its module is imported) its exercises."""
+
+    def __init__(self, number: str, name: str, title: str):
+        if not (len(number) == 2 and number.isdigit()):
+            raise ValueError(f"a chapter number has two digits, like '05'; got {number!r}")
+        self.number, self.name, self.title = number, name, title
+        self.stem = f"{number}_{name}"  # 05_speedups
+        self.module = f"course_lib.ch{self.stem}"  # the chapter module
+        self.key_module = (
+            f"course_lib.key.ch{self.stem}"  # its answer key (not in the student bundle)
+        )
+        self.notebook = f"{self.stem}.ipynb"  # its notebook, in notebooks/
+        self.exercises = {}  # exercise name -> exercise, filled by the chapter module
+
+    def __repr__(self) -> str:
+        return f"Chapter({self.number!r}, {self.name!r}, {self.title!r})"
+
+    def _add(self, exercise):
+        if exercise.name in self.exercises:
+            raise ValueError(f"two exercises share the id {exercise.id}")
+        self.exercises[exercise.name] = exercise
+        return exercise
+
+    def function_exercise(self, name, **kwargs):
+        """Declare a function exercise of this chapter (see exercises.spec.FunctionExercise)."""
+        from .exercises.spec import FunctionExercise
+
+        return self._add(FunctionExercise(self, name, **kwargs))
+
+    def quiz(self, name, **kwargs):
+        """Declare a quiz of this chapter (see exercises.spec.Quiz)."""
+        from .exercises.spec import Quiz
+
+        return self._add(Quiz(self, name, **kwargs))
+
+
+CHAPTERS = (
+    Chapter("01", "device_check", "Device check"),
+    Chapter("02", "same_device_rule", "The same-device rule"),
+    Chapter("03", "training_template", "The training template"),
+    Chapter("04", "common_errors", "Common errors"),
+    Chapter("05", "speedups", "Speedups, measured"),
+    Chapter("06", "out_of_memory", "Out of memory"),
+    Chapter("07", "dp_vs_ddp", "DataParallel vs DistributedDataParallel"),
+    Chapter("08", "sharding", "Sharding with FSDP"),
+)
+
+
+def get(number) -> Chapter:
+    """The chapter numbered `number` ('5', '05' or 5); KeyError naming the chapters there are."""
+    key = str(number).strip().zfill(2)
+    for chapter in CHAPTERS:
+        if chapter.number == key:
+            return chapter
+    raise KeyError(
+        f"the course has no chapter {number!r}; its chapters are "
+        f"{', '.join(c.number for c in CHAPTERS)}"
+    )
+
+
+def of_module(module_name: str) -> Chapter:
+    """The chapter whose module is `module_name` (a chapter module passes its ``__name__``)."""
+    for chapter in CHAPTERS:
+        if chapter.module == module_name:
+            return chapter
+    raise KeyError(f"{module_name} is not a chapter module declared in course_lib/chapters.py")
+
+
+__all__ = ["Chapter", "CHAPTERS", "get", "of_module"]
