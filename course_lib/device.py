@@ -12,6 +12,10 @@ from pathlib import Path
 
 import torch
 
+from .i18n import tr
+from .i18n.catalogue import CJK
+from .i18n.layout import wrap
+
 ENV_VAR = "COURSE_DEVICE"
 FIGURES_ENV_VAR = "COURSE_GPU_FIGURES"  # another figures.json than docs/gpu/figures.json (tests)
 FIGURES_FILE = Path(__file__).resolve().parent.parent / "docs" / "gpu" / "figures.json"
@@ -108,7 +112,7 @@ def gpu_only(what: str, figure: str = None) -> bool:
     if figure is not None:
         from .gpu_notes import note_lines  # what a GPU shows here and why (learner-facing text)
         lines += note_lines(figure) + reference_figures(figure)
-    print("\n".join(_wrap(line) for line in lines))
+    print("\n".join(_wrap(tr(line)) for line in lines))
     return False
 
 
@@ -126,6 +130,8 @@ def why_not_cuda(device: torch.device) -> str:
 def _wrap(line: str) -> str:
     """One output line wrapped between words, continuation lines indented (skip lines)."""
     indent = " " * (len(line) - len(line.lstrip()))
+    if CJK.search(line):  # Chinese has no spaces to break at, and its characters are two columns wide
+        return wrap(line, SKIP_WIDTH)
     return textwrap.fill(line, SKIP_WIDTH, initial_indent="", subsequent_indent=indent + "    ",
                          break_long_words=False, break_on_hyphens=False)
 
@@ -167,10 +173,10 @@ def devices_of(thing) -> list:
 def device_report(**things) -> str:
     """One line per named model/loss/tensor with its device(s), then a verdict (chapters 02, 04)."""
     width = max(map(len, things), default=0)
-    lines = [f"{name:<{width}} : {', '.join(devices_of(thing)) or '(no tensors)'}" for name, thing in things.items()]
+    lines = [f"{name:<{width}} : {', '.join(devices_of(thing)) or tr('(no tensors)')}" for name, thing in things.items()]
     found = sorted({d for thing in things.values() for d in devices_of(thing)})
     if len(found) <= 1:
-        lines.append(f"OK: everything is on {found[0] if found else 'no device'}")
+        lines.append(tr(f"OK: everything is on {found[0] if found else 'no device'}"))
     else:
-        lines.append(f"MISMATCH: {' and '.join(found)} are both in use; move everything to one device")
+        lines.append(tr(f"MISMATCH: {' and '.join(found)} are both in use; move everything to one device"))
     return "\n".join(lines)

@@ -6,6 +6,7 @@ from IPython.display import HTML
 
 from .exercises.results import CORRECT
 from .exercises.text import html as text_html
+from .i18n import tr
 
 
 def result_html(result) -> W.HTML:
@@ -36,9 +37,14 @@ EMPTY_ANSWER = {  # what the Check button says when nothing is chosen yet: it sp
 }
 CHOOSE_ONE = "Choose an option above, then press Check."
 # under a right answer in the widget: the one place an answer is kept is the answer cell below it
-ANSWER_CELL = ("<div class='course-answer-cell' style='color:#57606a;margin:2px 0'>Now write it in the answer "
-               "cell below (<code>answer_{name} = ...</code>) and run that cell: the Check button is for "
-               "practice, the cell is what is saved with the notebook and graded.</div>")
+ANSWER_CELL = ("Now write it in the answer cell below (`answer_{name} = ...`) and run that cell: the Check "
+               "button is for practice, the cell is what is saved with the notebook and graded.")
+
+
+def answer_cell_note(name: str) -> str:
+    """The note under a right answer in the widget: the answer cell is what is graded."""
+    return (f"<div class='course-answer-cell' style='color:#57606a;margin:2px 0'>"
+            f"{text_html(tr(ANSWER_CELL.format(name=name)))}</div>")
 
 
 def hint_widget(exercise) -> W.VBox:
@@ -47,7 +53,7 @@ def hint_widget(exercise) -> W.VBox:
     Showing it reveals nothing (Run All spends no hint); the state lives on the exercise, so
     re-running the cell shows the hints already revealed, and every view of it stays in step."""
     if not exercise.hints:
-        return W.VBox([W.HTML("No hints for this one.")])
+        return W.VBox([W.HTML(tr("No hints for this one."))])
     shown = W.HTML()
     button = W.Button(layout=W.Layout(width="auto", align_self="flex-start"))
 
@@ -55,7 +61,7 @@ def hint_widget(exercise) -> W.VBox:
         n, total = len(exercise.hints_shown()), len(exercise.hints)
         shown.value = "".join(f"<div style='margin:2px 0'>{text_html(line)}</div>" for line in exercise.hints_shown())
         button.disabled = n >= total
-        button.description = f"Show a hint ({n + 1} of {total})" if n < total else f"All {total} hints shown"
+        button.description = tr(f"Show a hint ({n + 1} of {total})" if n < total else f"All {total} hints shown")
 
     button.on_click(lambda _: exercise.reveal_hint())
     exercise._hint_views[:] = exercise._hint_views[-9:] + [refresh]
@@ -67,7 +73,7 @@ def hint_widget(exercise) -> W.VBox:
 
 def _option_rows(quiz):
     """One checkbox per option, its text as HTML (code as code); single choice keeps one ticked."""
-    rows = [W.Checkbox(description=f"{k}) {text_html(v)}", description_allow_html=True, indent=False,
+    rows = [W.Checkbox(description=f"{k}) {text_html(tr(v))}", description_allow_html=True, indent=False,
                        layout=W.Layout(width="auto")) for k, v in quiz.options.items()]
     single = quiz.kind in ("single", "error")
     for row in rows:
@@ -88,7 +94,7 @@ def _option_rows(quiz):
 def quiz_widget(quiz) -> W.VBox:
     """The question, one row per option (or a number box), Check and Hint buttons, the verdict."""
     if quiz.kind == "numeric":
-        chooser = W.Text(description="Answer:", placeholder="a number")
+        chooser = W.Text(description=tr("Answer:"), placeholder=tr("a number"))
         read = lambda: chooser.value
         watched = [chooser]
     else:
@@ -96,12 +102,12 @@ def quiz_widget(quiz) -> W.VBox:
         chooser = W.VBox(watched, layout=W.Layout(width="100%"))
         chosen = lambda: [k for k, row in zip(quiz.options, watched) if row.value]
         read = (lambda: (chosen() or [None])[0]) if quiz.kind in ("single", "error") else chosen
-    button = W.Button(description="Check", button_style="primary")
+    button = W.Button(description=tr("Check"), button_style="primary")
     verdict = W.HTML()
 
     def on_click(_):
         result = quiz.check(read(), empty=EMPTY_ANSWER.get(quiz.kind, CHOOSE_ONE))
-        verdict.value = result._repr_html_() + (ANSWER_CELL.format(name=quiz.name) if result.status == CORRECT else "")
+        verdict.value = result._repr_html_() + (answer_cell_note(quiz.name) if result.status == CORRECT else "")
 
     def clear_verdict(_):  # a verdict belongs to the answer it judged
         verdict.value = ""
@@ -109,7 +115,7 @@ def quiz_widget(quiz) -> W.VBox:
     button.on_click(on_click)
     for widget in watched:
         widget.observe(clear_verdict, names="value")
-    parts = [W.HTML(QUIZ_CSS + f"<b>{text_html(quiz.title)}</b><div>{text_html(quiz.prompt)}</div>")]
+    parts = [W.HTML(QUIZ_CSS + f"<b>{text_html(tr(quiz.title))}</b><div>{text_html(tr(quiz.prompt))}</div>")]
     if quiz.code:
         parts.append(W.HTML(f"<pre style='background:#f6f8fa;color:#1f2328;padding:6px'>{escape(quiz.code)}</pre>"))
     hints = [hint_widget(quiz)] if quiz.hints else []
@@ -131,7 +137,7 @@ def quiz_widget(quiz) -> W.VBox:
 
 
 def report_table(report: dict, format_value=str) -> HTML:
-    rows = "".join(f"<tr><th style='text-align:right'>{escape(k)}</th><td style='text-align:left'>"
+    rows = "".join(f"<tr><th style='text-align:right'>{escape(tr(k))}</th><td style='text-align:left'>"
                    f"{escape(format_value(k, v))}</td></tr>" for k, v in report.items())
     return f"<table class='course-report'>{rows}</table>"
 
@@ -142,11 +148,11 @@ def progress_table(rows) -> str:
     for r in rows:
         status = "done" if r["done"] == r["total"] else "in progress" if r["done"] or r["attempted"] else "not started"
         color = {"done": "#1a7f37", "in progress": "#9a6700", "not started": "#6e7781"}[status]
-        body.append(f"<tr><td>{r['chapter']}</td><td style='text-align:left'>{escape(r['title'])}</td>"
+        body.append(f"<tr><td>{r['chapter']}</td><td style='text-align:left'>{escape(tr(r['title']))}</td>"
                     f"<td>{r['done']}/{r['total']}</td><td>{r['points']:g}/{r['max_points']:g}</td>"
-                    f"<td style='color:{color}'>{status}</td></tr>")
-    return ("<table class='course-progress'><tr><th>chapter</th><th>title</th><th>exercises done</th>"
-            f"<th>points</th><th>status</th></tr>{''.join(body)}</table>")
+                    f"<td style='color:{color}'>{escape(tr(status))}</td></tr>")
+    head = "".join(f"<th>{escape(tr(h))}</th>" for h in ("chapter", "title", "exercises done", "points", "status"))
+    return f"<table class='course-progress'><tr>{head}</tr>{''.join(body)}</table>"
 
 
 __all__ = ["quiz_widget", "hint_widget", "report_table", "progress_table", "result_html", "CORRECT"]

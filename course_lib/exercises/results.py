@@ -1,6 +1,7 @@
 """What a check returns: per-test outcomes, a status, points, and learner-facing text/HTML."""
 from dataclasses import dataclass, field
 
+from ..i18n import tr
 from .text import html as code_html
 
 CORRECT = "correct"
@@ -29,14 +30,14 @@ class TestOutcome:
     def public_lines(self, hints_shown=None):
         """What the learner may read of this test; a hint already in `hints_shown` is not repeated."""
         if self.hidden:
-            return [] if self.passed else [HIDDEN_NOTE]
-        lines = [self.message] if self.message else []
+            return [] if self.passed else [tr(HIDDEN_NOTE)]
+        lines = [tr(self.message)] if self.message else []
         if self.expected:
-            lines.append(f"Expected: {self.expected}")
+            lines.append(tr(f"Expected: {self.expected}"))
         if self.got:
-            lines.append(f"Got: {self.got}")
+            lines.append(tr(f"Got: {self.got}"))
         if self.hint and (hints_shown is None or self.hint not in hints_shown):
-            lines.append(f"Hint: {self.hint}")
+            lines.append(tr(f"Hint: {self.hint}"))
             if hints_shown is not None:
                 hints_shown.add(self.hint)
         return lines
@@ -65,19 +66,22 @@ class CheckResult:
                            "feedback": " ".join(t.public_lines())} for t in self.tests]}
 
     def headline(self) -> str:
-        return f"{self.status.capitalize()}: {self.title} ({self.points:g}/{self.max_points:g} points)"
+        return tr(f"{self.status.capitalize()}: {self.title} ({self.points:g}/{self.max_points:g} points)")
+
+    def _hidden_line(self) -> str:
+        return tr(f"({self.hidden_not_run} hidden test(s) more are run by the grader.)")
 
     def text(self) -> str:
         lines = [f"{_ICONS[self.status]} {self.headline()}"]
         if self.summary:
-            lines.append(f"  {self.summary}")
+            lines.append(f"  {tr(self.summary)}")
         hints_shown = set()
         for t in self.tests:
             mark = "passed" if t.passed else "FAILED"
-            lines.append(f"  - {t.name}: {mark}")
+            lines.append(f"  - {tr(f'{t.name}: {mark}')}")
             lines.extend(f"      {line}" for line in t.public_lines(hints_shown))
         if self.hidden_not_run:
-            lines.append(f"  ({self.hidden_not_run} hidden test(s) more are run by the grader.)")
+            lines.append(f"  {self._hidden_line()}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -91,10 +95,10 @@ class CheckResult:
             detail = "<br>".join(code_html(line) for line in t.public_lines(hints_shown))
             detail = f"<br><span style='margin-left:1.4em;display:inline-block'>{detail}</span>" if detail else ""
             mark_color = _COLORS[CORRECT] if t.passed else _COLORS[INCORRECT]
-            rows.append(f"<li><b style='color:{mark_color}'>{mark}</b> {code_html(t.name)}{detail}</li>")
-        hidden = (f"<div style='color:#6e7781'>{self.hidden_not_run} hidden test(s) more are run by the grader.</div>"
+            rows.append(f"<li><b style='color:{mark_color}'>{mark}</b> {code_html(tr(t.name))}{detail}</li>")
+        hidden = (f"<div style='color:#6e7781'>{code_html(self._hidden_line().strip('()（）'))}</div>"
                   if self.hidden_not_run else "")
-        summary = f"<div>{code_html(self.summary)}</div>" if self.summary else ""
+        summary = f"<div>{code_html(tr(self.summary))}</div>" if self.summary else ""
         listing = f"<ul style='margin:4px 0;padding-left:1.2em'>{''.join(rows)}</ul>" if rows else ""
         return (f"<div class='course-check course-{self.status.replace(' ', '-')}' "
                 f"style='border-left:6px solid {color};padding:6px 10px;margin:4px 0;background:#f6f8fa;color:#1f2328'>"

@@ -18,6 +18,9 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..i18n import language, tr
+from ..i18n.catalogue import tr_join
+from ..i18n.headings import heading_in, notebook_path
 from .knowledge import ENTRIES, NOTEBOOKS, Entry
 
 UNKNOWN = "Not a GPU-training error this course knows"
@@ -35,6 +38,7 @@ _TRACEBACK_HEAD = re.compile(r"Traceback \(most recent call last\)")
 # "RuntimeError: ...", "torch.OutOfMemoryError: ...", "_pickle.UnpicklingError: ...", "KeyError: 'x'"
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning|Interrupt|Exit)(?::.*)?$")
 _BLOCK_LINES = 15   # an exception's message: its first line and what follows, up to a blank line
+CJK_STOP = "。"
 
 
 @dataclass
@@ -56,18 +60,20 @@ class Explanation:
         """A link to the teaching section, relative to the notebooks folder (works in JupyterLab)."""
         if not self.entry or not self.entry.chapter:
             return ""
-        return f"{NOTEBOOKS[self.entry.chapter]}.ipynb#{heading_anchor(self.entry.section)}"
+        return f"{NOTEBOOKS[self.entry.chapter]}.ipynb#{heading_anchor(taught_section(self.entry))}"
 
     def to_dict(self) -> dict:
+        """The explanation as data, its texts in the course's language (ids and the error as they are)."""
         e = self.entry
-        return {"known": self.known, "id": e.id if e else None, "title": self.title,
+        return {"known": self.known, "id": e.id if e else None, "title": tr(self.title),
                 "chapter": e.chapter if e else None,
-                "section": heading_text(e.section) if e and e.section else None,
-                "notebook": f"notebooks/{NOTEBOOKS[e.chapter]}.ipynb" if e and e.chapter else None,
+                "section": heading_text(taught_section(e)) if e and e.section else None,
+                "notebook": notebook_path(NOTEBOOKS[e.chapter], language()) if e and e.chapter else None,
                 "link": self.link or None, "taught": (not e.closest) if e else None,
-                "meaning": e.meaning if e else None,
-                "cause": "; ".join(e.causes) if e else None, "fix": e.fix if e else None,
-                "notes": list(self.notes), "error": self.error, "context": self.context or None}
+                "meaning": tr(e.meaning) if e else None,
+                "cause": tr_join(e.causes, "; ") if e else None, "fix": e.fix if e else None,
+                "notes": [tr(n) for n in self.notes], "error": self.error,
+                "context": tr(self.context) if self.context else None}
 
     def __str__(self) -> str:
         return render_text(self)
@@ -247,31 +253,37 @@ def heading_anchor(section: str) -> str:
     return heading_text(section).replace(" ", "-")
 
 
+def taught_section(entry: Entry) -> str:
+    """The heading that teaches `entry`, as written in the notebook of the course's language."""
+    return heading_in(NOTEBOOKS[entry.chapter], entry.section, language()) if entry.chapter else ""
+
+
 def where_taught(entry: Entry) -> str:
-    return f"chapter {entry.chapter}, {heading_text(entry.section)}" if entry.chapter else ""
+    return tr(f"chapter {entry.chapter}, {heading_text(taught_section(entry))}") if entry.chapter else ""
 
 
 def _taught_label(entry: Entry) -> str:
     """'Taught in', or for an error no chapter teaches, the section closest to it."""
-    return "Closest section (not taught as such)" if entry.closest else "Taught in"
+    return tr("Closest section (not taught as such)" if entry.closest else "Taught in")
 
 
 def render_text(exp: Explanation) -> str:
-    """The explanation as plain text (terminal, logs, nbval)."""
+    """The explanation as plain text (terminal, logs, nbval), in the course's language."""
+    head = tr("[course explainer]")
     if not exp.known:
         found = f"\n  ({exp.error})" if exp.error else ""
-        return f"[course explainer] {exp.title}.{found}"
+        return f"{head} {tr(exp.title + '.')}{found}"
     e = exp.entry
-    lines = [f"[course explainer] {e.title}"]
+    lines = [f"{head} {tr(e.title)}"]
     if exp.context:
-        lines += [f"  {exp.context}", f"    {exp.error}"]
-    lines += [f"  What it means: {e.meaning}"]
-    lines += [f"  Read from your message: {n}" for n in exp.notes]
-    lines += ["  Likely causes:"] + [f"    - {c}" for c in e.causes]
-    lines += ["  Fix:"] + [f"    {line}" for line in e.fix.split("\n")]
+        lines += [f"  {tr(exp.context)}", f"    {exp.error}"]
+    lines += [f"  {tr('What it means:')} {tr(e.meaning)}"]
+    lines += [f"  {tr('Read from your message:')} {tr(n)}" for n in exp.notes]
+    lines += [f"  {tr('Likely causes:')}"] + [f"    - {tr(c)}" for c in e.causes]
+    lines += [f"  {tr('Fix:')}"] + [f"    {line}" for line in e.fix.split("\n")]
     if e.chapter:
-        lines += [f"  {_taught_label(e)}: notebooks/{NOTEBOOKS[e.chapter]}.ipynb, "
-                  f"section \"{heading_text(e.section)}\""]
+        where = notebook_path(NOTEBOOKS[e.chapter], language())
+        lines += [f"  {_taught_label(e)}: " + tr(f'{where}, section "{heading_text(taught_section(e))}"')]
     return "\n".join(lines)
 
 
@@ -286,17 +298,18 @@ def render_html(exp: Explanation) -> str:
            "padding:6px 12px;margin:4px 0;font-size:0.95em'>")
     if not exp.known:
         found = f"<br><small>{_inline(exp.error)}</small>" if exp.error else ""
-        return f"{box}<b>Course explainer:</b> {_inline(exp.title)}.{found}</div>"
+        return f"{box}<b>{_inline(tr('Course explainer:'))}</b> {_inline(tr(exp.title + '.'))}{found}</div>"
     e = exp.entry
-    parts = [f"<b>Course explainer: {_inline(e.title)}</b>"]
+    parts = [f"<b>{_inline(tr(f'Course explainer: {e.title}'))}</b>"]
     if exp.context:
-        parts.append(f"<div>{_inline(exp.context)}<br><code>{html.escape(exp.error)}</code></div>")
-    parts.append(f"<div><b>What it means.</b> {_inline(e.meaning)}</div>")
+        parts.append(f"<div>{_inline(tr(exp.context))}<br><code>{html.escape(exp.error)}</code></div>")
+    parts.append(f"<div><b>{_inline(tr('What it means.'))}</b> {_inline(tr(e.meaning))}</div>")
     if exp.notes:
-        parts.append("<div><b>Your message says:</b> " + " ".join(_inline(n) for n in exp.notes) + "</div>")
-    parts.append("<div><b>Likely causes:</b><ul style='margin:2px 0'>"
-                 + "".join(f"<li>{_inline(c)}</li>" for c in e.causes) + "</ul></div>")
-    parts.append(f"<div><b>Fix:</b><pre style='margin:2px 0'>{html.escape(e.fix)}</pre></div>")
+        parts.append(f"<div><b>{_inline(tr('Your message says:'))}</b> "
+                     + " ".join(_inline(tr(n)) for n in exp.notes) + "</div>")
+    parts.append(f"<div><b>{_inline(tr('Likely causes:'))}</b><ul style='margin:2px 0'>"
+                 + "".join(f"<li>{_inline(tr(c))}</li>" for c in e.causes) + "</ul></div>")
+    parts.append(f"<div><b>{_inline(tr('Fix:'))}</b><pre style='margin:2px 0'>{html.escape(e.fix)}</pre></div>")
     if e.chapter:
         link = f"<a href='{html.escape(exp.link)}'>{_inline(where_taught(e))}</a>"
         parts.append(f"<div><b>{_taught_label(e)}:</b> {link}</div>")
@@ -309,23 +322,32 @@ def _cell(text: str) -> str:
 
 def table_markdown(entries=ENTRIES) -> str:
     """The cheat sheet: one row per error the course explains, with a link to where it is taught."""
-    rows = ["| what PyTorch says (wording varies by release) | what it means | fix | taught in |",
-            "|---|---|---|---|"]
+    head = [tr(h) for h in ("what PyTorch says (wording varies by release)", "what it means", "fix", "taught in")]
+    rows = ["| " + " | ".join(head) + " |", "|---|---|---|---|"]
     for e in entries:
         code = [line.split("  #")[0].rstrip() for line in e.fix.split("\n") if not line.startswith("#")]
         fix = "<br>".join(f"`{line}`" for line in code) or _cell(e.fix.lstrip("# "))
-        where = (f"[{e.chapter} · {_cell(heading_text(e.section))}]"
-                 f"({NOTEBOOKS[e.chapter]}.ipynb#{heading_anchor(e.section)})") if e.chapter else ""
-        rows.append(f"| `{_cell(e.signature)}` | {_cell(e.meaning.split('. ')[0].rstrip('.'))}. | "
+        section = taught_section(e)
+        where = (f"[{e.chapter} · {_cell(heading_text(section))}]"
+                 f"({NOTEBOOKS[e.chapter]}.ipynb#{heading_anchor(section)})") if e.chapter else ""
+        rows.append(f"| `{_cell(e.signature)}` | {_cell(first_sentence(e.meaning))} | "
                     f"{fix.replace('|', chr(92) + '|')} | {where} |")
     return "\n".join(rows)
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of `text` in the course's language, with its full stop (the cheat sheet)."""
+    said = tr(text)
+    if CJK_STOP in said:
+        return said.split(CJK_STOP)[0] + CJK_STOP
+    return said.split(". ")[0].rstrip(".") + "."
 
 
 def wordings_markdown(entry_id: str) -> str:
     """One error's wordings across releases and devices, as a Markdown table (chapter 02)."""
     entry = next(e for e in ENTRIES if e.id == entry_id)
-    rows = ["| where | what PyTorch prints |", "|---|---|"]
-    rows += [f"| {_cell(where)} | `{_cell(text)}` |" for where, text in entry.wordings]
+    rows = [f"| {tr('where')} | {tr('what PyTorch prints')} |", "|---|---|"]
+    rows += [f"| {_cell(tr(where))} | `{_cell(text)}` |" for where, text in entry.wordings]
     return "\n".join(rows)
 
 

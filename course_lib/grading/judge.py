@@ -24,6 +24,8 @@ import time
 
 from ..checks import wire
 from ..exercises import INCORRECT, get, scoring
+from ..i18n import LANGUAGES
+from ..i18n.catalogue import in_language, tr_join
 from .protocol import parse
 from .records import CRASHED, MISSING, Verdict
 
@@ -107,9 +109,8 @@ class Judge:
                 return Verdict(ex.id, CRASHED, 0.0, float(ex.points), 0, len(tests), "the report was incomplete")
             result = ex.result(outcomes, include_hidden=True)
         problems = "; ".join(str(p)[:200] for p in (defined.get("problems") or [])[:5])
-        detail = result.summary
-        if problems and result.status == INCORRECT:  # e.g. a failed import explains a NameError
-            detail += " Note: " + problems
+        # e.g. a failed import explains a NameError
+        detail = tr_join([result.summary, f"Note: {problems}" if problems and result.status == INCORRECT else ""])
         shown = [{"name": o.name, "hidden": o.hidden, "passed": bool(o.passed),
                   "feedback": "" if o.hidden else " ".join(o.public_lines())[:1500]} for o in result.tests]
         return Verdict(ex.id, result.status, float(result.points), float(ex.points),
@@ -133,6 +134,12 @@ class Judge:
         return verdict
 
     def handle(self, request: dict) -> dict:
+        """One request, its verdicts' texts in the submission's language (English unless it says)."""
+        lang = request.get("lang", "en")
+        with in_language(lang if lang in LANGUAGES else "en"):
+            return self._handle(request)
+
+    def _handle(self, request: dict) -> dict:
         op = request.get("op")
         if op == "prepare":
             return self.prepare(request["exercises"])

@@ -92,7 +92,7 @@ def finish_notebook(sub, child, limits, judge) -> None:
                for ex in quizzes}
     if answers:
         try:
-            judged = judge.ask("quizzes", answers=answers)
+            judged = judge.ask("quizzes", answers=answers, lang=sub.language)
             for ex in quizzes:
                 sub.verdicts[ex.id] = Verdict.from_dict(judged[ex.id])
         except (JudgeDied, RuntimeError, KeyError, TypeError, ValueError) as err:
@@ -116,7 +116,7 @@ def finish_check(sub, child, ex, total: int, limit: float, judge) -> None:
     elif done is not None and defined is not None:
         try:
             verdict = Verdict.from_dict(judge.ask("function", exercise=ex.id, lines=child.tests, limit=limit,
-                                                  defined=defined))
+                                                  defined=defined, lang=sub.language))
         except (JudgeDied, RuntimeError, TypeError, ValueError) as err:
             verdict = unjudged(ex, CRASHED, f"the judge could not judge this function ({err})", total)
     elif child.killed_for:

@@ -56,7 +56,8 @@ def build(sub) -> tuple:
              "tests_passed": sum(int(r["tests_passed"]) for r in rows),
              "tests_total": sum(int(r["tests_total"]) for r in rows), "flags": " ".join(sorted(flags)),
              "detail": summary}
-    record = {"submission": sub.name, "file": str(sub.path), "points": round(total["points"], 3),
+    record = {"submission": sub.name, "file": str(sub.path), "language": sub.language,
+              "points": round(total["points"], 3),
               "max_points": total["max_points"], "status": status, "flags": sorted(flags),
               "run": {"summary": summary, "status": status, "cells": sub.run.get("cells", []),
                       "isolation": sub.run.get("held", {}), "seconds": sub.run.get("seconds"),

@@ -1,0 +1,238 @@
+"""The message catalogue: everything course_lib says, in Chinese, keyed by the English text.
+
+A gettext-style catalogue of our own (``zh.json``, English -> Chinese), because the course's
+messages are built with f-strings at hundreds of places: gettext would need each of them
+rewritten as ``_("...{x}...").format(x=...)``, while here a message is translated where it reaches
+the learner, as the finished English text. An entry is either a whole message or a template,
+whose ``{name}`` placeholders stand for the parts that vary:
+
+    "Expected: {expected}"  ->  "期望：{expected}"
+
+`translate(text)` looks for the exact text first, then for a template whose English pattern
+matches the whole text (the most specific first); each part a placeholder captured is translated
+in turn (so "Hint: {hint}" translates the hint too), and whatever has no entry (numbers, code,
+PyTorch's own error messages) stays as it is. Without any entry the English text is returned.
+`untranslated(text)` names the parts that have none (the completeness test, and
+``python -m course_lib.i18n.messages --missing``).
+"""
+import json
+import re
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent
+# The answer key's own messages (hidden tests' names) are in the key's folder, which the student
+# bundle leaves out: a catalogue must not reveal what the key hides.
+CATALOGUES = {"zh": (PACKAGE / "i18n" / "zh.json", PACKAGE / "key" / "zh.json")}
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
+# What stays in English whatever the language: Python's and PyTorch's own error messages.
+ERROR_TEXT = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning|Interrupt|Exit|Exceeded)\b")
+_CODE = re.compile(r"`[^`\n]*`|'[^'\n]*'|\"[^\"\n]*\"")
+_WORD = re.compile(r"^[(\[]?[A-Za-z][a-z]+(?:[-'][A-Za-z]+)*[)\]]?[,.;:!?)]*$")
+NAMES = {"cpu", "cuda", "mps", "meta", "torch", "python", "jupyterlab", "cudnn", "gloo", "nccl", "nvidia-smi",
+         "True", "False", "None", "ms", "us", "Gi", "Mi", "Ki"}  # words that stay as they are in every language
+_recorders = []  # sets collecting every text passed to tr() (messages.collect)
+
+
+def placeholders(template: str) -> list:
+    """The placeholder names of a template, sorted, repeats kept: "{a} and {b}" -> ["a", "b"]."""
+    return sorted(PLACEHOLDER.findall(template))
+
+
+def _pattern(template: str, greedy: bool = False):
+    """The regular expression that matches a whole text made from `template`."""
+    parts, seen, at = [], set(), 0
+    for found in PLACEHOLDER.finditer(template):
+        parts.append(re.escape(template[at:found.start()]))
+        name = found.group(1)
+        parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.+{'' if greedy else '?'})")
+        seen.add(name)
+        at = found.end()
+    parts.append(re.escape(template[at:]))
+    return re.compile("".join(parts), re.DOTALL)
+
+
+@lru_cache(maxsize=None)
+def entries(lang: str) -> dict:
+    """The catalogue of `lang` (English text or template -> translation); {} for English."""
+    table = {}
+    for path in CATALOGUES.get(lang, ()):
+        try:
+            table.update(json.loads(path.read_text(encoding="utf-8")))
+        except (FileNotFoundError, PermissionError):  # the key's part: not in a student's copy
+            continue
+    return table
+
+
+@lru_cache(maxsize=None)
+def templates(lang: str) -> list:
+    """(literal prefix, literal suffix, regex, English, translation) of every template entry,
+    the most specific (most literal text) first."""
+    rows = []
+    for english, translated in entries(lang).items():
+        if PLACEHOLDER.search(english):
+            literal = PLACEHOLDER.split(english)[::2]
+            patterns = (_pattern(english), _pattern(english, greedy=True))
+            rows.append((-len("".join(literal)), english, literal[0], literal[-1], patterns, translated))
+    return [row[1:] for row in sorted(rows)]
+
+
+def _balanced(value: str) -> bool:
+    """No bracket of `value` is left open or closed alone, and its backticks pair up."""
+    depth = {")": 0, "]": 0, "}": 0}
+    for c in value:
+        closer = {"(": ")", "[": "]", "{": "}"}.get(c)
+        if closer:
+            depth[closer] += 1
+        elif c in depth:
+            depth[c] -= 1
+            if depth[c] < 0:
+                return False
+    return not any(depth.values()) and value.count("`") % 2 == 0
+
+
+def match(text: str, lang: str):
+    """(English template, its translation, {placeholder: captured text}) for `text`, or None. Each
+    captured part must be whole (its brackets and backticks balanced): the shortest such reading of a
+    template, else the longest, else the next template."""
+    for english, prefix, suffix, patterns, translated in templates(lang):
+        if text.startswith(prefix) and text.endswith(suffix) and len(text) > len(prefix) + len(suffix):
+            for pattern in patterns:
+                found = pattern.fullmatch(text)
+                if found and all(_balanced(v) for v in found.groupdict().values()):
+                    return english, translated, found.groupdict()
+    return None
+
+
+def _split_space(text: str) -> tuple:
+    core = text.strip()
+    if not core:
+        return text, "", ""
+    start = text.index(core)
+    return text[:start], core, text[start + len(core):]
+
+
+def translate(text, lang: str) -> str:
+    """`text` in `lang`: its entry, else a template's translation with each captured part translated,
+    else `text` unchanged (leading and trailing spaces are kept)."""
+    text = "" if text is None else str(text)
+    table = entries(lang)
+    if not table:
+        return text
+    lead, core, trail = _split_space(text)
+    if not core:
+        return text
+    if core in table:
+        return lead + table[core] + trail
+    found = match(core, lang)
+    if found is None:
+        return text
+    _, translated, values = found
+    values = {name: translate(value, lang) for name, value in values.items()}
+    return lead + PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), translated) + trail
+
+
+def current() -> str:
+    from . import language
+    return language()
+
+
+class Said(str):
+    """A text already in the course's language (what `tr` returns): `tr` passes it through as it is."""
+
+
+def tr(text) -> str:
+    """`text` in the current language (see `course_lib.i18n.language`)."""
+    if isinstance(text, Said):
+        return text
+    for seen in _recorders:
+        seen.add("" if text is None else str(text))
+    return Said(translate(text, current()))
+
+
+def join(parts, sep: str = " ") -> str:
+    """Parts of a composite message joined with `sep`, empty ones left out; no space goes between
+    two Chinese parts."""
+    out = ""
+    for part in (p for p in parts if p):
+        tight = sep == " " and out and CJK.match(out[-1]) and CJK.match(part[0])
+        out += part if not out or tight else sep + part
+    return Said(out) if all(isinstance(p, Said) for p in parts if p) else out
+
+
+def tr_join(parts, sep: str = " ") -> str:
+    """Parts of a composite message (sentences, list items), each translated, then joined (`join`)."""
+    return join([tr(p) for p in parts if p], sep)
+
+
+@contextmanager
+def in_language(lang: str):
+    """Speak `lang` inside the block, then whatever was chosen before (the grader, tests)."""
+    import sys
+    state = sys.modules[__package__]
+    before = state._chosen
+    state.use_language(lang)
+    try:
+        yield
+    finally:
+        state._chosen = before
+
+
+@contextmanager
+def recording():
+    """Collect every text passed to `tr` inside the block (in any language) into a set."""
+    seen = set()
+    _recorders.append(seen)
+    try:
+        yield seen
+    finally:
+        _recorders.remove(seen)
+
+
+# ---------------------------------------------------------------- completeness
+def is_prose(text: str, errors_too: bool = True, phrase: bool = False) -> bool:
+    """Does `text` hold words a reader must have translated? An English word (two in a row with
+    `phrase`) outside code spans, quotes and names that stay as they are (cpu, torch, True, ms, ...);
+    with `errors_too=False`, Python's and PyTorch's own error messages ("RuntimeError: ...") are not."""
+    if not errors_too and ERROR_TEXT.match(text):
+        return False
+    words = [bool(_WORD.match(w)) and w.strip("()[],.;:!?") not in NAMES for w in _CODE.sub(" \0 ", text).split()]
+    return any(a and b for a, b in zip(words, words[1:])) if phrase else any(words)
+
+
+def untranslated(text, lang: str = "zh", _part: bool = False) -> list:
+    """The parts of `text` that `translate` leaves in English although they are prose: the text
+    itself when no entry covers it, or the parts a template captured that no entry covers (there,
+    an error message PyTorch or the learner's code raised is not prose: it stays as it is)."""
+    core = ("" if text is None else str(text)).strip()
+    if not core or not is_prose(core, errors_too=not _part, phrase=_part) or core in entries(lang):
+        return []
+    found = match(core, lang)
+    if found is None:
+        return [core]
+    return [part for value in found[2].values() for part in untranslated(value, lang, _part=True)]
+
+
+def problems(lang: str = "zh") -> list:
+    """What is wrong with the catalogue itself: entries whose placeholders differ from the
+    English, that are not translated, or that are templates matching almost anything."""
+    out = []
+    for english, translated in entries(lang).items():
+        if placeholders(english) != placeholders(translated):
+            out.append(f"{english!r}: placeholders {placeholders(english)} in English but "
+                       f"{placeholders(translated)} in {lang}: {translated!r}")
+        elif not CJK.search(PLACEHOLDER.sub("", translated)):
+            out.append(f"{english!r}: the {lang} entry {translated!r} holds no Chinese")
+        if english != english.strip():
+            out.append(f"{english!r}: an entry never starts or ends with spaces (they are kept around it)")
+        literal = PLACEHOLDER.split(english)[::2]
+        if PLACEHOLDER.search(english) and (len("".join(literal).strip()) < 3
+                                            or any(not part for part in literal[1:-1])):
+            out.append(f"{english!r}: a template needs literal words, and text between its placeholders")
+    return out
+
+
+__all__ = ["translate", "tr", "tr_join", "join", "untranslated", "problems", "placeholders", "in_language",
+           "recording", "is_prose", "entries"]
