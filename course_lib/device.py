@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from .i18n import tr
-from .i18n.catalogue import CJK
+from .i18n.catalogue import CJK, Said
 from .i18n.layout import wrap
 
 ENV_VAR = "COURSE_DEVICE"
@@ -112,7 +112,7 @@ def gpu_only(what: str, figure: str = None) -> bool:
     if figure is not None:
         from .gpu_notes import note_lines  # what a GPU shows here and why (learner-facing text)
         lines += note_lines(figure) + reference_figures(figure)
-    print("\n".join(_wrap(tr(line)) for line in lines))
+    print("\n".join(_wrap(line if isinstance(line, Said) else tr(line)) for line in lines))
     return False
 
 

@@ -2,6 +2,7 @@
 from dataclasses import dataclass, field
 
 from ..i18n import tr
+from ..i18n.catalogue import labelled
 from .text import html as code_html
 
 CORRECT = "correct"
@@ -32,12 +33,12 @@ class TestOutcome:
         if self.hidden:
             return [] if self.passed else [tr(HIDDEN_NOTE)]
         lines = [tr(self.message)] if self.message else []
-        if self.expected:
-            lines.append(tr(f"Expected: {self.expected}"))
+        if self.expected:  # each label and its text translated apart: a label never reads as a message
+            lines.append(labelled("Expected:", self.expected, value=True))
         if self.got:
-            lines.append(tr(f"Got: {self.got}"))
+            lines.append(labelled("Got:", self.got, value=True))
         if self.hint and (hints_shown is None or self.hint not in hints_shown):
-            lines.append(tr(f"Hint: {self.hint}"))
+            lines.append(labelled("Hint:", self.hint))
             if hints_shown is not None:
                 hints_shown.add(self.hint)
         return lines

@@ -15,7 +15,7 @@ from typing import Callable, Optional
 from . import progress, scoring
 from ..checks import wire
 from ..i18n import tr
-from ..i18n.catalogue import Said, join, tr_join
+from ..i18n.catalogue import Said, join, labelled, tr_join
 from .results import CORRECT, INCORRECT, NOT_ATTEMPTED, CheckResult, TestOutcome
 from .runner import is_stub, observe, warm_up
 
@@ -168,7 +168,7 @@ class Exercise:
         return [self._hint_line(k) for k in range(1, self._hints_shown + 1)]
 
     def _hint_line(self, k: int) -> str:
-        return tr(f"Hint {k} of {len(self.hints)}: {self.hints[k - 1]}")
+        return labelled(f"Hint {k} of {len(self.hints)}:", self.hints[k - 1])
 
     def reveal_hint(self) -> int:
         """Reveal one more hint (the last stays last); returns how many are revealed now."""

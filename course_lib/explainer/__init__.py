@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..i18n import language, tr
-from ..i18n.catalogue import tr_join
+from ..i18n.catalogue import join, tr_join
 from ..i18n.headings import heading_in, notebook_path
 from .knowledge import ENTRIES, NOTEBOOKS, Entry
 
@@ -264,7 +264,7 @@ def where_taught(entry: Entry) -> str:
 
 def _taught_label(entry: Entry) -> str:
     """'Taught in', or for an error no chapter teaches, the section closest to it."""
-    return tr("Closest section (not taught as such)" if entry.closest else "Taught in")
+    return tr("Closest section (not taught as such):" if entry.closest else "Taught in:")
 
 
 def render_text(exp: Explanation) -> str:
@@ -277,13 +277,14 @@ def render_text(exp: Explanation) -> str:
     lines = [f"{head} {tr(e.title)}"]
     if exp.context:
         lines += [f"  {tr(exp.context)}", f"    {exp.error}"]
-    lines += [f"  {tr('What it means:')} {tr(e.meaning)}"]
-    lines += [f"  {tr('Read from your message:')} {tr(n)}" for n in exp.notes]
+    lines += [f"  {join([tr('What it means:'), tr(e.meaning)])}"]
+    lines += [f"  {join([tr('Read from your message:'), tr(n)])}" for n in exp.notes]
     lines += [f"  {tr('Likely causes:')}"] + [f"    - {tr(c)}" for c in e.causes]
     lines += [f"  {tr('Fix:')}"] + [f"    {line}" for line in e.fix.split("\n")]
     if e.chapter:
         where = notebook_path(NOTEBOOKS[e.chapter], language())
-        lines += [f"  {_taught_label(e)}: " + tr(f'{where}, section "{heading_text(taught_section(e))}"')]
+        section = heading_text(taught_section(e))
+        lines += ["  " + join([_taught_label(e), tr(f'{where}, section "{section}"')])]
     return "\n".join(lines)
 
 
@@ -312,7 +313,7 @@ def render_html(exp: Explanation) -> str:
     parts.append(f"<div><b>{_inline(tr('Fix:'))}</b><pre style='margin:2px 0'>{html.escape(e.fix)}</pre></div>")
     if e.chapter:
         link = f"<a href='{html.escape(exp.link)}'>{_inline(where_taught(e))}</a>"
-        parts.append(f"<div><b>{_taught_label(e)}:</b> {link}</div>")
+        parts.append(f"<div><b>{_inline(_taught_label(e))}</b> {link}</div>")
     return box + "".join(parts) + "</div>"
 
 

@@ -25,7 +25,8 @@ import time
 from ..checks import wire
 from ..exercises import INCORRECT, get, scoring
 from ..i18n import LANGUAGES
-from ..i18n.catalogue import in_language, tr_join
+from ..i18n import tr
+from ..i18n.catalogue import in_language, join, labelled
 from .protocol import parse
 from .records import CRASHED, MISSING, Verdict
 
@@ -110,7 +111,7 @@ class Judge:
             result = ex.result(outcomes, include_hidden=True)
         problems = "; ".join(str(p)[:200] for p in (defined.get("problems") or [])[:5])
         # e.g. a failed import explains a NameError
-        detail = tr_join([result.summary, f"Note: {problems}" if problems and result.status == INCORRECT else ""])
+        detail = join([tr(result.summary), labelled("Note:", problems) if problems and result.status == INCORRECT else ""])
         shown = [{"name": o.name, "hidden": o.hidden, "passed": bool(o.passed),
                   "feedback": "" if o.hidden else " ".join(o.public_lines())[:1500]} for o in result.tests]
         return Verdict(ex.id, result.status, float(result.points), float(ex.points),

@@ -10,8 +10,8 @@ whose ``{name}`` placeholders stand for the parts that vary:
 
 `translate(text)` looks for the exact text first, then for a template whose English pattern
 matches the whole text (the most specific first); each part a placeholder captured is translated
-in turn (so "Hint: {hint}" translates the hint too), and whatever has no entry (numbers, code,
-PyTorch's own error messages) stays as it is. Without any entry the English text is returned.
+in turn (so "Hint: {hint}" translates the hint too), except a `{raw...}` one, and whatever has no
+entry (numbers, code, PyTorch's own error messages) stays as it is. Without any entry the English text is returned.
 `untranslated(text)` names the parts that have none (the completeness test, and
 ``python -m course_lib.i18n.messages --missing``).
 """
@@ -26,13 +26,16 @@ PACKAGE = Path(__file__).resolve().parent.parent
 # bundle leaves out: a catalogue must not reveal what the key hides.
 CATALOGUES = {"zh": (PACKAGE / "i18n" / "zh.json", PACKAGE / "key" / "zh.json")}
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+RAW = "raw"  # a placeholder named raw... holds text that stays as it is (a message from CUDA, say)
 CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
 # What stays in English whatever the language: Python's and PyTorch's own error messages.
 ERROR_TEXT = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning|Interrupt|Exit|Exceeded)\b")
 _CODE = re.compile(r"`[^`\n]*`|'[^'\n]*'|\"[^\"\n]*\"")
 _WORD = re.compile(r"^[(\[]?[A-Za-z][a-z]+(?:[-'][A-Za-z]+)*[)\]]?[,.;:!?)]*$")
 NAMES = {"cpu", "cuda", "mps", "meta", "torch", "python", "jupyterlab", "cudnn", "gloo", "nccl", "nvidia-smi",
-         "True", "False", "None", "ms", "us", "Gi", "Mi", "Ki"}  # words that stay as they are in every language
+         "True", "False", "None", "ms", "us", "autocast", "eager"}  # words that stay as they are in every language
+_LATIN = re.compile(r"[A-Za-z0-9`]")
+_TIGHT = set("，。；：！？、（）《》「」『』【】“”‘’")  # Chinese punctuation: no space beside it
 _recorders = []  # sets collecting every text passed to tr() (messages.collect)
 
 
@@ -68,8 +71,8 @@ def entries(lang: str) -> dict:
 
 @lru_cache(maxsize=None)
 def templates(lang: str) -> list:
-    """(literal prefix, literal suffix, regex, English, translation) of every template entry,
-    the most specific (most literal text) first."""
+    """(English, literal prefix, literal suffix, regexes, translation) of every template entry, the most
+    specific (most literal text) first."""
     rows = []
     for english, translated in entries(lang).items():
         if PLACEHOLDER.search(english):
@@ -93,16 +96,32 @@ def _balanced(value: str) -> bool:
     return not any(depth.values()) and value.count("`") % 2 == 0
 
 
-def match(text: str, lang: str):
-    """(English template, its translation, {placeholder: captured text}) for `text`, or None. Each
-    captured part must be whole (its brackets and backticks balanced): the shortest such reading of a
-    template, else the longest, else the next template."""
+def _readings(text: str, lang: str):
+    """Every (English template, translation, {placeholder: captured text}) that reads `text` whole, the
+    most specific first; each captured part whole (its brackets and backticks balanced)."""
     for english, prefix, suffix, patterns, translated in templates(lang):
         if text.startswith(prefix) and text.endswith(suffix) and len(text) > len(prefix) + len(suffix):
-            for pattern in patterns:
+            for pattern in patterns:  # the shortest reading of each part, then the longest
                 found = pattern.fullmatch(text)
                 if found and all(_balanced(v) for v in found.groupdict().values()):
-                    return english, translated, found.groupdict()
+                    yield english, translated, found.groupdict()
+
+
+def match(text: str, lang: str):
+    """The reading of `text` by a template (see `_readings`) whose parts all have a translation, else
+    the most specific reading, else None."""
+    first = None
+    for reading in _readings(text, lang):
+        if not any(untranslated(v, lang, _part=True) for name, v in reading[2].items() if not name.startswith(RAW)):
+            return reading
+        first = first or reading
+    return first
+
+
+def _parenthesized(text: str):
+    """The inside of a text that is one parenthesis "( ... )" (a part such as a test's conditions), else None."""
+    if text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
+        return text[1:-1].strip()
     return None
 
 
@@ -127,11 +146,37 @@ def translate(text, lang: str) -> str:
     if core in table:
         return lead + table[core] + trail
     found = match(core, lang)
+    inner = _parenthesized(core) if found is None else None
+    if inner is not None and (inner in table or match(inner, lang)):
+        said = translate(inner, lang)
+        return lead + (f"（{said}）" if CJK.search(said) else f"({said})") + trail
     if found is None:
         return text
     _, translated, values = found
-    values = {name: translate(value, lang) for name, value in values.items()}
-    return lead + PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), translated) + trail
+    values = {name: value if name.startswith(RAW) else translate(value, lang) for name, value in values.items()}
+    return lead + _fill(translated, values) + trail
+
+
+def _fill(translated: str, values: dict) -> str:
+    """The translation with its placeholders replaced; a space between Chinese and Latin text where a
+    value meets the template ("的 loss 是", as Chinese technical writing spaces them)."""
+    out, at = [], 0
+    for found in PLACEHOLDER.finditer(translated):
+        before, value = translated[at:found.start()], values.get(found.group(1), found.group(0))
+        after = translated[found.end():found.end() + 1]
+        if before.endswith(" ") and value and CJK.match(value[0]):  # "在 {device} 上" with a Chinese value
+            before = before[:-1]
+        if after == " " and value and CJK.match(value[-1]):
+            at, after = found.end() + 1, translated[found.end() + 1:found.end() + 2]
+            out += [before, value]
+            continue
+        if before and value and CJK.match(before[-1]) and _LATIN.match(value[0]) and before[-1] not in _TIGHT:
+            value = " " + value
+        if after and value and CJK.match(after) and _LATIN.match(value[-1]) and after not in _TIGHT:
+            value = value + " "
+        out += [before, value]
+        at = found.end()
+    return "".join(out + [translated[at:]])
 
 
 def current() -> str:
@@ -143,12 +188,14 @@ class Said(str):
     """A text already in the course's language (what `tr` returns): `tr` passes it through as it is."""
 
 
-def tr(text) -> str:
-    """`text` in the current language (see `course_lib.i18n.language`)."""
+def tr(text, value: bool = False) -> str:
+    """`text` in the current language (see `course_lib.i18n.language`). `value=True`: a value shown to
+    the learner (what a test expected, what it got), which is often a number or code, not words."""
     if isinstance(text, Said):
         return text
     for seen in _recorders:
-        seen.add("" if text is None else str(text))
+        key = "" if text is None else str(text)
+        seen[key] = seen.get(key, True) and value
     return Said(translate(text, current()))
 
 
@@ -157,9 +204,14 @@ def join(parts, sep: str = " ") -> str:
     two Chinese parts."""
     out = ""
     for part in (p for p in parts if p):
-        tight = sep == " " and out and CJK.match(out[-1]) and CJK.match(part[0])
+        tight = sep == " " and out and (out[-1] in _TIGHT or CJK.match(out[-1]) and CJK.match(part[0]))
         out += part if not out or tight else sep + part
     return Said(out) if all(isinstance(p, Said) for p in parts if p) else out
+
+
+def labelled(label: str, text, value: bool = False) -> str:
+    """A label and its text, each translated ("Expected:" + "a float" -> "期望：一个 float"); `value`: see `tr`."""
+    return join([tr(label), tr(text, value=value)])
 
 
 def tr_join(parts, sep: str = " ") -> str:
@@ -182,8 +234,8 @@ def in_language(lang: str):
 
 @contextmanager
 def recording():
-    """Collect every text passed to `tr` inside the block (in any language) into a set."""
-    seen = set()
+    """Collect every text passed to `tr` inside the block (in any language): {text: only ever a value}."""
+    seen = {}
     _recorders.append(seen)
     try:
         yield seen
@@ -210,9 +262,13 @@ def untranslated(text, lang: str = "zh", _part: bool = False) -> list:
     if not core or not is_prose(core, errors_too=not _part, phrase=_part) or core in entries(lang):
         return []
     found = match(core, lang)
+    inner = _parenthesized(core) if found is None else None
+    if inner is not None:
+        return untranslated(inner, lang, _part)
     if found is None:
         return [core]
-    return [part for value in found[2].values() for part in untranslated(value, lang, _part=True)]
+    return [part for name, value in found[2].items() if not name.startswith(RAW)
+            for part in untranslated(value, lang, _part=True)]
 
 
 def problems(lang: str = "zh") -> list:
@@ -234,5 +290,5 @@ def problems(lang: str = "zh") -> list:
     return out
 
 
-__all__ = ["translate", "tr", "tr_join", "join", "untranslated", "problems", "placeholders", "in_language",
+__all__ = ["translate", "tr", "tr_join", "join", "labelled", "untranslated", "problems", "placeholders", "in_language",
            "recording", "is_prose", "entries"]

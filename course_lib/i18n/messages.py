@@ -26,9 +26,10 @@ import sys
 from pathlib import Path
 from unittest import mock
 
-from .catalogue import in_language, problems, recording, untranslated
+from .catalogue import PLACEHOLDER, in_language, problems, recording, untranslated
 
 ROOT = Path(__file__).resolve().parents[2]
+VALUE = " (value)"
 # Sources whose f-strings are the messages (what no run here reaches): file -> functions (None: all).
 STATIC_SOURCES = {
     "benchmarks/gpu_figures.py": (  # the figure lines of a recorded GPU run, and why one is missing
@@ -275,7 +276,9 @@ SOURCES = (exercises, explainer, doctor, skip_lines, widgets, feedback_files)
 
 def collect(sources=SOURCES, progress=None) -> dict:
     """message -> where it was seen, for every text that reaches `tr()` when `sources` run in English,
-    plus the f-strings of STATIC_SOURCES (see the module docstring)."""
+    plus the f-strings of STATIC_SOURCES (see the module docstring). A value shown to the learner (what
+    a test expected or got) is marked "(value)" after where: it needs a translation only where it holds
+    a phrase, not a name or a number."""
     found = {}
     env = {"COURSE_PROGRESS_FILE": "off", "COURSE_DEVICE": os.environ.get("COURSE_DEVICE", "cpu")}
     with mock.patch.dict(os.environ, env), in_language("en"):
@@ -284,8 +287,8 @@ def collect(sources=SOURCES, progress=None) -> dict:
                 progress(source.__name__)
             with recording() as seen:
                 source()
-            for text in seen:
-                found.setdefault(text, source.__name__)
+            for text, value in seen.items():
+                found.setdefault(text, source.__name__ + (VALUE if value else ""))
     for template, where in static_templates():
         found.setdefault(template, where)
     return found
@@ -338,10 +341,12 @@ def template_text(node):
             else:
                 parts.append("{" + _expression_name(value.value, taken) + "}")
         return "".join(parts)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):  # a sum of strings and values
         left, right = template_text(node.left), template_text(node.right)
-        if left is not None and right is not None:
-            return left + right
+        if left is not None or right is not None:
+            taken = set(PLACEHOLDER.findall((left or "") + (right or "")))  # an optional part (x if c else ""):
+            hole = lambda n: "" if isinstance(n, ast.IfExp) else "{" + _expression_name(n, taken) + "}"  # its own
+            return (left if left is not None else hole(node.left)) + (right if right is not None else hole(node.right))
     return None
 
 
@@ -373,13 +378,14 @@ def source_templates(path: Path, functions=None) -> list:
 
 def static_templates() -> list:
     """The messages of STATIC_SOURCES that are prose (their f-strings as templates)."""
-    from .catalogue import PLACEHOLDER, is_prose
+    from .catalogue import is_prose
     out = []
     for name, functions in STATIC_SOURCES.items():
         path = ROOT / name
         if path.exists():  # a message has words, or is built from values (a key or a format is not)
-            out += [(t, where) for t, where in source_templates(path, functions)
-                    if is_prose(t, phrase=not PLACEHOLDER.search(t)) and not t.lstrip().startswith(("--", "#!"))]
+            found = [(t.lstrip(" ;:,"), where) for t, where in source_templates(path, functions)]
+            out += [(t, where) for t, where in found  # a part added to a message starts with its separator
+                    if is_prose(t, phrase=not PLACEHOLDER.search(t)) and not t.startswith(("--", "#!"))]
     return out
 
 
@@ -405,7 +411,7 @@ def missing(found: dict, lang: str = "zh") -> dict:
     """Each untranslated part of the collected messages -> where its message was seen."""
     out = {}
     for text, where in found.items():
-        for part in untranslated(text, lang):
+        for part in untranslated(text, lang, _part=where.endswith(VALUE)):
             out.setdefault(part, where)
     return out
 
