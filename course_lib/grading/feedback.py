@@ -6,7 +6,7 @@ them in the notebook anyway); hidden tests show only their name and passed/faile
 import re
 
 from ..i18n import LANGUAGES, tr
-from ..i18n.catalogue import in_language, tr_join
+from ..i18n.catalogue import in_language, join, tr_join
 
 _ICON = {"correct": "✔", "incorrect": "✘", "not attempted": "…"}
 
@@ -28,30 +28,40 @@ def render(record: dict) -> str:
         return _render(record)
 
 
+def _cell_label(cell: dict) -> str:
+    return f"cell {cell.get('cell')}:"
+
+
+def _parts(text) -> str:
+    """A run summary or a cell's error, each of its "; "-separated parts translated."""
+    return tr_join(str(text).split("; "), "; ")
+
+
 def _total(record: dict) -> str:
     return f"Total: {record['points']:g} / {record['max_points']:g} points"
 
 
 def _render(record: dict) -> str:
-    lines = [f"# {tr('Feedback:')} {_md(record['submission'])}", "",
+    lines = [f"# {join([tr('Feedback:'), _md(record['submission'])])}", "",
              f"**{tr(_total(record))}**", ""]
     run = record.get("run", {})
     if run.get("summary"):
-        lines += [f"{tr('Notebook:')} {_md(tr_join(str(run['summary']).split('; '), '; '))}", ""]
+        lines += [join([tr("Notebook:"), _md(_parts(run["summary"]))]), ""]
     errors = [c for c in run.get("cells", []) if c.get("status") != "ok"]
     if errors:
         lines.append(tr("Cells that did not finish cleanly when your notebook was run from the top:"))
-        lines += [f"- {tr('cell ' + str(c['cell']))}: {_md(tr_join(str(c.get('error', '')).split('; '), '; '))[:300]}"
+        lines += [f"- {join([tr(_cell_label(c)), _md(_parts(c.get('error', '')))[:300]])}"
                   for c in errors[:20]]
         if len(errors) > 20:
             lines.append(f"- {tr(f'... and {len(errors) - 20} more')}")
         lines.append("")
     for row in record["exercises"]:
         icon = _ICON.get(row["status"], "!")
-        points = tr(f"{row['points']:g}/{row['max_points']:g} points, {row['status']}")
-        lines.append(f"## {icon} {_md(tr(row['title']))} (`{row['exercise']}`): {points}")
+        heading = tr(f"{row['title']} (`{row['exercise']}`): {row['points']:g}/{row['max_points']:g} points, "
+                     f"{row['status']}")
+        lines.append(f"## {icon} {_md(heading)}")
         if row.get("answer_shown"):
-            lines.append(f"{tr('Your answer:')} `{_md(row['answer_shown'])[:200]}`")
+            lines.append(join([tr("Your answer:"), f"`{_md(row['answer_shown'])[:200]}`"]))
         if row.get("detail"):
             lines.append(_md(tr(row["detail"]))[:1500])
         for t in row.get("tests", []):

@@ -36,7 +36,8 @@ NAMES = {"cpu", "cuda", "mps", "meta", "torch", "python", "jupyterlab", "cudnn",
          "True", "False", "None", "ms", "us", "autocast", "eager"}  # words that stay as they are in every language
 _LATIN = re.compile(r"[A-Za-z0-9`]")
 _TIGHT = set("，。；：！？、（）《》「」『』【】“”‘’")  # Chinese punctuation: no space beside it
-_recorders = []  # sets collecting every text passed to tr() (messages.collect)
+_recorders = []  # dicts collecting every text passed to tr() (messages.collect)
+_keepers = []  # sets collecting the {raw...} parts kept as they are (tests: what may stay in English)
 
 
 def placeholders(template: str) -> list:
@@ -153,6 +154,8 @@ def translate(text, lang: str) -> str:
     if found is None:
         return text
     _, translated, values = found
+    for kept in _keepers:
+        kept.update(value for name, value in values.items() if name.startswith(RAW))
     values = {name: value if name.startswith(RAW) else translate(value, lang) for name, value in values.items()}
     return lead + _fill(translated, values) + trail
 
@@ -199,13 +202,19 @@ def tr(text, value: bool = False) -> str:
     return Said(translate(text, current()))
 
 
+_CJK_SEPARATORS = {"; ": "；", ", ": "，", ": ": "："}
+
+
 def join(parts, sep: str = " ") -> str:
-    """Parts of a composite message joined with `sep`, empty ones left out; no space goes between
-    two Chinese parts."""
+    """Parts of a composite message joined with `sep`, empty ones left out; between Chinese parts no
+    space, and Chinese punctuation for "; ", ", " and ": "."""
     out = ""
     for part in (p for p in parts if p):
-        tight = sep == " " and out and (out[-1] in _TIGHT or CJK.match(out[-1]) and CJK.match(part[0]))
-        out += part if not out or tight else sep + part
+        chinese = out and CJK.match(out[-1]) and CJK.match(part[0])
+        tight = sep == " " and out and (out[-1] in _TIGHT or chinese)
+        beside = out and (CJK.match(out[-1]) or CJK.match(part[0]))  # beside Chinese: Chinese punctuation
+        glue = "" if tight else _CJK_SEPARATORS.get(sep, sep) if beside else sep
+        out += part if not out else glue + part
     return Said(out) if all(isinstance(p, Said) for p in parts if p) else out
 
 
@@ -230,6 +239,18 @@ def in_language(lang: str):
         yield
     finally:
         state._chosen = before
+
+
+@contextmanager
+def keeping():
+    """Collect the texts that translations kept as they are inside the block ({raw...} parts:
+    messages of PyTorch, CUDA or the learner's code) into a set."""
+    kept = set()
+    _keepers.append(kept)
+    try:
+        yield kept
+    finally:
+        _keepers.remove(kept)
 
 
 @contextmanager

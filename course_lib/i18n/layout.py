@@ -7,7 +7,8 @@ English word, a number or code.
 import re
 import unicodedata
 
-_TOKEN = re.compile(r"\s+|[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]|[^\s\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]+")
+_WIDE = "\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f"
+_TOKEN = re.compile(rf"\s+|[{_WIDE}]|[^\s{_WIDE}]+")  # spaces, one Chinese character, or a Latin word
 _NO_LINE_START = set("，。；：！？、）》」』】,.;:!?)")
 
 
@@ -25,19 +26,21 @@ def wrap(line: str, columns: int, indent: str = "    ") -> str:
     or between Chinese characters; continuation lines get the line's own indentation plus `indent`."""
     lead = line[:len(line) - len(line.lstrip())]
     tokens = _TOKEN.findall(line[len(lead):])
-    lines, current = [], lead
+    lines, current = [], [lead]
     for token in tokens:
         if token.isspace():
-            if current.strip():
-                current += " "
+            if "".join(current).strip():
+                current.append(" ")
             continue
-        fits = width(current) + width(token) <= columns
-        if fits or not current.strip() or token[0] in _NO_LINE_START:
-            current += token
-        else:
-            lines.append(current.rstrip())
-            current = lead + indent + token
-    lines.append(current.rstrip())
+        if width("".join(current)) + width(token) <= columns or not "".join(current).strip():
+            current.append(token)
+            continue
+        carried = []  # a closing mark never starts a line: the character before it goes down with it
+        if token[0] in _NO_LINE_START and len(current) > 2 and not current[-1].isspace():
+            carried = [current.pop()]
+        lines.append("".join(current).rstrip())
+        current = [lead + indent] + carried + [token]
+    lines.append("".join(current).rstrip())
     return "\n".join(lines)
 
 

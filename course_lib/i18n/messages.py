@@ -181,7 +181,8 @@ def doctor() -> None:
             doc.format_report(dict(report, **{"gpu problem": said, "nvidia-smi": "; ".join(
                 f"{name}, driver {driver}" for name, driver in found)}))
     for versions in ({"ipywidgets": "not installed"}, {"jupyterlab_widgets": "4.0.0"}):
-        with mock.patch.object(doc, "_version", lambda p, v=versions: v.get(p, "8.1.0" if p == "ipywidgets" else "3.0.0")):
+        found = lambda p, v=versions: v.get(p, "8.1.0" if p == "ipywidgets" else "3.0.0")
+        with mock.patch.object(doc, "_version", found):
             doc.format_report(dict(report, widgets=doc.widgets_status(), jupyterlab=doc._version("jupyterlab")))
     for forced in ("cpu", "no-such-device", "cuda", "mps"):
         with mock.patch.dict(os.environ, {"COURSE_DEVICE": forced}):
@@ -274,7 +275,7 @@ def feedback_files() -> None:
 SOURCES = (exercises, explainer, doctor, skip_lines, widgets, feedback_files)
 
 
-def collect(sources=SOURCES, progress=None) -> dict:
+def collect(sources=SOURCES, progress=None, static: bool = True) -> dict:
     """message -> where it was seen, for every text that reaches `tr()` when `sources` run in English,
     plus the f-strings of STATIC_SOURCES (see the module docstring). A value shown to the learner (what
     a test expected or got) is marked "(value)" after where: it needs a translation only where it holds
@@ -289,7 +290,7 @@ def collect(sources=SOURCES, progress=None) -> dict:
                 source()
             for text, value in seen.items():
                 found.setdefault(text, source.__name__ + (VALUE if value else ""))
-    for template, where in static_templates():
+    for template, where in static_templates() if static else []:
         found.setdefault(template, where)
     return found
 
@@ -418,7 +419,8 @@ def missing(found: dict, lang: str = "zh") -> dict:
 
 def _public_text() -> str:
     """All of course_lib's source but the answer key's, and the notebooks: what a student bundle holds."""
-    paths = [p for p in (ROOT / "course_lib").rglob("*.py") if "key" not in p.relative_to(ROOT / "course_lib").parts[:1]]
+    package = ROOT / "course_lib"
+    paths = [p for p in package.rglob("*.py") if "key" not in p.relative_to(package).parts[:1]]
     paths += sorted((ROOT / "notebooks").rglob("*.ipynb"))
     return "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in paths)
 
