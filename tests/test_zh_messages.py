@@ -308,6 +308,42 @@ def test_skip_lines_and_gpu_notes_in_chinese(zh, capsys, monkeypatch):
         assert_chinese(capsys.readouterr().out, key)
 
 
+def test_recorded_gpu_figures_in_chinese(zh, tmp_path, monkeypatch, capsys):
+    """The figures a real GPU run records (here made by the figures script on a simulated GPU, as
+    tests/test_gpu_check.py does) are shown beside the skip lines in Chinese, numbers as measured."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_figures
+    from test_gpu_check import SIMULATE, simulate_cuda_on_the_cpu
+    from course_lib import device
+    with monkeypatch.context() as gpu:
+        simulate_cuda_on_the_cpu(gpu)
+        gpu.setenv("PATH", str(SIMULATE))
+        gpu.setattr(gpu_figures, "S", dict(gpu_figures.S))
+        gpu.setattr(torch, "compile", lambda model, **kwargs: model)
+        skipped = ["ch06.real_oom", "ch07.data_parallel", "ch05.nonblocking_d2h", "ch05.sync_debug",
+                   "ch06.memory_snapshot", "ch06.fragmentation"]  # no CPU stand-in (test_gpu_check.py)
+        assert gpu_figures.main([str(tmp_path / "figures.json"), "--small", "--skip", *skipped]) == 0
+    capsys.readouterr()
+    monkeypatch.setenv(device.FIGURES_ENV_VAR, str(tmp_path / "figures.json"))
+    recorded = json.loads((tmp_path / "figures.json").read_text())["figures"]
+    for key, entry in recorded.items():
+        lines = device.reference_figures(key)
+        said = "\n".join(translate(line, "zh") for line in lines)
+        assert "Simulated GPU" in said and CJK.search(said), said
+        assert_chinese(said, key)
+        for line in entry.get("lines", []):  # every measured number is still there
+            for number in re.findall(r"\d+\.\d+", line):
+                assert number in said, (key, number, said)
+
+
+def test_entries_keep_their_section_and_chapter_numbers():
+    for english, chinese in catalogue.entries("zh").items():
+        assert sorted(re.findall(r"[Ss]ection (\d+(?:\.\d+)?)", english)) == \
+            sorted(re.findall(r"第 (\d+(?:\.\d+)?) 节", chinese)), (english, chinese)
+        assert sorted(re.findall(r"[Cc]hapter (\d\d)", english)) == sorted(re.findall(r"第 (\d\d) 章", chinese)), \
+            (english, chinese)
+
+
 def test_progress_and_hint_widgets_in_chinese(zh):
     from course_lib.exercises import all_exercises
     from course_lib.exercises.progress import chapter_summary
