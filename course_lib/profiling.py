@@ -284,11 +284,34 @@ def memory_table(prof, device="cpu", rows: int = 6) -> str:
     return prof.key_averages().table(sort_by=key, row_limit=rows, max_name_column_width=40)
 
 
+@contextlib.contextmanager
+def _python_frames_ignored():
+    """For a moment, torch's memory viewer sees no Python frames in a profile (nor their names)."""
+    from torch._C._profiler import _EventType
+    saved = _EventType.PyCall, _EventType.PyCCall
+    _EventType.PyCall = _EventType.PyCCall = object()
+    try:
+        yield
+    finally:
+        _EventType.PyCall, _EventType.PyCCall = saved
+
+
 def memory_html(prof, name: str = "memory_profile.html") -> Path:
-    """The memory viewer's HTML page (torch.cuda._memory_viz.profile_plot) of a CPU or GPU profile (chapter 06)."""
+    """The memory viewer's HTML page of a CPU or GPU profile (chapter 06).
+
+    The page is torch.cuda._memory_viz.profile_plot's. With ``with_stack=True`` torch's profiler
+    now and then keeps a Python frame's name as broken bytes, and reading it raises
+    UnicodeDecodeError (pytorch/pytorch#136040): the page is then drawn without the Python call
+    stacks of the allocations.
+    """
     from torch.cuda import _memory_viz
+    try:
+        page = _memory_viz.profile_plot(prof)
+    except UnicodeDecodeError:
+        with _python_frames_ignored():
+            page = _memory_viz.profile_plot(prof)
     path = output_path(name)
-    path.write_text(_memory_viz.profile_plot(prof), encoding="utf-8")
+    path.write_text(page, encoding="utf-8")
     return path
 
 

@@ -61,9 +61,28 @@ def test_the_memory_viewer_page_holds_the_profile(profiled):
     assert "MemoryViz.js" in text and "snapshot.pickle" in text and len(text) > 10_000
 
 
+def test_a_frame_name_torch_cannot_decode_still_gives_the_page(profiled, monkeypatch):
+    """torch's profiler now and then keeps a frame's name as broken bytes (pytorch#136040)."""
+    from torch._C._profiler import _EventType
+    from torch.cuda import _memory_viz
+    real = _memory_viz._profile_to_snapshot
+    python_frames = _EventType.PyCall
+
+    def breaks_on_python_frames(prof):
+        if _EventType.PyCall is python_frames:
+            raise UnicodeDecodeError("utf-8", b"\xb0", 0, 1, "invalid start byte")
+        return real(prof)
+
+    monkeypatch.setattr(_memory_viz, "_profile_to_snapshot", breaks_on_python_frames)
+    text = profiling.memory_html(profiled[0], "test_ch06_memory_no_frames.html").read_text()
+    assert "snapshot.pickle" in text and len(text) > 10_000
+    assert _EventType.PyCall is python_frames  # put back
+
+
 def test_the_snapshot_reader_on_a_real_profile_shaped_snapshot(profiled):
     from torch.cuda import _memory_viz
-    snapshot = _memory_viz._profile_to_snapshot(profiled[0])
+    with profiling._python_frames_ignored():  # the frames' names are not what this test reads
+        snapshot = _memory_viz._profile_to_snapshot(profiled[0])
     snapshot["device_traces"][-1].append({"action": "oom", "size": 3 * 2**20, "device_free": 2**20, "frames": []})
     facts = ch.read_snapshot(snapshot)
     assert facts["asked for at the OOM"] == 3 * 2**20 and facts["free on the GPU at the OOM (CUDA's count)"] == 2**20

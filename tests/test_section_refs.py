@@ -8,7 +8,9 @@ teaches. So no section number is typed in course_lib's text: it is named by word
 - every `section(chapter, words)` call in course_lib names an entry of that table;
 - no string in course_lib's learner-facing modules types a section number;
 - every section reference in the rendered text (quizzes, exercises, explainer entries) and in the
-  notebooks' own prose names a numbered heading of the chapter it refers to.
+  notebooks' own prose names a numbered heading of the chapter it refers to; in the Chinese
+  notebooks too (`第 3.5 节`, `第 06 章第 3.5 节`, against the Chinese headings; the articles' own
+  sections are written in Chinese numerals, `第一节`, and are not the course's).
 """
 import ast
 import re
@@ -17,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import NOTEBOOKS, ROOT
+from conftest import NOTEBOOKS, ROOT, ZH_NOTEBOOKS
 from course_lib.exercises import all_exercises
 from course_lib.explainer.knowledge import ENTRIES
 from course_lib.sections import SECTIONS
@@ -27,14 +29,16 @@ HEADING = re.compile(r"^#{2,4}\s+(\d+[a-z]?(?:\.\d+)?)\.?\s+(.*)$")
 TYPED = re.compile(r"\bsections? \d|\bchapter \d\d,? (?:section )?\d|\bsee \d+\.\d|§\s*\d", re.I)
 REFERENCE = re.compile(r"(?:\bchapter (?P<chapter>\d\d),? )?\bsections? (?P<number>\d+[a-z]?(?:\.\d+)?)", re.I)
 BARE_SUBSECTION = re.compile(r"\((?P<number>\d\.\d) ")   # "(3.6 keeps the batch ...)" in a notebook
+# the Chinese edition's references: "第 3.5 节", "第 06 章第 3.5 节", "第 06 章的第 2 节", and a bare "3.5 节"
+ZH_REFERENCE = re.compile(r"(?:第\s*(?P<chapter>\d\d)\s*章\s*(?:的\s*)?)?第?\s*(?P<number>\d+[a-z]?(?:\.\d+)?)\s*节")
 TEXT_MODULES = sorted(p for p in [*(ROOT / "course_lib").glob("ch0*_*.py"), ROOT / "course_lib" / "widgets.py",
                                    ROOT / "course_lib" / "gpu_notes.py", *(ROOT / "course_lib" / "explainer").glob("*.py")]
                       if p.exists())
 
 
-def headings(chapter: str) -> dict:
+def headings(chapter: str, edition=NOTEBOOKS) -> dict:
     """{number: heading title} of chapter `chapter`'s notebook, for its numbered headings."""
-    path = next(p for p in NOTEBOOKS if p.name.startswith(chapter + "_"))
+    path = next(p for p in edition if p.name.startswith(chapter + "_"))
     found = {}
     for cell in nbformat.read(path, as_version=4).cells:
         if cell.cell_type == "markdown":
@@ -121,3 +125,19 @@ def test_every_reference_in_a_notebook_names_a_numbered_heading(path):
     wrong += [f"{m.group(0)!r}" for text in prose for m in BARE_SUBSECTION.finditer(text)
               if m.group("number") not in headings(chapter)]
     assert not wrong, f"{path.name}: " + "; ".join(wrong)
+
+
+@pytest.mark.parametrize("path", ZH_NOTEBOOKS, ids=lambda p: p.name)
+def test_every_reference_in_a_chinese_notebook_names_a_numbered_heading(path):
+    chapter = path.name[:2]
+    prose = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
+    wrong = []
+    for text in prose:
+        for match in ZH_REFERENCE.finditer(text):
+            target = match.group("chapter") or chapter
+            if not any(p.name.startswith(target + "_") for p in ZH_NOTEBOOKS):
+                continue   # that chapter's twin is not here: test_zh_edition.py says so
+            if match.group("number") not in headings(target, ZH_NOTEBOOKS):
+                wrong.append(f"{match.group(0)!r} (chapter {target} has sections "
+                             f"{sorted(headings(target, ZH_NOTEBOOKS))})")
+    assert not wrong, f"notebooks/zh/{path.name}: " + "; ".join(wrong)

@@ -77,3 +77,15 @@ def test_readme_chapter_table_lists_each_chapters_exercises_and_quizzes():
             assert f"`{ex.name}`" in rows[ex.chapter.number], f"README's row {ex.chapter.number} misses {ex.name}"
     for number, n in quizzes.items():
         assert f"{n} quizzes" in rows[number], f"README's row {number} should say {n} quizzes: {rows[number]}"
+
+
+def test_the_chinese_readme_gives_the_same_commands_and_a_nearer_mirror():
+    readme, zh = (ROOT / "README.md").read_text(encoding="utf-8"), (ROOT / "README.zh.md").read_text(encoding="utf-8")
+    assert "(README.zh.md)" in readme and "(README.md)" in zh
+    for command in ("./course.sh start", "./course.sh test", "python course.py start", "python course.py test"):
+        assert command in readme and command in zh, command
+    assert "PIP_INDEX_URL=" in zh and "notebooks/zh/" in zh
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        assert f"`notebooks/zh/{path.name}`" in zh, f"README.zh.md's chapter table misses {path.name}"
+    hosts = re.findall(r"https?://([\w.-]+)", zh)
+    assert set(hosts) <= {"127.0.0.1"}, f"README.zh.md names hosts {hosts}: say 'your nearest PyPI mirror'"

@@ -178,6 +178,11 @@ def serve(requests, replies) -> None:
 def main(argv) -> None:
     import signal
     import warnings
+    from .zygote import _PR_SET_PDEATHSIG, _prctl
+    parent = os.getppid()
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # a killed grader takes its judge along, busy or not
+    if os.getppid() != parent:
+        os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     warnings.simplefilter("ignore")
     requests, replies = os.fdopen(int(argv[0]), "r", encoding="utf-8"), os.fdopen(int(argv[1]), "w")

@@ -1,9 +1,11 @@
 """`python -m course_lib.i18n check|sync`: keep the Chinese notebooks in step with the English ones.
 
     check                      list every drift (notebook, cell, what to do); exit 1 if any
-    sync [--accept NB:ID ...]  copy code, cell order, ids and metadata from the English notebooks
-                               (creating missing twins); --accept stamps the English cell's current
-                               fingerprint on a Chinese markdown cell whose translation you updated
+    sync [NB ...] [--accept NB:ID ...]
+                               copy code, cell order, ids and metadata from the English notebooks
+                               (all, or those named; a missing twin is created); --accept stamps the
+                               English cell's current fingerprint on a Chinese markdown cell whose
+                               translation you updated
 """
 import argparse
 import sys
@@ -20,6 +22,8 @@ def main(argv=None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("check", help="list every drift of the Chinese notebooks; exit 1 if any")
     sync_cmd = commands.add_parser("sync", help="copy code, structure and metadata from English")
+    sync_cmd.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
+                          help="only these (e.g. 03_training_template or 03); default: all")
     sync_cmd.add_argument("--accept", nargs="+", default=[], metavar="NB:ID",
                           help="translations you updated, e.g. 03_training_template:c04 or 03:c04")
     args = parser.parse_args(argv)
@@ -35,7 +39,7 @@ def main(argv=None) -> int:
               else "the Chinese edition is in step with the English one")
         return 1 if drifts else 0
     try:
-        changes = sync(root, accept=args.accept)
+        changes = sync(root, accept=args.accept, only=args.notebooks)
     except ValueError as err:
         print(err, file=sys.stderr)
         return 2

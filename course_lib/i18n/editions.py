@@ -286,19 +286,30 @@ def _accepted_for(stem: str, wanted: dict) -> set:
     return set().union(*(ids for key, ids in wanted.items() if key == stem or stem.startswith(key + "_")))
 
 
-def sync(root: Path = None, accept=()) -> list:
-    """Bring every Chinese notebook in step with its English one; return what changed (lines).
+def _selected(english: list, only) -> list:
+    """The English notebooks named in `only` (stems or numbers: '03_training_template', '03'); all if empty."""
+    if not only:
+        return english
+    wanted = {Path(n).stem for n in only}
+    unknown = [n for n in wanted if not any(p.stem == n or p.stem.startswith(n + "_") for p in english)]
+    if unknown:
+        raise ValueError(f"no English notebook {', '.join(sorted(unknown))} "
+                         f"(notebooks: {', '.join(p.stem for p in english)})")
+    return [p for p in english if any(p.stem == n or p.stem.startswith(n + "_") for n in wanted)]
+
+
+def sync(root: Path = None, accept=(), only=()) -> list:
+    """Bring every Chinese notebook (or those in `only`) in step with its English one; return what
+    changed (lines).
 
     `accept` ('NN_topic:ID' items) stamps the English cell's current fingerprint on those Chinese
     markdown cells: say so only after updating their translations. A cell that is still the
     English text is never accepted.
     """
     root = Path(root or checkout_root())
-    wanted, english, changes = parse_accept(accept), english_notebooks(root), []
-    stems = {p.stem for p in english}
-    unknown = [k for k in wanted if not any(s == k or s.startswith(k + "_") for s in stems)]
-    if unknown:
-        raise ValueError(f"--accept names no notebook: {', '.join(unknown)} (notebooks: {', '.join(sorted(stems))})")
+    english = _selected(english_notebooks(root), only)
+    wanted, changes = parse_accept(accept), []
+    _selected(english, list(wanted))   # an --accept for a notebook not synced is refused
     for en_path in english:
         zh_path = twin(en_path)
         en, zh = read(en_path), read(zh_path) if zh_path.exists() else None
