@@ -6,7 +6,24 @@ import json
 import sys
 
 
+def _speak(args) -> None:
+    """--lang: the language of everything this command says (else $COURSE_LANG, else English)."""
+    if getattr(args, "lang", None):
+        from .i18n import use_language
+
+        use_language(args.lang)
+
+
+def _lang_option(parser, what: str) -> None:
+    from .i18n import LANGUAGES
+
+    parser.add_argument(
+        "--lang", choices=LANGUAGES, help=f"the language of {what} (default: $COURSE_LANG, else en)"
+    )
+
+
 def cmd_doctor(args) -> int:
+    _speak(args)
     from .doctor import environment_report, format_report
 
     report = environment_report()
@@ -44,9 +61,14 @@ def cmd_release(args) -> int:
     except ImportError:
         print("release is part of the teacher's copy of the course, not of the student bundle")
         return 2
-    report = release(args.out_dir, force=args.force)
+    try:
+        report = release(args.out_dir, force=args.force, lang=args.lang)
+    except (ValueError, FileExistsError) as err:
+        print(f"no bundle written: {err}", file=sys.stderr)
+        return 2
+    editions = ", ".join(f"{n} {lang}" for lang, n in report["editions"].items())
     print(
-        f"student bundle written to {report['out']}: {report['notebooks']} notebooks, "
+        f"student bundle written to {report['out']}: {report['notebooks']} notebooks ({editions}), "
         f"{report['files']} files (answer key and grader left out)"
     )
     return 0
@@ -164,6 +186,7 @@ def cmd_gradescope(args) -> int:
 def cmd_explain(args) -> int:
     """Explain the error in each FILE (or stdin). Exit 0: every input explained; 1: some input holds
     no error the course knows; 2: a FILE could not be read."""
+    _speak(args)
     from .explainer import explain_text
 
     inputs, status = [], 0
@@ -198,6 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("doctor", help="environment report: torch, devices, widgets")
     p.add_argument("--json", action="store_true")
+    _lang_option(p, "the report (--json stays English)")
     p.set_defaults(run=cmd_doctor)
     p = sub.add_parser("exercises", help="list every exercise: id, chapter, kind, points")
     p.add_argument("--json", action="store_true")
@@ -214,6 +238,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("out_dir")
     p.add_argument("--force", action="store_true", help="replace OUT_DIR if it exists")
+    p.add_argument(
+        "--lang",
+        choices=["en", "zh", "both"],
+        default="en",
+        help="the edition to hand out: en (notebooks/), zh (notebooks/zh/) or both (default en)",
+    )
     p.set_defaults(run=cmd_release)
     p = sub.add_parser(
         "grade", help="(teachers) grade a folder of submitted notebooks into a gradebook CSV"
@@ -320,6 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
         "files", nargs="*", metavar="FILE", help="text files; '-' or none: standard input"
     )
     p.add_argument("--json", action="store_true", help="one JSON object per input, one per line")
+    _lang_option(p, "the explanations")
     p.set_defaults(run=cmd_explain)
     return parser
 

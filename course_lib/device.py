@@ -13,6 +13,10 @@ from pathlib import Path
 
 import torch
 
+from .i18n import tr
+from .i18n.catalogue import CJK, Said
+from .i18n.layout import wrap
+
 ENV_VAR = "COURSE_DEVICE"
 FIGURES_ENV_VAR = "COURSE_GPU_FIGURES"  # another figures.json than docs/gpu/figures.json (tests)
 FIGURES_FILE = Path(__file__).resolve().parent.parent / "docs" / "gpu" / "figures.json"
@@ -138,7 +142,7 @@ def gpu_only(what: str, figure: str = None) -> bool:
         from .gpu_notes import note_lines  # what a GPU shows here and why (learner-facing text)
 
         lines += note_lines(figure) + reference_figures(figure)
-    print("\n".join(_wrap(line) for line in lines))
+    print("\n".join(_wrap(line if isinstance(line, Said) else tr(line)) for line in lines))
     return False
 
 
@@ -158,6 +162,10 @@ def why_not_cuda(device: torch.device) -> str:
 def _wrap(line: str) -> str:
     """One output line wrapped between words, continuation lines indented (skip lines)."""
     indent = " " * (len(line) - len(line.lstrip()))
+    if CJK.search(
+        line
+    ):  # Chinese has no spaces to break at, and its characters are two columns wide
+        return wrap(line, SKIP_WIDTH)
     return textwrap.fill(
         line,
         SKIP_WIDTH,
@@ -210,14 +218,14 @@ def device_report(**things) -> str:
     """One line per named model/loss/tensor with its device(s), then a verdict (chapters 02, 04)."""
     width = max(map(len, things), default=0)
     lines = [
-        f"{name:<{width}} : {', '.join(devices_of(thing)) or '(no tensors)'}"
+        f"{name:<{width}} : {', '.join(devices_of(thing)) or tr('(no tensors)')}"
         for name, thing in things.items()
     ]
     found = sorted({d for thing in things.values() for d in devices_of(thing)})
     if len(found) <= 1:
-        lines.append(f"OK: everything is on {found[0] if found else 'no device'}")
+        lines.append(tr(f"OK: everything is on {found[0] if found else 'no device'}"))
     else:
         lines.append(
-            f"MISMATCH: {' and '.join(found)} are both in use; move everything to one device"
+            tr(f"MISMATCH: {' and '.join(found)} are both in use; move everything to one device")
         )
     return "\n".join(lines)

@@ -14,6 +14,8 @@ import subprocess
 import torch
 
 from .device import ENV_VAR, forced_device, mps_available, pick_device
+from .i18n import tr
+from .i18n.layout import rjust
 
 
 def _version(package: str) -> str:
@@ -174,27 +176,32 @@ def environment_report() -> dict:
     }
 
 
-def format_report(report: dict) -> str:
-    lines = []
-    for key, value in report.items():
-        if key == "cuda devices":
-            value = (
-                "none"
-                if not value
-                else "; ".join(
-                    (
-                        f"[{d['index']}] {d['name']}, {d['memory_gib']} GiB, capability "
-                        f"{d['capability']}"
-                    )
-                    for d in value
+def format_value(key: str, value) -> str:
+    """One value of the report as a person reads it, in the course's language."""
+    if key == "cuda devices":
+        return (
+            tr("none")
+            if not value
+            else "; ".join(
+                tr(
+                    f"[{d['index']}] {d['name']}, {d['memory_gib']} GiB, "
+                    f"capability {d['capability']}"
                 )
+                for d in value
             )
-        lines.append(f"{key:>15}: {value}")
-    return "\n".join(lines)
+        )
+    return tr(str(value))
+
+
+def format_report(report: dict) -> str:
+    """The report as aligned lines `key: value` (keys and values in the course's language)."""
+    return "\n".join(
+        f"{rjust(tr(key), 15)}: {format_value(key, value)}" for key, value in report.items()
+    )
 
 
 def _cell(key, value) -> str:
-    return format_report({key: value}).split(": ", 1)[1]
+    return format_value(key, value)
 
 
 def doctor_widget():
@@ -204,6 +211,6 @@ def doctor_widget():
     from .widgets import report_table
 
     table = W.HTML(report_table(environment_report(), _cell))
-    button = W.Button(description="Re-check", icon="refresh")
+    button = W.Button(description=tr("Re-check"), icon="refresh")
     button.on_click(lambda _: setattr(table, "value", report_table(environment_report(), _cell)))
-    return W.VBox([W.HTML("<b>Your PyTorch environment</b>"), table, button])
+    return W.VBox([W.HTML(f"<b>{tr('Your PyTorch environment')}</b>"), table, button])

@@ -7,6 +7,9 @@ they hold no measured numbers (only sizes fixed by the cell's own code). Measure
 only from a recorded run.
 """
 
+from .i18n import tr
+from .i18n.catalogue import CJK, Said, labelled
+
 SOURCE = "from PyTorch's documentation and sources, not measured on this machine"
 
 # figure key -> (what a CUDA GPU shows in this cell, why, where PyTorch says so)
@@ -261,8 +264,13 @@ def note_lines(key: str) -> list:
     `key`: what a CUDA GPU shows, why, the source."""
     if key not in NOTES:
         return []
-    shows, why, where = NOTES[key]
-    return [f"  On a CUDA GPU ({SOURCE}): {shows}", f"    Why: {why}", f"    Source: {where}."]
+    shows, why, where = NOTES[key]  # each label and its text translated apart (course_lib.i18n)
+    where = tr(where)
+    return [
+        Said(f"  {labelled(f'On a CUDA GPU ({SOURCE}):', shows)}"),
+        Said(f"    {labelled('Why:', why)}"),
+        Said(f"    {labelled('Source:', where)}{'。' if CJK.search(where) else '.'}"),
+    ]
 
 
 __all__ = ["NOTES", "note_lines"]

@@ -17,6 +17,7 @@ from html import escape
 
 from .exercises.results import CORRECT
 from .exercises.text import html as text_html
+from .i18n import tr
 
 
 def result_html(result):
@@ -54,10 +55,17 @@ EMPTY_ANSWER = {  # what the Check button says when nothing is chosen yet: it sp
 CHOOSE_ONE = "Choose an option above, then press Check."
 # under a right answer in the widget: the one place an answer is kept is the answer cell below it
 ANSWER_CELL = (
-    "<div class='course-answer-cell' style='color:#57606a;margin:2px 0'>Now write it in the answer "
-    "cell below (<code>answer_{name} = ...</code>) and run that cell: the Check button is for "
-    "practice, the cell is what is saved with the notebook and graded.</div>"
+    "Now write it in the answer cell below (`answer_{name} = ...`) and run that cell: the Check "
+    "button is for practice, the cell is what is saved with the notebook and graded."
 )
+
+
+def answer_cell_note(name: str) -> str:
+    """The note under a right answer in the widget: the answer cell is what is graded."""
+    return (
+        f"<div class='course-answer-cell' style='color:#57606a;margin:2px 0'>"
+        f"{text_html(tr(ANSWER_CELL.format(name=name)))}</div>"
+    )
 
 
 def hint_widget(exercise):
@@ -68,7 +76,7 @@ def hint_widget(exercise):
     import ipywidgets as W
 
     if not exercise.hints:
-        return W.VBox([W.HTML("No hints for this one.")])
+        return W.VBox([W.HTML(tr("No hints for this one."))])
     shown = W.HTML()
     button = W.Button(layout=W.Layout(width="auto", align_self="flex-start"))
 
@@ -78,7 +86,7 @@ def hint_widget(exercise):
             f"<div style='margin:2px 0'>{text_html(line)}</div>" for line in exercise.hints_shown()
         )
         button.disabled = n >= total
-        button.description = (
+        button.description = tr(
             f"Show a hint ({n + 1} of {total})" if n < total else f"All {total} hints shown"
         )
 
@@ -96,7 +104,7 @@ def _option_rows(quiz):
 
     rows = [
         W.Checkbox(
-            description=f"{k}) {text_html(v)}",
+            description=f"{k}) {text_html(tr(v))}",
             description_allow_html=True,
             indent=False,
             layout=W.Layout(width="auto"),
@@ -124,7 +132,7 @@ def quiz_widget(quiz):
     import ipywidgets as W
 
     if quiz.kind == "numeric":
-        chooser = W.Text(description="Answer:", placeholder="a number")
+        chooser = W.Text(description=tr("Answer:"), placeholder=tr("a number"))
         read = lambda: chooser.value
         watched = [chooser]
     else:
@@ -132,13 +140,13 @@ def quiz_widget(quiz):
         chooser = W.VBox(watched, layout=W.Layout(width="100%"))
         chosen = lambda: [k for k, row in zip(quiz.options, watched) if row.value]
         read = (lambda: (chosen() or [None])[0]) if quiz.kind in ("single", "error") else chosen
-    button = W.Button(description="Check", button_style="primary")
+    button = W.Button(description=tr("Check"), button_style="primary")
     verdict = W.HTML()
 
     def on_click(_):
         result = quiz.check(read(), empty=EMPTY_ANSWER.get(quiz.kind, CHOOSE_ONE))
         verdict.value = result._repr_html_() + (
-            ANSWER_CELL.format(name=quiz.name) if result.status == CORRECT else ""
+            answer_cell_note(quiz.name) if result.status == CORRECT else ""
         )
 
     def clear_verdict(_):  # a verdict belongs to the answer it judged
@@ -148,7 +156,9 @@ def quiz_widget(quiz):
     for widget in watched:
         widget.observe(clear_verdict, names="value")
     parts = [
-        W.HTML(QUIZ_CSS + f"<b>{text_html(quiz.title)}</b><div>{text_html(quiz.prompt)}</div>")
+        W.HTML(
+            QUIZ_CSS + f"<b>{text_html(tr(quiz.title))}</b><div>{text_html(tr(quiz.prompt))}</div>"
+        )
     ]
     if quiz.code:
         parts.append(
@@ -290,7 +300,7 @@ def reveal(show, *args, label: str = "Show the result", after=None, **kwargs):
 def report_table(report: dict, format_value=str) -> str:
     """The environment report as a two-column table, the names right-aligned (doctor)."""
     rows = "".join(
-        f"<tr><th style='text-align:right'>{escape(k)}</th><td style='text-align:left'>"
+        f"<tr><th style='text-align:right'>{escape(tr(k))}</th><td style='text-align:left'>"
         f"{escape(format_value(k, v))}</td></tr>"
         for k, v in report.items()
     )
@@ -314,15 +324,14 @@ def progress_table(rows) -> str:
         body.append(
             (
                 r["chapter"],
-                r["title"],
+                tr(r["title"]),
                 f"{r['done']}/{r['total']}",
                 f"{r['points']:g}/{r['max_points']:g}",
-                Html(f"<span style='color:{STATUS_COLOURS[status]}'>{status}</span>"),
+                Html(f"<span style='color:{STATUS_COLOURS[status]}'>{escape(tr(status))}</span>"),
             )
         )
-    return html_table(
-        ["chapter", "title", "exercises done", "points", "status"], body, name="progress"
-    )
+    head = [tr(h) for h in ("chapter", "title", "exercises done", "points", "status")]
+    return html_table(head, body, name="progress")
 
 
 __all__ = [

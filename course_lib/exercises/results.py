@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass, field
 
+from ..i18n import tr
+from ..i18n.catalogue import labelled
 from .text import html as code_html
 
 CORRECT = "correct"
@@ -32,14 +34,16 @@ class TestOutcome:
         """What the learner may read of this test; a
         hint already in `hints_shown` is not repeated."""
         if self.hidden:
-            return [] if self.passed else [HIDDEN_NOTE]
-        lines = [self.message] if self.message else []
-        if self.expected:
-            lines.append(f"Expected: {self.expected}")
+            return [] if self.passed else [tr(HIDDEN_NOTE)]
+        lines = [tr(self.message)] if self.message else []
+        if (
+            self.expected
+        ):  # each label and its text translated apart: a label never reads as a message
+            lines.append(labelled("Expected:", self.expected, value=True))
         if self.got:
-            lines.append(f"Got: {self.got}")
+            lines.append(labelled("Got:", self.got, value=True))
         if self.hint and (hints_shown is None or self.hint not in hints_shown):
-            lines.append(f"Hint: {self.hint}")
+            lines.append(labelled("Hint:", self.hint))
             if hints_shown is not None:
                 hints_shown.add(self.hint)
         return lines
@@ -81,21 +85,24 @@ class CheckResult:
         }
 
     def headline(self) -> str:
-        return (
+        return tr(
             f"{self.status.capitalize()}: {self.title} ({self.points:g}/{self.max_points:g} points)"
         )
+
+    def _hidden_line(self) -> str:
+        return tr(f"({self.hidden_not_run} hidden test(s) more are run by the grader.)")
 
     def text(self) -> str:
         lines = [f"{_ICONS[self.status]} {self.headline()}"]
         if self.summary:
-            lines.append(f"  {self.summary}")
+            lines.append(f"  {tr(self.summary)}")
         hints_shown = set()
         for t in self.tests:
             mark = "passed" if t.passed else "FAILED"
-            lines.append(f"  - {t.name}: {mark}")
+            lines.append(f"  - {tr(f'{t.name}: {mark}')}")
             lines.extend(f"      {line}" for line in t.public_lines(hints_shown))
         if self.hidden_not_run:
-            lines.append(f"  ({self.hidden_not_run} hidden test(s) more are run by the grader.)")
+            lines.append(f"  {self._hidden_line()}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -114,17 +121,14 @@ class CheckResult:
             )
             mark_color = _COLORS[CORRECT] if t.passed else _COLORS[INCORRECT]
             rows.append(
-                f"<li><b style='color:{mark_color}'>{mark}</b> {code_html(t.name)}{detail}</li>"
+                f"<li><b style='color:{mark_color}'>{mark}</b> {code_html(tr(t.name))}{detail}</li>"
             )
         hidden = (
-            (
-                f"<div style='color:#6e7781'>{self.hidden_not_run} hidden test(s) more are run by "
-                "the grader.</div>"
-            )
+            f"<div style='color:#6e7781'>{code_html(self._hidden_line().strip('()（）'))}</div>"
             if self.hidden_not_run
             else ""
         )
-        summary = f"<div>{code_html(self.summary)}</div>" if self.summary else ""
+        summary = f"<div>{code_html(tr(self.summary))}</div>" if self.summary else ""
         listing = (
             f"<ul style='margin:4px 0;padding-left:1.2em'>{''.join(rows)}</ul>" if rows else ""
         )

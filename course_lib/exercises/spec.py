@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..checks import wire
+from ..i18n import tr
+from ..i18n.catalogue import Said, join, labelled, tr_join
 from . import progress, scoring
 from .results import CORRECT, INCORRECT, NOT_ATTEMPTED, CheckResult, TestOutcome
 from .runner import is_stub, observe, warm_up
@@ -186,7 +188,7 @@ class Exercise:
         return [self._hint_line(k) for k in range(1, self._hints_shown + 1)]
 
     def _hint_line(self, k: int) -> str:
-        return f"Hint {k} of {len(self.hints)}: {self.hints[k - 1]}"
+        return labelled(f"Hint {k} of {len(self.hints)}:", self.hints[k - 1])
 
     def reveal_hint(self) -> int:
         """Reveal one more hint (the last stays last); returns how many are revealed now."""
@@ -201,10 +203,10 @@ class Exercise:
         """Reveal the next hint and return its text, one
         level at a time (scripts, tests, terminals)."""
         if not self.hints:
-            return "No hints for this one."
+            return tr("No hints for this one.")
         n = self.reveal_hint()
-        more = "" if n == len(self.hints) else " Run .hint() again for more."
-        return f"{self._hint_line(n)}{more}"
+        more = "" if n == len(self.hints) else "Run .hint() again for more."
+        return tr_join([self._hint_line(n), more])
 
     def hint(self) -> None:
         """In a notebook: a small widget with a 'Show a hint' button and the hints revealed so
@@ -363,7 +365,9 @@ class FunctionExercise(Exercise):
         """The reference solution's source, or a note that the teacher withheld it."""
         key = self.key()
         if key is None or key.solution is None:
-            return "The reference solution is withheld by the teacher in this copy of the course."
+            return tr(
+                "The reference solution is withheld by the teacher in this copy of the course."
+            )
         return inspect.getsource(key.solution)
 
     def solution(self) -> None:
@@ -478,14 +482,9 @@ class Quiz(Exercise):
                 CheckResult(self.id, self.title, INCORRECT, 0, self.points, str(err)), record
             )
         right = self.is_right(normalized)
-        if right:
-            summary = "Right."
-            if self.kind == "error":  # only a right answer may see what the code really raised
-                summary += (
-                    f" Run for real on this machine, the code raised: {self.observed_error()}."
-                )
-            if self.explanation:
-                summary += " " + self.explanation
+        if right:  # only a right answer of an 'error' quiz may see what the code really raised
+            raised = f"Run for real on this machine, the code raised: {self.observed_error()}."
+            summary = tr_join(["Right.", raised if self.kind == "error" else "", self.explanation])
         else:
             summary = self.wrong_feedback(normalized)
         status = CORRECT if right else INCORRECT
@@ -503,13 +502,17 @@ class Quiz(Exercise):
         """'Not quite.' plus why each chosen option is off, or else the next hint."""
         chosen = list(normalized) if self.kind in ("single", "multiple", "error") else [normalized]
         mark = ")" if self.kind != "numeric" else ":"
-        reasons = [f"{letter}{mark} {self.why[letter]}" for letter in chosen if letter in self.why]
-        if reasons:
-            return "Not quite. " + " ".join(reasons)
+        reasons = [
+            Said(f"{letter}{mark} {tr(self.why[letter])}")
+            for letter in chosen
+            if letter in self.why
+        ]
+        if reasons:  # each reason is translated already
+            return join([tr("Not quite.")] + reasons)
         if self.hints:
             self.reveal_hint()
-            return f"Not quite. {self.hints_shown()[-1]}"
-        return "Not quite: read the question again, then try once more."
+            return tr_join(["Not quite.", self.hints_shown()[-1]])
+        return tr("Not quite: read the question again, then try once more.")
 
     def ask(self):
         """Show the question as a widget with instant feedback (JupyterLab)."""

@@ -19,6 +19,9 @@ import traceback
 from dataclasses import dataclass, field
 
 from .. import chapters
+from ..i18n import language, tr
+from ..i18n.catalogue import join, tr_join
+from ..i18n.headings import heading_in, notebook_path
 from .knowledge import ENTRIES, Entry
 
 UNKNOWN = "Not a GPU-training error this course knows"
@@ -43,11 +46,17 @@ _EXCEPTION_LINE = re.compile(
     r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning|Interrupt|Exit)(?::.*)?$"
 )
 _BLOCK_LINES = 15  # an exception's message: its first line and what follows, up to a blank line
+CJK_STOP = "。"
 
 
 def _notebook(entry: Entry) -> str:
     """'04_common_errors.ipynb': the notebook of the chapter that teaches `entry`."""
     return chapters.get(entry.chapter).notebook
+
+
+def _stem(entry: Entry) -> str:
+    """'04_common_errors': that notebook's name without its suffix."""
+    return _notebook(entry).removesuffix(".ipynb")
 
 
 @dataclass
@@ -71,25 +80,27 @@ class Explanation:
         the notebooks folder (works in JupyterLab)."""
         if not self.entry or not self.entry.chapter:
             return ""
-        return f"{_notebook(self.entry)}#{heading_anchor(self.entry.section)}"
+        return f"{_notebook(self.entry)}#{heading_anchor(taught_section(self.entry))}"
 
     def to_dict(self) -> dict:
+        """The explanation as data, its texts in the course's language (ids and the error as they
+        are)."""
         e = self.entry
         return {
             "known": self.known,
             "id": e.id if e else None,
-            "title": self.title,
+            "title": tr(self.title),
             "chapter": e.chapter if e else None,
-            "section": heading_text(e.section) if e and e.section else None,
-            "notebook": f"notebooks/{_notebook(e)}" if e and e.chapter else None,
+            "section": heading_text(taught_section(e)) if e and e.section else None,
+            "notebook": notebook_path(_stem(e), language()) if e and e.chapter else None,
             "link": self.link or None,
             "taught": (not e.closest) if e else None,
-            "meaning": e.meaning if e else None,
-            "cause": "; ".join(e.causes) if e else None,
+            "meaning": tr(e.meaning) if e else None,
+            "cause": tr_join(e.causes, "; ") if e else None,
             "fix": e.fix if e else None,
-            "notes": list(self.notes),
+            "notes": [tr(n) for n in self.notes],
             "error": self.error,
-            "context": self.context or None,
+            "context": tr(self.context) if self.context else None,
         }
 
     def __str__(self) -> str:
@@ -291,13 +302,22 @@ def heading_anchor(section: str) -> str:
     return heading_text(section).replace(" ", "-")
 
 
+def taught_section(entry: Entry) -> str:
+    """The heading that teaches `entry`, as written in the notebook of the course's language."""
+    return heading_in(_stem(entry), entry.section, language()) if entry.chapter else ""
+
+
 def where_taught(entry: Entry) -> str:
-    return f"chapter {entry.chapter}, {heading_text(entry.section)}" if entry.chapter else ""
+    return (
+        tr(f"chapter {entry.chapter}, {heading_text(taught_section(entry))}")
+        if entry.chapter
+        else ""
+    )
 
 
 def _taught_label(entry: Entry) -> str:
     """'Taught in', or for an error no chapter teaches, the section closest to it."""
-    return "Closest section (not taught as such)" if entry.closest else "Taught in"
+    return tr("Closest section (not taught as such):" if entry.closest else "Taught in:")
 
 
 def _inline(text: str) -> str:
@@ -314,33 +334,47 @@ def _parts(exp: Explanation) -> list:
     return parts
 
 
-TEXT_PARTS = {  # each part of an explanation as lines of plain text
-    "title": lambda title: [f"[course explainer] {title}"],
-    "context": lambda c: [f"  {c[0]}", f"    {c[1]}"],
-    "meaning": lambda meaning: [f"  What it means: {meaning}"],
-    "notes": lambda notes: [f"  Read from your message: {n}" for n in notes],
-    "causes": lambda causes: ["  Likely causes:"] + [f"    - {c}" for c in causes],
-    "fix": lambda fix: ["  Fix:"] + [f"    {line}" for line in fix.split("\n")],
+TEXT_PARTS = {  # each part of an explanation as lines of plain text, in the course's language
+    "title": lambda title: [f"{tr('[course explainer]')} {tr(title)}"],
+    "context": lambda c: [f"  {tr(c[0])}", f"    {c[1]}"],
+    "meaning": lambda meaning: [f"  {join([tr('What it means:'), tr(meaning)])}"],
+    "notes": lambda notes: [f"  {join([tr('Read from your message:'), tr(n)])}" for n in notes],
+    "causes": lambda causes: [f"  {tr('Likely causes:')}"] + [f"    - {tr(c)}" for c in causes],
+    "fix": lambda fix: [f"  {tr('Fix:')}"] + [f"    {line}" for line in fix.split("\n")],
     "taught": lambda exp: [
-        f"  {_taught_label(exp.entry)}: notebooks/{_notebook(exp.entry)}, "
-        f'section "{heading_text(exp.entry.section)}"'
+        "  "
+        + join(
+            [
+                _taught_label(exp.entry),
+                tr(
+                    f"{notebook_path(_stem(exp.entry), language())}, "
+                    f'section "{heading_text(taught_section(exp.entry))}"'
+                ),
+            ]
+        )
     ],
 }
-HTML_PARTS = {  # each part of an explanation as HTML
-    "title": lambda title: f"<b>Course explainer: {_inline(title)}</b>",
-    "context": lambda c: f"<div>{_inline(c[0])}<br><code>{html.escape(c[1])}</code></div>",
-    "meaning": lambda meaning: f"<div><b>What it means.</b> {_inline(meaning)}</div>",
+HTML_PARTS = {  # each part of an explanation as HTML, in the course's language
+    "title": lambda title: f"<b>{_inline(tr(f'Course explainer: {title}'))}</b>",
+    "context": lambda c: f"<div>{_inline(tr(c[0]))}<br><code>{html.escape(c[1])}</code></div>",
+    "meaning": lambda meaning: (
+        f"<div><b>{_inline(tr('What it means.'))}</b> {_inline(tr(meaning))}</div>"
+    ),
     "notes": lambda notes: (
-        "<div><b>Your message says:</b> " + " ".join(map(_inline, notes)) + "</div>"
+        f"<div><b>{_inline(tr('Your message says:'))}</b> "
+        + " ".join(_inline(tr(n)) for n in notes)
+        + "</div>"
     ),
     "causes": lambda causes: (
-        "<div><b>Likely causes:</b><ul style='margin:2px 0'>"
-        + "".join(f"<li>{_inline(c)}</li>" for c in causes)
+        f"<div><b>{_inline(tr('Likely causes:'))}</b><ul style='margin:2px 0'>"
+        + "".join(f"<li>{_inline(tr(c))}</li>" for c in causes)
         + "</ul></div>"
     ),
-    "fix": lambda fix: f"<div><b>Fix:</b><pre style='margin:2px 0'>{html.escape(fix)}</pre></div>",
+    "fix": lambda fix: (
+        f"<div><b>{_inline(tr('Fix:'))}</b><pre style='margin:2px 0'>{html.escape(fix)}</pre></div>"
+    ),
     "taught": lambda exp: (
-        f"<div><b>{_taught_label(exp.entry)}:</b> <a href='{html.escape(exp.link)}'>"
+        f"<div><b>{_inline(_taught_label(exp.entry))}</b> <a href='{html.escape(exp.link)}'>"
         f"{_inline(where_taught(exp.entry))}</a></div>"
     ),
 }
@@ -351,10 +385,11 @@ PANEL = (
 
 
 def render_text(exp: Explanation) -> str:
-    """The explanation as plain text (terminal, logs, nbval)."""
+    """The explanation as plain text (terminal, logs, nbval), in the course's language."""
+    head = tr("[course explainer]")
     if not exp.known:
         found = f"\n  ({exp.error})" if exp.error else ""
-        return f"[course explainer] {exp.title}.{found}"
+        return f"{head} {tr(exp.title + '.')}{found}"
     return "\n".join(line for part, value in _parts(exp) for line in TEXT_PARTS[part](value))
 
 
@@ -362,7 +397,8 @@ def render_html(exp: Explanation) -> str:
     """The panel shown under a failing cell: meaning, what the message says, causes, fix, link."""
     if not exp.known:
         found = f"<br><small>{_inline(exp.error)}</small>" if exp.error else ""
-        return f"{PANEL}<b>Course explainer:</b> {_inline(exp.title)}.{found}</div>"
+        title = f"<b>{_inline(tr('Course explainer:'))}</b> {_inline(tr(exp.title + '.'))}"
+        return f"{PANEL}{title}{found}</div>"
     return PANEL + "".join(HTML_PARTS[part](value) for part, value in _parts(exp)) + "</div>"
 
 
@@ -372,35 +408,51 @@ def _cell(text: str) -> str:
 
 def table_markdown(entries=ENTRIES) -> str:
     """The cheat sheet: one row per error the course explains, with a link to where it is taught."""
-    rows = [
-        "| what PyTorch says (wording varies by release) | what it means | fix | taught in |",
-        "|---|---|---|---|",
+    head = [
+        tr(h)
+        for h in (
+            "what PyTorch says (wording varies by release)",
+            "what it means",
+            "fix",
+            "taught in",
+        )
     ]
+    rows = ["| " + " | ".join(head) + " |", "|---|---|---|---|"]
     for e in entries:
         code = [
             line.split("  #")[0].rstrip() for line in e.fix.split("\n") if not line.startswith("#")
         ]
         fix = "<br>".join(f"`{line}`" for line in code) or _cell(e.fix.lstrip("# "))
+        section = taught_section(e)
         where = (
             (
-                f"[{e.chapter} · {_cell(heading_text(e.section))}]"
-                f"({_notebook(e)}#{heading_anchor(e.section)})"
+                f"[{e.chapter} · {_cell(heading_text(section))}]"
+                f"({_notebook(e)}#{heading_anchor(section)})"
             )
             if e.chapter
             else ""
         )
         rows.append(
-            f"| `{_cell(e.signature)}` | {_cell(e.meaning.split('. ')[0].rstrip('.'))}. | "
+            f"| `{_cell(e.signature)}` | {_cell(first_sentence(e.meaning))} | "
             f"{fix.replace('|', chr(92) + '|')} | {where} |"
         )
     return "\n".join(rows)
 
 
+def first_sentence(text: str) -> str:
+    """The first sentence of `text` in the course's language, with its full stop (the cheat
+    sheet)."""
+    said = tr(text)
+    if CJK_STOP in said:
+        return said.split(CJK_STOP)[0] + CJK_STOP
+    return said.split(". ")[0].rstrip(".") + "."
+
+
 def wordings_markdown(entry_id: str) -> str:
     """One error's wordings across releases and devices, as a Markdown table (chapter 02)."""
     entry = next(e for e in ENTRIES if e.id == entry_id)
-    rows = ["| where | what PyTorch prints |", "|---|---|"]
-    rows += [f"| {_cell(where)} | `{_cell(text)}` |" for where, text in entry.wordings]
+    rows = [f"| {tr('where')} | {tr('what PyTorch prints')} |", "|---|---|"]
+    rows += [f"| {_cell(tr(where))} | `{_cell(text)}` |" for where, text in entry.wordings]
     return "\n".join(rows)
 
 

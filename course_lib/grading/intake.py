@@ -11,7 +11,9 @@ never raises: what cannot be read becomes that submission's status.
 """
 
 import hashlib
+import json
 import os
+import re
 import stat
 import tempfile
 import unicodedata
@@ -48,6 +50,9 @@ class Submission:
     solo: bool = False  # graded alone: it was in flight when an earlier run died
     started: bool = False
     failed: bool = False  # a step of the grader failed on it; its record says which
+    language: str = (
+        "en"  # the edition it was handed out in: its feedback is written in that language
+    )
 
 
 @dataclass
@@ -177,7 +182,9 @@ def read(entry: Entry) -> Submission:
         sub.refused = REFUSED if "could not be read" not in entry.refused else ""
         return sub
     try:
-        sub.analysis = analyze(read_cells(read_bytes(entry.path)))
+        data = read_bytes(entry.path)
+        sub.analysis = analyze(read_cells(data))
+        sub.language = notebook_language(data, sub.analysis.imports)
     except UnreadableNotebook as err:
         sub.unreadable = str(err)
     except Exception as err:  # noqa: BLE001 - whatever a file does to the reader is its own status
@@ -185,6 +192,24 @@ def read(entry: Entry) -> Submission:
             f"the file could not be read: {type(err).__name__}: {shown_name(str(err))[:200]}"
         )
     return sub
+
+
+LANGUAGE_IMPORT = re.compile(
+    r"^\s*(?:import\s+course_lib\.zh\b|from\s+course_lib\s+import\s+zh\b)", re.M
+)
+
+
+def notebook_language(data: bytes, imports: list) -> str:
+    """ "zh" for a notebook of the Chinese edition (a top-level `import course_lib.zh`, or the
+    notebook's metadata course.language), else "en"."""
+    if any(LANGUAGE_IMPORT.search(line) for line in imports):
+        return "zh"
+    try:
+        meta = json.loads(data.decode("utf-8-sig")).get("metadata") or {}
+        lang = (meta.get("course") or {}).get("language")
+    except (ValueError, AttributeError):
+        return "en"
+    return "zh" if lang == "zh" else "en"
 
 
 def mark_failed(sub, reason: str, trace: str = "") -> None:

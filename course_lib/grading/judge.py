@@ -25,6 +25,8 @@ import time
 
 from ..checks import wire
 from ..exercises import INCORRECT, get, scoring
+from ..i18n import LANGUAGES, tr
+from ..i18n.catalogue import in_language, join, labelled
 from .protocol import close_quietly, parse
 from .records import CRASHED, MISSING, Verdict
 
@@ -123,17 +125,24 @@ class Judge:
                 try:
                     outcomes.append(ex.judge(test, seen, limit))
                 except Exception as err:  # noqa: BLE001 - a reference that cannot be computed: not the student's fault
-                    why = f"the check could not judge this test ({type(err).__name__}); tell your"
-                    return _crashed(ex, len(tests), why + " teacher")
+                    why = (
+                        f"the check could not judge this test ({type(err).__name__}); "
+                        "tell your teacher"
+                    )
+                    return _crashed(ex, len(tests), why)
                 if outcomes[-1].not_attempted:
                     break
             if len(outcomes) < len(tests) and not (outcomes and outcomes[-1].not_attempted):
                 return _crashed(ex, len(tests), "the report was incomplete")
             result = ex.result(outcomes, include_hidden=True)
         problems = "; ".join(str(p)[:200] for p in (defined.get("problems") or [])[:5])
-        detail = result.summary
-        if problems and result.status == INCORRECT:  # e.g. a failed import explains a NameError
-            detail += " Note: " + problems
+        # e.g. a failed import explains a NameError
+        detail = join(
+            [
+                tr(result.summary),
+                labelled("Note:", problems) if problems and result.status == INCORRECT else "",
+            ]
+        )
         shown = [
             {
                 "name": o.name,
@@ -186,6 +195,13 @@ class Judge:
         return verdict
 
     def handle(self, request: dict) -> dict:
+        """One request, its verdicts' texts in the submission's language (English unless it
+        says)."""
+        lang = request.get("lang", "en")
+        with in_language(lang if lang in LANGUAGES else "en"):
+            return self._handle(request)
+
+    def _handle(self, request: dict) -> dict:
         op = request.get("op")
         if op == "prepare":
             return self.prepare(request["exercises"])

@@ -130,7 +130,7 @@ def finish_notebook(sub, child, limits, judge) -> None:
     }
     if answers:
         try:
-            judged = judge.ask("quizzes", answers=answers)
+            judged = judge.ask("quizzes", answers=answers, lang=sub.language)
             for ex in quizzes:
                 sub.verdicts[ex.id] = Verdict.from_dict(judged[ex.id])
         except (JudgeDied, RuntimeError, KeyError, TypeError, ValueError) as err:
@@ -167,7 +167,12 @@ def finish_check(sub, child, ex, total: int, limit: float, judge) -> None:
         try:
             verdict = Verdict.from_dict(
                 judge.ask(
-                    "function", exercise=ex.id, lines=child.tests, limit=limit, defined=defined
+                    "function",
+                    exercise=ex.id,
+                    lines=child.tests,
+                    limit=limit,
+                    defined=defined,
+                    lang=sub.language,
                 )
             )
         except (JudgeDied, RuntimeError, TypeError, ValueError) as err:

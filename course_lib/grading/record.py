@@ -87,6 +87,7 @@ def build(sub) -> tuple:
     record = {
         "submission": sub.name,
         "file": str(sub.path),
+        "language": sub.language,
         "points": round(total["points"], 3),
         "max_points": total["max_points"],
         "status": status,

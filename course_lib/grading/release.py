@@ -1,4 +1,4 @@
-"""The student bundle: `python -m course_lib release OUT_DIR` (teachers).
+"""The student bundle: `python -m course_lib release OUT_DIR [--lang en|zh|both]` (teachers).
 
 Writes the notebooks (outputs cleared) and course_lib WITHOUT the answer key
 (course_lib/key: reference solutions, hidden tests, known-wrong answers) and without the
@@ -7,6 +7,10 @@ figures (docs/gpu/figures.json, when a GPU run is recorded) and a student README
 the same way. In the bundle `Exercise.key()` is None: checks run the visible tests only
 and `.solution()` says the teacher withheld it. Before returning, the bundle is scanned
 for anything of the key (`find_leaks`); a leaking bundle is an error, never a warning.
+
+`--lang` chooses the edition handed out: `en` (notebooks/, the default), `zh` (the Chinese
+notebooks, notebooks/zh/, as in this checkout, with a Chinese README) or `both`. The bundle's
+course_lib is the same for every edition: a Chinese notebook turns Chinese on in its first cell.
 """
 
 import re
@@ -17,6 +21,11 @@ from .. import notebooks
 
 LEFT_OUT = ("key", "grading", "__pycache__")
 TOP_FILES = ("pyproject.toml", "course.sh", "course.py", "environment.yml", "docs/gpu/figures.json")
+EDITIONS = {
+    "en": ("",),
+    "zh": ("zh",),
+    "both": ("", "zh"),
+}  # --lang -> notebook folders under notebooks/
 
 STUDENT_README = """# PyTorch training on the GPU, hands-on (student copy)
 
@@ -58,6 +67,50 @@ the functions you defined and reads your quiz answers, so:
 """
 
 
+STUDENT_README_ZH = """# PyTorch GPU 训练实战课（学生版）
+
+这是你的课程副本。一条命令启动（需要 Python 3.10+ 和 pip，不需要 GPU）：
+
+```bash
+./course.sh start
+```
+
+（没有 bash 时，例如在 Windows 上：`python course.py start`。）第一次运行会把所需的一切装进
+`.venv/`，
+然后在 `notebooks/` 文件夹上打开 JupyterLab。中文版笔记本在 `notebooks/zh/` 里：打开
+`zh/01_device_check.ipynb`，从上到下逐个运行单元格。
+
+默认的包仓库太慢时，可以换成离你更近的镜像：`PIP_INDEX_URL=<镜像地址> ./course.sh start`。
+
+## 练习
+
+每个练习单元格里有一个只会抛出 `NotImplementedError` 的占位函数（stub）：把那一行换成你的代码，
+运行这个单元格，再运行它下面的检查单元格。
+
+```python
+ch.choose_device.check(choose_device)   # 正确 / 不正确（附反馈）/ 未作答
+ch.choose_device.hint()                 # “显示提示”按钮：每按一次多一条提示，之前的提示保留
+```
+
+在这份副本里，参考答案由老师保留，检查只运行公开测试；评分程序还会在你交上来的作业上运行更多（隐藏）测试。
+
+## 交作业
+
+交上你的笔记本文件（`.ipynb`）。评分程序在 CPU 上从头运行它，然后测试你定义的函数、
+读取你的测验答案，所以：
+
+- 保留每个练习的函数名（`def choose_device():`），写在单元格的顶层；
+- 保留每个测验的答案行（`answer_device_label = "b"`），把答案写在那里；
+- 文字作答：写成变量 `text_<name> = "..."`，或者写在以 `<!-- answer: name -->` 开头的 Markdown
+单元格里；
+- 函数可以使用你在笔记本顶层定义的其他函数和值，以及你导入的任何东西；其他顶层代码（打印、画图、
+实验）
+  不影响成绩。
+
+你的反馈会用中文写给你（评分程序认得中文版笔记本）。
+"""
+
+
 def _checkout() -> Path:
     import course_lib
 
@@ -78,9 +131,30 @@ def _ignore(directory, names):
     ]
 
 
-def release(out_dir, force: bool = False) -> dict:
-    """Write the student bundle to `out_dir`; refuses a non-empty folder unless `force`."""
+def edition_notebooks(root: Path, lang: str) -> dict:
+    """{folder under notebooks/: its chapter notebooks} for the edition `lang` (en, zh or both);
+    ValueError for another `lang`, or for a Chinese edition that lacks a chapter."""
+    if lang not in EDITIONS:
+        raise ValueError(f"unknown edition {lang!r}; choose one of {', '.join(EDITIONS)}")
+    english = sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    found = {}
+    for folder in EDITIONS[lang]:
+        paths = sorted((root / "notebooks" / folder).glob("[0-9][0-9]_*.ipynb"))
+        missing = sorted({nb.name for nb in english} - {nb.name for nb in paths})
+        if folder and missing:
+            raise ValueError(
+                f"the {folder} edition is incomplete: "
+                f"notebooks/{folder}/ lacks {', '.join(missing)}"
+            )
+        found[folder] = paths
+    return found
+
+
+def release(out_dir, force: bool = False, lang: str = "en") -> dict:
+    """Write the student bundle of the edition `lang` (en, zh or both) to `out_dir`; refuses a
+    non-empty folder unless `force`."""
     root, out = _checkout(), Path(out_dir).resolve()
+    editions = edition_notebooks(root, lang)
     if out.exists() and any(out.iterdir()):
         if not force:
             raise FileExistsError(f"{out} is not empty; pass --force to replace it")
@@ -88,22 +162,33 @@ def release(out_dir, force: bool = False) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     shutil.copytree(root / "course_lib", out / "course_lib", ignore=_ignore)
     (out / "notebooks").mkdir()
-    handed_out = notebooks.chapter_notebooks()
-    for nb in handed_out:
-        (out / "notebooks" / nb.name).write_text(_clean_notebook(nb))
-    for extra in notebooks.support_files():
-        shutil.copy(extra, out / "notebooks" / extra.name)
+    for folder, paths in editions.items():
+        (out / "notebooks" / folder).mkdir(exist_ok=True)
+        for nb in paths:
+            (out / "notebooks" / folder / nb.name).write_text(_clean_notebook(nb), encoding="utf-8")
+    for folder in {"", *editions}:  # files beside the notebooks (every edition's code may use them)
+        for extra in (root / "notebooks" / folder).iterdir():
+            if extra.is_file() and extra.suffix != ".ipynb":
+                shutil.copy(extra, out / "notebooks" / folder / extra.name)
     for name in TOP_FILES:
         if (root / name).exists():
             (out / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(root / name, out / name)
-    (out / "README.md").write_text(STUDENT_README)
+    readmes = {
+        "en": {"README.md": STUDENT_README},
+        "zh": {"README.md": STUDENT_README_ZH},
+        "both": {"README.md": STUDENT_README, "README.zh.md": STUDENT_README_ZH},
+    }[lang]
+    for name, text in readmes.items():
+        (out / name).write_text(text, encoding="utf-8")
     leaks = find_leaks(out)
     if leaks:
         raise RuntimeError("the bundle would reveal the answer key: " + "; ".join(leaks[:5]))
     return {
         "out": str(out),
-        "notebooks": len(handed_out),
+        "notebooks": sum(len(n) for n in editions.values()),
+        "lang": lang,
+        "editions": {folder or "en": len(n) for folder, n in editions.items()},
         "files": sum(1 for p in out.rglob("*") if p.is_file()),
     }
 
@@ -122,7 +207,9 @@ def secret_lines(root: Path = None) -> list:
         and "grading" not in p.relative_to(root / "course_lib").parts[:1]
     )
     public += "\n".join(
-        _normal(p.read_text(errors="replace")) for p in notebooks.chapter_notebooks()
+        _normal(p.read_text(errors="replace"))
+        for p in sorted((root / "notebooks").glob("*.ipynb"))
+        + sorted((root / "notebooks").glob("zh/*.ipynb"))
     )
     secrets = []
     for path in sorted((root / "course_lib" / "key").glob("*.py")):

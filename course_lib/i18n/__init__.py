@@ -54,8 +54,10 @@ def use_language(lang: str) -> None:
 
 
 def tr(text: str) -> str:
-    """`text` in the current language (until the catalogue lands: `text` itself)."""
-    return text
+    """`text` in the current language: its entry in the catalogue (catalogue.py), else itself."""
+    from .catalogue import tr as translated
+
+    return translated(text)
 
 
 __all__ = ["LANGUAGES", "ENV_VAR", "language", "use_language", "tr"]

@@ -1,0 +1,706 @@
+"""Every message course_lib says, collected in English by running what exists (translators, tests).
+
+    python -m course_lib.i18n.messages --missing     what has no Chinese entry yet, each with the
+                                                     source line it comes from (exit 1 if any)
+    python -m course_lib.i18n.messages --all         every collected message
+    python -m course_lib.i18n.messages --problems    entries whose placeholders differ, and the like
+    (--json: the same as a JSON object, message -> where it was seen)
+
+`collect()` runs, in English, what reaches a learner: every exercise's reference solution, the
+notebook's blank stub and the key's known-wrong answers through the checks, and their verdicts
+rendered as text and HTML; every quiz's widget and an answer for each option; every explainer entry
+and the corpus of real messages; `doctor` on the simulated machines of its tests; every skip line
+with its GPU notes; the widgets; the grader's feedback files. Every text that reaches `tr()` is
+recorded. Texts no run can reach on this machine (a recorded GPU run's figure lines, the grader's
+reasons for a crashed or timed-out process) are read from their f-strings in the source instead.
+Needs the teacher's copy (the answer key) and the checkout's notebooks.
+"""
+
+import argparse
+import ast
+import contextlib
+import io
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from unittest import mock
+
+from .catalogue import PLACEHOLDER, in_language, problems, recording, untranslated
+
+ROOT = Path(__file__).resolve().parents[2]
+VALUE = " (value)"
+# Sources whose f-strings are the messages (what no run here reaches): file -> functions (None:
+# all).
+STATIC_SOURCES = {
+    "benchmarks/gpu_figures.py": (  # the figure lines of a recorded GPU run, and why one is missing
+        "device_memory",
+        "create_on_device",
+        "sync_timing",
+        "data_wait",
+        "pinned_copy",
+        "amp",
+        "compile_",
+        "nvidia_smi_during_training",
+        "benchmark_table",
+        "profiler_cuda",
+        "item_sync",
+        "nonblocking_d2h",
+        "sync_debug",
+        "estimate_vs_peak",
+        "real_oom",
+        "empty_cache",
+        "amp_memory",
+        "memory_snapshot",
+        "fragmentation",
+        "data_parallel_on_one_gpu",
+        "data_parallel",
+        "triton_build_tools_missing",
+        "NEEDS",
+    ),
+    "course_lib/measure.py": ("speed_ratio",),  # parts of those figure lines
+    "course_lib/profiling.py": ("compare_splits",),
+    "course_lib/ch05_speedups.py": ("show_readback_race",),
+    "course_lib/grading/outcome.py": (
+        "_run_summary",
+        "_stopped_summary",
+        "finish_notebook",
+        "finish_check",
+        "decide_statically",
+    ),
+    "course_lib/grading/scheduler.py": ("_deadlines", "stop"),
+    "course_lib/grading/protocol.py": ("exit_text",),
+    "course_lib/grading/judge.py": ("function", "quiz"),
+    "course_lib/grading/cells.py": ("read_cells",),
+    "course_lib/grading/intake.py": ("read", "refusal", "mark_failed"),
+}
+
+
+# ---------------------------------------------------------------- running what exists
+def _quietly(call, *args, **kwargs):
+    """`call(...)` with its printing kept from the terminal; what it printed is returned too."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        value = call(*args, **kwargs)
+    return value, out.getvalue()
+
+
+def stub_function(exercise):
+    """The learner's function as the chapter notebook's stub cell defines it, or None."""
+    import torch
+
+    for path in sorted((ROOT / "notebooks").glob(f"{exercise.chapter.number}_*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            if cell["cell_type"] == "code" and re.search(rf"^def {exercise.name}\(", source, re.M):
+                namespace = {"torch": torch, "nn": torch.nn}
+                exec(source, namespace)
+                return namespace[exercise.name]
+    return None
+
+
+def _render(result) -> None:
+    result.text()
+    result._repr_html_()
+
+
+def _function_exercise(ex) -> None:
+    from ..exercises.spec import judge_outcome
+
+    key = ex.key()
+    candidates = [key.solution] + [w.function for w in key.wrong_answers] if key else []
+    stub = stub_function(ex)
+    for candidate in candidates + ([stub] if stub else []):
+        _render(_quietly(ex.check, candidate, record=False)[0])
+        _render(_quietly(ex.check, candidate, include_hidden=False, record=False)[0])
+    for got in (None, "int"):
+        _render(ex.unusable(got))
+    test = ex.tests[0]
+    for seen in (
+        {"timeout": 10.0},
+        {"raised": "ValueError: x (line 1 in f: raise ValueError('x'))"},
+        {"too_large": True},
+        {"seconds": 0.1},
+        None,
+    ):
+        outcome = judge_outcome(test, seen, None, ex.time_limit)
+        outcome.public_lines()
+    with mock.patch.object(type(ex), "key", lambda self: None):
+        ex.solution_source()
+
+
+def _hints(ex) -> None:
+    from ..widgets import hint_widget
+
+    before = ex._hints_shown
+    try:
+        hint_widget(ex)
+        for _ in ex.hints:
+            ex.next_hint()
+        hint_widget(ex)
+    finally:
+        ex._hints_shown = before
+
+
+def _quiz(quiz) -> None:
+    from ..widgets import CHOOSE_ONE, EMPTY_ANSWER, answer_cell_note, quiz_widget
+
+    before = quiz._hints_shown
+    try:
+        quiz_widget(quiz)
+        key = quiz.key()
+        answers = [key.answer] if key is not None and key.answer is not None else []
+        answers += list(quiz.why) + (["zz", "a b"] if quiz.kind != "numeric" else ["not a number"])
+        answers += list(quiz.options) or [0]
+        for answer in answers:
+            _render(quiz.check(answer, record=False))
+            quiz._hints_shown = before
+        for letter in quiz.options:
+            quiz.check(letter, record=False)
+        _render(quiz.check(None, record=False, empty=EMPTY_ANSWER.get(quiz.kind, CHOOSE_ONE)))
+        _render(quiz.check("", record=False))
+        answer_cell_note(quiz.name)
+    finally:
+        quiz._hints_shown = before
+
+
+def exercises() -> None:
+    """Every exercise: checks of its reference, stub and wrong answers; its hints; quizzes'
+    answers."""
+    from ..chapters import Chapter
+    from ..exercises import all_exercises
+
+    for ex in all_exercises():
+        if ex.kind == "function":
+            _function_exercise(ex)
+        else:
+            _quiz(ex)
+        _hints(ex)
+    bare = Chapter("99", "messages", "Messages").function_exercise(
+        "nothing", title="Nothing", prompt="", points=1, tests=[]
+    )
+    bare.next_hint()
+    _hints(bare)
+
+
+def explainer() -> None:
+    """Every entry of the knowledge base rendered, the cheat sheet, and the corpus of real
+    messages."""
+    from ..explainer import (
+        ENTRIES,
+        NO_ERROR,
+        UNKNOWN,
+        Explanation,
+        explain_text,
+        table_markdown,
+        wordings_markdown,
+    )
+
+    for entry in ENTRIES:
+        notes = tuple(sentence for _, sentence in entry.readings)
+        for context in ("", "A warning, not an error: the code went on running. The warning:"):
+            exp = Explanation(True, "RuntimeError: an example", entry, notes, context)
+            str(exp), exp._repr_html_(), exp.to_dict()
+        if entry.wordings:
+            wordings_markdown(entry.id)
+    for title in (UNKNOWN, NO_ERROR):
+        exp = Explanation(False, "ValueError: an example", title=title)
+        str(exp), exp._repr_html_(), exp.to_dict()
+    table_markdown()
+    corpus = ROOT / "tests" / "data" / "explain_corpus.jsonl"
+    if corpus.exists():
+        for line in corpus.read_text(encoding="utf-8").splitlines():
+            exp = explain_text(json.loads(line)["message"])
+            str(exp), exp._repr_html_(), exp.to_dict()
+
+
+def doctor() -> None:
+    """doctor's report on this machine and on the simulated machines of its tests
+    (tests/test_course_lib.py)."""
+    import torch
+
+    from .. import doctor as doc
+
+    report = doc.environment_report()
+    doc.format_report(report)
+    doc.doctor_widget()
+    gpus = [("NVIDIA GeForce RTX 3090", "550.54.14")]
+    cases = [
+        (None, gpus, {}),
+        ("13.0", gpus, {}),
+        ("13.0", [("NVIDIA H200", "580.95.05")], {}),
+        ("13.0", gpus, {"CUDA_VISIBLE_DEVICES": ""}),
+    ]
+    for cuda, found, env in cases:
+        with (
+            mock.patch.object(torch.version, "cuda", cuda),
+            mock.patch.dict(os.environ, env),
+            mock.patch.object(torch.cuda, "is_available", lambda: False),
+        ):
+            said = doc.gpu_problem(found)
+            doc.format_report(
+                dict(
+                    report,
+                    **{
+                        "gpu problem": said,
+                        "nvidia-smi": "; ".join(
+                            f"{name}, driver {driver}" for name, driver in found
+                        ),
+                    },
+                )
+            )
+    for versions in ({"ipywidgets": "not installed"}, {"jupyterlab_widgets": "4.0.0"}):
+        found = lambda p, v=versions: v.get(p, "8.1.0" if p == "ipywidgets" else "3.0.0")
+        with mock.patch.object(doc, "_version", found):
+            doc.format_report(
+                dict(report, widgets=doc.widgets_status(), jupyterlab=doc._version("jupyterlab"))
+            )
+    for forced in ("cpu", "no-such-device", "cuda", "mps"):
+        with mock.patch.dict(os.environ, {"COURSE_DEVICE": forced}):
+            doc.format_report(doc.environment_report())
+    doc.format_report(
+        dict(
+            report,
+            **{
+                "cuda devices": [
+                    {"index": 0, "name": "NVIDIA H200", "memory_gib": 139.8, "capability": "9.0"}
+                ],
+                "cudnn": "91002",
+            },
+        )
+    )
+
+
+def notebook_calls(function: str) -> list:
+    """The literal arguments of every `function(...)` call in the chapter notebooks' code cells."""
+    calls = []
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            try:
+                tree = ast.parse(
+                    "\n".join(
+                        line
+                        for line in source.splitlines()
+                        if not line.lstrip().startswith(("%", "!"))
+                    )
+                )
+            except SyntaxError:
+                continue
+            for node in ast.walk(tree):
+                name = getattr(node, "func", None)
+                name = getattr(name, "attr", None) or getattr(name, "id", None)
+                if isinstance(node, ast.Call) and name == function:
+                    try:
+                        args = [ast.literal_eval(a) for a in node.args]
+                        kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+                    except ValueError:
+                        continue
+                    calls.append((args, kwargs))
+    return calls
+
+
+def skip_lines() -> None:
+    """Every skip line of the notebooks' GPU-only cells with its GPU note, with and without a
+    recorded
+    run; the other skip lines course_lib prints."""
+    import tempfile
+
+    import torch
+
+    from .. import device
+
+    calls = notebook_calls("gpu_only")
+    calls += [([calls[0][0][0] if calls else "..."], {"figure": key}) for key in device.FIGURE_KEYS]
+    with tempfile.TemporaryDirectory() as folder:
+        recorded = Path(folder) / "figures.json"
+        recorded.write_text(
+            json.dumps(
+                {
+                    "run": {"gpu": "NVIDIA H200", "torch": torch.__version__, "date": "2026-01-01"},
+                    "figures": {
+                        "ch01.device_memory": {"lines": ["<figure line>"]},
+                        "ch05.amp": {"missing": "<why>"},
+                    },
+                }
+            )
+        )
+        for figures in (str(Path(folder) / "none.json"), str(recorded)):
+            for env in ({"COURSE_DEVICE": "cpu"}, {}):
+                with (
+                    mock.patch.dict(os.environ, dict(env, COURSE_GPU_FIGURES=figures)),
+                    mock.patch.object(torch.cuda, "is_available", lambda: False),
+                ):
+                    for args, kwargs in calls:
+                        _quietly(device.gpu_only, *args, **kwargs)
+        with (
+            mock.patch.object(device, "pick_device", lambda: torch.device("mps")),
+            mock.patch.object(device, "forced_device", lambda: None),
+        ):
+            _quietly(device.gpu_only, calls[0][0][0] if calls else "...")
+    device.device_report(model=torch.nn.Linear(1, 1), x=torch.zeros(1, device="meta"))
+    device.device_report(model=torch.nn.Linear(1, 1), empty=torch.nn.ReLU())
+
+
+def widgets() -> None:
+    """The progress table in each state of a chapter."""
+    from ..exercises import all_exercises
+    from ..exercises.progress import chapter_summary
+    from ..widgets import progress_table
+
+    rows = chapter_summary(all_exercises())
+    for done, attempted in ((0, 0), (0, 1), (1, 0)):
+        progress_table(
+            [dict(r, done=done if done == 0 else r["total"], attempted=attempted) for r in rows]
+        )
+
+
+def feedback_files() -> None:
+    """The grader's feedback file of a record with every kind of row (grading/feedback.py)."""
+    from ..exercises import all_exercises
+    from ..grading import feedback
+    from ..grading.records import STATUSES
+
+    exercises = []
+    for ex in all_exercises():
+        tests = [
+            {"name": t.name, "hidden": False, "passed": False, "feedback": "x"}
+            for t in getattr(ex, "tests", [])
+        ]
+        key = ex.key()
+        tests += [
+            {"name": t.name, "hidden": True, "passed": False, "feedback": ""}
+            for t in (key.hidden_tests if key and ex.kind == "function" else [])
+        ]
+        exercises += [
+            {
+                "exercise": ex.id,
+                "title": ex.title,
+                "status": status,
+                "points": 0,
+                "max_points": ex.points,
+                "detail": "",
+                "tests": tests,
+                "answer_shown": '"b"',
+            }
+            for status in STATUSES
+        ]
+    cells = [{"cell": n, "status": "error", "error": "KeyError: 'x'"} for n in range(22)]
+    feedback.render(
+        {
+            "submission": "alice",
+            "points": 1,
+            "max_points": 2,
+            "exercises": exercises,
+            "run": {"summary": "ran all 3 code cells", "cells": cells},
+            "texts": {"why": "because"},
+        }
+    )
+
+
+SOURCES = (exercises, explainer, doctor, skip_lines, widgets, feedback_files)
+
+
+def collect(sources=SOURCES, progress=None, static: bool = True) -> dict:
+    """message -> where it was seen, for every text that reaches `tr()` when `sources` run in
+    English,
+    plus the f-strings of STATIC_SOURCES (see the module docstring). A value shown to the learner
+    (what
+    a test expected or got) is marked "(value)" after where: it needs a translation only where it
+    holds
+    a phrase, not a name or a number."""
+    found = {}
+    env = {"COURSE_PROGRESS_FILE": "off", "COURSE_DEVICE": os.environ.get("COURSE_DEVICE", "cpu")}
+    with mock.patch.dict(os.environ, env), in_language("en"):
+        for source in sources:
+            if progress:
+                progress(source.__name__)
+            with recording() as seen:
+                source()
+            for text, value in seen.items():
+                found.setdefault(text, source.__name__ + (VALUE if value else ""))
+    for template, where in static_templates() if static else []:
+        found.setdefault(template, where)
+    return found
+
+
+# ---------------------------------------------------------------- messages read from the source
+def _expression_name(node, taken: set) -> str:
+    """A placeholder's name from the expression it stands for: `len(got)` -> got, `t.median` ->
+    median."""
+    while isinstance(
+        node, (ast.Call, ast.Subscript, ast.Attribute, ast.BinOp, ast.IfExp, ast.BoolOp)
+    ):
+        if isinstance(node, ast.Attribute) and node.attr not in (
+            "join",
+            "strip",
+            "split",
+            "lower",
+            "upper",
+            "capitalize",
+            "replace",
+            "get",
+            "format",
+        ):
+            break
+        node = (
+            node.args[0]
+            if isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Name)
+            else node.func
+            if isinstance(node, ast.Call)
+            else node.value
+            if isinstance(node, (ast.Subscript, ast.Attribute))
+            else node.left
+            if isinstance(node, ast.BinOp)
+            else node.body
+            if isinstance(node, ast.IfExp)
+            else node.values[0]
+        )
+    name = (
+        node.attr
+        if isinstance(node, ast.Attribute)
+        else node.id
+        if isinstance(node, ast.Name)
+        else "value"
+    )
+    name = re.sub(r"[^a-z0-9_]", "", name.lower()).strip("_") or "value"
+    name = "value" if name[0].isdigit() or name == "self" else name
+    base, n = name, 2
+    while name in taken:
+        name, n = f"{base}{n}", n + 1
+    taken.add(name)
+    return name
+
+
+def _constant(node):
+    """The value of `section("06", "empty_cache")` written in an f-string (a fixed text), or
+    None."""
+    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "section":
+        from ..sections import section
+
+        try:
+            return section(
+                *[ast.literal_eval(a) for a in node.args],
+                **{k.arg: ast.literal_eval(k.value) for k in node.keywords},
+            )
+        except (ValueError, KeyError, TypeError):
+            return None
+    return None
+
+
+def template_text(node):
+    """An f-string (or a string constant, or a sum of them) as a template: "{name}" for each
+    value."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        taken, parts = set(), []
+        for value in node.values:
+            if isinstance(value, ast.Constant):
+                parts.append(str(value.value))
+            elif _constant(value.value) is not None and value.format_spec is None:
+                parts.append(_constant(value.value))
+            else:
+                parts.append("{" + _expression_name(value.value, taken) + "}")
+        return "".join(parts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):  # a sum of strings and values
+        left, right = template_text(node.left), template_text(node.right)
+        if left is not None or right is not None:
+            taken = set(
+                PLACEHOLDER.findall((left or "") + (right or ""))
+            )  # an optional part (x if c else ""):
+            hole = lambda n: (
+                "" if isinstance(n, ast.IfExp) else "{" + _expression_name(n, taken) + "}"
+            )  # its own
+            return (left if left is not None else hole(node.left)) + (
+                right if right is not None else hole(node.right)
+            )
+    return None
+
+
+def _parts(node):
+    """The string pieces a template is made of (not the expressions in its placeholders)."""
+    if isinstance(node, ast.JoinedStr):
+        return [v for v in node.values if isinstance(v, ast.Constant)]
+    if isinstance(node, ast.BinOp):
+        return [node.left, node.right, *_parts(node.left), *_parts(node.right)]
+    return []
+
+
+def source_templates(path: Path, functions=None) -> list:
+    """(template, "file:line") of each f-string and sum of strings in `path` (in `functions`
+    only)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    named = lambda n: (
+        getattr(n, "name", None) or getattr(getattr(n, "targets", [None])[0], "id", None)
+    )
+    scopes = (
+        [
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign))
+            and named(n) in functions
+        ]
+        if functions
+        else [tree]
+    )
+    out, inner = [], {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}  # docstrings
+    for scope in scopes:
+        for node in ast.walk(scope):
+            if isinstance(node, (ast.JoinedStr, ast.BinOp, ast.Constant)) and id(node) not in inner:
+                text = template_text(node)
+                if (
+                    text is not None
+                ):  # its own parts are not messages; an f-string inside a value is
+                    inner.update(id(n) for n in _parts(node))
+                    out.append((text, f"{path.relative_to(ROOT)}:{node.lineno}"))
+    return out
+
+
+def static_templates() -> list:
+    """The messages of STATIC_SOURCES that are prose (their f-strings as templates)."""
+    from .catalogue import is_prose
+
+    out = []
+    for name, functions in STATIC_SOURCES.items():
+        path = ROOT / name
+        if path.exists():  # a message has words, or is built from values (a key or a format is not)
+            found = [(t.lstrip(" ;:,"), where) for t, where in source_templates(path, functions)]
+            out += [
+                (t, where)
+                for t, where in found  # a part added to a message starts with its separator
+                if is_prose(t, phrase=not PLACEHOLDER.search(t)) and not t.startswith(("--", "#!"))
+            ]
+    return out
+
+
+def origin_in_source(text: str, templates: list):
+    """The source template `text` was made from, as (template, "file:line"), or None."""
+    from .catalogue import PLACEHOLDER, _pattern
+
+    for template, where in templates:
+        literal = "".join(PLACEHOLDER.split(template)[::2])
+        if template == text or (
+            len(literal.replace(" ", "")) >= 6
+            and PLACEHOLDER.search(template)
+            and _pattern(template).fullmatch(text)
+        ):
+            return template, where
+    return None
+
+
+def all_source_templates() -> list:
+    """Every f-string of course_lib (and the figures script), longest first: where a message comes
+    from."""
+    paths = sorted((ROOT / "course_lib").rglob("*.py")) + [ROOT / "benchmarks" / "gpu_figures.py"]
+    rows = [row for path in paths if path.exists() for row in source_templates(path)]
+    return sorted(rows, key=lambda r: -len(r[0]))
+
+
+def missing(found: dict, lang: str = "zh") -> dict:
+    """Each untranslated part of the collected messages -> where its message was seen."""
+    out = {}
+    for text, where in found.items():
+        for part in untranslated(text, lang, _part=where.endswith(VALUE)):
+            out.setdefault(part, where)
+    return out
+
+
+def _public_text() -> str:
+    """All of course_lib's source but the answer key's, and the notebooks: what a student bundle
+    holds."""
+    package = ROOT / "course_lib"
+    paths = [p for p in package.rglob("*.py") if "key" not in p.relative_to(package).parts[:1]]
+    paths += sorted((ROOT / "notebooks").rglob("*.ipynb"))
+    return "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in paths)
+
+
+def add(translations: dict, lang: str = "zh") -> dict:
+    """Merge `translations` (English -> `lang`) into the catalogue files: into the answer key's own
+    catalogue when the English appears only in the key (a hidden test's name: the student bundle
+    must not
+    name it), else into course_lib/i18n/. Returns {file: entries added}."""
+    from .catalogue import CATALOGUES, entries
+
+    public = _public_text()
+    key_source = "\n".join(
+        p.read_text(encoding="utf-8") for p in (ROOT / "course_lib" / "key").glob("*.py")
+    )
+    shared, own = CATALOGUES[lang]
+    added = {shared: {}, own: {}}
+    for english, translated in translations.items():
+        secret = english in key_source and english not in public
+        added[own if secret else shared][english] = translated
+    for path, new in added.items():
+        if not new:
+            continue
+        table = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        table.update(new)
+        path.write_text(
+            json.dumps(table, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+        )
+    entries.cache_clear()
+    from .catalogue import templates
+
+    templates.cache_clear()
+    return {str(path.relative_to(ROOT)): len(new) for path, new in added.items()}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m course_lib.i18n.messages", description=__doc__.split("\n")[0]
+    )
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument(
+        "--missing", action="store_true", help="messages without a translation (exit 1 if any)"
+    )
+    what.add_argument("--all", action="store_true", help="every collected message")
+    what.add_argument("--problems", action="store_true", help="catalogue entries that are wrong")
+    what.add_argument(
+        "--add",
+        metavar="FILE",
+        type=Path,
+        help="merge a JSON object of translations (English -> Chinese) into the catalogue",
+    )
+    parser.add_argument("--lang", default="zh", help="the catalogue to check (default zh)")
+    parser.add_argument(
+        "--json", action="store_true", help="a JSON object: message -> where it was seen"
+    )
+    args = parser.parse_args(argv)
+    if args.add:
+        for path, n in add(json.loads(args.add.read_text(encoding="utf-8")), args.lang).items():
+            print(f"{path}: {n} entries added or changed")
+        said = problems(args.lang)
+        print("\n".join(said) if said else "no problems")
+        return 1 if said else 0
+    if args.problems:
+        said = problems(args.lang)
+        print("\n".join(said) if said else "no problems")
+        return 1 if said else 0
+    found = collect(progress=lambda name: print(f"collecting: {name}", file=sys.stderr))
+    shown = missing(found, args.lang) if args.missing else found
+    if args.json:
+        print(json.dumps(shown, ensure_ascii=False, indent=1, sort_keys=True))
+    else:
+        templates = all_source_templates() if args.missing else []
+        for text, where in sorted(shown.items()):
+            origin = origin_in_source(text, templates) if args.missing else None
+            print(
+                f"{text!r}  [{where}"
+                + (f"; from {origin[1]}: {origin[0]!r}" if origin and origin[0] != text else "")
+                + "]"
+            )
+    print(
+        f"{len(shown)} message(s)"
+        + (f" without a {args.lang} entry" if args.missing else "")
+        + f" of {len(found)} collected",
+        file=sys.stderr,
+    )
+    return 1 if args.missing and shown else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
