@@ -177,8 +177,9 @@ def doctor() -> None:
     gpus = [("NVIDIA GeForce RTX 3090", "550.54.14")]
     cases = [(None, gpus, {}), ("13.0", gpus, {}), ("13.0", [("NVIDIA H200", "580.95.05")], {}),
              ("13.0", gpus, {"CUDA_VISIBLE_DEVICES": ""})]
+    shown = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}  # whatever this process set
     for cuda, found, env in cases:
-        with mock.patch.object(torch.version, "cuda", cuda), mock.patch.dict(os.environ, env), \
+        with mock.patch.object(torch.version, "cuda", cuda), mock.patch.dict(os.environ, {**shown, **env}, clear=True), \
                 mock.patch.object(torch.cuda, "is_available", lambda: False):
             said = doc.gpu_problem(found)
             doc.format_report(dict(report, **{"gpu problem": said, "nvidia-smi": "; ".join(
