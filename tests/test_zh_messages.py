@@ -386,6 +386,9 @@ def test_doctor_in_chinese(zh, monkeypatch):
 
     monkeypatch.setattr(t.version, "cuda", "13.0")
     monkeypatch.setattr(t.cuda, "is_available", lambda: False)
+    monkeypatch.delenv(
+        "CUDA_VISIBLE_DEVICES", raising=False
+    )  # the grader's CLI, run in-process, sets it
     said = doctor.gpu_problem([("NVIDIA GeForce RTX 3090", "550.54.14")])
     report = dict(doctor.environment_report(), **{"gpu problem": said})
     assert_chinese(doctor.format_report(report), "doctor")
