@@ -38,6 +38,7 @@ class Scheduler:
         self.root.mkdir(parents=True)
         self.root.chmod(0o755)
         self.zygote = ZygoteClient(self.root)
+        self.selector.register(self.zygote.sock, selectors.EVENT_READ, None)  # exits wake step()
 
     def isolation(self) -> dict:
         """What the zygote found this machine allows (its probe of namespaces and Landlock)."""
@@ -93,7 +94,8 @@ class Scheduler:
     def step(self) -> list:
         """Wait a moment; returns the processes that ended."""
         for key, _ in self.selector.select(POLL):
-            self._read(key.data)
+            if key.data is not None:  # a report pipe (None: the zygote said a process ended)
+                self._read(key.data)
         self._deadlines()
         return self._reap()
 

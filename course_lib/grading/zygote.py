@@ -161,8 +161,9 @@ class Zygote:
 
     def __init__(self, sock, scratch_root: Path):
         self.sock, self.scratch_root = sock, Path(scratch_root)
-        self.jobs = {}
+        self.jobs, self.pidfds = {}, {}
         self.info = {}
+        self.selector = None
 
     def prepare(self) -> None:
         import torch
@@ -185,10 +186,13 @@ class Zygote:
         gc.freeze()
 
     def serve(self) -> None:
-        selector = selectors.DefaultSelector()
-        selector.register(self.sock, selectors.EVENT_READ)
+        """Answer the grader's messages; a job's pidfd wakes the loop the moment that job ends."""
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.sock, selectors.EVENT_READ)
         while True:
-            for _ in selector.select(0.05):
+            for key, _ in self.selector.select(0.05):
+                if key.fileobj is not self.sock:
+                    continue  # a job ended: reap() below reports it
                 message, fds = receive(self.sock)
                 if message is None:
                     os._exit(0)
@@ -221,7 +225,8 @@ class Zygote:
         send(
             self.sock, ["spawned", pid], [pidfd]
         )  # the grader goes on while the child isolates itself
-        os.close(pidfd)
+        self.pidfds[pid] = pidfd
+        self.selector.register(pidfd, selectors.EVENT_READ)
         if handshake is not None:
             handshake.parent(pid)
 
@@ -237,6 +242,9 @@ class Zygote:
                 break
             if pid in self.jobs:
                 del self.jobs[pid]
+                pidfd = self.pidfds.pop(pid)
+                self.selector.unregister(pidfd)
+                os.close(pidfd)
                 send(self.sock, ["exit", pid, status])
                 ended = True
         if ended or not self.info.get("namespaces"):
