@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""One entry point for learners, teachers and CI, on Linux, macOS and Windows (standard library only).
+"""One entry point for learners, teachers and CI, on
+Linux, macOS and Windows (standard library only).
 
     python course.py start   [JupyterLab options]  install into .venv (first time), open the course
     python course.py test    [pytest options]      install into .venv (first time), run the tests
@@ -44,7 +45,8 @@ def venv_python(venv: Path, os_name: str = os.name) -> Path:
 
 
 def install_fingerprint(root: Path = ROOT) -> str:
-    """What the install depends on: the pinned torch and pyproject.toml (a change means reinstall)."""
+    """What the install depends on: the pinned torch
+    and pyproject.toml (a change means reinstall)."""
     text = f"torch=={TORCH_VERSION}\n".encode() + (root / "pyproject.toml").read_bytes()
     return hashlib.sha256(text).hexdigest()[:16]
 
@@ -60,7 +62,8 @@ def is_installed(venv: Path, os_name: str = os.name, root: Path = ROOT) -> bool:
 
 
 def install_steps(venv: Path, os_name: str = os.name) -> list:
-    """The commands of a first install, in order: make the venv, torch pinned first, then the course."""
+    """The commands of a first install, in order: make
+    the venv, torch pinned first, then the course."""
     python = str(venv_python(venv, os_name))
     pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     make_venv = (
@@ -136,7 +139,10 @@ def hand_over(cmd: list) -> int:
 def main(argv: list) -> int:
     if sys.version_info < MIN_PYTHON:
         print(
-            f"course.py: Python {'.'.join(map(str, MIN_PYTHON))} or newer is needed (3.11 recommended)",
+            (
+                f"course.py: Python {'.'.join(map(str, MIN_PYTHON))} or newer is needed (3.11 "
+                "recommended)"
+            ),
             file=sys.stderr,
         )
         return 1

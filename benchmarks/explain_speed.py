@@ -69,8 +69,8 @@ def main() -> None:
         f"(up to {max(len(r['message']) for r in rows)} characters)"
     )
     print(
-        f"median {statistics.median(times) * 1000:.3f} ms per message, "
-        f"90th percentile {times[int(len(times) * 0.9)] * 1000:.3f} ms, slowest {times[-1] * 1000:.3f} ms"
+        f"median {statistics.median(times) * 1000:.3f} ms per message, 90th percentile "
+        f"{times[int(len(times) * 0.9)] * 1000:.3f} ms, slowest {times[-1] * 1000:.3f} ms"
     )
     print("whole corpus:  ", figures(rows))
     print("held-out fifth:", figures([r for r in rows if r["holdout"]]))

@@ -61,7 +61,8 @@ def problems(result: ddp_worker.LaunchResult, backend: str) -> list:
     found = []
     if (rank["backend"], rank["device"]) != (backend, want_device):
         found.append(
-            f"rank 0 ran with backend {rank['backend']} on {rank['device']}, not {backend} on {want_device}"
+            f"rank 0 ran with backend {rank['backend']} on {rank['device']}, not {backend} on "
+            f"{want_device}"
         )
     synced = max(ch07.max_abs_diff(a, b) for a, b in zip(rank["local_grads"], rank["synced_grads"]))
     if synced > TOLERANCE:
@@ -120,8 +121,8 @@ def main(argv=None) -> int:
         print(summary(result) + ("" if not found else "; WRONG: " + "; ".join(found)), flush=True)
         bad += bool(found)
     print(
-        f"{len(LAUNCHERS) - bad} of {len(LAUNCHERS)} launches of chapter 07's DDP worker ran as taught "
-        f"with {args.backend} (world size 1)"
+        f"{len(LAUNCHERS) - bad} of {len(LAUNCHERS)} launches of chapter 07's DDP worker ran "
+        f"as taught with {args.backend} (world size 1)"
     )
     return 1 if bad else 0
 

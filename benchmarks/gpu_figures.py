@@ -2,18 +2,17 @@
 
     python benchmarks/gpu_figures.py OUT.json [--only KEY ...] [--skip KEY ...] [--dry-run]
 
-Writes OUT.json in the format course_lib.device reads from docs/gpu/figures.json:
-``{"run": {"gpu", "driver", "torch", "cuda", "date", ...}, "figures": {KEY: {"lines": [...],
-"values": {...}}}}``, one key of course_lib.device.FIGURE_KEYS per GPU-only cell. A figure that
-cannot be measured here gets ``{"missing": why}`` (what the machine lacks, asked before the
-figure runs: NEEDS) or ``{"error": what was raised}``; the file is rewritten after each figure,
-so a run cut short keeps what it measured. Exit 0, 1 when a figure raised, 77 (skipped) when
-every figure asked for is missing; ``--dry-run`` says what each key would do and measures nothing. An existing OUT.json
-from the same GPU is extended (gpu_check.sh measures torch.compile in a second, timeboxed run).
-Each figure reuses the course's own code: the public measurement helpers (measure, memory,
-training, data) and the chapters' public experiments (ch05, ch06), so a figure measures what
-its chapter shows; one training step everywhere (training.train_step, ch05's precision_step
-for autocast).
+Writes OUT.json in the format course_lib.device reads from docs/gpu/figures.json: ``{"run": {"gpu",
+"driver", "torch", "cuda", "date", ...}, "figures": {KEY: {"lines": [...], "values": {...}}}}``, one
+key of course_lib.device.FIGURE_KEYS per GPU-only cell. A figure that cannot be measured here gets
+``{"missing": why}`` (what the machine lacks, asked before the figure runs: NEEDS) or ``{"error":
+what was raised}``; the file is rewritten after each figure, so a run cut short keeps what it
+measured. Exit 0, 1 when a figure raised, 77 (skipped) when every figure asked for is missing;
+``--dry-run`` says what each key would do and measures nothing. An existing OUT.json from the same
+GPU is extended (gpu_check.sh measures torch.compile in a second, timeboxed run). Each figure reuses
+the course's own code: the public measurement helpers (measure, memory, training, data) and the
+chapters' public experiments (ch05, ch06), so a figure measures what its chapter shows; one training
+step everywhere (training.train_step, ch05's precision_step for autocast).
 """
 
 import argparse
@@ -40,7 +39,7 @@ from torch import nn  # noqa: E402
 from course_lib import ch05_speedups as ch05  # noqa: E402
 from course_lib import ch06_out_of_memory as ch06  # noqa: E402
 from course_lib import data, measure, memory, profiling, training  # noqa: E402
-from course_lib.device import FIGURE_KEYS, pick_device  # noqa: E402
+from course_lib.device import FIGURE_KEYS, amp_dtype, pick_device  # noqa: E402
 from course_lib.doctor import nvidia_smi_gpus  # noqa: E402
 
 fmt = memory.format_bytes
@@ -67,15 +66,11 @@ SMALL = {
 
 # ---------------------------------------------------------------- helpers
 def mlp(width: int) -> nn.Sequential:
-    """`width` features in, two hidden layers of `width`, 10 scores out (the model of ch05.amp_speed)."""
+    """`width` features in, two hidden layers of `width`,
+    10 scores out (the model of ch05.amp_speed)."""
     return nn.Sequential(
         nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10)
     )
-
-
-def amp_dtype():
-    """bfloat16 where the GPU has it (no GradScaler needed), else float16 with a GradScaler."""
-    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
 def amp_step(model, optimizer, x, y, dtype):
@@ -107,7 +102,7 @@ def digits_batch(n: int, device):
 # ---------------------------------------------------------------- one function per figure key
 def device_memory(device):
     before = torch.cuda.memory_allocated(device)
-    label = torch.device("cuda")
+    _label = torch.device("cuda")  # a device label: no memory
     after_label = torch.cuda.memory_allocated(device)
     t = torch.zeros(1024, 1024, device=device)
     after_tensor = torch.cuda.memory_allocated(device)
@@ -137,8 +132,10 @@ def create_on_device(device):
     )
     return (
         [
-            f"a {n} x {n} tensor: made on the CPU then copied {copy.median:.2f} ms; made directly on "
-            f"the GPU {direct.median:.3f} ms ({measure.speed_ratio(copy, direct)})"
+            (
+                f"a {n} x {n} tensor: made on the CPU then copied {copy.median:.2f} ms; made "
+                f"directly on the GPU {direct.median:.3f} ms ({measure.speed_ratio(copy, direct)})"
+            )
         ],
         {"copy_ms": copy.median, "direct_ms": direct.median},
     )
@@ -172,8 +169,9 @@ def data_wait(device):
     lines, values = [], {}
     for times in ch05.starving_experiment(train_set, device, batch_size=64):
         lines.append(
-            f"{times.label} (batch 64, num_workers=0): waiting for data {sum(times.wait_ms):.0f} ms "
-            f"({times.wait_share:.0%}), computing {sum(times.compute_ms):.0f} ms per epoch"
+            f"{times.label} (batch 64, num_workers=0): waiting for data "
+            f"{sum(times.wait_ms):.0f} ms ({times.wait_share:.0%}), computing "
+            f"{sum(times.compute_ms):.0f} ms per epoch"
         )
         values[times.label] = {"wait_ms": sum(times.wait_ms), "compute_ms": sum(times.compute_ms)}
     return lines, values
@@ -186,7 +184,7 @@ def pinned_copy(device):
     n_bytes = pageable.numel() * pageable.element_size()
     lines, values = [], {}
     for label, source in (("pageable", pageable), ("pinned", pinned)):
-        timing = measure.time_fn(lambda: source.to(device), device, repeats=10, warmup=2)
+        timing = measure.time_fn(lambda s=source: s.to(device), device, repeats=10, warmup=2)
         lines.append(
             f"{megabytes} MiB host-to-GPU from {label} memory: {timing.median:.2f} ms, "
             f"{ch05.gb_per_s(n_bytes, timing.median):.1f} GB/s"
@@ -211,7 +209,7 @@ def amp(device):
     results = {}
     for label, dtype in (
         ("float32", None),
-        (f"autocast {str(amp_dtype()).replace('torch.', '')}", amp_dtype()),
+        (f"autocast {str(amp_dtype(device)).replace('torch.', '')}", amp_dtype(device)),
     ):
         torch.manual_seed(0)
         model = mlp(width).to(device)
@@ -220,8 +218,11 @@ def amp(device):
     base, fast = results.values()
     return (
         [
-            f"training step of an MLP {width} wide, batch {batch}: {base.label} {base.median:.2f} ms, "
-            f"{fast.label} {fast.median:.2f} ms ({measure.speed_ratio(base, fast)})"
+            (
+                f"training step of an MLP {width} wide, batch {batch}: {base.label} "
+                f"{base.median:.2f} ms, {fast.label} {fast.median:.2f} ms "
+                f"({measure.speed_ratio(base, fast)})"
+            )
         ],
         {label: t.median for label, t in results.items()},
     )
@@ -233,8 +234,11 @@ def compile_(device, width: int = 256, batch: int = 256):
     return (
         [
             f"first call with torch.compile (compiling): {compiled.warmup_ms[0] / 1000:.1f} s",
-            f"training step of a small MLP ({width} wide, batch {batch}): eager {eager.median:.3f} ms, "
-            f"compiled {compiled.median:.3f} ms ({measure.speed_ratio(eager, compiled)})",
+            (
+                f"training step of a small MLP ({width} wide, batch {batch}): eager "
+                f"{eager.median:.3f} ms, compiled {compiled.median:.3f} ms "
+                f"({measure.speed_ratio(eager, compiled)})"
+            ),
         ],
         {
             "first_call_s": compiled.warmup_ms[0] / 1000,
@@ -275,7 +279,7 @@ def nvidia_smi_during_training(device, seconds: float = 3.0):
 def benchmark_table(device):
     sizes = (64, 256, S["matmul"]) if S["matmul"] > 256 else (16, S["matmul"])
     results = ch05.benchmark_measurements(
-        device, sizes=sizes, dtypes=(torch.float32, amp_dtype()), min_run_time=0.1
+        device, sizes=sizes, dtypes=(torch.float32, amp_dtype(device)), min_run_time=0.1
     )
     values = {f"{m.task_spec.sub_label} {m.task_spec.description}": m.median * 1e6 for m in results}
     return [
@@ -293,8 +297,10 @@ def profiler_cuda(device):
     top = sorted(prof.key_averages(), key=lambda e: e.self_device_time_total, reverse=True)[:3]
     lines = profiling.compare_splits(totals, times).splitlines()
     lines.append(
-        f"{len(kernels)} GPU kernels in the trace, {sum(e['dur'] for e in kernels) / 1000:.2f} ms of GPU "
-        "time; top by self CUDA time: "
+        (
+            f"{len(kernels)} GPU kernels in the trace, "
+            f"{sum(e['dur'] for e in kernels) / 1000:.2f} ms of GPU time; top by self CUDA time: "
+        )
         + ", ".join(f"{e.key} {e.self_device_time_total / 1000:.2f} ms" for e in top)
     )
     return lines, {"phases_ms": totals, "wait_share": times.wait_share, "kernels": len(kernels)}
@@ -305,8 +311,11 @@ def item_sync(device):
     (a, every), (b, once) = timings.items()
     return (
         [
-            f"30 training steps, MLP {S['width'] // 4 or 8} wide, batch {S['batch']}: {a} {every.median:.2f} ms, "
-            f"{b} {once.median:.2f} ms ({measure.speed_ratio(every, once)})"
+            (
+                f"30 training steps, MLP {S['width'] // 4 or 8} wide, batch {S['batch']}: {a} "
+                f"{every.median:.2f} ms, {b} {once.median:.2f} ms "
+                f"({measure.speed_ratio(every, once)})"
+            )
         ],
         {a: every.median, b: once.median},
     )
@@ -341,8 +350,11 @@ def estimate_vs_peak(device):
     return (
         [
             f"digits MLP {width} wide, Adam, batch {batch}: counted {fmt(total)} ({parts})",
-            f"peak measured by torch.cuda.max_memory_allocated: {fmt(measured['peak'])} "
-            f"({measured['peak'] / total:.2f}x the count; before the step {fmt(measured['before'])})",
+            (
+                f"peak measured by torch.cuda.max_memory_allocated: {fmt(measured['peak'])} "
+                f"({measured['peak'] / total:.2f}x the count; before the step "
+                f"{fmt(measured['before'])})"
+            ),
         ],
         result,
     )
@@ -373,8 +385,11 @@ def real_oom(device):
         }
     message = " ".join(str(error).split())[:160]
     lines = [
-        f"under a {fmt(limit)} cap (set_per_process_memory_fraction on {index}), a digits MLP {S['width']} wide "
-        f'raised torch.OutOfMemoryError at batch {batch} after {seconds:.2f} s: "{message}..."'
+        (
+            f"under a {fmt(limit)} cap (set_per_process_memory_fraction on {index}), a digits MLP "
+            f"{S['width']} wide raised torch.OutOfMemoryError at batch {batch} after "
+            f'{seconds:.2f} s: "{message}..."'
+        )
     ]
     values = {"batch": batch, "seconds": seconds, "message": message, "fraction_before": before}
     if before is not None:
@@ -406,7 +421,7 @@ def amp_memory(device):
     peaks = {}
     for label, dtype in (
         ("float32", None),
-        (f"autocast {str(amp_dtype()).replace('torch.', '')}", amp_dtype()),
+        (f"autocast {str(amp_dtype(device)).replace('torch.', '')}", amp_dtype(device)),
     ):
         torch.manual_seed(0)
         model = ch06.wide_mlp(width).to(device)
@@ -419,9 +434,11 @@ def amp_memory(device):
     (base, b), (amp_label, a) = peaks.items()
     return (
         [
-            f"training step, digits MLP {width} wide, Adam, batch {batch}: peak {fmt(b['peak'])} in {base}, "
-            f"{fmt(a['peak'])} under {amp_label}; in use between steps (weights, Adam state): "
-            f"{fmt(b['before'])} vs {fmt(a['before'])}"
+            (
+                f"training step, digits MLP {width} wide, Adam, batch {batch}: peak "
+                f"{fmt(b['peak'])} in {base}, {fmt(a['peak'])} under {amp_label}; in use between "
+                f"steps (weights, Adam state): {fmt(b['before'])} vs {fmt(a['before'])}"
+            )
         ],
         peaks,
     )
@@ -439,7 +456,10 @@ def memory_snapshot(device):
         [
             f"OOM under a {fmt(S['oom_limit'])} cap, recorded by _record_memory_history: "
             + ", ".join(f"{k} {v}" for k, v in shown.items()),
-            f'trace_plot page: {html.stat().st_size / 2**20:.1f} MiB; the message began: "{message[:120]}"',
+            (
+                f"trace_plot page: {html.stat().st_size / 2**20:.1f} MiB; the message began: "
+                f'"{message[:120]}"'
+            ),
         ],
         {**facts, "message": message[:300]},
     )
@@ -477,9 +497,11 @@ def data_parallel_on_one_gpu(device):
         same = torch.equal(dp(x), model(x))
     return (
         [
-            f"with 1 GPU, nn.DataParallel(model)(x) is a plain call of model(x): device_ids {dp.device_ids}, "
-            f"{calls['replicate']} replicas made, {calls['gather']} gathers, the same output: {same}; "
-            "a speed comparison needs 2 or more GPUs"
+            (
+                "with 1 GPU, nn.DataParallel(model)(x) is a plain call of model(x): device_ids "
+                f"{dp.device_ids}, {calls['replicate']} replicas made, {calls['gather']} gathers, "
+                f"the same output: {same}; a speed comparison needs 2 or more GPUs"
+            )
         ],
         {"gpus": 1, "same_output": same, **calls},
     )
@@ -501,8 +523,10 @@ def data_parallel(device):
     one, dp = results.values()
     return (
         [
-            f"training step, MLP {width} wide, batch {batch}: one GPU {one.median:.2f} ms, {dp.label} "
-            f"{dp.median:.2f} ms ({measure.speed_ratio(one, dp)})"
+            (
+                f"training step, MLP {width} wide, batch {batch}: one GPU {one.median:.2f} ms, "
+                f"{dp.label} {dp.median:.2f} ms ({measure.speed_ratio(one, dp)})"
+            )
         ],
         {k: t.median for k, t in results.items()},
     )
@@ -533,7 +557,8 @@ FIGURES = {
 
 
 def triton_build_tools_missing(device) -> str:
-    """What Triton lacks to build its CUDA driver module here (torch.compile on CUDA): "" if nothing.
+    """What Triton lacks to build its CUDA driver
+    module here (torch.compile on CUDA): "" if nothing.
 
     Triton compiles a small C module at its first use with the compiler named by CC, else gcc,
     else clang, against Python.h of this Python; without them torch.compile fails on CUDA."""
@@ -555,7 +580,8 @@ def triton_build_tools_missing(device) -> str:
     )
 
 
-# What each figure needs from the machine, asked before it runs: (device) -> why it is missing, or "".
+# What each figure needs from the machine, asked before
+# it runs: (device) -> why it is missing, or "".
 NEEDS = {
     "ch05.nvidia_smi": lambda device: (
         ""

@@ -58,7 +58,8 @@ def read_gradebook(path: Path) -> dict:
 
 
 def write_cases(subs: Path, chapters: list) -> dict:
-    """Each chapter's reference, blank and first known-wrong submissions into `subs`; {name: expected}.
+    """Each chapter's reference, blank and first
+    known-wrong submissions into `subs`; {name: expected}.
 
     Run by build_cases in a child that sees the GPUs as the grader's processes do."""
     from course_lib.grading.selftest import chapter_cases
@@ -76,7 +77,8 @@ def write_cases(subs: Path, chapters: list) -> dict:
 
 
 def build_cases(subs: Path, chapters: list) -> dict:
-    """write_cases in a child process with the grader's environment (HIDDEN_GPUS); {name: expected}."""
+    """write_cases in a child process with the grader's
+    environment (HIDDEN_GPUS); {name: expected}."""
     answer = subs.parent / "expected.json"
     subprocess.run(
         [

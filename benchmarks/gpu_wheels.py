@@ -1,8 +1,9 @@
-"""The wheels gpu_check.sh brings to a GPU machine that lacks the notebook tools (standard library only).
+"""The wheels gpu_check.sh brings to a GPU machine
+that lacks the notebook tools (standard library only).
 
-    python benchmarks/gpu_wheels.py install WHEELS_DIR TARGET_DIR   on the GPU machine, offline
-    python benchmarks/gpu_wheels.py plan WHEELS_DIR                  what install would do, and why
-    python benchmarks/gpu_wheels.py prepare WHEELS_DIR               here, with internet (pip download)
+    python benchmarks/gpu_wheels.py install WHEELS_DIR TARGET_DIR  on the GPU machine, offline
+    python benchmarks/gpu_wheels.py plan WHEELS_DIR                 what install would do, and why
+    python benchmarks/gpu_wheels.py prepare WHEELS_DIR              here, online (pip download)
 
 `install` puts into TARGET_DIR (for PYTHONPATH) every wheel of WHEELS_DIR whose project this
 Python does not have yet, with ``pip install --no-index --no-deps --target``; where pip is
@@ -88,7 +89,10 @@ def plan(wheels: list, version_of=installed_version) -> tuple:
     if pk is None:
         newest = {project_of(w): w for w in sorted(wheels, key=lambda w: w.name)}
         return [w for p, w in sorted(newest.items()) if version_of(p) is None], [
-            "WARNING: no `packaging` here: the installed versions were not checked against the wheels' requirements"
+            (
+                "WARNING: no `packaging` here: the installed versions were not checked against "
+                "the wheels' requirements"
+            )
         ]
     newest, versions = {}, {}
     for wheel in wheels:  # one wheel per project: its newest version
@@ -218,7 +222,8 @@ def show_plan(folder: Path) -> int:
     wheels = sorted(Path(folder).glob("*.whl")) if Path(folder).is_dir() else []
     if not wheels:
         print(
-            f"no wheels in {folder}: prepare them with `bash benchmarks/gpu_check.sh --prepare-wheels {folder}`"
+            f"no wheels in {folder}: prepare them with "
+            f"`bash benchmarks/gpu_check.sh --prepare-wheels {folder}`"
         )
         return 1
     todo, notes = plan(wheels)

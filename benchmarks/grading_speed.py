@@ -1,4 +1,5 @@
-"""How fast the grader grades a class, against executing the same notebooks with nbclient (issue 5 bar).
+"""How fast the grader grades a class, against executing
+the same notebooks with nbclient (issue 5 bar).
 
     .venv/bin/python benchmarks/grading_speed.py [--chapter 03] [--right 30 --wrong 8 --blank 2]
 
@@ -140,7 +141,7 @@ def nbclient_sequential(folder: Path, chapter: str, cell_timeout: int) -> tuple:
         text = "".join(
             o.get("text", "") for o in nb.cells[-1].get("outputs", []) if o.get("name") == "stdout"
         )
-        line = [l for l in text.splitlines() if l.startswith("GRADES ")]
+        line = [s for s in text.splitlines() if s.startswith("GRADES ")]
         verdicts[path.stem] = (
             {k: tuple(v) for k, v in json.loads(line[0][7:]).items()} if line else {}
         )
@@ -211,8 +212,8 @@ def main() -> int:
     expected = make_class(args.chapter, folder, args.right, args.wrong, args.blank)
     n = len(expected)
     print(
-        f"class: {n} submissions of chapter {args.chapter} ({args.right} right, {args.wrong} wrong, "
-        f"{args.blank} blank) in {folder}; {os.cpu_count()} CPUs; load average {load()}"
+        f"class: {n} submissions of chapter {args.chapter} ({args.right} right, {args.wrong} "
+        f"wrong, {args.blank} blank) in {folder}; {os.cpu_count()} CPUs; load average {load()}"
     )
 
     print(f"[1] grader ... (load before: {load()})", flush=True)
@@ -221,8 +222,8 @@ def main() -> int:
     report = json.loads(proc.stdout)
     book = read_book(out)
     print(
-        f"    {grader_s:.1f} s wall ({grader_s / n:.2f} s per submission), {report['processes']} graded "
-        f"processes; load after: {load()}"
+        f"    {grader_s:.1f} s wall ({grader_s / n:.2f} s per submission), "
+        f"{report['processes']} graded processes; load after: {load()}"
     )
     right_verdicts = sum(book.get(s) == e for s, e in expected.items())
     print(f"    verdicts equal to the answer key's expectation: {right_verdicts}/{n} submissions")
@@ -254,9 +255,9 @@ def main() -> int:
     wanted = {(s, ex) for s, verdicts in expected.items() for ex in list(verdicts) + ["TOTAL"]}
     lost = len(wanted - resume["keys"])
     print(
-        f"    killed with SIGKILL after {resume['killed_after']} of {n} submissions were written; rerun exit code "
-        f"{resume['rerun_rc']}; rows {resume['rows']} (expected {len(wanted)}): lost {lost}, duplicated "
-        f"{resume['duplicated']}"
+        f"    killed with SIGKILL after {resume['killed_after']} of {n} submissions were "
+        f"written; rerun exit code {resume['rerun_rc']}; rows {resume['rows']} (expected "
+        f"{len(wanted)}): lost {lost}, duplicated {resume['duplicated']}"
     )
     print(f"done; load average {load()}; files in {work}")
     return 0

@@ -23,7 +23,8 @@ def cmd_exercises(args) -> int:
     else:
         for r in rows:
             print(
-                f"{r['id']:<34} chapter {r['chapter']}  {r['kind']:<8} {r['points']:>2} pt  {r['title']}"
+                f"{r['id']:<34} chapter {r['chapter']}  {r['kind']:<8} {r['points']:>2} pt  "
+                f"{r['title']}"
             )
         print(f"{len(rows)} exercises, {sum(r['points'] for r in rows)} points")
     return 0
@@ -117,7 +118,8 @@ def _grade_exporter(args):
 
 
 def cmd_collect(args) -> int:
-    """Copy every hub user's chapter notebook into SUBMISSIONS_DIR (course_lib/classroom/collect.py)."""
+    """Copy every hub user's chapter notebook into
+    SUBMISSIONS_DIR (course_lib/classroom/collect.py)."""
     from .classroom.assignments import NoSuchChapter
     from .classroom.collect import CollectError, collect
 

@@ -44,8 +44,10 @@ def __dir__():
 choose_device = chapter.function_exercise(
     "choose_device",
     title="Choose the device without hard-coding it",
-    prompt="Write choose_device() -> torch.device: cuda when a CUDA GPU is available, else mps when "
-    "Apple's GPU is, else cpu.",
+    prompt=(
+        "Write choose_device() -> torch.device: cuda when a CUDA GPU is available, else mps when "
+        "Apple's GPU is, else cpu."
+    ),
     points=3,
     tests=[
         Test("returns a torch.device that exists on this machine", devices.ChoiceHere()),
@@ -54,8 +56,14 @@ choose_device = chapter.function_exercise(
         Test("falls back to cpu on a CPU-only laptop", devices.Choice("CPU-only laptop")),
     ],
     hints=[
-        "Start from article A's one-liner: `torch.device('cuda' if torch.cuda.is_available() else 'cpu')`.",
-        "Add the middle case: `torch.backends.mps.is_available()` tells whether a Mac's GPU can be used.",
+        (
+            "Start from article A's one-liner: "
+            "`torch.device('cuda' if torch.cuda.is_available() else 'cpu')`."
+        ),
+        (
+            "Add the middle case: `torch.backends.mps.is_available()` tells whether a Mac's GPU "
+            "can be used."
+        ),
         "Shape: if (cuda available): return the cuda device; elif (mps available): return the mps "
         "device; else: return the cpu device.",
     ],
@@ -88,8 +96,10 @@ gpu_names = chapter.function_exercise(
 make_batch = chapter.function_exercise(
     "make_batch",
     title="Create a batch directly on the device",
-    prompt="Write make_batch(batch_size, n_features, device) -> a float32 tensor of standard-normal "
-    "noise, shape (batch_size, n_features), created directly on `device` (no CPU detour).",
+    prompt=(
+        "Write make_batch(batch_size, n_features, device) -> a float32 tensor of standard-normal "
+        "noise, shape (batch_size, n_features), created directly on `device` (no CPU detour)."
+    ),
     points=3,
     tests=[
         Test("shape, dtype and device on the CPU", devices.Batch(4, 3, "cpu")),
@@ -97,9 +107,18 @@ make_batch = chapter.function_exercise(
         Test("is created there, not copied from the CPU", devices.Batch(8, 5, "meta")),
     ],
     hints=[
-        "Factory functions such as `torch.randn`, `torch.zeros` and `torch.ones` take a `device=` argument.",
-        "`torch.randn(32, 10).to(device)` makes the tensor on the CPU and then copies it: twice the work.",
-        "Shape: one call to the standard-normal factory, with the two sizes and the device keyword.",
+        (
+            "Factory functions such as `torch.randn`, `torch.zeros` and `torch.ones` take a "
+            "`device=` argument."
+        ),
+        (
+            "`torch.randn(32, 10).to(device)` makes the tensor on the CPU and then copies it: "
+            "twice the work."
+        ),
+        (
+            "Shape: one call to the standard-normal factory, with the two sizes and the device "
+            "keyword."
+        ),
     ],
 )
 
@@ -117,23 +136,38 @@ device_label = chapter.quiz(
     },
     digest="50d4fd0c137e169d",
     hints=[
-        f"{section('01', 'only a label', start=True)} runs this very line on your machine: look at what it printed.",
-        "Ask yourself when memory is needed: when a name is written down, or when a tensor is put there?",
+        (
+            f"{section('01', 'only a label', start=True)} runs this very line on your machine: "
+            "look at what it printed."
+        ),
+        (
+            "Ask yourself when memory is needed: when a name is written down, or when a tensor is "
+            "put there?"
+        ),
     ],
     why={
-        "a": "Making a `torch.device` checks only the spelling (`cuda`, `cuda:1`); it never asks the "
-        "driver whether a GPU exists.",
+        "a": (
+            "Making a `torch.device` checks only the spelling (`cuda`, `cuda:1`); it never asks "
+            "the driver whether a GPU exists."
+        ),
         "b": "A `torch.device` owns no memory at all, on any machine.",
-        "d": "PyTorch never swaps the device for you: `d.type` stays `'cuda'`, as printing it shows.",
+        "d": (
+            "PyTorch never swaps the device for you: `d.type` stays `'cuda'`, as printing it shows."
+        ),
     },
-    explanation="`torch.device` is an address label; memory is used only when a tensor or model is put there.",
+    explanation=(
+        "`torch.device` is an address label; memory is used only when a tensor or model is put "
+        "there."
+    ),
 )
 
 model_vs_input = chapter.quiz(
     "model_vs_input",
     title="Which error will this raise?",
     kind="error",
-    question="The model stays on the CPU; the input lives on another device. What happens at `model(x)`?",
+    question=(
+        "The model stays on the CPU; the input lives on another device. What happens at `model(x)`?"
+    ),
     code="model = nn.Linear(4, 2)                  # on the CPU\n"
     'x = torch.randn(8, 4, device="meta")     # on another device\n'
     "model(x)",
@@ -145,17 +179,26 @@ model_vs_input = chapter.quiz(
     },
     hints=[
         "Which claim of article B does this code test?",
-        "Chapter 02 breaks this rule on purpose; think of what an operation needs from all its tensors.",
+        (
+            "Chapter 02 breaks this rule on purpose; think of what an operation needs from all "
+            "its tensors."
+        ),
     ],
     why={
-        "a": "`x` is a tensor like any other: nothing about its type is wrong, only where it lives.",
-        "b": 'That is article B\'s "silently slow" claim: PyTorch does not move the model to make an '
-        "operation work.",
+        "a": (
+            "`x` is a tensor like any other: nothing about its type is wrong, only where it lives."
+        ),
+        "b": (
+            'That is article B\'s "silently slow" claim: PyTorch does not move the model to make '
+            "an operation work."
+        ),
         "c": "The shapes fit: `nn.Linear(4, 2)` takes 4 features, and `x` has 4.",
     },
-    explanation="Mixing devices is an error, not a slowdown: PyTorch does not move the model or the data "
-    "for you (two narrow exceptions, 0-dim CPU tensors and CPU indices, come right after "
-    "this quiz).",
+    explanation=(
+        "Mixing devices is an error, not a slowdown: PyTorch does not move the model or the data "
+        "for you (two narrow exceptions, 0-dim CPU tensors and CPU indices, come right after this "
+        "quiz)."
+    ),
 )
 
 tensor_bytes = chapter.quiz(
@@ -182,8 +225,10 @@ created_on_device = chapter.quiz(
     "created_on_device",
     title="Which lines create the tensor directly on the device?",
     kind="multiple",
-    question="`device` is your GPU and `x` already lives there. Which lines make the new tensor on the GPU "
-    "with no copy from the CPU? Choose all that apply.",
+    question=(
+        "`device` is your GPU and `x` already lives there. Which lines make the new tensor on the "
+        "GPU with no copy from the CPU? Choose all that apply."
+    ),
     options={
         "a": "`torch.randn(32, 10, device=device)`",
         "b": "`torch.randn(32, 10).to(device)`",
@@ -192,15 +237,24 @@ created_on_device = chapter.quiz(
     },
     digest="389eb561566447d9",
     hints=[
-        "For each line, ask: does the device appear at the moment the tensor is made, or afterwards?",
+        (
+            "For each line, ask: does the device appear at the moment the tensor is made, or "
+            "afterwards?"
+        ),
         "`*_like` functions copy the shape, dtype and device of the tensor they are given.",
     ],
     why={
         "b": "`torch.randn(32, 10)` is born on the CPU; `.to(device)` then copies it over "
         f"({section('01', 'Create tensors where they will be used')} traced it).",
-        "d": "`torch.tensor([...])` is made on the CPU first; `.cuda()` is a copy, and it hard-codes CUDA too.",
+        "d": (
+            "`torch.tensor([...])` is made on the CPU first; `.cuda()` is a copy, and it "
+            "hard-codes CUDA too."
+        ),
     },
-    explanation="Factory functions with `device=`, and `*_like` functions, create in place; `.to`/`.cuda` copy.",
+    explanation=(
+        "Factory functions with `device=`, and `*_like` functions, create in place; `.to`/`.cuda` "
+        "copy."
+    ),
 )
 
 

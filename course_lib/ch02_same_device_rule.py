@@ -1,4 +1,5 @@
-"""Chapter 02, the same-device rule: the demos and the warehouse-and-workshop widget, then the exercises.
+"""Chapter 02, the same-device rule: the demos and the
+warehouse-and-workshop widget, then the exercises.
 
 Every demo takes the second device from `course_lib.device.second_device()`: the GPU on a GPU
 machine, else `meta`, which PyTorch treats as a genuine second device. The device-mismatch
@@ -72,7 +73,8 @@ class ScaledCrossEntropy(nn.Module):
 
 
 class WeightedCrossEntropy(nn.Module):
-    """Class-weighted cross-entropy; the weights are a buffer, or (the trap) a plain attribute (chapter 02)."""
+    """Class-weighted cross-entropy; the weights are a
+    buffer, or (the trap) a plain attribute (chapter 02)."""
 
     def __init__(self, class_weights: torch.Tensor, as_buffer: bool = True):
         super().__init__()
@@ -87,7 +89,8 @@ class WeightedCrossEntropy(nn.Module):
 
 # ---------------------------------------------------------------- the optimizer and the move
 def adam_checkpoint() -> dict:
-    """An Adam state_dict after one step on a CPU `nn.Linear(4, 3)`, as a checkpoint holds it (chapter 02)."""
+    """An Adam state_dict after one step on a CPU
+    `nn.Linear(4, 3)`, as a checkpoint holds it (chapter 02)."""
     torch.manual_seed(0)
     model = nn.Linear(4, 3)
     optimizer = torch.optim.Adam(model.parameters())
@@ -97,7 +100,8 @@ def adam_checkpoint() -> dict:
 
 
 def adam_state_devices(optimizer) -> dict:
-    """{'exp_avg': 'cpu', ...}: where an optimizer's per-parameter state of its first parameter lives (chapter 02)."""
+    """{'exp_avg': 'cpu', ...}: where an optimizer's per-parameter
+    state of its first parameter lives (chapter 02)."""
     state = next(iter(optimizer.state.values()), {})
     return {name: str(value.device) for name, value in state.items()}
 
@@ -112,7 +116,8 @@ class StepOutcome:
 
 
 def make_step_parts(placement: dict):
-    """A tiny model, a batch, its labels and a loss with a parameter, each on its own device (chapter 02)."""
+    """A tiny model, a batch, its labels and a loss with
+    a parameter, each on its own device (chapter 02)."""
     model = nn.Linear(N_FEATURES, N_CLASSES).to(placement["model"])
     x = torch.randn(BATCH, N_FEATURES).to(placement["inputs"])
     y = torch.randint(0, N_CLASSES, (BATCH,)).to(placement["labels"])
@@ -127,7 +132,8 @@ def _loss_text(loss: torch.Tensor) -> str:
 
 
 def run_step(placement: dict) -> StepOutcome:
-    """Forward, loss and backward on a placement; PyTorch's own error text if it fails (chapter 02)."""
+    """Forward, loss and backward on a placement;
+    PyTorch's own error text if it fails (chapter 02)."""
     model, x, y, loss_fn = make_step_parts(placement)
     try:
         loss = loss_fn(model(x), y)
@@ -142,7 +148,8 @@ def run_step(placement: dict) -> StepOutcome:
 
 
 def all_placements(other=None) -> list:
-    """All 16 ways to put model, inputs, labels and loss on the CPU or the other device (chapter 02)."""
+    """All 16 ways to put model, inputs, labels and
+    loss on the CPU or the other device (chapter 02)."""
     other = str(other or second_device())
     return [
         dict(zip(PARTS, devices))
@@ -161,7 +168,8 @@ def prediction_verdict(predicted_runs: bool, outcome: StepOutcome) -> bool:
 
 
 def rooms(placement: dict) -> str:
-    """'warehouse (cpu): model, labels | workshop (meta): inputs, loss' for a placement (chapter 02)."""
+    """'warehouse (cpu): model, labels | workshop
+    (meta): inputs, loss' for a placement (chapter 02)."""
     groups = {}
     for part in PARTS:
         groups.setdefault(placement[part], []).append(part)
@@ -174,7 +182,8 @@ def _placement_cells(placement: dict) -> list:
 
 
 def outcome_html(placement: dict, predicted_runs: bool, outcome: StepOutcome) -> str:
-    """The widget's answer: the placement, the prediction, the real outcome, right or wrong (chapter 02)."""
+    """The widget's answer: the placement, the prediction,
+    the real outcome, right or wrong (chapter 02)."""
     right = prediction_verdict(predicted_runs, outcome)
     colour = "#1a7f37" if outcome.ran else "#cf222e"
     said = "it will run" if predicted_runs else "it will raise an error"
@@ -230,8 +239,9 @@ class WarehouseAndWorkshop:
         for toggle in [*self.pickers.values(), self.prediction]:
             toggle.observe(self._on_change, names="value")
         intro = W.HTML(
-            "<b>The warehouse and the workshop.</b> Put each part in the warehouse (the CPU) or the "
-            "workshop (the other device), predict, then run forward, loss and backward for real."
+            "<b>The warehouse and the workshop.</b> Put each part in the warehouse (the CPU) "
+            "or the workshop (the other device), predict, then run forward, loss and backward "
+            "for real."
         )
         self.box = W.VBox(
             [intro, *self.pickers.values(), self.prediction, self.button, self.result],
@@ -265,7 +275,8 @@ def warehouse_and_workshop(other=None) -> WarehouseAndWorkshop:
 
 
 def placements_reveal(other=None):
-    """A button that runs all 16 placements and shows the table, once the learner asks (chapter 02)."""
+    """A button that runs all 16 placements and shows
+    the table, once the learner asks (chapter 02)."""
     return reveal(placements_table, other, label="Run all 16 placements")
 
 
@@ -276,11 +287,14 @@ def placements_reveal(other=None):
 move_to = chapter.function_exercise(
     "move_to",
     title="Move a whole batch to the device",
-    prompt="Write move_to(batch, device) that returns the batch with every tensor moved to `device`. "
-    "A batch may be a tensor, or a tuple, list or dict holding tensors, non-tensors (ints, strings, "
-    "None) and further tuples, lists and dicts, nested to any depth. Keep the container types (a tuple "
-    "stays a tuple, a list a list, a dict keeps its keys in order), return non-tensors unchanged, and "
-    "build new containers: the batch you were given is left as it was.",
+    prompt=(
+        "Write move_to(batch, device) that returns the batch with every tensor moved to `device`. "
+        "A batch may be a tensor, or a tuple, list or dict holding tensors, non-tensors (ints, "
+        "strings, None) and further tuples, lists and dicts, nested to any depth. Keep the "
+        "container types (a tuple stays a tuple, a list a list, a dict keeps its keys in order), "
+        "return non-tensors unchanged, and build new containers: the batch you were given is left "
+        "as it was."
+    ),
     points=4,
     tests=[
         Test("a single tensor lands on the device", batches.Moves(batches.randn(3, 2))),
@@ -299,11 +313,19 @@ move_to = chapter.function_exercise(
         Test("the batch you were given is left as it was", batches.Untouched(batches.list_batch())),
     ],
     hints=[
-        "Three cases: a tensor (return its moved copy), a container (handle each item), anything else "
-        "(return it unchanged).",
-        "For a container, call move_to on each item: that one idea makes any depth of nesting work.",
-        "Shape: if tensor -> its `.to(device)`; if dict -> a new dict of move_to(value); if list or tuple -> "
-        "a new one of the same type, move_to on each item; else -> the value itself.",
+        (
+            "Three cases: a tensor (return its moved copy), a container (handle each item), "
+            "anything else (return it unchanged)."
+        ),
+        (
+            "For a container, call move_to on each item: that one idea makes any depth of nesting "
+            "work."
+        ),
+        (
+            "Shape: if tensor -> its `.to(device)`; if dict -> a new dict of move_to(value); if "
+            "list or tuple -> a new one of the same type, move_to on each item; else -> the value "
+            "itself."
+        ),
     ],
 )
 
@@ -318,10 +340,13 @@ def _where(layers, tensors, model, tensor_devices, same):
 where_is = chapter.function_exercise(
     "where_is",
     title="Where is everything? A device diagnostic",
-    prompt="Write where_is(model, *tensors) returning a dict with exactly three keys: 'model': a sorted list of "
-    "the distinct devices of ALL the model's parameters and buffers; 'tensors': a list with each "
-    "tensor's device, in the order given; 'same_device': True when the model and every tensor are on "
-    "one device, else False. Devices are strings: str(t.device), e.g. 'cpu', 'cuda:0', 'meta'.",
+    prompt=(
+        "Write where_is(model, *tensors) returning a dict with exactly three keys: 'model': a "
+        "sorted list of the distinct devices of ALL the model's parameters and buffers; "
+        "'tensors': a list with each tensor's device, in the order given; 'same_device': True "
+        "when the model and every tensor are on one device, else False. Devices are strings: "
+        "str(t.device), e.g. 'cpu', 'cuda:0', 'meta'."
+    ),
     points=3,
     tests=[
         Test(
@@ -366,10 +391,19 @@ where_is = chapter.function_exercise(
         ),
     ],
     hints=[
-        "`next(model.parameters()).device` is article A's quick look, but it sees only the first parameter.",
-        "Collect the device string of every tensor in `model.parameters()` and in `model.buffers()`, in a set.",
-        "Shape: model = the sorted set of those strings; tensors = one string per tensor; same_device = "
-        "whether both together hold exactly one device (an empty model adds nothing).",
+        (
+            "`next(model.parameters()).device` is article A's quick look, but it sees only the "
+            "first parameter."
+        ),
+        (
+            "Collect the device string of every tensor in `model.parameters()` and in "
+            "`model.buffers()`, in a set."
+        ),
+        (
+            "Shape: model = the sorted set of those strings; tensors = one string per tensor; "
+            "same_device = whether both together hold exactly one device (an empty model adds "
+            "nothing)."
+        ),
     ],
 )
 
@@ -380,39 +414,61 @@ failing_placements = chapter.quiz(
     title="Which training steps fail?",
     kind="multiple",
     points=2,
-    question="`device` is your GPU. For each setup, one training step runs: `logits = model(x)`; "
-    "`loss = loss_fn(logits, y)`; `loss.backward()`. Which setups RAISE an error? Choose all that apply.",
+    question=(
+        "`device` is your GPU. For each setup, one training step runs: `logits = model(x)`; "
+        "`loss = loss_fn(logits, y)`; `loss.backward()`. Which setups RAISE an error? Choose all "
+        "that apply."
+    ),
     options={
         "a": "`model`, `x` and `y` all moved to `device`",
         "b": "`model` and `x` moved to `device`; `y` left on the CPU",
-        "c": "`model`, `x` and `y` moved; `loss_fn = nn.CrossEntropyLoss()` created on the CPU, never moved",
-        "d": "`model`, `x` and `y` moved; `loss_fn = ScaledCrossEntropy()` (it owns an `nn.Parameter`) "
-        "never moved",
+        "c": (
+            "`model`, `x` and `y` moved; `loss_fn = nn.CrossEntropyLoss()` created on the CPU, "
+            "never moved"
+        ),
+        "d": (
+            "`model`, `x` and `y` moved; `loss_fn = ScaledCrossEntropy()` (it owns an "
+            "`nn.Parameter`) never moved"
+        ),
         "e": "`x` and `y` moved to `device`; the model left on the CPU",
         "f": "nothing moved: `model`, `x`, `y` and the loss all on the CPU",
     },
     digest="21970b071b9b1f3f",
     hints=[
-        "For each setup, list every tensor the step touches: the parameters of the model and of the loss, "
-        "`x` and `y`. Are they all in one place?",
-        "A loss with no parameters holds nothing that could be left behind; a loss with an `nn.Parameter` "
-        "is like a model.",
+        (
+            "For each setup, list every tensor the step touches: the parameters of the model and "
+            "of the loss, `x` and `y`. Are they all in one place?"
+        ),
+        (
+            "A loss with no parameters holds nothing that could be left behind; a loss with an "
+            "`nn.Parameter` is like a model."
+        ),
     ],
     why={
-        "a": "Model, inputs and labels share one device, and the standard loss has nothing of its own to move.",
-        "c": "`nn.CrossEntropyLoss()` holds no parameters or buffers: it computes wherever its inputs are.",
+        "a": (
+            "Model, inputs and labels share one device, and the standard loss has nothing of its "
+            "own to move."
+        ),
+        "c": (
+            "`nn.CrossEntropyLoss()` holds no parameters or buffers: it computes wherever its "
+            "inputs are."
+        ),
         "f": "Everything in the warehouse is still one device: the CPU alone runs the whole step.",
     },
-    explanation="Every tensor an operation touches must share one device: parameters (model and loss), inputs "
-    "and labels. A loss without parameters has nothing to move.",
+    explanation=(
+        "Every tensor an operation touches must share one device: parameters (model and loss), "
+        "inputs and labels. A loss without parameters has nothing to move."
+    ),
 )
 
 forgot_assignment = chapter.quiz(
     "forgot_assignment",
     title="Which error will this raise?",
     kind="error",
-    question="`meta` stands in for the GPU. The model is moved, and so (it seems) is x. What happens at "
-    "`model(x)`?",
+    question=(
+        "`meta` stands in for the GPU. The model is moved, and so (it seems) is x. What happens "
+        "at `model(x)`?"
+    ),
     code="model = nn.Linear(4, 2)\n"
     'model.to("meta")                  # a module moves in place\n'
     "x = torch.randn(8, 4)\n"
@@ -426,13 +482,27 @@ forgot_assignment = chapter.quiz(
     },
     hints=[
         "Look at the two `.to` lines: which result is kept, and which is thrown away?",
-        f"{section('02', '`Module.to` and `Tensor.to`', start=True)} printed where `x` was after a lone `x.to(other)`.",
+        (
+            f"{section('02', '`Module.to` and `Tensor.to`', start=True)} printed where `x` was "
+            "after a lone `x.to(other)`."
+        ),
     ],
     why={
-        "b": "Only a module moves in place; the comment on the fourth line says what happened to the copy.",
-        "c": f"`Module.to` returns the module itself: {section('02', '`Module.to` and `Tensor.to`')} printed `returned is model: True`.",
-        "d": f"Tensors do have `.to` ({section('02', '`Module.to` and `Tensor.to`')} used `x.to(other)`): the line runs, it just does not move `x`.",
+        "b": (
+            "Only a module moves in place; the comment on the fourth line says what happened to "
+            "the copy."
+        ),
+        "c": (
+            "`Module.to` returns the module itself: "
+            f"{section('02', '`Module.to` and `Tensor.to`')} printed `returned is model: True`."
+        ),
+        "d": (
+            f"Tensors do have `.to` ({section('02', '`Module.to` and `Tensor.to`')} used "
+            "`x.to(other)`): the line runs, it just does not move `x`."
+        ),
     },
-    explanation="`Module.to` moves the module in place (and returns it); `Tensor.to` returns a NEW tensor. "
-    "Write `x = x.to(device)`.",
+    explanation=(
+        "`Module.to` moves the module in place (and returns it); `Tensor.to` returns a NEW "
+        "tensor. Write `x = x.to(device)`."
+    ),
 )

@@ -54,10 +54,13 @@ def __dir__():
 train_one_epoch = chapter.function_exercise(
     "train_one_epoch",
     title="Article A's exercise: train one epoch on any device",
-    prompt="Write train_one_epoch(model, loader, device, optimizer, criterion) -> float. `model` is already "
-    "on `device`; the loader yields CPU batches (x, y). Put the model in training mode, and for every "
-    "batch: move x and y to `device`, clear the old gradients, forward, loss, backward, step. Return "
-    "the epoch's mean loss over all samples (each batch weighted by its size) as a Python float.",
+    prompt=(
+        "Write train_one_epoch(model, loader, device, optimizer, criterion) -> float. `model` is "
+        "already on `device`; the loader yields CPU batches (x, y). Put the model in training "
+        "mode, and for every batch: move x and y to `device`, clear the old gradients, forward, "
+        "loss, backward, step. Return the epoch's mean loss over all samples (each batch weighted "
+        "by its size) as a Python float."
+    ),
     points=6,
     tests=[
         Test("moves the inputs and the labels to `device`", MovesData("train")),
@@ -71,12 +74,20 @@ train_one_epoch = chapter.function_exercise(
         Test("goes through every batch", loops.EveryBatch("train")),
     ],
     hints=[
-        f"Start from the template in {section('03', 'One training step')}: `model.train()` once, then a for loop over the loader.",
-        f"Inside the loop go the lines of {section('03', 'One training step')}'s single step, in the same order: move x AND y "
-        "(assigning the results), clear the gradients, forward and loss, backward, step.",
-        "For the mean: before the loop, a running total and a sample count at 0; per batch, add "
-        "`loss.item()` times the batch size to the total and the batch size to the count; after the "
-        "loop, return their ratio.",
+        (
+            f"Start from the template in {section('03', 'One training step')}: `model.train()` "
+            "once, then a for loop over the loader."
+        ),
+        (
+            f"Inside the loop go the lines of {section('03', 'One training step')}'s single step, "
+            "in the same order: move x AND y (assigning the results), clear the gradients, "
+            "forward and loss, backward, step."
+        ),
+        (
+            "For the mean: before the loop, a running total and a sample count at 0; per batch, "
+            "add `loss.item()` times the batch size to the total and the batch size to the count; "
+            "after the loop, return their ratio."
+        ),
     ],
 )
 
@@ -85,11 +96,13 @@ train_one_epoch = chapter.function_exercise(
 evaluate = chapter.function_exercise(
     "evaluate",
     title="The evaluation loop: eval mode, no graph, data moved too",
-    prompt="Write evaluate(model, loader, device, criterion) -> (mean_loss, accuracy), both Python floats. "
-    "`model` is on `device`; the loader yields CPU batches (x, y). Switch the model to evaluation mode, "
-    "build no autograd graph, move every batch to `device`. mean_loss: the mean of the loss over all "
-    "samples (each batch weighted by its size); accuracy: the fraction (0 to 1) of samples whose "
-    "highest logit (argmax over dim 1) is the label.",
+    prompt=(
+        "Write evaluate(model, loader, device, criterion) -> (mean_loss, accuracy), both Python "
+        "floats. `model` is on `device`; the loader yields CPU batches (x, y). Switch the model "
+        "to evaluation mode, build no autograd graph, move every batch to `device`. mean_loss: "
+        "the mean of the loss over all samples (each batch weighted by its size); accuracy: the "
+        "fraction (0 to 1) of samples whose highest logit (argmax over dim 1) is the label."
+    ),
     points=5,
     tests=[
         Test("moves the inputs and the labels to `device`", MovesData("evaluate")),
@@ -103,12 +116,19 @@ evaluate = chapter.function_exercise(
         Test("goes through every batch", loops.EveryBatch("evaluate")),
     ],
     hints=[
-        "The mirror image of training: `model.eval()`, then `with torch.no_grad():` around the loop.",
-        "Move the data exactly as in training, inputs and labels. Forgetting it here is article A's "
-        "error 2.",
-        "Three running numbers: the loss times the batch size, the number of correct predictions "
-        "(`argmax` over dim 1 equal to the label, summed), the number of samples. Return two ratios, "
-        "as Python floats.",
+        (
+            "The mirror image of training: `model.eval()`, then `with torch.no_grad():` around "
+            "the loop."
+        ),
+        (
+            "Move the data exactly as in training, inputs and labels. Forgetting it here is "
+            "article A's error 2."
+        ),
+        (
+            "Three running numbers: the loss times the batch size, the number of correct "
+            "predictions (`argmax` over dim 1 equal to the label, summed), the number of samples. "
+            "Return two ratios, as Python floats."
+        ),
     ],
 )
 
@@ -118,8 +138,10 @@ seed_dynamicnet = chapter.quiz(
     "seed_dynamicnet",
     title="Does article B's DynamicNet run?",
     kind="error",
-    question="This is article B's DynamicNet (only the hard-coded cuda device removed). What happens when a "
-    "batch of 4 samples with 10 features goes through it?",
+    question=(
+        "This is article B's DynamicNet (only the hard-coded cuda device removed). What happens "
+        "when a batch of 4 samples with 10 features goes through it?"
+    ),
     code="class DynamicNet(nn.Module):\n"
     "    def __init__(self, D_in, H, D_out):\n"
     "        super().__init__()\n"
@@ -137,25 +159,39 @@ seed_dynamicnet = chapter.quiz(
     "model = DynamicNet(10, 20, 5)\n"
     "model(torch.randn(4, 10))",
     options={
-        "a": "No error: the output has shape (4, 5); the second pass reuses `linear2`'s weights on the "
-        "first pass's output",
-        "b": "TypeError: forward() cannot contain a Python for loop; a dynamic depth needs a ModuleList",
+        "a": (
+            "No error: the output has shape (4, 5); the second pass reuses `linear2`'s weights on "
+            "the first pass's output"
+        ),
+        "b": (
+            "TypeError: forward() cannot contain a Python for loop; a dynamic depth needs a "
+            "ModuleList"
+        ),
         "c": "RuntimeError: the shapes cannot be multiplied in the second pass through `linear2`",
-        "d": "ValueError: `x.shape[1] % 2 == 0` is a Python bool; the branch needs a tensor condition",
+        "d": (
+            "ValueError: `x.shape[1] % 2 == 0` is a Python bool; the branch needs a tensor "
+            "condition"
+        ),
     },
     hints=[
         "Follow the shapes: what does `linear1` give, and what does `linear2` expect and give?",
         "Can the output of `linear2` (D_out = 5 features) go back into `linear2`?",
     ],
     why={
-        "a": "Follow the shapes through both passes: what does `linear2` expect as input, and what does it "
-        "return?",
-        "b": f"forward is plain Python: for, if and print all work in it ({section('03', 'plain Python')} "
-        "ran a loop).",
+        "a": (
+            "Follow the shapes through both passes: what does `linear2` expect as input, and what "
+            "does it return?"
+        ),
+        "b": (
+            "forward is plain Python: for, if and print all work in it "
+            f"({section('03', 'plain Python')} ran a loop)."
+        ),
         "d": "`x.shape[1]` is a plain Python int; a Python if on it is fine inside forward.",
     },
-    explanation="`linear2` maps 20 features to 5. The first pass gives 5 features; the second pass feeds those 5 "
-    "into a layer that expects 20, and the matrix product fails.",
+    explanation=(
+        "`linear2` maps 20 features to 5. The first pass gives 5 features; the second pass feeds "
+        "those 5 into a layer that expects 20, and the matrix product fails."
+    ),
 )
 
 seed_branch = chapter.quiz(
@@ -164,26 +200,42 @@ seed_branch = chapter.quiz(
     question="In article B's DynamicNet(10, 20, 5), forward picks sigmoid when x.shape[1] is odd. "
     "For which inputs does the model produce an output through the sigmoid branch?",
     options={
-        "a": "For inputs with an odd number of features, such as `torch.randn(4, 11)`: they take the "
-        "sigmoid branch",
-        "b": "For batches with an odd number of samples, such as `torch.randn(3, 10)`: `x.shape[1]` "
-        "counts the rows",
-        "c": "At random, like dropout: about half of the batches take the sigmoid branch in training mode",
-        "d": "Never: `linear1` accepts exactly 10 features (even), so any input that gets past it took relu",
+        "a": (
+            "For inputs with an odd number of features, such as `torch.randn(4, 11)`: they take "
+            "the sigmoid branch"
+        ),
+        "b": (
+            "For batches with an odd number of samples, such as `torch.randn(3, 10)`: "
+            "`x.shape[1]` counts the rows"
+        ),
+        "c": (
+            "At random, like dropout: about half of the batches take the sigmoid branch in "
+            "training mode"
+        ),
+        "d": (
+            "Never: `linear1` accepts exactly 10 features (even), so any input that gets past it "
+            "took relu"
+        ),
     },
     digest="f3b660c4c95208fe",
     hints=[
-        "The branch is chosen before `linear1` runs. What does `linear1` do with an input that is not "
-        "10 features wide?"
+        (
+            "The branch is chosen before `linear1` runs. What does `linear1` do with an input "
+            "that is not 10 features wide?"
+        )
     ],
     why={
-        "a": "An 11-feature input does enter the sigmoid branch, but then it must go through `linear1`, "
-        "built for 10 inputs: what happens there?",
+        "a": (
+            "An 11-feature input does enter the sigmoid branch, but then it must go through "
+            "`linear1`, built for 10 inputs: what happens there?"
+        ),
         "b": "`x.shape[0]` counts the samples; `x.shape[1]` counts the features of each sample.",
         "c": "Nothing random happens here: the branch depends only on `x.shape[1]`.",
     },
-    explanation="`x.shape[1]` is fixed by `linear1`'s `in_features`: an 11-feature input enters the else "
-    "branch and fails in `linear1`. The 'dynamic' choice is made once, by the constructor.",
+    explanation=(
+        "`x.shape[1]` is fixed by `linear1`'s `in_features`: an 11-feature input enters the else "
+        "branch and fails in `linear1`. The 'dynamic' choice is made once, by the constructor."
+    ),
 )
 
 eval_vs_no_grad = chapter.quiz(
@@ -199,16 +251,23 @@ eval_vs_no_grad = chapter.quiz(
     },
     digest="13e49cc2c3e50402",
     hints=[
-        f"{section('03', 'The evaluation loop', start=True)}'s cell printed `requires_grad` of the output after each switch, and compared two "
-        "passes in train and in eval mode.",
+        (
+            f"{section('03', 'The evaluation loop', start=True)}'s cell printed `requires_grad` "
+            "of the output after each switch, and compared two passes in train and in eval mode."
+        ),
         "Two of the four statements are true: one about each switch.",
     ],
     why={
         "b": "The cell above printed `graph recorded? True` after `model.eval()` alone.",
-        "d": "Dropout is a layer's behaviour, set by `train()` / `eval()`; `no_grad` only concerns autograd.",
+        "d": (
+            "Dropout is a layer's behaviour, set by `train()` / `eval()`; `no_grad` only concerns "
+            "autograd."
+        ),
     },
-    explanation="They are independent switches: `eval()` changes how layers behave, `no_grad()` whether "
-    "autograd records. An evaluation loop needs both.",
+    explanation=(
+        "They are independent switches: `eval()` changes how layers behave, `no_grad()` whether "
+        "autograd records. An evaluation loop needs both."
+    ),
 )
 
 
@@ -273,13 +332,15 @@ def describe_run(label: str, log: StepLog) -> str:
     bad = next((i for i, v in enumerate(log.loss) if not math.isfinite(v)), None)
     blown = f"; loss not finite from step {bad + 1}" if bad is not None else ""
     return (
-        f"{label:>18}: last-step loss {log.loss[-1]:.3f}, gradient norm {log.grad_norm[0]:.2f} at step 1 "
-        f"-> max {max(log.grad_norm):.2f}; test accuracy {log.test_accuracy:.1%}{blown}"
+        f"{label:>18}: last-step loss {log.loss[-1]:.3f}, gradient norm "
+        f"{log.grad_norm[0]:.2f} at step 1 -> max {max(log.grad_norm):.2f}; test accuracy "
+        f"{log.test_accuracy:.1%}{blown}"
     )
 
 
 def plot_zero_grad(runs: dict):
-    """Side by side: loss per step with and without zero_grad, and the gradient norms (log scale)."""
+    """Side by side: loss per step with and without
+    zero_grad, and the gradient norms (log scale)."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.2), layout="constrained")
@@ -303,7 +364,8 @@ def plot_zero_grad(runs: dict):
 
 
 class SeedDynamicNet(nn.Module):
-    """Article B's DynamicNet as printed (chapter 03 errata): linear2 (H -> D_out) is applied twice."""
+    """Article B's DynamicNet as printed (chapter 03
+    errata): linear2 (H -> D_out) is applied twice."""
 
     def __init__(self, D_in, H, D_out):
         super().__init__()
@@ -317,7 +379,7 @@ class SeedDynamicNet(nn.Module):
             h = self.relu(self.linear1(x))
         else:
             h = self.sigmoid(self.linear1(x))
-        for i in range(2):
+        for _ in range(2):
             h = self.relu(self.linear2(h))  # the second pass gets D_out features, expects H
         return h
 
@@ -346,7 +408,8 @@ class DynamicNet(nn.Module):
 
 
 def graph_follows_python(net: DynamicNet, x: torch.Tensor, depths=(0, 1, 3)) -> None:
-    """For each depth: run forward and backward, print the output shape and the middle layer's gradient."""
+    """For each depth: run forward and backward, print
+    the output shape and the middle layer's gradient."""
     for depth in depths:
         net.zero_grad()
         out = net(x, depth=depth)
@@ -357,7 +420,8 @@ def graph_follows_python(net: DynamicNet, x: torch.Tensor, depths=(0, 1, 3)) -> 
 
 
 class ScaleMadeInForward(nn.Module):
-    """A layer whose "learnable" scale is created inside forward, so it never learns (chapter 03)."""
+    """A layer whose "learnable" scale is created
+    inside forward, so it never learns (chapter 03)."""
 
     def __init__(self, n: int = 4):
         super().__init__()
@@ -372,7 +436,8 @@ class ScaleMadeInForward(nn.Module):
 
 
 def trainable_report(module: nn.Module) -> None:
-    """Print every parameter with its shape and requires_grad, and the trainable count (chapter 03)."""
+    """Print every parameter with its shape and
+    requires_grad, and the trainable count (chapter 03)."""
     for name, p in module.named_parameters():
         print(f"  {name:16} {str(tuple(p.shape)):10} requires_grad={p.requires_grad}")
     total = sum(p.numel() for p in module.parameters())

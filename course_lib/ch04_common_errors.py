@@ -42,8 +42,8 @@ def __dir__():
 
 # ================================================================ teaching helpers
 # ---------------------------------------------------------------- checkpoints from other machines
-# save_for_missing_gpu and TinyNet live beside the checks that use them (course_lib/checks/checkpoints.py);
-# the notebook reaches them through this module.
+# save_for_missing_gpu and TinyNet live beside the checks that use them
+# (course_lib/checks/checkpoints.py); the notebook reaches them through this module.
 def stored_devices(path) -> set:
     """The device names written inside a checkpoint file, read without loading it (chapter 04)."""
     with zipfile.ZipFile(path) as z:
@@ -54,7 +54,8 @@ def stored_devices(path) -> set:
 
 @dataclass
 class TrainConfig:
-    """A training configuration saved beside the weights: a class torch.load must be told to trust (chapter 04)."""
+    """A training configuration saved beside the weights:
+    a class torch.load must be told to trust (chapter 04)."""
 
     lr: float = 0.1
     epochs: int = 3
@@ -65,8 +66,10 @@ class TrainConfig:
 add_positions = chapter.function_exercise(
     "add_positions",
     title="A forward pass that creates a tensor: on which device?",
-    prompt="Write add_positions(x) -> x + [0, 1, 2, ...] along x's last dimension, working for x on ANY "
-    "device (the new tensor must be made where x lives).",
+    prompt=(
+        "Write add_positions(x) -> x + [0, 1, 2, ...] along x's last dimension, working for x on "
+        "ANY device (the new tensor must be made where x lives)."
+    ),
     points=3,
     tests=[
         Test(
@@ -89,10 +92,12 @@ add_positions = chapter.function_exercise(
 strip_module_prefix = chapter.function_exercise(
     "strip_module_prefix",
     title="Load a wrapped model's checkpoint into a plain model",
-    prompt="Write strip_module_prefix(state_dict) -> a NEW dict in the same order, where every key loses the "
-    "wrapper prefixes at its start: 'module.' (DataParallel/DDP) and '_orig_mod.' (torch.compile), as "
-    "many as there are ('_orig_mod.module.fc.weight' -> 'fc.weight'); other keys unchanged; the input "
-    "untouched.",
+    prompt=(
+        "Write strip_module_prefix(state_dict) -> a NEW dict in the same order, where every key "
+        "loses the wrapper prefixes at its start: 'module.' (DataParallel/DDP) and '_orig_mod.' "
+        "(torch.compile), as many as there are ('_orig_mod.module.fc.weight' -> 'fc.weight'); "
+        "other keys unchanged; the input untouched."
+    ),
     points=3,
     tests=[
         Test(
@@ -115,10 +120,14 @@ strip_module_prefix = chapter.function_exercise(
     ],
     hints=[
         "Loop over `state_dict.items()` and build a new dict with the new key and the same value.",
-        "A `while` loop on `key.startswith(('module.', '_orig_mod.'))` removes one prefix per turn; "
-        "`key.removeprefix(...)` cuts one.",
-        "Shape: `for key, value in ...:` / `while key.startswith(WRAPPERS): key = key.split('.', 1)[1]` / "
-        "`new[key] = value`.",
+        (
+            "A `while` loop on `key.startswith(('module.', '_orig_mod.'))` removes one prefix per "
+            "turn; `key.removeprefix(...)` cuts one."
+        ),
+        (
+            "Shape: `for key, value in ...:` / "
+            "`while key.startswith(WRAPPERS): key = key.split('.', 1)[1]` / `new[key] = value`."
+        ),
     ],
 )
 
@@ -127,9 +136,12 @@ strip_module_prefix = chapter.function_exercise(
 load_for_inference = chapter.function_exercise(
     "load_for_inference",
     title="Load a checkpoint from another machine, ready for inference",
-    prompt="Write load_for_inference(path, model, device) -> model: load the state_dict saved at `path` "
-    "(it may come from a GPU this machine lacks, and from a DataParallel/DDP model whose keys start "
-    "with 'module.') into `model`, put the model on `device`, in evaluation mode, and return it.",
+    prompt=(
+        "Write load_for_inference(path, model, device) -> model: load the state_dict saved at "
+        "`path` (it may come from a GPU this machine lacks, and from a DataParallel/DDP model "
+        "whose keys start with 'module.') into `model`, put the model on `device`, in evaluation "
+        "mode, and return it."
+    ),
     points=4,
     tests=[
         Test(
@@ -145,20 +157,27 @@ load_for_inference = chapter.function_exercise(
     hints=[
         "`torch.load(path, map_location=device)` puts every tensor on `device` while loading.",
         "Keys from a wrapped model start with `module.`: reuse your `strip_module_prefix` idea.",
-        "Four steps: load with map_location, strip the prefix, `model.load_state_dict(...)`, then return "
-        "the model moved to `device` and switched to evaluation mode.",
+        (
+            "Four steps: load with map_location, strip the prefix, `model.load_state_dict(...)`, "
+            "then return the model moved to `device` and switched to evaluation mode."
+        ),
     ],
 )
 
 
 # ---------------------------------------------------------------- quizzes
-# Two messages the chapter does not show before its quizzes on them (section 6): read, then explain().
+# Two messages the chapter does not show before its
+# quizzes on them (section 6): read, then explain().
 UNSEEN_MESSAGES = {
-    "input_type": "RuntimeError: Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should "
-    "be the same or input should be a MKLDNN tensor and weight is a dense tensor",
-    "which_tensor": "RuntimeError: Expected all tensors to be on the same device, but got index is on cpu, "
-    "different from other tensors on cuda:0 (when checking argument in method "
-    "wrapper_CUDA__index_select)",
+    "input_type": (
+        "RuntimeError: Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) "
+        "should be the same or input should be a MKLDNN tensor and weight is a dense tensor"
+    ),
+    "which_tensor": (
+        "RuntimeError: Expected all tensors to be on the same device, but got index is on cpu, "
+        "different from other tensors on cuda:0 (when checking argument in method "
+        "wrapper_CUDA__index_select)"
+    ),
 }
 
 what_is_wrong = chapter.quiz(
@@ -173,7 +192,9 @@ what_is_wrong = chapter.quiz(
         "b": "`x` and `y` stay on the CPU: `model(x)` raises a device-mismatch RuntimeError",
         "c": "`model.to(device)` returns a copy, so `model` keeps pointing at the CPU weights",
         "d": "there is no `zero_grad` / `backward` / `step`, so the model never learns anything",
-        "e": "`criterion` (a CrossEntropyLoss) stays on the CPU and must be moved to the device too",
+        "e": (
+            "`criterion` (a CrossEntropyLoss) stays on the CPU and must be moved to the device too"
+        ),
     },
     digest="580d568d06ea0105",
     hints=[
@@ -181,12 +202,18 @@ what_is_wrong = chapter.quiz(
         "Which tensors does the loop move? Which objects have parameters of their own?",
     ],
     why={
-        "c": "`Module.to` moves the parameters in place and returns the same module; the assignment is "
-        "harmless (chapter 02).",
-        "e": "`CrossEntropyLoss` has no parameters or buffers: it computes wherever its inputs are.",
+        "c": (
+            "`Module.to` moves the parameters in place and returns the same module; the "
+            "assignment is harmless (chapter 02)."
+        ),
+        "e": (
+            "`CrossEntropyLoss` has no parameters or buffers: it computes wherever its inputs are."
+        ),
     },
-    explanation="(c) `model.to` moves the module in place and returns it; (e) standard losses have no "
-    "parameters and follow their inputs.",
+    explanation=(
+        "(c) `model.to` moves the module in place and returns it; (e) standard losses have no "
+        "parameters and follow their inputs."
+    ),
 )
 
 dp_checkpoint = chapter.quiz(
@@ -199,7 +226,9 @@ dp_checkpoint = chapter.quiz(
     "plain.load_state_dict(wrapped.state_dict())",
     options={
         "a": "KeyError: 'module.weight' is not a parameter of Linear (the first unknown key)",
-        "b": "RuntimeError: Missing key(s) 'weight', 'bias'; Unexpected key(s) 'module.weight', ...",
+        "b": (
+            "RuntimeError: Missing key(s) 'weight', 'bias'; Unexpected key(s) 'module.weight', ..."
+        ),
         "c": "No error: load_state_dict notices the common 'module.' prefix and strips it first",
         "d": "TypeError: a DataParallel state_dict cannot be loaded into a plain nn.Linear",
     },
@@ -208,20 +237,29 @@ dp_checkpoint = chapter.quiz(
         "Print `list(wrapped.state_dict())` and `list(plain.state_dict())`: which names differ?",
     ],
     why={
-        "a": "`load_state_dict` does not stop at the first odd key: it collects every difference first.",
+        "a": (
+            "`load_state_dict` does not stop at the first odd key: it collects every difference "
+            "first."
+        ),
         "c": "Nothing strips prefixes for you; `strict=True` is the default.",
-        "d": "A state_dict is a plain dict of tensors: its type is never the problem, its names are.",
+        "d": (
+            "A state_dict is a plain dict of tensors: its type is never the problem, its names are."
+        ),
     },
-    explanation="load_state_dict is strict by default: every key must match. Save model.module.state_dict() "
-    "from a wrapped model, or strip the prefix when loading.",
+    explanation=(
+        "load_state_dict is strict by default: every key must match. Save "
+        "model.module.state_dict() from a wrapped model, or strip the prefix when loading."
+    ),
 )
 
 state_dict_device = chapter.quiz(
     "state_dict_device",
     title="Does a state_dict remember the device?",
-    question="Article A says a state_dict 'is a plain Python dict and carries no device information'. "
-    "On a GPU machine you run `{k: v.device for k, v in model.cuda().state_dict().items()}`. "
-    "What prints?",
+    question=(
+        "Article A says a state_dict 'is a plain Python dict and carries no device information'. "
+        "On a GPU machine you run `{k: v.device for k, v in model.cuda().state_dict().items()}`. "
+        "What prints?"
+    ),
     options={
         "a": "Nothing device-related: a state_dict maps names to plain numbers, not tensors",
         "b": "`cpu` for every entry: `state_dict()` copies the weights to the CPU for saving",
@@ -234,37 +272,59 @@ state_dict_device = chapter.quiz(
         "Where do the model's tensors live after `model.cuda()`?",
     ],
     why={
-        "a": "The values are tensors: `state_dict()` returns the parameters and buffers themselves.",
+        "a": (
+            "The values are tensors: `state_dict()` returns the parameters and buffers themselves."
+        ),
         "b": "`state_dict()` copies nothing; it returns references to the tensors where they are.",
         "d": "A model on any device has a state_dict; saving it from the GPU is the usual case.",
     },
-    explanation="Article A is wrong here: the tensors carry their device, and torch.save writes it into the "
-    "file; that is exactly why map_location is needed on a machine without that GPU.",
+    explanation=(
+        "Article A is wrong here: the tensors carry their device, and torch.save writes it into "
+        "the file; that is exactly why map_location is needed on a machine without that GPU."
+    ),
 )
 
 input_type = chapter.quiz(
     "input_type",
     title="A message you have not seen: read it",
-    question=f"A colleague's image model stops on the GPU box with: `{UNSEEN_MESSAGES['input_type']}`. "
-    "What went wrong?",
+    question=(
+        f"A colleague's image model stops on the GPU box with: `{UNSEEN_MESSAGES['input_type']}`. "
+        "What went wrong?"
+    ),
     options={
         "a": "The images are float64 and the weights float32: call `x.float()` before the model",
-        "b": "The model was saved on a GPU and reloaded without `map_location`, so the weights broke",
-        "c": "The images lack a batch dimension: `Conv2d` wants `(N, C, H, W)`, add one with `unsqueeze`",
+        "b": (
+            "The model was saved on a GPU and reloaded without `map_location`, so the weights broke"
+        ),
+        "c": (
+            "The images lack a batch dimension: `Conv2d` wants `(N, C, H, W)`, add one with "
+            "`unsqueeze`"
+        ),
         "d": "The batch is still on the CPU while the layer's weights are on the GPU: move `x` too",
     },
     digest="0970b09c883cc656",
     hints=[
-        "Compare the two type names letter by letter: what differs, the number format or something else?",
+        (
+            "Compare the two type names letter by letter: what differs, the number format or "
+            "something else?"
+        ),
         "`torch.cuda.FloatTensor` and `torch.FloatTensor` are both float32.",
     ],
     why={
         "a": "Both names say `FloatTensor` (float32); a float64 input would read `DoubleTensor`.",
-        "b": "A checkpoint from a missing GPU fails in `torch.load` with a message about `map_location`.",
-        "c": "A missing batch dimension is reported as `Expected 3D (unbatched) or 4D (batched) input`.",
+        "b": (
+            "A checkpoint from a missing GPU fails in `torch.load` with a message about "
+            "`map_location`."
+        ),
+        "c": (
+            "A missing batch dimension is reported as "
+            "`Expected 3D (unbatched) or 4D (batched) input`."
+        ),
     },
-    explanation="`torch.cuda.FloatTensor` lives on the GPU, `torch.FloatTensor` on the CPU: the same-device "
-    "rule in an older wording. `x = x.to(device)` fixes it.",
+    explanation=(
+        "`torch.cuda.FloatTensor` lives on the GPU, `torch.FloatTensor` on the CPU: the "
+        "same-device rule in an older wording. `x = x.to(device)` fixes it."
+    ),
 )
 
 which_tensor = chapter.quiz(
@@ -281,13 +341,21 @@ which_tensor = chapter.quiz(
     digest="84ba636e13aea9d5",
     hints=[
         "The message names the argument that is on the CPU, then the device of all the others.",
-        "An embedding looks rows up in its weight table with `index_select`: which tensor is the index?",
+        (
+            "An embedding looks rows up in its weight table with `index_select`: which tensor is "
+            "the index?"
+        ),
     ],
     why={
         "b": "The weight table is one of the 'other tensors': those are on `cuda:0`.",
-        "c": "A loss's labels are called `target` in these messages, and no loss runs `index_select`.",
+        "c": (
+            "A loss's labels are called `target` in these messages, and no loss runs "
+            "`index_select`."
+        ),
         "d": "The optimizer is not part of the forward pass, where this error is raised.",
     },
-    explanation="`index` is the input of the embedding's `index_select`: the token ids. Move the batch: "
-    "`tokens = tokens.to(device)`.",
+    explanation=(
+        "`index` is the input of the embedding's `index_select`: the token ids. Move the batch: "
+        "`tokens = tokens.to(device)`."
+    ),
 )

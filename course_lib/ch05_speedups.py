@@ -1,4 +1,5 @@
-"""Chapter 05, speedups: is the GPU starving, workers, pinned memory, mixed precision, torch.compile.
+"""Chapter 05, speedups: is the GPU starving, workers,
+pinned memory, mixed precision, torch.compile.
 
 Every number in this chapter is measured on the learner's machine by the functions below; the
 notebook prints and plots them and draws no conclusion that the numbers did not show. The
@@ -22,63 +23,88 @@ from torch import nn
 from torch.profiler import record_function
 from torch.utils.data import Dataset, Subset
 
-from . import data, measure, profiling, training
+from . import chapters, data, measure, profiling, training
 from .checks import speedups
-from .checks.rig import checker_threads  # noqa: F401
-from .checks.speedups import (
-    TimeIt,
-    make_amp_rig,  # noqa: F401
-)
-from .device import gpu_only, mps_available
-from .exercises import CORRECT, INCORRECT, Chapter, Test
-from .exercises import progress as _progress
+from .checks.speedups import TimeIt
+from .device import amp_dtype, gpu_only, mps_available
+from .exercises import Test
 from .sections import section
+from .widgets import reveal, text_table
 
-chapter = Chapter(__name__, title="Speedups, measured")
+chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
+
+__all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
+    "chapter",
+    # exercises and quizzes: ch.<name>.check(...), .hint(), .solution(), .ask()
+    "amp_train_step",
+    "phase_ms",
+    "time_it",
+    "bf16_scaler",
+    "low_utilization",
+    "profile_verdict",
+    "scale_after_overflow",
+    "compile_control_flow",
+    # teaching helpers: the demos, tables and models the notebook uses
+    "amp_dtype",
+    "reveal",
+    "text_table",
+    "gpu_reference",
+    "AugmentedDigits",
+    "reads_of_two_digits",
+    "starving_experiment",
+    "profile_steps",
+    "nvidia_smi",
+    "time_epochs",
+    "workers_experiment",
+    "plot_epochs",
+    "workers_notes",
+    "start_method_note",
+    "machine_cores",
+    "pin_memory_demo",
+    "copy_benchmark",
+    "async_demo",
+    "timer_vs_time_fn",
+    "show_timer_vs_time_fn",
+    "benchmark_compare",
+    "float_formats",
+    "round_trip",
+    "precision_pitfalls",
+    "show_autocast_ops",
+    "autocast_dtypes",
+    "precision_step",
+    "amp_speed",
+    "compare",
+    "amp_vs_fp32",
+    "show_precision_runs",
+    "scaler_demo",
+    "compile_call_cost",
+    "compile_experiment",
+    "LoopNet",
+    "control_flow_demo",
+    "item_loops",
+    "show_item_loops",
+    "readback_race",
+    "show_readback_race",
+    "hidden_syncs",
+]
 
 
-# ---------------------------------------------------------------- predict first, then see
-def answered(quiz) -> bool:
-    """True once the learner has checked an answer to `quiz` (right or wrong) (chapter 05)."""
-    return _progress.load().get(quiz.id, {}).get("status") in (CORRECT, INCORRECT)
+def __dir__():
+    return __all__
 
 
-def after_answer(quiz, show, *args, label: str = "Show the result", **kwargs):
-    """Run ``show(*args)`` only once `quiz` is answered, or when the learner clicks (chapter 05).
-
-    "Run All" must not print a quiz's answer right under it: until the quiz has an answer, the
-    cell shows a button instead of the result.
-    """
-    if answered(quiz):
-        return show(*args, **kwargs)
-    note = f'Answer the quiz "{quiz.title}" above first; then click the button (or run this cell again).'
-    try:
-        import ipywidgets as W
-        from IPython.display import display
-    except ImportError:
-        print(note)
-        return None
-    button, out = W.Button(description=label, layout=W.Layout(width="auto")), W.Output()
-
-    def click(_):
-        button.disabled = True
-        with out:
-            show(*args, **kwargs)
-
-    button.on_click(click)
-    display(W.VBox([W.HTML(note), button, out]))
-    return None
-
-
+# ================================================================ teaching helpers
 def gpu_reference(what: str, figure: str) -> None:
     """Below a measurement made on any device: on a machine without CUDA, the figures a real GPU
-    recorded for it (nothing more on a CUDA device: the cell above measured the GPU) (chapter 05)."""
+    recorded for it (nothing more on a CUDA device: the cell above measured the GPU)
+    (chapter 05)."""
     gpu_only(what, figure=figure)
 
 
-# ---------------------------------------------------------------- 1. a loader that does real CPU work
+# -------------------------------------------------------------- 1. a loader that does real CPU work
 class AugmentedDigits(Dataset):
-    """The digits with a fresh random rotation, zoom and shift each time an item is read (chapter 05).
+    """The digits with a fresh random rotation, zoom
+    and shift each time an item is read (chapter 05).
 
     Each read upsamples the 8x8 digit to `size` x `size`, applies a random affine transform
     (``affine_grid`` + ``grid_sample``) and pools it back to 8x8: real per-item CPU work, as
@@ -124,29 +150,17 @@ def reads_of_two_digits(augmented: AugmentedDigits, reads: int = 3) -> Subset:
     return Subset(augmented, [0] * reads + [other] * reads)
 
 
-def train_step(model, optimizer, criterion, device, phase=training.no_label):
-    """The training template's loop body (`training.train_step`) as ``step(x, y)`` (chapter 05 times it).
-
-    ``phase=torch.profiler.record_function`` labels its forward, backward and step in a profile."""
-
-    def step(x, y):
-        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        training.train_step(model, optimizer, criterion, x, y, phase=phase)
-
-    return step
-
-
 def fresh_step(device, seed: int = 0, phase=training.no_label):
     """A new digits MLP with Adam and cross-entropy on `device`, as a step function (chapter 05)."""
     torch.manual_seed(seed)
     model = training.digits_mlp().to(device)
-    return train_step(
-        model, torch.optim.Adam(model.parameters(), lr=1e-3), nn.CrossEntropyLoss(), device, phase
-    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    return training.stepper(model, optimizer, nn.CrossEntropyLoss(), device, phase)
 
 
 def starving_experiment(train_set, device, batch_size: int = 64, **loader_options) -> list:
-    """One epoch each on the plain and on the augmented digits: data-wait vs compute per step (chapter 05)."""
+    """One epoch each on the plain and on the augmented
+    digits: data-wait vs compute per step (chapter 05)."""
     results = []
     for label, dataset in (
         ("digits in memory", train_set),
@@ -158,20 +172,23 @@ def starving_experiment(train_set, device, batch_size: int = 64, **loader_option
 
 
 def profile_steps(dataset, device, steps: int = 4, batch_size: int = 64) -> tuple:
-    """`steps` training steps on `dataset` under torch.profiler, phases labelled: (profiler, LoopTimes) (chapter 05)."""
+    """`steps` training steps on `dataset` under torch.profiler,
+    phases labelled: (profiler, LoopTimes) (chapter 05)."""
     loader = data.make_loader(dataset, device, batch_size, shuffle=True)
     step = fresh_step(device, phase=record_function)
     return profiling.profile_training(step, loader, device, steps=steps, label="profiled steps")
 
 
 def nvidia_smi() -> None:
-    """Print nvidia-smi's one-line-per-GPU view (utilization, memory), or say why not (chapter 05)."""
+    """Print nvidia-smi's one-line-per-GPU view
+    (utilization, memory), or say why not (chapter 05)."""
     if not gpu_only("nvidia-smi: the GPU's utilization and memory", figure="ch05.nvidia_smi"):
         return
     exe = shutil.which("nvidia-smi")
     if exe is None:
         print(
-            "[GPU only] nvidia-smi is not on this machine's PATH (a container without the NVIDIA tools?)"
+            "[GPU only] nvidia-smi is not on this machine's PATH (a container without the "
+            "NVIDIA tools?)"
         )
         return
     query = "index,name,utilization.gpu,memory.used,memory.total"
@@ -207,7 +224,8 @@ def time_epochs(
 def workers_experiment(
     dataset, device, settings=((0, False), (2, False), (2, True)), epochs: int = 2
 ) -> dict:
-    """Epoch times for each (num_workers, persistent_workers) setting: label -> [ms per epoch] (chapter 05)."""
+    """Epoch times for each (num_workers, persistent_workers)
+    setting: label -> [ms per epoch] (chapter 05)."""
     results = {}
     for workers, persistent in settings:
         label = f"num_workers={workers}" + (", persistent" if persistent else "")
@@ -273,20 +291,27 @@ START_METHODS = (
     (
         "fork",
         "Linux with Python up to 3.13",
-        "the worker is a copy of this process: fast to start, nothing to import or pickle; but once this "
-        "process has used CUDA, a forked child cannot use CUDA at all",
+        (
+            "the worker is a copy of this process: fast to start, nothing to import or pickle; "
+            "but once this process has used CUDA, a forked child cannot use CUDA at all"
+        ),
     ),
     (
         "forkserver",
         "Linux with Python 3.14 and newer",
-        "a small server process, started once, forks each worker: the dataset is pickled and its class "
-        "must be importable (as with spawn); the server has not used CUDA, so its workers can",
+        (
+            "a small server process, started once, forks each worker: the dataset is pickled and "
+            "its class must be importable (as with spawn); the server has not used CUDA, so its "
+            "workers can"
+        ),
     ),
     (
         "spawn",
         "macOS and Windows",
-        "each worker is a fresh Python that imports torch and your dataset's module: seconds per start; "
-        "the dataset is pickled and its class must be importable",
+        (
+            "each worker is a fresh Python that imports torch and your dataset's module: seconds "
+            "per start; the dataset is pickled and its class must be importable"
+        ),
     ),
 )
 
@@ -303,15 +328,18 @@ def start_method_note() -> str:
         ("set explicitly", "see Python's multiprocessing documentation"),
     )
     return (
-        f"Here (Python {platform.python_version()} on {sys.platform}) workers start with {method!r}, "
-        f"the default on {where}: {means}."
+        f"Here (Python {platform.python_version()} on {sys.platform}) workers start with "
+        f"{method!r}, the default on {where}: {means}."
     )
 
 
 def machine_cores() -> str:
     """How many CPU cores this process may use, and torch's compute threads (chapter 05)."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"CPU cores usable here: {usable}; torch compute threads in this process: {torch.get_num_threads()}"
+    return (
+        f"CPU cores usable here: {usable}; torch compute threads in this process: "
+        f"{torch.get_num_threads()}"
+    )
 
 
 # ---------------------------------------------------------------- 3. pinned memory
@@ -321,7 +349,8 @@ def accelerator_present() -> bool:
 
 
 def pinned_batch(dataset, batch_size: int = 64) -> torch.Tensor:
-    """The first batch of a DataLoader built with pin_memory=True, whatever the device (chapter 05)."""
+    """The first batch of a DataLoader built with
+    pin_memory=True, whatever the device (chapter 05)."""
     loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, pin_memory=True)
     return next(iter(loader))[0]
 
@@ -332,14 +361,19 @@ PINNING = (
     (
         "cuda",
         "pins every batch (a host-to-host copy into page-locked memory)",
-        "the GPU's copy engine can then read the batch directly, and `.to(device, non_blocking=True)` "
-        "returns before the copy is done",
+        (
+            "the GPU's copy engine can then read the batch directly, and "
+            "`.to(device, non_blocking=True)` returns before the copy is done"
+        ),
     ),
     (
         "mps",
         "turns pinning OFF, with a warning: the batch is not pinned",
-        "the DataLoader's own code switches it off on MPS: pinned memory is 'not supported on MPS now' "
-        "(its comment points to PyTorch issue 86060), so on a Mac 'pinned: False' is expected",
+        (
+            "the DataLoader's own code switches it off on MPS: pinned memory is 'not supported on "
+            "MPS now' (its comment points to PyTorch issue 86060), so on a Mac 'pinned: False' is "
+            "expected"
+        ),
     ),
     (
         None,
@@ -350,7 +384,8 @@ PINNING = (
 
 
 def pin_memory_demo(dataset) -> torch.Tensor:
-    """Build a pin_memory=True loader here; print what PyTorch did and said, and why (chapter 05)."""
+    """Build a pin_memory=True loader here; print
+    what PyTorch did and said, and why (chapter 05)."""
     accelerator = (
         torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
     )
@@ -388,7 +423,8 @@ def gb_per_s(n_bytes: int, ms: float) -> float:
 
 
 def copy_benchmark(device, megabytes: int = 64, repeats: int = 5) -> dict:
-    """GPU only: host-to-GPU copy time from pageable vs pinned memory, and what non_blocking returns (chapter 05)."""
+    """GPU only: host-to-GPU copy time from pageable vs pinned
+    memory, and what non_blocking returns (chapter 05)."""
     if not is_cuda_or_say_so(device, "copy time from pageable vs pinned memory"):
         return {}
     n = megabytes * 2**20 // 4
@@ -397,7 +433,7 @@ def copy_benchmark(device, megabytes: int = 64, repeats: int = 5) -> dict:
     out = {}
     for label, source in (("pageable", pageable), ("pinned", pinned)):
         timing = measure.time_fn(
-            lambda: source.to(device), device, repeats=repeats, label=f"copy from {label}"
+            lambda s=source: s.to(device), device, repeats=repeats, label=f"copy from {label}"
         )
         out[label] = timing
         print(f"{timing}  -> {gb_per_s(pageable.nbytes, timing.median):.1f} GB/s")
@@ -436,7 +472,8 @@ def async_demo(device, n: int = 4096) -> None:
 
 # ---------------------------------------------------------------- 1b. torch.utils.benchmark
 def matmul_timer(a: torch.Tensor, label: str = "matmul") -> benchmark.Timer:
-    """A torch.utils.benchmark.Timer of ``a @ a``, labelled by size and dtype for Compare (chapter 05)."""
+    """A torch.utils.benchmark.Timer of ``a @ a``,
+    labelled by size and dtype for Compare (chapter 05)."""
     return benchmark.Timer(
         "a @ a",
         globals={"a": a},
@@ -447,7 +484,8 @@ def matmul_timer(a: torch.Tensor, label: str = "matmul") -> benchmark.Timer:
 
 
 def timer_vs_time_fn(device, n: int = 256, min_run_time: float = 0.05) -> dict:
-    """The same n x n matmul timed by the course's measure.time_fn and by Timer.blocked_autorange (chapter 05)."""
+    """The same n x n matmul timed by the course's
+    measure.time_fn and by Timer.blocked_autorange (chapter 05)."""
     a = torch.randn(n, n, device=device)
     ours = measure.time_fn(lambda: a @ a, device, repeats=7, warmup=1, label=f"{n}x{n} matmul")
     return {"time_fn": ours, "Timer": matmul_timer(a).blocked_autorange(min_run_time=min_run_time)}
@@ -461,9 +499,15 @@ def show_timer_vs_time_fn(result: dict) -> str:
     )
     return "\n".join(
         [
-            f"measure.time_fn:  median {ours.median:.4f} ms over {len(ours.ms)} single timed calls (1 warm-up call)",
-            f"benchmark.Timer:  median {m.median * 1e3:.4f} ms over {len(m.times)} blocks of {m.number_per_run} calls "
-            f"each ({len(m.times) * m.number_per_run} calls timed), {m.task_spec.num_threads} thread(s), {spread}",
+            (
+                f"measure.time_fn:  median {ours.median:.4f} ms over {len(ours.ms)} single timed "
+                "calls (1 warm-up call)"
+            ),
+            (
+                f"benchmark.Timer:  median {m.median * 1e3:.4f} ms over {len(m.times)} blocks of "
+                f"{m.number_per_run} calls each ({len(m.times) * m.number_per_run} calls timed), "
+                f"{m.task_spec.num_threads} thread(s), {spread}"
+            ),
             f"this process uses {torch.get_num_threads()} thread(s) for torch outside the Timer",
         ]
     )
@@ -472,7 +516,8 @@ def show_timer_vs_time_fn(result: dict) -> str:
 def benchmark_measurements(
     device, sizes=(64, 256), dtypes=(torch.float32, torch.bfloat16), min_run_time: float = 0.05
 ) -> list:
-    """Timer.blocked_autorange of a matmul for each size and dtype: a list of Measurements (chapter 05)."""
+    """Timer.blocked_autorange of a matmul for each size
+    and dtype: a list of Measurements (chapter 05)."""
     return [
         matmul_timer(
             torch.randn(n, n, device=device, dtype=dtype), label=f"matmul on {device}"
@@ -493,14 +538,16 @@ def benchmark_compare(
 
 # ---------------------------------------------------------------- 4. mixed precision
 def float_formats() -> str:
-    """float32, float16 and bfloat16 side by side: bits, largest value, smallest normal, precision (chapter 05)."""
+    """float32, float16 and bfloat16 side by side: bits,
+    largest value, smallest normal, precision (chapter 05)."""
     lines = [
         f"{'dtype':>15} {'bits':>4} {'largest':>11} {'smallest normal':>16} {'eps (precision)':>16}"
     ]
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         info = torch.finfo(dtype)
         lines.append(
-            f"{str(dtype):>15} {info.bits:>4} {info.max:>11.3g} {info.tiny:>16.3g} {info.eps:>16.3g}"
+            f"{str(dtype):>15} {info.bits:>4} {info.max:>11.3g} {info.tiny:>16.3g} "
+            f"{info.eps:>16.3g}"
         )
     return "\n".join(lines)
 
@@ -542,7 +589,8 @@ PRECISION_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def precision_rows() -> dict:
-    """{what: [value in float32, float16, bfloat16]}, each case of PRECISION_CASES computed live (chapter 05)."""
+    """{what: [value in float32, float16, bfloat16]}, each
+    case of PRECISION_CASES computed live (chapter 05)."""
     return {what: [compute(d) for d in PRECISION_DTYPES] for what, compute in PRECISION_CASES}
 
 
@@ -583,7 +631,8 @@ AUTOCAST_OPS = (
 
 
 def autocast_op_dtypes(device_type: str, dtype) -> list:
-    """(op, dtype out from a float32 input, from a `dtype` input) under torch.autocast here (chapter 05)."""
+    """(op, dtype out from a float32 input, from a `dtype`
+    input) under torch.autocast here (chapter 05)."""
     g = torch.Generator().manual_seed(0)
     a, w = (
         torch.randn(8, 16, generator=g).to(device_type),
@@ -608,7 +657,8 @@ def autocast_groups(rows, dtype) -> dict:
 
 
 def show_autocast_ops(device_type: str, dtype) -> str:
-    """The op table of autocast_op_dtypes, then the ops grouped by what autocast did (chapter 05)."""
+    """The op table of autocast_op_dtypes, then the
+    ops grouped by what autocast did (chapter 05)."""
     rows = autocast_op_dtypes(device_type, dtype)
     low = str(dtype).replace("torch.", "")
     lines = [
@@ -625,7 +675,8 @@ def show_autocast_ops(device_type: str, dtype) -> str:
 
 
 def autocast_dtypes(model: nn.Module, x, y, criterion, device_type: str, dtype) -> list:
-    """(what, dtype) rows: each layer's output inside autocast, the loss, the weights, the gradients (chapter 05)."""
+    """(what, dtype) rows: each layer's output inside autocast,
+    the loss, the weights, the gradients (chapter 05)."""
     rows, handles = [], []
     for name, module in model.named_modules():
         if not list(module.children()):
@@ -648,17 +699,12 @@ def autocast_dtypes(model: nn.Module, x, y, criterion, device_type: str, dtype) 
     return rows
 
 
-def show_rows(rows) -> str:
-    """Two aligned columns (chapter 05)."""
-    width = max(len(str(a)) for a, _ in rows)
-    return "\n".join(f"{str(a):<{width}}  {b}" for a, b in rows)
-
-
 def amp_settings(device) -> list:
-    """(label, autocast dtype or None, needs a GradScaler) for the precisions this device offers (chapter 05)."""
+    """(label, autocast dtype or None, needs a GradScaler)
+    for the precisions this device offers (chapter 05)."""
     device = torch.device(device)
     settings = [("float32 (no autocast)", None, False)]
-    if device.type == "cpu" or (device.type == "cuda" and torch.cuda.is_bf16_supported()):
+    if device.type in ("cpu", "cuda") and amp_dtype(device) == torch.bfloat16:
         settings.append(("autocast bfloat16", torch.bfloat16, False))
     if device.type == "cuda":
         settings.append(("autocast float16 + GradScaler", torch.float16, True))
@@ -666,7 +712,8 @@ def amp_settings(device) -> list:
 
 
 def precision_step(model, optimizer, scaler, device_type: str, dtype, x, y) -> torch.Tensor:
-    """One step in float32 (dtype None) or under autocast with `dtype`, through `scaler` (chapter 05)."""
+    """One step in float32 (dtype None) or under autocast
+    with `dtype`, through `scaler` (chapter 05)."""
     optimizer.zero_grad(set_to_none=True)
     with torch.autocast(
         device_type=device_type, dtype=dtype or torch.float32, enabled=dtype is not None
@@ -679,7 +726,8 @@ def precision_step(model, optimizer, scaler, device_type: str, dtype, x, y) -> t
 
 
 def amp_speed(device, batch: int = 256, width: int = 512, repeats: int = 5, seed: int = 0) -> list:
-    """Median ms per training step of an MLP of `width`, in each precision of amp_settings (chapter 05)."""
+    """Median ms per training step of an MLP of `width`,
+    in each precision of amp_settings (chapter 05)."""
     device = torch.device(device)
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(batch, width, generator=g).to(device)
@@ -702,18 +750,21 @@ def amp_speed(device, batch: int = 256, width: int = 512, repeats: int = 5, seed
 
 
 def compare(timings: list) -> str:
-    """Each timing against the first (the baseline), in words computed from the medians (chapters 05+)."""
+    """Each timing against the first (the baseline),
+    in words computed from the medians (chapters 05+)."""
     base = timings[0]
     lines = [str(base) + _surprise(base)]
     for t in timings[1:]:
         lines.append(
-            f"{t}{_surprise(t)}\n    -> {measure.speed_ratio(base, t)} than {base.label} on this machine"
+            f"{t}{_surprise(t)}\n    -> {measure.speed_ratio(base, t)} than {base.label} on "
+            "this machine"
         )
     return "\n".join(lines)
 
 
 def _surprise(timing) -> str:
-    """A word under a timing whose first call beat its median (after the warm-up lesson, that needs one)."""
+    """A word under a timing whose first call beat its
+    median (after the warm-up lesson, that needs one)."""
     faster = timing.warmup_ms and timing.warmup_ms[0] < timing.median
     return f"\n    ({measure.first_call_note(timing)})" if faster else ""
 
@@ -740,7 +791,8 @@ def train_in_precision(
     batch_size: int = 64,
     seed: int = 0,
 ) -> PrecisionRun:
-    """`steps` training steps of the digits MLP from a fixed start, in one precision (chapter 05)."""
+    """`steps` training steps of the digits MLP from
+    a fixed start, in one precision (chapter 05)."""
     device = torch.device(device)
     torch.manual_seed(seed)
     model = training.digits_mlp().to(device)
@@ -773,7 +825,8 @@ def train_in_precision(
 
 
 def amp_vs_fp32(train_set, test_set, device, steps: int = 60) -> list:
-    """The same steps from the same start in float32 and in each autocast setting of the device (chapter 05)."""
+    """The same steps from the same start in float32 and
+    in each autocast setting of the device (chapter 05)."""
     return [
         train_in_precision(train_set, test_set, device, label, dtype, scaled, steps)
         for label, dtype, scaled in amp_settings(device)
@@ -781,7 +834,8 @@ def amp_vs_fp32(train_set, test_set, device, steps: int = 60) -> list:
 
 
 def show_precision_runs(runs: list, every: int = 10) -> str:
-    """Losses side by side every `every` steps, the largest relative gap, accuracy, scaler (chapter 05)."""
+    """Losses side by side every `every` steps, the
+    largest relative gap, accuracy, scaler (chapter 05)."""
     base = runs[0]
     head = f"{'step':>5} " + "".join(f"{r.label:>32}" for r in runs)
     rows = [head] + [
@@ -803,7 +857,8 @@ def show_precision_runs(runs: list, every: int = 10) -> str:
 
 
 def scaler_demo(device_type: str = "cpu", init_scale: float = 2.0**16) -> None:
-    """A GradScaler at work on one weight: scale, unscale, a normal step, then a step with inf (chapter 05)."""
+    """A GradScaler at work on one weight: scale, unscale,
+    a normal step, then a step with inf (chapter 05)."""
     w = nn.Parameter(torch.tensor([1.0, -2.0], device=device_type))
     optimizer = torch.optim.SGD([w], lr=0.1)
     scaler = torch.amp.GradScaler(device_type, init_scale=init_scale)
@@ -839,15 +894,24 @@ def compile_call_cost(model: nn.Module) -> str:
         times.append(t.ms)
     first, second = times
     lines = [
-        f"torch.compile(model), first call in this process: {first:.0f} ms; second call: {second:.1f} ms",
-        f"it returned {type(compiled).__name__}, which wraps your model: {compiled._orig_mod is model}; "
-        f"same parameters: {next(compiled.parameters()) is next(model.parameters())}",
+        (
+            f"torch.compile(model), first call in this process: {first:.0f} ms; second call: "
+            f"{second:.1f} ms"
+        ),
+        (
+            f"it returned {type(compiled).__name__}, which wraps your model: "
+            f"{compiled._orig_mod is model}; same parameters: "
+            f"{next(compiled.parameters()) is next(model.parameters())}"
+        ),
     ]
     notes = (
         (
             first > 5 * max(second, 1.0),
-            "the first call imported the compiler stack (TorchDynamo, Inductor) into this process; "
-            "the second only wrapped the model. Neither compiled anything: that waits for the first forward.",
+            (
+                "the first call imported the compiler stack (TorchDynamo, Inductor) into this "
+                "process; the second only wrapped the model. Neither compiled anything: that "
+                "waits for the first forward."
+            ),
         ),
         (
             True,
@@ -865,22 +929,25 @@ def cxx_compiler():
 
 
 def payback_note(eager: measure.Timing, compiled: measure.Timing) -> str:
-    """When the compile time is earned back, from the measured first calls and medians (chapter 05)."""
+    """When the compile time is earned back, from the
+    measured first calls and medians (chapter 05)."""
     extra = compiled.warmup_ms[0] - eager.warmup_ms[0]
     saved = eager.median - compiled.median
     if saved <= 0:
         return (
-            f"the compiled step is not faster here ({compiled.median:.2f} ms vs {eager.median:.2f} ms): "
-            f"the {extra / 1000:.1f} s of compiling never pays back for this model on this device"
+            f"the compiled step is not faster here ({compiled.median:.2f} ms vs "
+            f"{eager.median:.2f} ms): the {extra / 1000:.1f} s of compiling never pays back "
+            "for this model on this device"
         )
     return (
-        f"each compiled step saves {saved:.2f} ms: the {extra / 1000:.1f} s of compiling pays back after "
-        f"about {math.ceil(extra / saved)} steps"
+        f"each compiled step saves {saved:.2f} ms: the {extra / 1000:.1f} s of compiling pays "
+        f"back after about {math.ceil(extra / saved)} steps"
     )
 
 
 def compile_timings(device, batch: int = 256, width: int = 256, repeats: int = 20) -> dict:
-    """Eager vs torch.compile steps of a small MLP: {label: Timing}, first call included (chapter 05).
+    """Eager vs torch.compile steps of a small MLP:
+    {label: Timing}, first call included (chapter 05).
 
     The same step (`training.train_step`) on the same batch, from the same start; the compiled
     model's first call (in ``warmup_ms[0]``) is where it compiles. Used by the notebook (through
@@ -917,13 +984,14 @@ def compile_timings(device, batch: int = 256, width: int = 256, repeats: int = 2
 def compile_experiment(
     device, run: bool, batch: int = 256, width: int = 256, repeats: int = 20
 ) -> dict:
-    """Eager vs torch.compile: first-call time and median step time; only when `run` is True (chapter 05)."""
+    """Eager vs torch.compile: first-call time and median
+    step time; only when `run` is True (chapter 05)."""
     device = torch.device(device)
     if not run:
         print(
-            "[skipped] the torch.compile measurement is switched off. Set RUN_COMPILE = True in this cell "
-            "and run it again: the first compile takes tens of seconds on a laptop CPU "
-            "(a minute or more on a slow or busy one)."
+            "[skipped] the torch.compile measurement is switched off. Set RUN_COMPILE = True "
+            "in this cell and run it again: the first compile takes tens of seconds on a "
+            "laptop CPU (a minute or more on a slow or busy one)."
         )
         return {}
     if device.type == "cpu" and cxx_compiler() is None:
@@ -943,7 +1011,8 @@ def compile_experiment(
 
 
 class LoopNet(nn.Module):
-    """A DynamicNet-style model: a shared H -> H layer applied `depth` times, depth a Python int (chapter 05)."""
+    """A DynamicNet-style model: a shared H -> H layer
+    applied `depth` times, depth a Python int (chapter 05)."""
 
     def __init__(self, n_in: int = 10, hidden: int = 16, n_out: int = 4):
         super().__init__()
@@ -1001,14 +1070,18 @@ def explain_forwards(x=None) -> str:
         report = torch._dynamo.explain(net)(x, **kwargs)
         reasons = "; ".join(_first_lines(str(b.reason)) for b in report.break_reasons)
         lines.append(
-            f"{call}:\n    {report.graph_count} graph(s), {report.graph_break_count} graph break(s), "
-            f"{report.op_count} ops" + (f"\n    why it broke: {reasons}" if reasons else "")
+            (
+                f"{call}:\n    {report.graph_count} graph(s), {report.graph_break_count} graph "
+                f"break(s), {report.op_count} ops"
+            )
+            + (f"\n    why it broke: {reasons}" if reasons else "")
         )
     return "\n".join(lines)
 
 
 def recompiles_per_depth(depths=(2, 2, 3, 3, 4, 2)) -> str:
-    """A compiled LoopNet called with each depth: graphs compiled so far, ops in the newest (chapter 05).
+    """A compiled LoopNet called with each depth: graphs
+    compiled so far, ops in the newest (chapter 05).
 
     A counting backend stands in for Inductor: it records each graph TorchDynamo hands over and
     runs it as it is, so this needs no C++ compiler and takes seconds.
@@ -1051,8 +1124,9 @@ def control_flow_demo() -> None:
 
 # ---------------------------------------------------------------- 7. sync points
 def item_loops(device, steps: int = 30, batch: int = 256, width: int = 128, seed: int = 0) -> dict:
-    """The same training loop reading its loss with .item() every step, or adding it up on the device and
-    reading it once at the end: label -> measure.Timing of the whole loop (chapter 05)."""
+    """The same training loop reading its loss with .item() every step, or adding it up on the
+    device and reading it once at the end: label -> measure.Timing of the whole loop
+    (chapter 05)."""
     torch.manual_seed(seed)
     model = nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, 10)).to(device)
     optimizer, criterion = torch.optim.SGD(model.parameters(), lr=1e-3), nn.CrossEntropyLoss()
@@ -1086,11 +1160,13 @@ def show_item_loops(timings: dict) -> str:
 
 
 def readback_race(device, n: int = 2**22, rounds: int = 5, work: int = 4096) -> list:
-    """CUDA only: read a device-to-host non_blocking copy at once, then after an event: wrong values per round.
+    """CUDA only: read a device-to-host non_blocking copy
+    at once, then after an event: wrong values per round.
 
-    Each round queues a long matmul, then fills the source with a new value and copies it to the host
-    with ``non_blocking=True`` (into pinned memory): the host buffer is read before and after
-    ``event.synchronize()``. Returns [(wrong values read at once, wrong values after the event)] (chapter 05).
+    Each round queues a long matmul, then fills the source with a new value and copies it to the
+    host with ``non_blocking=True`` (into pinned memory): the host buffer is read before and after
+    ``event.synchronize()``. Returns [(wrong values read at once, wrong values after the event)]
+    (chapter 05).
     """
     source, big = torch.empty(n, device=device), torch.randn(work, work, device=device)
     counts = []
@@ -1109,14 +1185,18 @@ def readback_race(device, n: int = 2**22, rounds: int = 5, work: int = 4096) -> 
 def show_readback_race(counts: list, n: int = 2**22) -> str:
     """Per round: how many of the n values were wrong before and after the event (chapter 05)."""
     lines = [
-        f"round {i + 1}: read at once {early:>8} of {n} values wrong; after event.synchronize() {late}"
+        (
+            f"round {i + 1}: read at once {early:>8} of {n} values wrong; after "
+            f"event.synchronize() {late}"
+        )
         for i, (early, late) in enumerate(counts)
     ]
     return "\n".join(lines)
 
 
 def hidden_syncs(device, steps: int = 3) -> dict:
-    """CUDA only: a loop run under torch.cuda.set_sync_debug_mode("warn"): source line -> syncs warned (chapter 05)."""
+    """CUDA only: a loop run under torch.cuda.set_sync_debug_mode("warn"):
+    source line -> syncs warned (chapter 05)."""
     import linecache
 
     torch.manual_seed(0)
@@ -1142,16 +1222,21 @@ def hidden_syncs(device, steps: int = 3) -> dict:
     return found
 
 
+# ================================================================ exercises and quizzes
 # ---------------------------------------------------------------- exercise: amp_train_step
-# The checks (and the AMP rig, the scaler spy, the simulated GPU clock) live in course_lib/checks/speedups.py.
+# The checks (and the AMP rig, the scaler spy, the simulated
+# GPU clock) live in course_lib/checks/speedups.py.
 amp_train_step = chapter.function_exercise(
     "amp_train_step",
     title="One mixed-precision training step, today's API",
-    prompt="Write amp_train_step(model, x, y, optimizer, criterion, scaler, device_type, dtype) -> float: one "
-    "training step with automatic mixed precision. Clear the old gradients; run the forward pass and the "
-    "loss inside torch.autocast for `device_type` with `dtype`; backward on the loss scaled by the "
-    "GradScaler `scaler`; let the scaler step the optimizer and then update its scale. Return this step's "
-    "(unscaled) loss as a Python float. x and y are already on the model's device.",
+    prompt=(
+        "Write amp_train_step(model, x, y, optimizer, criterion, scaler, device_type, dtype) -> "
+        "float: one training step with automatic mixed precision. Clear the old gradients; run "
+        "the forward pass and the loss inside torch.autocast for `device_type` with `dtype`; "
+        "backward on the loss scaled by the GradScaler `scaler`; let the scaler step the "
+        "optimizer and then update its scale. Return this step's (unscaled) loss as a Python "
+        "float. x and y are already on the model's device."
+    ),
     points=5,
     tests=[
         Test("runs the forward pass under autocast with the given dtype", speedups.Autocast()),
@@ -1162,28 +1247,36 @@ amp_train_step = chapter.function_exercise(
         Test("returns this step's loss as a Python float", speedups.ReturnsLoss()),
     ],
     hints=[
-        "It is chapter 03's training step with two changes: the forward pass and the loss run inside an "
-        "autocast block, and the GradScaler takes part in backward and in the update.",
+        (
+            "It is chapter 03's training step with two changes: the forward pass and the loss run "
+            "inside an autocast block, and the GradScaler takes part in backward and in the "
+            "update."
+        ),
         "The GradScaler has three methods you need, used in this order: `scale` (the loss, before "
         "backward), `step` (takes the optimizer), `update` (no arguments).",
-        "The shape of it, in order: clear the gradients; a `with torch.autocast(...)` block (the device "
-        "type and the dtype you were given) around the forward pass and the loss; backward on what the "
-        "scaler's `scale` returns; the scaler's `step` with the optimizer; the scaler's `update`; return the "
-        "loss as a Python float.",
+        (
+            "The shape of it, in order: clear the gradients; a `with torch.autocast(...)` block "
+            "(the device type and the dtype you were given) around the forward pass and the loss; "
+            "backward on what the scaler's `scale` returns; the scaler's `step` with the "
+            "optimizer; the scaler's `update`; return the loss as a Python float."
+        ),
     ],
 )
 
 
-# ---------------------------------------------------------------- exercise: phase_ms
-# Its check (a real profile, the profiler's own totals, the mistakes table) is checks/speedups.py's PhaseMs.
+# ------------------------------------------------------------------------------- exercise: phase_ms
+# Its check (a real profile, the profiler's own totals,
+# the mistakes table) is checks/speedups.py's PhaseMs.
 phase_ms = chapter.function_exercise(
     "phase_ms",
     title="Read the trace: milliseconds per phase",
-    prompt='Write phase_ms(events) -> dict: from a trace\'s event list (the "traceEvents" of the file '
-    "export_chrome_trace wrote), the total milliseconds of each phase labelled by record_function, over "
-    "all steps: {'data': ms, 'forward': ms, 'backward': ms, 'step': ms}, 0.0 for a phase that never ran. "
-    'A label is a complete event (ph "X") with cat "user_annotation" and the phase\'s name; its '
-    "duration, dur, is in microseconds.",
+    prompt=(
+        'Write phase_ms(events) -> dict: from a trace\'s event list (the "traceEvents" of the '
+        "file export_chrome_trace wrote), the total milliseconds of each phase labelled by "
+        "record_function, over all steps: {'data': ms, 'forward': ms, 'backward': ms, 'step': "
+        'ms}, 0.0 for a phase that never ran. A label is a complete event (ph "X") with cat '
+        '"user_annotation" and the phase\'s name; its duration, dur, is in microseconds.'
+    ),
     points=3,
     tests=[
         Test("a real profile of 3 training steps", speedups.PhaseMs(3)),
@@ -1197,10 +1290,15 @@ phase_ms = chapter.function_exercise(
         ),
     ],
     hints=[
-        "Look at one event first: `[e for e in events if e.get('name') == 'forward'][0]`. Which keys tell "
-        "you it is a label, and how long it lasted?",
-        "Start from `dict.fromkeys(['data', 'forward', 'backward', 'step'], 0.0)`; for each event whose "
-        '`cat` is "user_annotation" and whose `name` is one of those keys, add `dur / 1000`.',
+        (
+            "Look at one event first: `[e for e in events if e.get('name') == 'forward'][0]`. "
+            "Which keys tell you it is a label, and how long it lasted?"
+        ),
+        (
+            "Start from `dict.fromkeys(['data', 'forward', 'backward', 'step'], 0.0)`; for each "
+            'event whose `cat` is "user_annotation" and whose `name` is one of those keys, add '
+            "`dur / 1000`."
+        ),
     ],
 )
 
@@ -1209,10 +1307,13 @@ phase_ms = chapter.function_exercise(
 time_it = chapter.function_exercise(
     "time_it",
     title="Timing a GPU correctly",
-    prompt="Write time_it(fn, device, repeats=5) -> float: how long one call of fn() takes, in milliseconds. "
-    "Call fn() once untimed (warm-up), then time `repeats` calls with time.perf_counter(). When device is "
-    "a CUDA device, call torch.cuda.synchronize(device) before starting and before stopping the clock "
-    "(never on other devices). Return the median of the timed calls, in milliseconds, as a float.",
+    prompt=(
+        "Write time_it(fn, device, repeats=5) -> float: how long one call of fn() takes, in "
+        "milliseconds. Call fn() once untimed (warm-up), then time `repeats` calls with "
+        "time.perf_counter(). When device is a CUDA device, call torch.cuda.synchronize(device) "
+        "before starting and before stopping the clock (never on other devices). Return the "
+        "median of the timed calls, in milliseconds, as a float."
+    ),
     points=4,
     tests=[
         Test(
@@ -1239,13 +1340,22 @@ time_it = chapter.function_exercise(
         ),
     ],
     hints=[
-        "Three rules: one untimed warm-up call; on a CUDA device, wait for the GPU (`torch.cuda.synchronize`) "
-        "before each clock reading; report the median, in milliseconds.",
-        "Decide whether to synchronize from the device you were given (its `.type`), never from whether "
-        "the machine has a GPU: on a CPU device, `torch.cuda` has nothing to do with your timing.",
-        "The shape of it: `fn()` once, untimed; then, `repeats` times: wait for the device if it is CUDA, "
-        "read the clock, call `fn()`, wait for the device if it is CUDA, read the clock again and keep the "
-        "difference in milliseconds; return the median of what you kept.",
+        (
+            "Three rules: one untimed warm-up call; on a CUDA device, wait for the GPU "
+            "(`torch.cuda.synchronize`) before each clock reading; report the median, in "
+            "milliseconds."
+        ),
+        (
+            "Decide whether to synchronize from the device you were given (its `.type`), never "
+            "from whether the machine has a GPU: on a CPU device, `torch.cuda` has nothing to do "
+            "with your timing."
+        ),
+        (
+            "The shape of it: `fn()` once, untimed; then, `repeats` times: wait for the device if "
+            "it is CUDA, read the clock, call `fn()`, wait for the device if it is CUDA, read the "
+            "clock again and keep the difference in milliseconds; return the median of what you "
+            "kept."
+        ),
     ],
 )
 
@@ -1254,7 +1364,10 @@ time_it = chapter.function_exercise(
 bf16_scaler = chapter.quiz(
     "bf16_scaler",
     title="Does bfloat16 need a GradScaler?",
-    question="You train with `torch.autocast(device_type, dtype=torch.bfloat16)`. Do you need a GradScaler?",
+    question=(
+        "You train with `torch.autocast(device_type, dtype=torch.bfloat16)`. Do you need a "
+        "GradScaler?"
+    ),
     options={
         "a": "Yes: bfloat16 has float16's 5 exponent bits, so small gradients underflow",
         "b": "Yes: `torch.autocast` refuses bfloat16 unless a GradScaler is enabled",
@@ -1267,24 +1380,37 @@ bf16_scaler = chapter.quiz(
         "Underflow is about range (exponent bits), not precision (mantissa bits).",
     ],
     why={
-        "a": "Count again in the table above: bfloat16's smallest normal number is about 1e-38, float16's "
-        "about 6e-5. They do not share an exponent width.",
-        "b": "Autocast accepts bfloat16 on its own: the autocast table above was recorded without any scaler.",
-        "d": "Nothing under autocast runs in float64: the table above shows the gradients in the weights' "
-        "dtype, float32.",
+        "a": (
+            "Count again in the table above: bfloat16's smallest normal number is about 1e-38, "
+            "float16's about 6e-5. They do not share an exponent width."
+        ),
+        "b": (
+            "Autocast accepts bfloat16 on its own: the autocast table above was recorded without "
+            "any scaler."
+        ),
+        "d": (
+            "Nothing under autocast runs in float64: the table above shows the gradients in the "
+            "weights' dtype, float32."
+        ),
     },
-    explanation="bfloat16 keeps float32's 8 exponent bits (smallest normal about 1e-38); float16 has 5 (about "
-    "6e-5, and 0 below about 3e-8), which is why float16 needs the loss scaled up before "
-    "backward. bfloat16 pays with precision instead: 7 stored mantissa bits, float16 10.",
+    explanation=(
+        "bfloat16 keeps float32's 8 exponent bits (smallest normal about 1e-38); float16 has 5 "
+        "(about 6e-5, and 0 below about 3e-8), which is why float16 needs the loss scaled up "
+        "before backward. bfloat16 pays with precision instead: 7 stored mantissa bits, float16 "
+        "10."
+    ),
 )
 
 low_utilization = chapter.quiz(
     "low_utilization",
     title="The GPU sits at 30% utilization",
     kind="multiple",
-    question="`nvidia-smi` shows your GPU at about 30% utilization during training. This chapter's step timer "
-    "(wait = `next(iterator)` hands over a batch; compute = copy to the GPU, forward, backward, update) "
-    "says most of each step is spent waiting. Which changes shorten the wait? Choose all that apply.",
+    question=(
+        "`nvidia-smi` shows your GPU at about 30% utilization during training. This chapter's "
+        "step timer (wait = `next(iterator)` hands over a batch; compute = copy to the GPU, "
+        "forward, backward, update) says most of each step is spent waiting. Which changes "
+        "shorten the wait? Choose all that apply."
+    ),
     options={
         "a": "More DataLoader workers (`num_workers`), so batches are prepared in parallel",
         "b": "`pin_memory=True` in the DataLoader, with `.to(device, non_blocking=True)`",
@@ -1294,29 +1420,45 @@ low_utilization = chapter.quiz(
     },
     digest="a167ae89d7f783cb",
     hints=[
-        "For each change, ask which part of the step it speeds up: building the next batch (the wait) "
-        "or copying and computing on it (the compute).",
-        f"Go back to the definition of wait and compute at the start of {section('05', 'Is the GPU starving')}.",
+        (
+            "For each change, ask which part of the step it speeds up: building the next batch "
+            "(the wait) or copying and computing on it (the compute)."
+        ),
+        (
+            "Go back to the definition of wait and compute at the start of "
+            f"{section('05', 'Is the GPU starving')}."
+        ),
     ],
     why={
-        "b": "Pinned memory with non_blocking speeds up the copy to the GPU, which this timer counts as "
-        "compute, not as waiting: the loader builds batches no faster.",
-        "d": "empty_cache hands cached GPU memory back to the driver; it does not make the loader any faster "
-        "(and the next allocation gets slower).",
-        "e": "DataParallel splits a batch over several GPUs; on one GPU it only adds work, and the loader "
-        "stays as slow as before.",
+        "b": (
+            "Pinned memory with non_blocking speeds up the copy to the GPU, which this timer "
+            "counts as compute, not as waiting: the loader builds batches no faster."
+        ),
+        "d": (
+            "empty_cache hands cached GPU memory back to the driver; it does not make the loader "
+            "any faster (and the next allocation gets slower)."
+        ),
+        "e": (
+            "DataParallel splits a batch over several GPUs; on one GPU it only adds work, and the "
+            "loader stays as slow as before."
+        ),
     },
-    explanation="The wait is the loader building batches: build them in parallel (workers) and make each "
-    "cheaper. Pinned memory and non_blocking are worth having on a GPU, but they speed up the "
-    "copy, which is part of the compute here; empty_cache and DataParallel on one GPU add work.",
+    explanation=(
+        "The wait is the loader building batches: build them in parallel (workers) and make each "
+        "cheaper. Pinned memory and non_blocking are worth having on a GPU, but they speed up the "
+        "copy, which is part of the compute here; empty_cache and DataParallel on one GPU add "
+        "work."
+    ),
 )
 
 profile_verdict = chapter.quiz(
     "profile_verdict",
     title="Read your profile",
-    question="Your profile of four training steps on the augmented digits (`num_workers=0`): the operator table, "
-    "the timeline and the split printed under it. Which phase takes most of each step, and which change "
-    "shortens it?",
+    question=(
+        "Your profile of four training steps on the augmented digits (`num_workers=0`): the "
+        "operator table, the timeline and the split printed under it. Which phase takes most of "
+        "each step, and which change shortens it?"
+    ),
     options={
         "a": "data: build the batches in DataLoader workers, or make the augmentation cheaper",
         "b": "forward: compile the model with `torch.compile`, so its layers' kernels are fused",
@@ -1325,71 +1467,121 @@ profile_verdict = chapter.quiz(
     },
     digest="12a95ed5d23397f8",
     hints=[
-        "Read the split printed under the timeline, or compare the lengths of the four lanes: which phase is "
-        "the largest?",
+        (
+            "Read the split printed under the timeline, or compare the lengths of the four lanes: "
+            "which phase is the largest?"
+        ),
         "A change can only shorten the phase it works on: which phase does each option speed up?",
     ],
     why={
-        "b": "Look at the forward lane and its milliseconds in the split: fusing its kernels can shorten only "
-        "that part, and it is not where most of each step goes.",
-        "c": "Compare the backward lane with the others in your timeline: 16-bit gradients shorten only that "
-        "lane, a small share of each step here.",
-        "d": "The step lane (the optimizer's update) is one of the short ones in your timeline: a lighter "
-        "optimizer cannot shorten the rest of the step.",
+        "b": (
+            "Look at the forward lane and its milliseconds in the split: fusing its kernels can "
+            "shorten only that part, and it is not where most of each step goes."
+        ),
+        "c": (
+            "Compare the backward lane with the others in your timeline: 16-bit gradients shorten "
+            "only that lane, a small share of each step here."
+        ),
+        "d": (
+            "The step lane (the optimizer's update) is one of the short ones in your timeline: a "
+            "lighter optimizer cannot shorten the rest of the step."
+        ),
     },
-    explanation="In this profile the data phase (each augmented batch built in this process, as `num_workers=0` "
-    "does) is most of every step: the DataLoader's own label and the operators at the top of the "
-    "table (upsampling, grid sampling) say the same. Workers build batches in parallel with the "
-    "training, and cheaper preprocessing shortens each one; the other options speed up phases that "
-    "are a small share of the step.",
+    explanation=(
+        "In this profile the data phase (each augmented batch built in this process, as "
+        "`num_workers=0` does) is most of every step: the DataLoader's own label and the "
+        "operators at the top of the table (upsampling, grid sampling) say the same. Workers "
+        "build batches in parallel with the training, and cheaper preprocessing shortens each "
+        "one; the other options speed up phases that are a small share of the step."
+    ),
 )
 
 scale_after_overflow = chapter.quiz(
     "scale_after_overflow",
     title="The scale after an overflow",
     kind="numeric",
-    question="A `torch.amp.GradScaler` starts with its default scale 65536. In the first step a gradient "
-    "overflows to inf. `scaler.step(optimizer)` skips that update; then `scaler.update()` runs with the "
-    "default `backoff_factor` 0.5. What is `scaler.get_scale()` now?",
+    question=(
+        "A `torch.amp.GradScaler` starts with its default scale 65536. In the first step a "
+        "gradient overflows to inf. `scaler.step(optimizer)` skips that update; then "
+        "`scaler.update()` runs with the default `backoff_factor` 0.5. What is "
+        "`scaler.get_scale()` now?"
+    ),
     digest="dc3fd0bbd381aee6",
     hints=[
         "After a step with inf or nan gradients, update() multiplies the scale by backoff_factor.",
         "65536 times 0.5.",
     ],
     why={
-        65536: "That is the scale before `update()`: after a step with inf or nan gradients, it changes.",
-        131072: "The scale grows (x2) only after 2000 clean steps in a row; an overflow makes it smaller.",
-        0: "The scale is multiplied by the backoff factor 0.5: halved, not replaced by 0.5 or set to 0.",
+        65536: (
+            "That is the scale before `update()`: after a step with inf or nan gradients, it "
+            "changes."
+        ),
+        131072: (
+            "The scale grows (x2) only after 2000 clean steps in a row; an overflow makes it "
+            "smaller."
+        ),
+        0: (
+            "The scale is multiplied by the backoff factor 0.5: halved, not replaced by 0.5 or "
+            "set to 0."
+        ),
     },
-    explanation="The scale is multiplied by backoff_factor (0.5) after a step with inf or nan gradients, and grows "
-    "by growth_factor (2) only after growth_interval (2000) clean steps in a row.",
+    explanation=(
+        "The scale is multiplied by backoff_factor (0.5) after a step with inf or nan gradients, "
+        "and grows by growth_factor (2) only after growth_interval (2000) clean steps in a row."
+    ),
 )
 
 compile_control_flow = chapter.quiz(
     "compile_control_flow",
     title="Python control flow under torch.compile",
-    question="LoopNet's forward runs `for _ in range(depth): h = relu(self.middle(h))`, where `depth` is a "
-    "Python int passed to forward. You call the compiled model with `depth=2`, then with `depth=3`. "
-    "What happens?",
+    question=(
+        "LoopNet's forward runs `for _ in range(depth): h = relu(self.middle(h))`, where `depth` "
+        "is a Python int passed to forward. You call the compiled model with `depth=2`, then with "
+        "`depth=3`. What happens?"
+    ),
     options={
-        "a": "A graph break at the loop: the loop runs in plain Python, the layers around it compiled",
-        "b": "One graph for every depth: the loop stays a loop in the graph and reads `depth` at run time",
-        "c": "`depth=3` raises an error: a compiled model's control flow is fixed by its first call",
-        "d": "The loop is unrolled for `depth=2` and guarded; `depth=3` fails the guard, so it recompiles",
+        "a": (
+            "A graph break at the loop: the loop runs in plain Python, the layers around it "
+            "compiled"
+        ),
+        "b": (
+            "One graph for every depth: the loop stays a loop in the graph and reads `depth` at "
+            "run time"
+        ),
+        "c": (
+            "`depth=3` raises an error: a compiled model's control flow is fixed by its first call"
+        ),
+        "d": (
+            "The loop is unrolled for `depth=2` and guarded; `depth=3` fails the guard, so it "
+            "recompiles"
+        ),
     },
     digest="5f0c12e0a7fc60ad",
     hints=[
-        "TorchDynamo reads the Python code while it runs once, and records the tensor operations it sees.",
+        (
+            "TorchDynamo reads the Python code while it runs once, and records the tensor "
+            "operations it sees."
+        ),
         "A Python int is known while tracing; a tensor's value is not.",
     ],
     why={
-        "a": "Graph breaks come from what TorchDynamo cannot follow (a print, a branch on a tensor's value); "
-        "a loop over range of a known int is something it can follow.",
-        "b": "A traced graph has no Python loop in it: it holds the operations that ran while tracing.",
-        "c": "Nothing raises: a compiled model keeps working for new inputs; the question is what it costs.",
+        "a": (
+            "Graph breaks come from what TorchDynamo cannot follow (a print, a branch on a "
+            "tensor's value); a loop over range of a known int is something it can follow."
+        ),
+        "b": (
+            "A traced graph has no Python loop in it: it holds the operations that ran while "
+            "tracing."
+        ),
+        "c": (
+            "Nothing raises: a compiled model keeps working for new inputs; the question is what "
+            "it costs."
+        ),
     },
-    explanation="TorchDynamo runs the Python code once while tracing: range(2) becomes two copies of the layer "
-    "in the graph, and a guard records depth == 2. depth=3 fails that guard, so a second graph is "
-    "compiled (with a recompile limit, after which it falls back to eager). Graph breaks come "
-    "from code it cannot trace, such as print or an if on a tensor's value.",
+    explanation=(
+        "TorchDynamo runs the Python code once while tracing: range(2) becomes two copies of the "
+        "layer in the graph, and a guard records depth == 2. depth=3 fails that guard, so a "
+        "second graph is compiled (with a recompile limit, after which it falls back to eager). "
+        "Graph breaks come from code it cannot trace, such as print or an if on a tensor's value."
+    ),
 )

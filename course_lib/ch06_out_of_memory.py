@@ -1,4 +1,5 @@
-"""Chapter 06, out of memory: where a training step's memory goes, a real OOM, and what each fix buys.
+"""Chapter 06, out of memory: where a training step's
+memory goes, a real OOM, and what each fix buys.
 
 Every number is measured on the learner's machine with course_lib.memory: tensors the model and
 optimizer hold, activations counted by saved-tensor hooks (any device), the CUDA allocator's
@@ -13,31 +14,89 @@ import statistics
 import torch
 from torch import nn
 
-from . import memory, profiling, training
+from . import chapters, memory, profiling, training
 from .checks import memory as checks
 from .checks.rig import MovesData
 from .data import N_CLASSES, N_FEATURES
-from .exercises import Chapter, Test
+from .device import amp_dtype
+from .exercises import Test
 from .measure import Timer
-from .memory import OUT_OF_MEMORY, MemoryBudgetExceeded, OutOfMemoryError, format_bytes  # noqa: F401
+from .memory import BUDGET, OUT_OF_MEMORY, format_bytes, step_in_budget
 from .sections import section
 from .seed import seed_everything
+from .training import wide_mlp
+from .widgets import print_wrapped, table
 
-chapter = Chapter(__name__, title="Out of memory")
+chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
 
-BUDGET = 7 * 2**20  # the CPU stand-in's "small card": 7 MiB, sized for wide_mlp() below
-HIDDEN = 512
+__all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
+    "chapter",
+    # exercises and quizzes: ch.<name>.check(...), .hint(), .solution(), .ask()
+    "model_state_bytes",
+    "train_with_accumulation",
+    "largest_batch",
+    "seed_question",
+    "state_dominates",
+    "empty_cache",
+    "oom_message",
+    "accumulation_conditions",
+    "adam_bytes",
+    # teaching helpers: the demos, tables and models the notebook uses
+    "amp_dtype",
+    "step_in_budget",
+    "BUDGET",
+    "print_wrapped",
+    "digit_batch",
+    "fresh_setup",
+    "mid_training",
+    "estimate",
+    "measured_step_bytes",
+    "compare",
+    "activation_curve",
+    "plot_curve",
+    "crossover",
+    "cuda_vs_accounting",
+    "profiled_step",
+    "timeline_vs_estimate",
+    "gpu_oom_demo",
+    "snapshot_oom",
+    "load_snapshot",
+    "read_snapshot",
+    "snapshot_table",
+    "snapshot_html",
+    "fragmentation_demo",
+    "fragmentation_table",
+    "OOM_EXAMPLE",
+    "oom_diagnosis",
+    "read_oom_message",
+    "accumulation_step",
+    "amp_step",
+    "try_fixes",
+    "fixes_table",
+    "eval_memory_over_batches",
+    "leak_experiment",
+    "usual_loop_peak",
+    "plot_leak",
+    "empty_cache_demo",
+    "amp_compare",
+    "side_by_side",
+    "amp_table",
+    "amp_verdict",
+    "amp_peak",
+    "amp_peak_table",
+    "freeze_compare",
+    "deep_mlp",
+    "checkpoint_compare",
+    "checkpoint_table",
+]
 
 
+def __dir__():
+    return __all__
+
+
+# ================================================================ teaching helpers
 # ---------------------------------------------------------------- models and batches
-def wide_mlp(hidden: int = HIDDEN, layers: int = 2) -> nn.Sequential:
-    """Digits in, `layers` hidden Linear+ReLU layers of width `hidden`, 10 scores out (chapter 06)."""
-    mods = [nn.Linear(N_FEATURES, hidden), nn.ReLU()]
-    for _ in range(layers - 1):
-        mods += [nn.Linear(hidden, hidden), nn.ReLU()]
-    return nn.Sequential(*mods, nn.Linear(hidden, N_CLASSES))
-
-
 def digit_batch(dataset, n: int, device, seed: int = 0):
     """n digits drawn (with replacement) from `dataset`, as (x, y) on `device` (chapter 06)."""
     g = torch.Generator().manual_seed(seed)
@@ -54,15 +113,11 @@ def fresh_setup(device, seed: int = 0, **model_args):
 
 
 def mid_training(device, x, y):
-    """A fresh setup after one small step on x[:8], y[:8]: Adam's state exists, as in the middle of training."""
+    """A fresh setup after one small step on x[:8], y[:8]:
+    Adam's state exists, as in the middle of training."""
     model, optimizer, criterion = fresh_setup(device)
-    warm_step(model, optimizer, criterion, x[:8], y[:8])
+    training.train_step(model, optimizer, criterion, x[:8], y[:8])
     return model, optimizer, criterion
-
-
-def warm_step(model, optimizer, criterion, x, y) -> float:
-    """One plain training step, `training.train_step` (creates Adam's lazy state) (chapter 06)."""
-    return training.train_step(model, optimizer, criterion, x, y).item()
 
 
 # ---------------------------------------------------------------- section 1: estimate vs measure
@@ -91,41 +146,13 @@ def estimate(model: nn.Sequential, batch_size: int, optimizer_copies: int = 2) -
     }
 
 
-def measure(device, batch_size: int, dataset, **model_args) -> dict:
-    """A second training step of a fresh model (Adam state exists), bytes per component (chapter 06)."""
+def measured_step_bytes(device, batch_size: int, dataset, **model_args) -> dict:
+    """A second training step of a fresh model (Adam
+    state exists), bytes per component (chapter 06)."""
     model, optimizer, criterion = fresh_setup(device, **model_args)
     x, y = digit_batch(dataset, batch_size, device)
-    warm_step(model, optimizer, criterion, x, y)
+    training.train_step(model, optimizer, criterion, x, y)
     return memory.training_step_memory(model, optimizer, criterion, x, y)
-
-
-def html_table(header, rows, above: str = ""):
-    """A small HTML table for the notebook, optionally below a block of text `above` (chapter 06)."""
-    from html import escape
-
-    from IPython.display import HTML
-
-    head = "".join(f"<th style='text-align:left'>{escape(str(h))}</th>" for h in header)
-    body = "".join(
-        "<tr>"
-        + "".join(f"<td style='text-align:left'>{escape(str(c))}</td>" for c in row)
-        + "</tr>"
-        for row in rows
-    )
-    text = (
-        f"<pre style='white-space:pre-wrap;word-break:normal;overflow-wrap:normal'>{escape(above)}</pre>"
-        if above
-        else ""
-    )
-    return HTML(f"{text}<table class='course-memory'><tr>{head}</tr>{body}</table>")
-
-
-def print_wrapped(*paragraphs: str, width: int = 96):
-    """Print each paragraph wrapped between words, so no number is cut in two (chapter 06)."""
-    import textwrap
-
-    for text in paragraphs:
-        print(textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False))
 
 
 def compare(estimated: dict, measured: dict):
@@ -141,12 +168,12 @@ def compare(estimated: dict, measured: dict):
         for k in memory.COMPONENTS
     ]
     rows.append(("total", format_bytes(sum(estimated.values())), format_bytes(total), "100%"))
-    return html_table(["component", "estimated from shapes", "measured", "share"], rows)
+    return table(["component", "estimated from shapes", "measured", "share"], rows)
 
 
 def activation_curve(device, dataset, batch_sizes=(32, 128, 512, 1024, 2048)) -> dict:
     """Measured bytes per component for each batch size (chapter 06)."""
-    return {b: measure(device, b, dataset) for b in batch_sizes}
+    return {b: measured_step_bytes(device, b, dataset) for b in batch_sizes}
 
 
 def plot_curve(curve: dict):
@@ -176,13 +203,16 @@ def plot_curve(curve: dict):
 
 
 def crossover(curve: dict) -> str:
-    """Two sentences: from which measured batch on the activations are the largest part, and from which
-    on they outweigh weights + grads + optimizer state together (chapter 06)."""
+    """Two sentences: from which measured batch on the activations are the largest part, and
+    from which on they outweigh weights + grads + optimizer state together (chapter 06)."""
     state = lambda r: r["weights"] + r["grads"] + r["optimizer_state"]
     largest = [b for b, r in curve.items() if max(memory.COMPONENTS, key=r.get) == "activations"]
     bigger = [b for b, r in curve.items() if r["activations"] > state(r)]
     if not largest:
-        return "At every measured batch size some part of the model's state is larger than the activations."
+        return (
+            "At every measured batch size some part of the model's state is larger than the "
+            "activations."
+        )
     first = (
         f"From batch {largest[0]} on, the activations are the largest of the four parts "
         f"({format_bytes(curve[largest[0]]['activations'])} at batch {largest[0]})."
@@ -192,30 +222,34 @@ def crossover(curve: dict) -> str:
             first
             + " At no measured batch do they outweigh weights + grads + optimizer state together."
         )
-    return (
-        first + f" From batch {bigger[0]} on, they outweigh the other three together "
-        f"({format_bytes(curve[bigger[0]]['activations'])} vs {format_bytes(state(curve[bigger[0]]))})."
+    return first + (
+        f" From batch {bigger[0]} on, they outweigh the other three together "
+        f"({format_bytes(curve[bigger[0]]['activations'])} vs "
+        f"{format_bytes(state(curve[bigger[0]]))})."
     )
 
 
 def accounting_and_peak(device, dataset, batch_size: int = 1024, **model_args) -> dict:
     """On a CUDA GPU: a mid-training step counted per tensor and its allocator peak (chapter 06).
 
-    Returns ``{"counted": {component: bytes, ..., "batch": bytes}, "measured": memory.cuda_peak(...)}``;
-    `model_args` go to `wide_mlp` (the GPU check measures a wider model).
+    Returns ``{"counted": {component: bytes, ..., "batch": bytes}, "measured":
+    memory.cuda_peak(...)}``; `model_args` go to `wide_mlp` (the GPU check measures a wider model).
     """
     model, optimizer, criterion = fresh_setup(device, **model_args)
     x, y = digit_batch(dataset, batch_size, device)
-    warm_step(model, optimizer, criterion, x, y)
+    training.train_step(model, optimizer, criterion, x, y)
     counted = memory.training_step_memory(model, optimizer, criterion, x, y)
     counted["batch"] = memory.tensor_bytes(x) + memory.tensor_bytes(y)
     optimizer.zero_grad(set_to_none=True)
-    measured = memory.cuda_peak(lambda: warm_step(model, optimizer, criterion, x, y), device)
+    measured = memory.cuda_peak(
+        lambda: training.train_step(model, optimizer, criterion, x, y), device
+    )
     return {"counted": counted, "measured": measured}
 
 
 def cuda_vs_accounting(device, dataset, batch_size: int = 1024):
-    """On a CUDA GPU: our per-tensor accounting of a step next to the allocator's measured peak (chapter 06)."""
+    """On a CUDA GPU: our per-tensor accounting of a step
+    next to the allocator's measured peak (chapter 06)."""
     result = accounting_and_peak(device, dataset, batch_size)
     measured = result["measured"]
     rows = [
@@ -229,23 +263,24 @@ def cuda_vs_accounting(device, dataset, batch_size: int = 1024):
             format_bytes(sum(result["counted"].values())),
         ),
     ]
-    return html_table(["", "bytes"], rows)
+    return table(["", "bytes"], rows)
 
 
-# ---------------------------------------------------------------- section 1: the profiler's memory view
+# ------------------------------------------------------------ section 1: the profiler's memory view
 def profiled_step(device, dataset, batch_size: int = 1024, steps: int = 2) -> tuple:
     """A mid-training Adam step of wide_mlp, `steps` times under the profiler with memory recording:
     (profiler, the course's estimate for that model and batch) (chapter 06)."""
     x, y = digit_batch(dataset, batch_size, device)
     model, optimizer, criterion = mid_training(device, x, y)
     prof = profiling.memory_profile(
-        lambda: warm_step(model, optimizer, criterion, x, y), steps=steps, device=device
+        lambda: training.train_step(model, optimizer, criterion, x, y), steps=steps, device=device
     )
     return prof, estimate(model, batch_size)
 
 
 def timeline_vs_estimate(timeline: dict, estimated: dict):
-    """The course's estimate, the profiler's parts at its peak and after the last step, side by side (chapter 06)."""
+    """The course's estimate, the profiler's parts at its
+    peak and after the last step, side by side (chapter 06)."""
     peak = profiling.at_peak(timeline)
     end = profiling.at_end(timeline)
     rows = [
@@ -270,15 +305,16 @@ def timeline_vs_estimate(timeline: dict, estimated: dict):
             format_bytes(sum(end.values())),
         )
     )
-    return html_table(
+    return table(
         ["part", "the course's estimate", "profiler, at its peak", "profiler, after the last step"],
         rows,
     )
 
 
-# ---------------------------------------------------------------- section 2: a real OOM, and the stand-in
+# ---------------------------------------------------------- section 2: a real OOM, and the stand-in
 def gpu_oom_demo(device, limit_bytes: int = 2**30):
-    """On a CUDA GPU: cap this process at `limit_bytes`, then ask for a batch that needs more (chapter 06)."""
+    """On a CUDA GPU: cap this process at `limit_bytes`,
+    then ask for a batch that needs more (chapter 06)."""
     model = wide_mlp(hidden=4096).to(device)
     x = torch.randn(2**17, N_FEATURES, device=device)  # 2**17 x 4096 floats per hidden layer: 2 GiB
     with memory.small_gpu(limit_bytes, device):
@@ -290,10 +326,12 @@ def gpu_oom_demo(device, limit_bytes: int = 2**30):
 
 
 def snapshot_oom(device, limit_bytes: int = 2**30, name: str = "ch06_oom_snapshot.pickle") -> tuple:
-    """On a CUDA GPU: gpu_oom_demo again while the allocator records its history; (snapshot path, message).
+    """On a CUDA GPU: gpu_oom_demo again while the allocator
+    records its history; (snapshot path, message).
 
-    `_record_memory_history` keeps every allocation and free with its stack; `_dump_snapshot` pickles
-    that history and the state of every segment; recording is switched off afterwards (chapter 06).
+    `_record_memory_history` keeps every allocation and free with its stack; `_dump_snapshot`
+    pickles that history and the state of every segment; recording is switched off afterwards
+    (chapter 06).
     """
     torch.cuda.memory._record_memory_history(max_entries=100_000)
     message = ""
@@ -345,13 +383,12 @@ def snapshot_table(facts: dict, path=None):
         (k, v if v is None or k in ("events recorded", "segments held") else format_bytes(v))
         for k, v in facts.items()
     ]
-    return html_table(
-        ["the snapshot", "value"], shown, above=f"snapshot file: {path}" if path else ""
-    )
+    return table(["the snapshot", "value"], shown, above=f"snapshot file: {path}" if path else "")
 
 
 def snapshot_html(path, name: str = "ch06_oom_snapshot.html"):
-    """The snapshot as the memory viewer's HTML page (torch.cuda._memory_viz.trace_plot); its path (chapter 06)."""
+    """The snapshot as the memory viewer's HTML page
+    (torch.cuda._memory_viz.trace_plot); its path (chapter 06)."""
     from torch.cuda import _memory_viz
 
     out = profiling.output_path(name)
@@ -370,7 +407,8 @@ SPLIT_PATTERN_MIB = (512, 300, 300)  # allocate the first and free it; then keep
 
 
 def split_pattern(device, mib=SPLIT_PATTERN_MIB) -> dict:
-    """On a CUDA GPU: 512 MiB allocated and freed, then two of 300 MiB kept; the counters' change (chapter 06)."""
+    """On a CUDA GPU: 512 MiB allocated and freed, then two
+    of 300 MiB kept; the counters' change (chapter 06)."""
     torch.cuda.empty_cache()
     before = torch.cuda.memory_stats(device)
     first = torch.empty(mib[0] * 2**20, dtype=torch.uint8, device=device)
@@ -383,7 +421,8 @@ def split_pattern(device, mib=SPLIT_PATTERN_MIB) -> dict:
 
 
 def expandable_setting() -> bool:
-    """Whether PYTORCH_CUDA_ALLOC_CONF switched expandable_segments on for this process (chapter 06)."""
+    """Whether PYTORCH_CUDA_ALLOC_CONF switched
+    expandable_segments on for this process (chapter 06)."""
     return (
         "expandable_segments:true"
         in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "").replace(" ", "").lower()
@@ -391,7 +430,8 @@ def expandable_setting() -> bool:
 
 
 def fragmentation_demo(device) -> dict:
-    """On a CUDA GPU: split_pattern without and with expandable segments; the setting is put back (chapter 06)."""
+    """On a CUDA GPU: split_pattern without and with
+    expandable segments; the setting is put back (chapter 06)."""
     results = {}
     try:
         for on in (False, True):
@@ -412,20 +452,20 @@ def fragmentation_table(results: dict):
         (meaning, *(shown(key, r[key]) for r in results.values()))
         for key, meaning in ALLOCATOR_COUNTERS
     ]
-    return html_table(["counter (change over the pattern)", *results], rows)
+    return table(["counter (change over the pattern)", *results], rows)
 
 
 # A CUDA out-of-memory message, in the exact format of PyTorch's caching allocator
 # (c10/cuda/CUDACachingAllocator.cpp, torch 2.x). An EXAMPLE of what a 24 GB card (article B's
 # RTX 3090 class) prints: the numbers are illustrative, not measured on this machine.
 OOM_EXAMPLE = (
-    "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.57 GiB of which "
-    "1.31 GiB is free. Including non-PyTorch memory, this process has 22.25 GiB memory in use. Of the "
-    "allocated memory 15.91 GiB is allocated by PyTorch, and 5.87 GiB is reserved by PyTorch but "
-    "unallocated. If reserved but unallocated memory is large try setting "
-    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
-    "Memory Management  (https://docs.pytorch.org/docs/stable/notes/cuda.html"
-    "#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)"
+    "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.57 GiB "
+    "of which 1.31 GiB is free. Including non-PyTorch memory, this process has 22.25 GiB "
+    "memory in use. Of the allocated memory 15.91 GiB is allocated by PyTorch, and 5.87 GiB "
+    "is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try "
+    "setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+    "documentation for Memory Management  "
+    "(https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)"
 )
 
 _SIZE = r"([\d.]+ (?:bytes|KiB|MiB|GiB|TiB))"
@@ -454,7 +494,10 @@ OOM_PARTS = (  # (what the message says, its pattern, what it tells you)
     (
         "reserved by PyTorch but unallocated",
         rf"{_SIZE} is reserved by PyTorch but unallocated",
-        "cached blocks no tensor uses: when it is large, the free memory is in pieces (fragmentation)",
+        (
+            "cached blocks no tensor uses: when it is large, the free memory is in pieces "
+            "(fragmentation)"
+        ),
     ),
 )
 
@@ -466,7 +509,8 @@ def size_in_bytes(text: str) -> float:
 
 
 def oom_parts(message: str) -> dict:
-    """The sizes an out-of-memory message reports, by OOM_PARTS name; None when absent (chapter 06)."""
+    """The sizes an out-of-memory message reports, by
+    OOM_PARTS name; None when absent (chapter 06)."""
     import re
 
     found = {name: re.search(pattern, message) for name, pattern, _ in OOM_PARTS}
@@ -474,7 +518,8 @@ def oom_parts(message: str) -> dict:
 
 
 def oom_diagnosis(message: str) -> str:
-    """What the message says to do: fragmentation or really full, from its own numbers (chapter 06)."""
+    """What the message says to do: fragmentation or
+    really full, from its own numbers (chapter 06)."""
     parts = oom_parts(message)
     tried, spare = parts["Tried to allocate"], parts["reserved by PyTorch but unallocated"]
     if tried is None or spare is None:
@@ -482,36 +527,31 @@ def oom_diagnosis(message: str) -> str:
     used = parts["is allocated by PyTorch"]
     if size_in_bytes(spare) >= size_in_bytes(tried):
         return (
-            f"Fragmentation: {spare} sat reserved but unused, more than the {tried} asked for, yet in "
-            f"pieces none of which fits. torch.cuda.empty_cache() cannot help: before raising, the "
-            f"allocator already gave back every cached block it could and tried again. What helps is "
-            f"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, set before the program's first CUDA "
-            f"allocation (in the shell, or in os.environ before importing torch)."
+            f"Fragmentation: {spare} sat reserved but unused, more than the {tried} asked "
+            "for, yet in pieces none of which fits. torch.cuda.empty_cache() cannot help: "
+            "before raising, the allocator already gave back every cached block it could and "
+            "tried again. What helps is PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, "
+            "set before the program's first CUDA allocation (in the shell, or in os.environ "
+            "before importing torch)."
         )
     cap = f" of the {parts['allowed']} allowed" if parts["allowed"] else ""
     return (
-        f"Not fragmentation: only {spare} is reserved but unused, less than the {tried} asked for. "
-        f"Your tensors hold {used}{cap}: the memory is really taken, or the request alone is too big. "
-        f"No allocator setting helps: shrink what is big ({section('06', 'Where the memory goes')} "
-        f"says what)."
+        f"Not fragmentation: only {spare} is reserved but unused, less than the {tried} asked "
+        f"for. Your tensors hold {used}{cap}: the memory is really taken, or the request "
+        "alone is too big. No allocator setting helps: shrink what is big "
+        f"({section('06', 'Where the memory goes')} says what)."
     )
 
 
 def read_oom_message(message: str, source: str = ""):
-    """The message (and where it comes from), then each of its numbers and what it means (chapter 06)."""
+    """The message (and where it comes from), then each
+    of its numbers and what it means (chapter 06)."""
     parts = oom_parts(message)
-    return html_table(
+    return table(
         ["the message says", "here", "what it tells you"],
         [(name, parts[name] or "(not in this message)", meaning) for name, _, meaning in OOM_PARTS],
         above=f"({source})\n{message}" if source else message,
     )
-
-
-def step_in_budget(model, optimizer, criterion, x, y, budget: int = BUDGET) -> dict:
-    """One training step inside the memory budget; its peak, per component; raises if over (chapter 06)."""
-    with memory.MemoryBudget(budget, model, optimizer) as b:
-        warm_step(model, optimizer, criterion, x, y)
-    return b.peak
 
 
 def accumulation_step(model, optimizer, criterion, x, y, micro: int):
@@ -521,14 +561,6 @@ def accumulation_step(model, optimizer, criterion, x, y, micro: int):
         loss = criterion(model(xs), ys)  # the mean over this micro-batch
         (loss * len(xs) / len(x)).backward()  # weighted by its share of the batch; .grad adds up
     optimizer.step()  # one step: the big batch's step
-
-
-def amp_dtype(device) -> torch.dtype:
-    """bfloat16 where the device supports it, else float16 (chapter 06)."""
-    device = torch.device(device)
-    return (
-        torch.bfloat16 if device.type != "cuda" or torch.cuda.is_bf16_supported() else torch.float16
-    )
 
 
 def amp_step(model, optimizer, criterion, x, y):
@@ -548,8 +580,8 @@ def eval_step(model, optimizer, criterion, x, y):
 
 
 FIXES = {
-    "batch 1024 (too big)": lambda m, o, c, x, y: warm_step(m, o, c, x, y),
-    "smaller batch: 512": lambda m, o, c, x, y: warm_step(m, o, c, x[:512], y[:512]),
+    "batch 1024 (too big)": lambda m, o, c, x, y: training.train_step(m, o, c, x, y),
+    "smaller batch: 512": lambda m, o, c, x, y: training.train_step(m, o, c, x[:512], y[:512]),
     "accumulation: 2 x 512": lambda m, o, c, x, y: accumulation_step(m, o, c, x, y, micro=512),
     "AMP (autocast), batch 1024": amp_step,
     "evaluation under no_grad, batch 1024": eval_step,
@@ -557,7 +589,8 @@ FIXES = {
 
 
 def try_fixes(device, dataset, batch_size: int = 1024, budget: int = BUDGET) -> list:
-    """Each fix on the same batch inside the budget: (fix, peak bytes or the error, fits?) (chapter 06)."""
+    """Each fix on the same batch inside the budget:
+    (fix, peak bytes or the error, fits?) (chapter 06)."""
     x, y = digit_batch(dataset, batch_size, device)
     rows = []
     for name, step in FIXES.items():
@@ -574,7 +607,7 @@ def try_fixes(device, dataset, batch_size: int = 1024, budget: int = BUDGET) -> 
 
 def fixes_table(rows):
     """The fixes and their peaks as a table (chapter 06)."""
-    return html_table(["what we run", f"peak (budget {format_bytes(BUDGET)})", "verdict"], rows)
+    return table(["what we run", f"peak (budget {format_bytes(BUDGET)})", "verdict"], rows)
 
 
 # ---------------------------------------------------------------- section 3: graphs kept alive
@@ -624,8 +657,9 @@ def usual_loop_peak(device, dataset, n_batches: int = 4, batch_size: int = 256) 
             loss = criterion(model(x), y)  # the previous loss keeps its graph until this assignment
             total += loss.item()
     return (
-        f"the usual loop (grad on, `total += loss.item()`, no `del`): peak {format_bytes(meter.peak)} "
-        f"saved = {meter.peak / one_graph:.1f} x one batch's graph ({format_bytes(one_graph)})"
+        "the usual loop (grad on, `total += loss.item()`, no `del`): peak "
+        f"{format_bytes(meter.peak)} saved = {meter.peak / one_graph:.1f} x one batch's graph "
+        f"({format_bytes(one_graph)})"
     )
 
 
@@ -673,7 +707,7 @@ def empty_cache_demo(device):
     rows.append(("after del", memory.cuda_memory(device)))
     torch.cuda.empty_cache()
     rows.append(("after empty_cache()", memory.cuda_memory(device)))
-    return html_table(
+    return table(
         ["moment", "allocated (tensors)", "reserved (cached by PyTorch)"],
         [(m, format_bytes(r["allocated"]), format_bytes(r["reserved"])) for m, r in rows],
     )
@@ -692,7 +726,8 @@ _VIEWS = (
 
 
 def weight_copy_of(t: torch.Tensor, params: dict):
-    """The parameter `t` is a low-precision copy of (autocast casts weights for its matmuls), or None."""
+    """The parameter `t` is a low-precision copy of
+    (autocast casts weights for its matmuls), or None."""
     fn = t.grad_fn
     while (
         fn is not None and type(fn).__name__ in _VIEWS
@@ -735,7 +770,8 @@ AMP_ROWS = memory.COMPONENTS + (
 
 
 def amp_compare(device, dataset, batch_size: int = 1024) -> dict:
-    """Bytes per component of a float32 step and an autocast step, same model and batch (chapter 06).
+    """Bytes per component of a float32 step and an
+    autocast step, same model and batch (chapter 06).
 
     Autocast's 16-bit copies of the weights, which it saves for backward too, are reported apart
     (`weight_copies`) from the activations.
@@ -744,7 +780,7 @@ def amp_compare(device, dataset, batch_size: int = 1024) -> dict:
     result = {}
     for label, autocast in (("float32", False), ("autocast", True)):
         model, optimizer, criterion = fresh_setup(device)
-        warm_step(model, optimizer, criterion, x, y)
+        training.train_step(model, optimizer, criterion, x, y)
         with (
             AutocastMeter(model) as meter,
             torch.autocast(
@@ -765,7 +801,8 @@ ROW_NAMES = {"weight_copies": "16-bit weight copies (autocast)"}
 
 
 def side_by_side(result: dict):
-    """Two measured steps {label: {component: bytes}} side by side, with the ratio second/first (chapter 06)."""
+    """Two measured steps {label: {component: bytes}} side
+    by side, with the ratio second/first (chapter 06)."""
     (a, first), (b, second) = result.items()
     ratio = lambda x, y: f"{y / x:.2f}" if x else "-"
     rows = [
@@ -785,7 +822,7 @@ def side_by_side(result: dict):
             ratio(sum(first.values()), sum(second.values())),
         )
     )
-    return html_table(["component", a, b, "ratio"], rows)
+    return table(["component", a, b, "ratio"], rows)
 
 
 def amp_table(result: dict):
@@ -812,14 +849,14 @@ def amp_verdict(result: dict, batch_size: int) -> str:
 
 
 def amp_peak(device, dataset, batch_size: int = 1024) -> dict:
-    """On a CUDA GPU: the allocator's peak during a float32 step and an autocast step (chapter 06)."""
+    """On a CUDA GPU: the allocator's peak during a
+    float32 step and an autocast step (chapter 06)."""
     x, y = digit_batch(dataset, batch_size, device)
     peaks = {}
-    for label, step in (("float32", warm_step), ("autocast", amp_step)):
+    for label, step in (("float32", training.train_step), ("autocast", amp_step)):
         model, optimizer, criterion = mid_training(device, x, y)
-        peaks[label] = memory.cuda_peak(lambda: step(model, optimizer, criterion, x, y), device)[
-            "peak"
-        ]
+        run = lambda step=step, m=model, o=optimizer, c=criterion: step(m, o, c, x, y)
+        peaks[label] = memory.cuda_peak(run, device)["peak"]
         del model, optimizer
     return peaks
 
@@ -827,7 +864,7 @@ def amp_peak(device, dataset, batch_size: int = 1024) -> dict:
 def amp_peak_table(peaks: dict):
     """float32 vs autocast peak, and their ratio (chapter 06)."""
     ratio = peaks["autocast"] / peaks["float32"]
-    return html_table(
+    return table(
         ["training step", "peak memory_allocated"],
         [(k, format_bytes(v)) for k, v in peaks.items()] + [("autocast / float32", f"{ratio:.2f}")],
     )
@@ -844,14 +881,15 @@ def freeze_compare(device, dataset, batch_size: int = 256) -> dict:
         for p in model[:frozen].parameters():
             p.requires_grad_(False)
         optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3)
-        warm_step(model, optimizer, nn.CrossEntropyLoss(), x, y)
+        training.train_step(model, optimizer, nn.CrossEntropyLoss(), x, y)
         result[label] = memory.training_step_memory(model, optimizer, nn.CrossEntropyLoss(), x, y)
     return result
 
 
 # ---------------------------------------------------------------- activation checkpointing
 def deep_mlp(depth: int = 8, width: int = 256) -> nn.Sequential:
-    """A deeper stack of Linear+ReLU blocks, where checkpointing has something to save (chapter 06)."""
+    """A deeper stack of Linear+ReLU blocks, where
+    checkpointing has something to save (chapter 06)."""
     blocks = [
         nn.Sequential(nn.Linear(N_FEATURES if i == 0 else width, width), nn.ReLU())
         for i in range(depth)
@@ -862,7 +900,8 @@ def deep_mlp(depth: int = 8, width: int = 256) -> nn.Sequential:
 def checkpoint_compare(
     device, dataset, batch_size: int = 512, segments: int = 3, repeats: int = 7
 ) -> dict:
-    """Saved bytes, module forward calls and time of a step, plain vs checkpoint_sequential (chapter 06).
+    """Saved bytes, module forward calls and time of a
+    step, plain vs checkpoint_sequential (chapter 06).
 
     The forward calls are counted by hooks (exact); the time is the median of `repeats` steps after
     one warm-up step, the two variants taking turns so that a busy machine slows both alike.
@@ -876,11 +915,11 @@ def checkpoint_compare(
         model = deep_mlp().to(device)
         calls = []
         for block in model:
-            block.register_forward_pre_hook(lambda *_: calls.append(1))
+            block.register_forward_pre_hook(lambda *_, calls=calls: calls.append(1))
         forward = (
-            (lambda: checkpoint_sequential(model, segs, x, use_reentrant=False))
+            (lambda m=model, s=segs: checkpoint_sequential(m, s, x, use_reentrant=False))
             if segs
-            else (lambda: model(x))
+            else (lambda m=model: m(x))
         )
         with memory.ActivationMeter(model) as meter:
             loss = criterion(forward(), y)
@@ -913,23 +952,27 @@ def checkpoint_notes(result: dict) -> str:
     per_segment = math.ceil(plain["modules"] / segments)
     recomputed = ckpt["calls"] - plain["calls"]
     lines = [
-        f"{plain['modules']} modules in the Sequential (8 Linear+ReLU blocks and the output layer): "
-        f"{plain['calls']} forward calls per plain step. checkpoint_sequential cut them into {segments} "
-        f"segments of up to {per_segment} and ran the last one without checkpointing, so backward "
-        f"recomputed the other {segments - 1}: {recomputed} more calls, {ckpt['calls']} in all. That count "
-        f"is exact: it is the extra compute checkpointing costs."
+        (
+            f"{plain['modules']} modules in the Sequential (8 Linear+ReLU blocks and the output "
+            f"layer): {plain['calls']} forward calls per plain step. checkpoint_sequential cut "
+            f"them into {segments} segments of up to {per_segment} and ran the last one without "
+            f"checkpointing, so backward recomputed the other {segments - 1}: {recomputed} more "
+            f"calls, {ckpt['calls']} in all. That count is exact: it is the extra compute "
+            "checkpointing costs."
+        )
     ]
     spread = lambda r: f"{min(r['times_ms']):.1f} to {max(r['times_ms']):.1f} ms"
     lines.append(
         f"Time per step, median of {len(plain['times_ms'])} steps each, taking turns: plain "
-        f"{1000 * plain['seconds']:.1f} ms ({spread(plain)}), checkpointed {1000 * ckpt['seconds']:.1f} ms "
-        f"({spread(ckpt)})."
+        f"{1000 * plain['seconds']:.1f} ms ({spread(plain)}), checkpointed "
+        f"{1000 * ckpt['seconds']:.1f} ms ({spread(ckpt)})."
     )
     if ckpt["seconds"] <= plain["seconds"]:
         lines.append(
-            "Here the checkpointed step did not come out slower: the timing noise of this machine (other "
-            "programs on the same cores) is larger than the recomputation. Trust the forward calls; "
-            "run the cell again on a quiet machine to see the time follow them."
+            "Here the checkpointed step did not come out slower: the timing noise of this "
+            "machine (other programs on the same cores) is larger than the recomputation. "
+            "Trust the forward calls; run the cell again on a quiet machine to see the time "
+            "follow them."
         )
     return "\n".join(lines)
 
@@ -950,7 +993,7 @@ def checkpoint_table(result: dict):
         )
     )
     print("same gradients with and without checkpointing:", same)
-    return html_table(
+    return table(
         [
             "training step",
             "saved for backward",
@@ -962,17 +1005,22 @@ def checkpoint_table(result: dict):
     )
 
 
+# ================================================================ exercises and quizzes
 # ---------------------------------------------------------------- exercise 1: model_state_bytes
-# The checks live in course_lib/checks/memory.py; the names below stay here for the notebook and tests.
+# The checks live in course_lib/checks/memory.py; the
+# names below stay here for the notebook and tests.
 _state_case = checks.state_case
 
 
 model_state_bytes = chapter.function_exercise(
     "model_state_bytes",
     title="Count the bytes a model and its optimizer hold",
-    prompt="Write model_state_bytes(model, optimizer) -> {'weights': int, 'grads': int, 'optimizer_state': int}: "
-    "the bytes of the model's parameters, of the gradients that exist right now, and of every tensor the "
-    "optimizer keeps in optimizer.state. Bytes of a tensor: t.numel() * t.element_size().",
+    prompt=(
+        "Write model_state_bytes(model, optimizer) -> {'weights': int, 'grads': int, "
+        "'optimizer_state': int}: the bytes of the model's parameters, of the gradients that "
+        "exist right now, and of every tensor the optimizer keeps in optimizer.state. Bytes of a "
+        "tensor: t.numel() * t.element_size()."
+    ),
     points=4,
     tests=[
         Test("after two Adam steps", checks.State("adam")),
@@ -980,16 +1028,24 @@ model_state_bytes = chapter.function_exercise(
         Test("a model with a bfloat16 layer", checks.State("bf16")),
     ],
     hints=[
-        "Weights: `model.parameters()`. Grads: `p.grad` of each parameter, when it is not None. Optimizer "
-        "state: `optimizer.state` is a dict {parameter: {name: value}}.",
-        "Bytes, not elements: `t.numel() * t.element_size()` respects the dtype (2 for bfloat16, 4 for float32).",
-        "Adam makes its state lazily at the first `step()`; before that `optimizer.state` is empty. Some values "
-        "in a state may not be tensors: check `isinstance(v, torch.Tensor)`.",
+        (
+            "Weights: `model.parameters()`. Grads: `p.grad` of each parameter, when it is not "
+            "None. Optimizer state: `optimizer.state` is a dict {parameter: {name: value}}."
+        ),
+        (
+            "Bytes, not elements: `t.numel() * t.element_size()` respects the dtype (2 for "
+            "bfloat16, 4 for float32)."
+        ),
+        (
+            "Adam makes its state lazily at the first `step()`; before that `optimizer.state` is "
+            "empty. Some values in a state may not be tensors: check "
+            "`isinstance(v, torch.Tensor)`."
+        ),
     ],
 )
 
 
-# ---------------------------------------------------------------- exercise 2: train_with_accumulation
+# -------------------------------------------------------------- exercise 2: train_with_accumulation
 ACC_IN, ACC_OUT = checks.ACC_IN, checks.ACC_OUT
 _acc_model, _acc_loader, _run_acc, _weights_equal = (
     checks.acc_model,
@@ -1003,13 +1059,17 @@ reference_big_batch = checks.reference_big_batch
 train_with_accumulation = chapter.function_exercise(
     "train_with_accumulation",
     title="Gradient accumulation: a big batch in small pieces",
-    prompt="Write train_with_accumulation(model, loader, optimizer, criterion, device, accum_steps): one epoch "
-    "where every batch from `loader` is a micro-batch (all of the same size), and every accum_steps "
-    "micro-batches form a group that takes one optimizer step, exactly the step of one big batch. For each "
-    "micro-batch: move x and y to `device`, forward, divide the loss by the number of micro-batches in its "
-    "group, backward. After the last micro-batch of each group: optimizer.step(), then zero_grad(). The "
-    "last group may be shorter (7 micro-batches with accum_steps=3 make groups of 3, 3 and 1): it still "
-    "gets its step, weighted by its real size. Put the model in training mode first. Nothing to return.",
+    prompt=(
+        "Write train_with_accumulation(model, loader, optimizer, criterion, device, accum_steps): "
+        "one epoch where every batch from `loader` is a micro-batch (all of the same size), and "
+        "every accum_steps micro-batches form a group that takes one optimizer step, exactly the "
+        "step of one big batch. For each micro-batch: move x and y to `device`, forward, divide "
+        "the loss by the number of micro-batches in its group, backward. After the last "
+        "micro-batch of each group: optimizer.step(), then zero_grad(). The last group may be "
+        "shorter (7 micro-batches with accum_steps=3 make groups of 3, 3 and 1): it still gets "
+        "its step, weighted by its real size. Put the model in training mode first. Nothing to "
+        "return."
+    ),
     points=6,
     tests=[
         Test("moves the inputs and the labels to `device`", MovesData("accumulate")),
@@ -1022,14 +1082,22 @@ train_with_accumulation = chapter.function_exercise(
         Test("the last, shorter group is weighted by its real size", checks.EqualsBigBatch(7, 3)),
     ],
     hints=[
-        "Count micro-batches with `for i, (x, y) in enumerate(loader)`. A group ends when "
-        "`(i + 1) % accum_steps == 0`, or at the very last micro-batch (`len(loader)` says which one that is).",
-        "A big batch's loss is the MEAN over its samples. For g equal micro-batches that is the sum of their g "
-        "mean losses divided by g, and `backward()` adds gradients up in `.grad`: so divide each micro-batch's "
-        "loss by g, the size of its own group (accum_steps, except in a last, shorter group).",
-        "The shape: `model.train()` and `zero_grad()` once; then for each micro-batch i: move x and y, work out "
-        "g for i's group from i, accum_steps and len(loader), backward the loss divided by g, and if i ends "
-        "its group: step and zero_grad.",
+        (
+            "Count micro-batches with `for i, (x, y) in enumerate(loader)`. A group ends when "
+            "`(i + 1) % accum_steps == 0`, or at the very last micro-batch (`len(loader)` says "
+            "which one that is)."
+        ),
+        (
+            "A big batch's loss is the MEAN over its samples. For g equal micro-batches that is "
+            "the sum of their g mean losses divided by g, and `backward()` adds gradients up in "
+            "`.grad`: so divide each micro-batch's loss by g, the size of its own group "
+            "(accum_steps, except in a last, shorter group)."
+        ),
+        (
+            "The shape: `model.train()` and `zero_grad()` once; then for each micro-batch i: move "
+            "x and y, work out g for i's group from i, accum_steps and len(loader), backward the "
+            "loss divided by g, and if i ends its group: step and zero_grad."
+        ),
     ],
 )
 
@@ -1041,11 +1109,14 @@ budget_card = checks.budget_card
 largest_batch = chapter.function_exercise(
     "largest_batch",
     title="Find the largest batch that fits",
-    prompt="Write largest_batch(try_batch, limit) -> int. try_batch(n) runs one training step on n samples and "
-    "raises an out-of-memory error if it does not fit. Try n = 1, 2, 4, 8, ... while n <= limit; return "
-    "the largest n that ran (0 if even 1 does not fit). Catch ONLY out-of-memory errors: "
-    "`except memory.OUT_OF_MEMORY:` (torch.OutOfMemoryError on a GPU, the course's MemoryBudgetExceeded "
-    "on the stand-in); any other error must reach the caller.",
+    prompt=(
+        "Write largest_batch(try_batch, limit) -> int. try_batch(n) runs one training step on n "
+        "samples and raises an out-of-memory error if it does not fit. Try n = 1, 2, 4, 8, ... "
+        "while n <= limit; return the largest n that ran (0 if even 1 does not fit). Catch ONLY "
+        "out-of-memory errors: `except memory.OUT_OF_MEMORY:` (torch.OutOfMemoryError on a GPU, "
+        "the course's MemoryBudgetExceeded on the stand-in); any other error must reach the "
+        "caller."
+    ),
     points=4,
     time_limit=30,
     tests=[
@@ -1065,14 +1136,22 @@ largest_batch = chapter.function_exercise(
         ),
     ],
     hints=[
-        "Keep two numbers: `best`, the largest size that ran so far (0 at first), and `n`, the size to try "
-        "next (1, then doubled each time). Stop when n passes the limit or a step runs out of memory.",
-        "Why catch only out-of-memory errors? A shape error is a bug: hiding it as 'too big' makes you shrink "
-        "the batch forever. `except RuntimeError` is too wide as well: torch's shape and device errors are "
-        "RuntimeErrors. `memory.OUT_OF_MEMORY` is a tuple of the two out-of-memory kinds.",
-        "The shape: `best, n = 0, 1`; a while loop over n at most the limit; inside, a try around "
-        "`try_batch(n)` whose except clause names `memory.OUT_OF_MEMORY` and leaves the loop; after a run, "
-        "remember n and double it. Return best.",
+        (
+            "Keep two numbers: `best`, the largest size that ran so far (0 at first), and `n`, "
+            "the size to try next (1, then doubled each time). Stop when n passes the limit or a "
+            "step runs out of memory."
+        ),
+        (
+            "Why catch only out-of-memory errors? A shape error is a bug: hiding it as 'too big' "
+            "makes you shrink the batch forever. `except RuntimeError` is too wide as well: "
+            "torch's shape and device errors are RuntimeErrors. `memory.OUT_OF_MEMORY` is a tuple "
+            "of the two out-of-memory kinds."
+        ),
+        (
+            "The shape: `best, n = 0, 1`; a while loop over n at most the limit; inside, a try "
+            "around `try_batch(n)` whose except clause names `memory.OUT_OF_MEMORY` and leaves "
+            "the loop; after a run, remember n and double it. Return best."
+        ),
     ],
 )
 
@@ -1082,13 +1161,16 @@ seed_question = chapter.quiz(
     "seed_question",
     title="Article A's question, asked of the measurement",
     kind="multiple",
-    question="Article A asks: 'list at least three fixes for CUDA out of memory, and say which is most "
-    "fundamental'. In "
+    question=(
+        "Article A asks: 'list at least three fixes for CUDA out of memory, and say which is most "
+        "fundamental'. In "
+    )
     + section("06", "Where the memory goes")
-    + " you measured that at batch 1024 the ACTIVATIONS are the "
-    "largest of the four parts (not yet more than the other three together). "
-    "Which of these reduce the activation memory of one training step, with every weight of the model "
-    "still trained? Choose all that apply.",
+    + (
+        " you measured that at batch 1024 the ACTIVATIONS are the largest of the four parts (not "
+        "yet more than the other three together). Which of these reduce the activation memory of "
+        "one training step, with every weight of the model still trained? Choose all that apply."
+    ),
     options={
         "a": "a smaller batch",
         "b": "gradient accumulation (the same effective batch in micro-batches)",
@@ -1096,37 +1178,63 @@ seed_question = chapter.quiz(
         "d": "`torch.cuda.empty_cache()`",
         "e": "mixed precision (`torch.autocast`)",
         "f": "replacing Adam with plain SGD",
-        "g": "running the training step under `torch.no_grad()` (article B's 'turning off gradients')",
+        "g": (
+            "running the training step under `torch.no_grad()` (article B's 'turning off "
+            "gradients')"
+        ),
     },
     digest="e5ea4e321992cc72",
     hints=[
-        "Activations are what autograd saves in the forward pass for the backward pass. For each option ask: "
-        "does it change what is saved, or how big each saved tensor is?",
-        f"Four options are right. {section('06', 'The fixes', start=True)}'s table and measurements show each fix at work.",
+        (
+            "Activations are what autograd saves in the forward pass for the backward pass. For "
+            "each option ask: does it change what is saved, or how big each saved tensor is?"
+        ),
+        (
+            f"Four options are right. {section('06', 'The fixes', start=True)}'s table and "
+            "measurements show each fix at work."
+        ),
     ],
     why={
-        "d": "`empty_cache()` hands back cached blocks that no tensor uses; saved activations are tensors in use.",
+        "d": (
+            "`empty_cache()` hands back cached blocks that no tensor uses; saved activations are "
+            "tensors in use."
+        ),
         "f": "SGD keeps less optimizer state, but the optimizer state is not activations.",
-        "g": "Under `no_grad` nothing is saved, but there is no graph either: `loss.backward()` raises, so "
-        "nothing is trained.",
+        "g": (
+            "Under `no_grad` nothing is saved, but there is no graph either: `loss.backward()` "
+            "raises, so nothing is trained."
+        ),
     },
-    explanation="Batch size, accumulation, checkpointing and autocast all shrink what is saved for backward; "
-    "empty_cache frees nothing that is in use, the optimizer's state is not activations, and a "
-    "training step cannot run without its graph. Which fix is 'most fundamental' depends on what "
-    "your measurement shows dominates: accumulation keeps the training the same while cutting what "
-    "dominates here.",
+    explanation=(
+        "Batch size, accumulation, checkpointing and autocast all shrink what is saved for "
+        "backward; empty_cache frees nothing that is in use, the optimizer's state is not "
+        "activations, and a training step cannot run without its graph. Which fix is 'most "
+        "fundamental' depends on what your measurement shows dominates: accumulation keeps the "
+        "training the same while cutting what dominates here."
+    ),
 )
 
 state_dominates = chapter.quiz(
     "state_dominates",
     title="When the model's state dominates",
-    question="Another run: a large model at batch 8, trained with Adam. The measurement shows weights + grads + "
-    "Adam state are 90% of the peak and activations 10%. Which change buys the most memory?",
+    question=(
+        "Another run: a large model at batch 8, trained with Adam. The measurement shows weights "
+        "+ grads + Adam state are 90% of the peak and activations 10%. Which change buys the most "
+        "memory?"
+    ),
     options={
-        "a": "A smaller model, or an optimizer with less state (SGD keeps 0 or 1 copy of the weights, Adam 2)",
-        "b": "Halve the batch to 4: the batch is always the first thing to shrink, whatever the size of the model",
+        "a": (
+            "A smaller model, or an optimizer with less state (SGD keeps 0 or 1 copy of the "
+            "weights, Adam 2)"
+        ),
+        "b": (
+            "Halve the batch to 4: the batch is always the first thing to shrink, whatever the "
+            "size of the model"
+        ),
         "c": "Gradient accumulation in micro-batches of 2, keeping the same effective batch of 8",
-        "d": "`torch.cuda.empty_cache()` before each step, so every step starts from an empty cache",
+        "d": (
+            "`torch.cuda.empty_cache()` before each step, so every step starts from an empty cache"
+        ),
     },
     digest="93a82f394a5d9243",
     hints=[
@@ -1135,13 +1243,24 @@ state_dominates = chapter.quiz(
         "A fix can at most remove the part it shrinks: how big is that part here?",
     ],
     why={
-        "b": "Only the activations depend on the batch: here they are 10%, so halving them saves about 5%.",
-        "c": "Accumulation shrinks the activations, which are 10% here; weights, grads and Adam state stay.",
-        "d": "Weights, gradients and Adam's state are tensors in use: `empty_cache()` frees none of them.",
+        "b": (
+            "Only the activations depend on the batch: here they are 10%, so halving them saves "
+            "about 5%."
+        ),
+        "c": (
+            "Accumulation shrinks the activations, which are 10% here; weights, grads and Adam "
+            "state stay."
+        ),
+        "d": (
+            "Weights, gradients and Adam's state are tensors in use: `empty_cache()` frees none "
+            "of them."
+        ),
     },
-    explanation="Batch fixes only touch the 10%: at best they save a tenth. Weights, gradients and optimizer state "
-    "do not depend on the batch at all; article A's 'reduce the batch first' is the right reflex only "
-    "when activations dominate. Measure before you fix.",
+    explanation=(
+        "Batch fixes only touch the 10%: at best they save a tenth. Weights, gradients and "
+        "optimizer state do not depend on the batch at all; article A's 'reduce the batch first' "
+        "is the right reflex only when activations dominate. Measure before you fix."
+    ),
 )
 
 empty_cache = chapter.quiz(
@@ -1149,16 +1268,34 @@ empty_cache = chapter.quiz(
     title="What does torch.cuda.empty_cache() give you?",
     question="After an out-of-memory error you call `torch.cuda.empty_cache()`. What does it do?",
     options={
-        "a": "It frees the tensors your program still references, so the next batch fits where they were",
-        "b": "It defragments the cache: it moves live tensors together so that one big free block appears",
-        "c": "It hands cached blocks no tensor uses back to the driver; your own program gains no room",
-        "d": "It clears the gradients like `zero_grad()`, and with them the activations saved for backward",
+        "a": (
+            "It frees the tensors your program still references, so the next batch fits where "
+            "they were"
+        ),
+        "b": (
+            "It defragments the cache: it moves live tensors together so that one big free block "
+            "appears"
+        ),
+        "c": (
+            "It hands cached blocks no tensor uses back to the driver; your own program gains no "
+            "room"
+        ),
+        "d": (
+            "It clears the gradients like `zero_grad()`, and with them the activations saved for "
+            "backward"
+        ),
     },
     digest="abde798612087fe9",
     hints=[
-        f"{section('06', 'empty_cache', start=True)}'s table: which number changed after `empty_cache()`, allocated or reserved?",
-        f"{section('06', 'A real out-of-memory error', start=True)} quotes what the allocator does before it raises an out-of-memory error. What is left "
-        "for `empty_cache()` to do afterwards?",
+        (
+            f"{section('06', 'empty_cache', start=True)}'s table: which number changed after "
+            "`empty_cache()`, allocated or reserved?"
+        ),
+        (
+            f"{section('06', 'A real out-of-memory error', start=True)} quotes what the allocator "
+            "does before it raises an out-of-memory error. What is left for `empty_cache()` to "
+            "do afterwards?"
+        ),
     ],
     why={
         "a": "A tensor that is still referenced stays where it is: nothing in use is freed.",
@@ -1166,88 +1303,161 @@ empty_cache = chapter.quiz(
         f"({section('06', 'A real out-of-memory error')}'s message).",
         "d": "It touches no tensor: `.grad` and the saved activations are tensors in use.",
     },
-    explanation="PyTorch's caching allocator would have reused those blocks anyway, and before raising an "
-    "out-of-memory error it already returned every cached block it could. empty_cache helps other "
-    "processes on the same GPU (and makes nvidia-smi's number drop); it treats a symptom, not the cause.",
+    explanation=(
+        "PyTorch's caching allocator would have reused those blocks anyway, and before raising an "
+        "out-of-memory error it already returned every cached block it could. empty_cache helps "
+        "other processes on the same GPU (and makes nvidia-smi's number drop); it treats a "
+        "symptom, not the cause."
+    ),
 )
 
 oom_message = chapter.quiz(
     "oom_message",
     title="Read the message before you fix",
-    question="A training run on an 80 GB GPU stops with: `CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 "
-    "has a total capacity of 79.19 GiB of which 301.00 MiB is free. Including non-PyTorch memory, this "
-    "process has 78.88 GiB memory in use. Of the allocated memory 61.02 GiB is allocated by PyTorch, and "
-    "17.35 GiB is reserved by PyTorch but unallocated.` What do you try first?",
+    question=(
+        "A training run on an 80 GB GPU stops with: "
+        "`CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 79.19 "
+        "GiB of which 301.00 MiB is free. Including non-PyTorch memory, this process has 78.88 GiB "
+        "memory in use. Of the allocated memory 61.02 GiB is allocated by PyTorch, and 17.35 GiB "
+        "is reserved by PyTorch but unallocated.` "
+        "What do you try first?"
+    ),
     options={
-        "a": "Call `torch.cuda.empty_cache()` just before the failing line, so the cached 17 GiB is usable",
-        "b": "Halve the batch size: the message says your tensors fill almost the whole card already",
-        "c": "`set_per_process_memory_fraction(1.0)`: the process is capped, as only 301 MiB is free",
-        "d": "Restart with `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`: the cache is in pieces",
+        "a": (
+            "Call `torch.cuda.empty_cache()` just before the failing line, so the cached 17 GiB "
+            "is usable"
+        ),
+        "b": (
+            "Halve the batch size: the message says your tensors fill almost the whole card already"
+        ),
+        "c": (
+            "`set_per_process_memory_fraction(1.0)`: the process is capped, as only 301 MiB is free"
+        ),
+        "d": (
+            "Restart with `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`: the cache is in "
+            "pieces"
+        ),
     },
     digest="4ce538a3fda6a083",
     hints=[
-        "Compare two numbers of the message: what was asked for, and what PyTorch holds reserved but unused.",
-        "17 GiB reserved and unused, yet 512 MiB could not be found: why can a request fail when there is "
-        "more than enough reserved room?",
+        (
+            "Compare two numbers of the message: what was asked for, and what PyTorch holds "
+            "reserved but unused."
+        ),
+        (
+            "17 GiB reserved and unused, yet 512 MiB could not be found: why can a request fail "
+            "when there is more than enough reserved room?"
+        ),
     ],
     why={
-        "a": "Before raising, the allocator already returned every cached block it could and tried again.",
-        "b": "It may help, but the message says PyTorch's tensors hold 61 of 79 GiB and 17 GiB sits unused: "
-        "look at that first.",
-        "c": "A cap would print 'allowed' in the message; free is small because this process reserved the card.",
+        "a": (
+            "Before raising, the allocator already returned every cached block it could and tried "
+            "again."
+        ),
+        "b": (
+            "It may help, but the message says PyTorch's tensors hold 61 of 79 GiB and 17 GiB "
+            "sits unused: look at that first."
+        ),
+        "c": (
+            "A cap would print 'allowed' in the message; free is small because this process "
+            "reserved the card."
+        ),
     },
-    explanation="17.35 GiB reserved but unallocated is 35 times the 512 MiB asked for: the room exists, in pieces "
-    "that do not fit. Expandable segments let the allocator grow one segment instead of cutting many.",
+    explanation=(
+        "17.35 GiB reserved but unallocated is 35 times the 512 MiB asked for: the room exists, "
+        "in pieces that do not fit. Expandable segments let the allocator grow one segment "
+        "instead of cutting many."
+    ),
 )
 
 accumulation_conditions = chapter.quiz(
     "accumulation_conditions",
     title="When is accumulation exactly the big batch?",
-    question="You replace one step on a batch of 1024 by 4 micro-batches of 256, each loss divided by 4, one "
-    "`optimizer.step()`. For which model is the result NOT the big-batch step (up to rounding)?",
+    question=(
+        "You replace one step on a batch of 1024 by 4 micro-batches of 256, each loss divided by "
+        "4, one `optimizer.step()`. For which model is the result NOT the big-batch step (up to "
+        "rounding)?"
+    ),
     options={
-        "a": "An MLP trained with Adam instead of SGD, whose moving averages are updated once per step",
-        "b": "A CNN with `BatchNorm2d` layers in training mode, whose statistics come from each batch",
-        "c": "A model trained with `CrossEntropyLoss()` and its default `reduction='mean'` over the batch",
-        "d": "A model whose optimizer applies weight decay to every weight at each `optimizer.step()`",
+        "a": (
+            "An MLP trained with Adam instead of SGD, whose moving averages are updated once per "
+            "step"
+        ),
+        "b": (
+            "A CNN with `BatchNorm2d` layers in training mode, whose statistics come from each "
+            "batch"
+        ),
+        "c": (
+            "A model trained with `CrossEntropyLoss()` and its default `reduction='mean'` over "
+            "the batch"
+        ),
+        "d": (
+            "A model whose optimizer applies weight decay to every weight at each "
+            "`optimizer.step()`"
+        ),
     },
     digest="7107acf9702c98c3",
     hints=[
-        "Accumulation reproduces the big batch's GRADIENT. What in the model depends on which samples share "
-        "a forward pass?",
-        "Sort the options: which act at `optimizer.step()` (once per group, as once per big batch), and "
-        "which act inside each forward pass, on the samples it sees?",
+        (
+            "Accumulation reproduces the big batch's GRADIENT. What in the model depends on which "
+            "samples share a forward pass?"
+        ),
+        (
+            "Sort the options: which act at `optimizer.step()` (once per group, as once per big "
+            "batch), and which act inside each forward pass, on the samples it sees?"
+        ),
     ],
     why={
-        "a": "The optimizer sees only the summed gradient at its one step: Adam's update is the big batch's.",
-        "c": "A mean loss divided by the number of micro-batches is exactly what makes the sum right.",
+        "a": (
+            "The optimizer sees only the summed gradient at its one step: Adam's update is the "
+            "big batch's."
+        ),
+        "c": (
+            "A mean loss divided by the number of micro-batches is exactly what makes the sum "
+            "right."
+        ),
         "d": "Weight decay acts at the step, once per group, as it does once per big batch.",
     },
-    explanation="BatchNorm normalizes with the statistics of the samples in one forward pass: 256 at a time is "
-    "not 1024 at a time (and its running averages are updated 4 times). Equal micro-batches, a mean "
-    "loss and no batch-dependent layers: then accumulation is exact.",
+    explanation=(
+        "BatchNorm normalizes with the statistics of the samples in one forward pass: 256 at a "
+        "time is not 1024 at a time (and its running averages are updated 4 times). Equal "
+        "micro-batches, a mean loss and no batch-dependent layers: then accumulation is exact."
+    ),
 )
 
 adam_bytes = chapter.quiz(
     "adam_bytes",
     title="How big is Adam's state?",
     kind="numeric",
-    question="`nn.Linear(1000, 1000)` in float32 (weight and bias) is trained with Adam. After the first step, how "
-    "many bytes do Adam's two running averages (`exp_avg` and `exp_avg_sq`, for both parameters) hold "
-    "together? Check yourself with your model_state_bytes (the small step counters add a few bytes).",
+    question=(
+        "`nn.Linear(1000, 1000)` in float32 (weight and bias) is trained with Adam. After the "
+        "first step, how many bytes do Adam's two running averages (`exp_avg` and `exp_avg_sq`, "
+        "for both parameters) hold together? Check yourself with your model_state_bytes (the "
+        "small step counters add a few bytes)."
+    ),
     digest="439e8f5ed26f8df8",
     hints=[
         "Count the parameters first: a 1000 x 1000 weight plus a bias of 1000.",
-        "Each running average holds one float32 (4 bytes) per parameter, and Adam keeps two of them.",
+        (
+            "Each running average holds one float32 (4 bytes) per parameter, and Adam keeps two "
+            "of them."
+        ),
     ],
-    explanation="1000 x 1000 + 1000 = 1,001,000 parameters; two float32 copies of each: 2 x 4 x 1,001,000 bytes. "
-    "Weights + grads + Adam = 4 copies of the model before a single activation.",
+    explanation=(
+        "1000 x 1000 + 1000 = 1,001,000 parameters; two float32 copies of each: 2 x 4 x 1,001,000 "
+        "bytes. Weights + grads + Adam = 4 copies of the model before a single activation."
+    ),
     why={
         4004000: "That is ONE float32 copy of the parameters: Adam keeps two running averages.",
         8000000: "The bias is missing: its 1000 numbers get running averages too.",
         2002000: "That counts numbers, not bytes: each float32 number takes 4 bytes.",
-        16016000: "That adds the weights and the gradients; the question asks for Adam's two averages only.",
-        8008008: "That includes Adam's two step counters (4 bytes each); the question asks for the two "
-        "running averages alone.",
+        16016000: (
+            "That adds the weights and the gradients; the question asks for Adam's two averages "
+            "only."
+        ),
+        8008008: (
+            "That includes Adam's two step counters (4 bytes each); the question asks for the two "
+            "running averages alone."
+        ),
     },
 )

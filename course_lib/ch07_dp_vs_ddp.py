@@ -1,4 +1,5 @@
-"""Chapter 07, DataParallel vs DistributedDataParallel: the real DDP run, the comparisons, the stepper.
+"""Chapter 07, DataParallel vs DistributedDataParallel:
+the real DDP run, the comparisons, the stepper.
 
 The DDP processes themselves live in `course_lib.ddp_worker` (an importable module, so that
 `spawn` and `torchrun` can find the worker). This module compares what they did with one
@@ -14,16 +15,47 @@ import torch
 from torch import nn
 from torch.utils.data import DistributedSampler
 
-from . import ddp_worker
+from . import chapters, ddp_worker, training
 from .checks import distributed
 from .device import gpu_only
-from .exercises import Chapter, Test
+from .exercises import Test
 from .memory import format_bytes, weight_bytes
 from .sections import section
 
-chapter = Chapter(__name__, title="DataParallel vs DistributedDataParallel")
+chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
+
+__all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
+    "chapter",
+    # exercises and quizzes: ch.<name>.check(...), .hint(), .solution(), .ask()
+    "shard_indices",
+    "average_gradients",
+    "local_rank_device",
+    "effective_batch",
+    "who_saves",
+    "forgot_init",
+    "dp_vs_ddp",
+    "faster_not_smarter",
+    # teaching helpers: the demos, tables and models the notebook uses
+    "gpus_available",
+    "multi_gpu_only",
+    "dataparallel_phases",
+    "failure_demo",
+    "sync_batchnorm_on_cpu",
+    "describe_ranks",
+    "show_sampler_orders",
+    "show_torchrun_ranks",
+    "gradient_sync_report",
+    "compare_with_single_process",
+    "effective_batch_size",
+    "step_through",
+]
 
 
+def __dir__():
+    return __all__
+
+
+# ================================================================ teaching helpers
 # ---------------------------------------------------------------- DataParallel
 def gpus_available() -> int:
     """How many CUDA GPUs this process sees (0 without CUDA) (chapter 07)."""
@@ -31,7 +63,8 @@ def gpus_available() -> int:
 
 
 def multi_gpu_only(n: int, what: str) -> bool:
-    """For a cell that needs `n` GPUs: True when there are enough, else print a visible SKIPPED line."""
+    """For a cell that needs `n` GPUs: True when there
+    are enough, else print a visible SKIPPED line."""
     if not gpu_only(what):
         return False
     if gpus_available() < n:
@@ -72,7 +105,8 @@ def run_ddp(**options) -> ddp_worker.LaunchResult:
 
 
 def failure_demo(deadline_s: float = 60.0) -> str:
-    """Launch once with torchrun, rank 1 failing on purpose; say what torchrun reported and what is left running."""
+    """Launch once with torchrun, rank 1 failing on purpose;
+    say what torchrun reported and what is left running."""
     import time
 
     start = time.perf_counter()
@@ -87,8 +121,11 @@ def failure_demo(deadline_s: float = 60.0) -> str:
             f"torchrun exited with {err.returncode} after {time.perf_counter() - start:.1f} s\n"
             f"rank 1's error: {said.group(1) if said else '(not in the output)'}\n"
             + (
-                "rank 0: stopped by torchrun with SIGTERM while it waited for rank 1 inside a collective; "
-                "torchrun's report calls rank 1 the root cause (ChildFailedError)\n"
+                (
+                    "rank 0: stopped by torchrun with SIGTERM while it waited for rank 1 inside a "
+                    "collective; torchrun's report calls rank 1 the root cause "
+                    "(ChildFailedError)\n"
+                )
                 if stopped
                 else ""
             )
@@ -118,7 +155,8 @@ def _sync_batchnorm_task(rank: int, world_size: int):
 
 
 def describe_ranks(result: ddp_worker.LaunchResult) -> str:
-    """One line per process: pid, device, backend, the start of its shard, its losses (chapter 07)."""
+    """One line per process: pid, device, backend,
+    the start of its shard, its losses (chapter 07)."""
     config = result.config
     lines = [
         f"{result.how}: {len(result.ranks)} processes, backend {config.backend}, "
@@ -127,8 +165,9 @@ def describe_ranks(result: ddp_worker.LaunchResult) -> str:
     for r in result.ranks:
         losses = ", ".join(f"{v:.3f}" for v in r["losses"])
         lines.append(
-            f"  rank {r['rank']} (pid {r['pid']}, {r['device']}): shard of {len(r['orders'][0])} samples "
-            f"starting {r['orders'][0][:6]}...\n      losses per step [{losses}]"
+            f"  rank {r['rank']} (pid {r['pid']}, {r['device']}): shard of "
+            f"{len(r['orders'][0])} samples starting {r['orders'][0][:6]}...\n      losses "
+            f"per step [{losses}]"
         )
     return "\n".join(lines)
 
@@ -141,7 +180,8 @@ def sampler_orders(
     set_epoch: bool = True,
     seed: int = 0,
 ) -> list:
-    """orders[epoch][rank]: what real DistributedSamplers give each rank, epoch by epoch (chapter 07)."""
+    """orders[epoch][rank]: what real DistributedSamplers
+    give each rank, epoch by epoch (chapter 07)."""
     samplers = [
         DistributedSampler(
             range(n_samples), num_replicas=world_size, rank=rank, shuffle=shuffle, seed=seed
@@ -165,7 +205,8 @@ SAMPLER_SETTINGS = {
 
 
 def show_sampler_orders(n_samples: int = 12, world_size: int = 2, epochs: int = 2) -> None:
-    """Print each rank's indices for a few epochs, for the three ways of using the sampler (chapter 07)."""
+    """Print each rank's indices for a few epochs, for
+    the three ways of using the sampler (chapter 07)."""
     for label, options in SAMPLER_SETTINGS.items():
         print(label)
         for epoch, ranks in enumerate(sampler_orders(n_samples, world_size, epochs, **options)):
@@ -211,21 +252,29 @@ def mean_of(tensor_lists: list) -> list:
 
 
 def gradient_sync_report(result: ddp_worker.LaunchResult, step: int = 0) -> str:
-    """Before vs after the all-reduce at `step`: the ranks' own gradients, and what backward left."""
+    """Before vs after the all-reduce at `step`: the
+    ranks' own gradients, and what backward left."""
     local = [r["local_grads"][step] for r in result.ranks]
     synced = [r["synced_grads"][step] for r in result.ranks]
     return "\n".join(
         [
             f"step {step}: each rank's OWN gradients (no_sync, no communication) differ by up to "
             f"{max_abs_diff(local[0], local[1]):.2e}",
-            f"after backward, rank 0 and rank 1 hold gradients that differ by {max_abs_diff(synced[0], synced[1]):.2e}",
-            f"and those equal the mean of the ranks' own gradients up to {max_abs_diff(synced[0], mean_of(local)):.2e}",
+            (
+                "after backward, rank 0 and rank 1 hold gradients that differ by "
+                f"{max_abs_diff(synced[0], synced[1]):.2e}"
+            ),
+            (
+                "and those equal the mean of the ranks' own gradients up to "
+                f"{max_abs_diff(synced[0], mean_of(local)):.2e}"
+            ),
         ]
     )
 
 
 def single_process_run(result: ddp_worker.LaunchResult, ranks=None) -> dict:
-    """One process, no DDP: the same model, lr and steps, each step on the union of `ranks`' batches.
+    """One process, no DDP: the same model, lr and
+    steps, each step on the union of `ranks`' batches.
 
     ranks=None: all of them, i.e. one device on the full N x b batch (chapter 07).
     """
@@ -233,18 +282,19 @@ def single_process_run(result: ddp_worker.LaunchResult, ranks=None) -> dict:
     ranks = range(len(result.ranks)) if ranks is None else ranks
     dataset = ddp_worker.train_set()
     model = ddp_worker.make_model(config)
-    optimizer = torch.optim.SGD(model.parameters(), lr=config.lr)
+    step = training.stepper(model, torch.optim.SGD(model.parameters(), lr=config.lr))
     grads = []
     for step_batches in zip(*(result.ranks[r]["batches"] for r in ranks)):
         index = torch.tensor([i for batch in step_batches for i in batch])
         x, y = dataset[index]
-        ddp_worker.train_step(model, optimizer, x, y)
+        step(x, y)
         grads.append(ddp_worker.grads_of(model))
     return {"batch": len(index), "grads": grads, "weights": model.state_dict()}
 
 
 def compare_with_single_process(result: ddp_worker.LaunchResult) -> dict:
-    """Max abs differences between the DDP run and one process on the N x b batch (and on b alone)."""
+    """Max abs differences between the DDP run and
+    one process on the N x b batch (and on b alone)."""
     full = single_process_run(result)
     alone = single_process_run(result, ranks=[0])
     rank0 = result.ranks[0]
@@ -263,7 +313,8 @@ def compare_with_single_process(result: ddp_worker.LaunchResult) -> dict:
 def effective_batch_size(
     per_device_batch: int, world_size: int, accumulation_steps: int = 1
 ) -> int:
-    """Samples behind one optimizer step: per-device batch x devices x accumulation steps (chapter 07)."""
+    """Samples behind one optimizer step: per-device
+    batch x devices x accumulation steps (chapter 07)."""
     return per_device_batch * world_size * accumulation_steps
 
 
@@ -351,7 +402,8 @@ class Phase:
 
 
 def dp_phases(work: Workload, n: int, per_device_batch: int) -> list:
-    """One DataParallel step on n GPUs as article A draws it: cuda:0 sends and collects everything."""
+    """One DataParallel step on n GPUs as article A
+    draws it: cuda:0 sends and collects everything."""
     others = range(1, n)
     chunk_in, chunk_out = per_device_batch * work.input_bytes, per_device_batch * work.output_bytes
     everyone = tuple(range(n))
@@ -397,21 +449,27 @@ def dp_phases(work: Workload, n: int, per_device_batch: int) -> list:
         ),
         Phase(
             "step",
-            "The optimizer updates the weights on cuda:0 only. Next step: scatter and replicate again.",
+            (
+                "The optimizer updates the weights on cuda:0 only. Next step: scatter and "
+                "replicate again."
+            ),
             (0,),
         ),
     ]
 
 
 def ddp_phases(work: Workload, n: int, per_device_batch: int) -> list:
-    """One DDP step on n GPUs: one process each, gradients averaged by an all-reduce (drawn as a ring)."""
+    """One DDP step on n GPUs: one process each, gradients
+    averaged by an all-reduce (drawn as a ring)."""
     everyone = tuple(range(n))
     ring = ring_allreduce_bytes(work.param_bytes, n)
     return [
         Phase(
             "load",
-            f"Each process reads its own {per_device_batch} samples (DistributedSampler) and copies "
-            "them from host memory to its own GPU: nothing passes through a main GPU.",
+            (
+                f"Each process reads its own {per_device_batch} samples (DistributedSampler) and "
+                "copies them from host memory to its own GPU: nothing passes through a main GPU."
+            ),
             everyone,
         ),
         Phase(
@@ -434,8 +492,10 @@ def ddp_phases(work: Workload, n: int, per_device_batch: int) -> list:
         ),
         Phase(
             "step",
-            "Every process applies the same averaged gradient to its own replica: the replicas stay "
-            "identical without ever copying weights.",
+            (
+                "Every process applies the same averaged gradient to its own replica: the "
+                "replicas stay identical without ever copying weights."
+            ),
             everyone,
         ),
     ]
@@ -452,7 +512,8 @@ def traffic(phases: list, n: int) -> list:
 
 
 def step_traffic(work: Workload, n: int, per_device_batch: int) -> dict:
-    """{'DataParallel': [(sent, received) per GPU], 'DistributedDataParallel': [...]}: one whole step."""
+    """{'DataParallel': [(sent, received) per GPU],
+    'DistributedDataParallel': [...]}: one whole step."""
     return {
         "DataParallel": traffic(dp_phases(work, n, per_device_batch), n),
         "DistributedDataParallel": traffic(ddp_phases(work, n, per_device_batch), n),
@@ -471,15 +532,17 @@ def _device_box(i: int, phase: Phase, strategy: str, moved: tuple) -> str:
         if sent or received
         else "no copies"
     )
-    return (
-        f"<div style='display:inline-block;min-width:120px;margin:3px;padding:6px;border:1px solid #8c959f;"
-        f"background:{color};color:#1f2328;text-align:center'><b>{name}</b><br>"
-        f"{'computing' if i in phase.busy else 'waiting'}<br><small>{moved}</small></div>"
+    state = "computing" if i in phase.busy else "waiting"
+    style = (
+        "display:inline-block;min-width:120px;margin:3px;padding:6px;border:1px solid #8c959f;"
+        f"background:{color};color:#1f2328;text-align:center"
     )
+    return f"<div style='{style}'><b>{name}</b><br>{state}<br><small>{moved}</small></div>"
 
 
 def phase_html(strategy: str, index: int, work: Workload, n: int, per_device_batch: int) -> str:
-    """The diagram of phase `index` (0-based) of one step: device boxes and the copies made (chapter 07)."""
+    """The diagram of phase `index` (0-based) of one
+    step: device boxes and the copies made (chapter 07)."""
     phases = STRATEGIES[strategy](work, n, per_device_batch)
     phase = phases[index]
     arrows = "".join(
@@ -488,15 +551,17 @@ def phase_html(strategy: str, index: int, work: Workload, n: int, per_device_bat
     )
     if len(phase.transfers) > 8:
         arrows += f"<li>... {len(phase.transfers) - 8} more</li>"
+    boxes = "".join(_device_box(i, phase, strategy, m) for i, m in enumerate(traffic([phase], n)))
+    copies = arrows or "<li>no copies between GPUs in this phase</li>"
     return (
-        f"<div><b>{strategy}, phase {index + 1} of {len(phases)}: {phase.name}</b><br>{phase.text}</div>"
-        f"<div>{''.join(_device_box(i, phase, strategy, m) for i, m in enumerate(traffic([phase], n)))}</div>"
-        f"<ul>{arrows or '<li>no copies between GPUs in this phase</li>'}</ul>"
+        f"<div><b>{strategy}, phase {index + 1} of {len(phases)}: {phase.name}</b><br>"
+        f"{phase.text}</div><div>{boxes}</div><ul>{copies}</ul>"
     )
 
 
 def busiest(per_device: list) -> float:
-    """Bytes moved (sent + received) by the busiest device: what the slowest link must carry (chapter 07)."""
+    """Bytes moved (sent + received) by the busiest
+    device: what the slowest link must carry (chapter 07)."""
     return max(s + r for s, r in per_device)
 
 
@@ -505,14 +570,15 @@ def totals_html(work: Workload, n: int, per_device_batch: int) -> str:
     both = step_traffic(work, n, per_device_batch)
     dp, ddp = both["DataParallel"], both["DistributedDataParallel"]
     return (
-        f"<div>Model: {work.param_bytes / 4:,.0f} float32 parameters = {format_bytes(work.param_bytes)}. "
-        f"One step on {n} GPUs, {per_device_batch} samples each (bytes sent + received):<ul>"
-        f"<li>DataParallel: cuda:0 (main) moves {format_bytes(sum(dp[0]))}; every other GPU "
-        f"{format_bytes(sum(dp[-1]))}</li>"
-        f"<li>DDP: every GPU moves {format_bytes(sum(ddp[0]))} (counted as a ring all-reduce: each device "
-        f"sends 2(N-1)/N x model = {format_bytes(ring_allreduce_bytes(work.param_bytes, n))} and receives "
-        f"as much)"
-        f"</li><li>busiest GPU: DP / DDP = {busiest(dp) / busiest(ddp):.2f}</li></ul></div>"
+        f"<div>Model: {work.param_bytes / 4:,.0f} float32 parameters = "
+        f"{format_bytes(work.param_bytes)}. One step on {n} GPUs, {per_device_batch} samples "
+        "each (bytes sent + received):<ul><li>DataParallel: cuda:0 (main) moves "
+        f"{format_bytes(sum(dp[0]))}; every other GPU "
+        f"{format_bytes(sum(dp[-1]))}</li><li>DDP: every GPU moves "
+        f"{format_bytes(sum(ddp[0]))} (counted as a ring all-reduce: each device sends "
+        f"2(N-1)/N x model = {format_bytes(ring_allreduce_bytes(work.param_bytes, n))} and "
+        "receives as much)</li><li>busiest GPU: DP / DDP = "
+        f"{busiest(dp) / busiest(ddp):.2f}</li></ul></div>"
     )
 
 
@@ -643,22 +709,27 @@ class StepThrough:
 
 
 def step_through(n: int = 4, per_device_batch: int = 32) -> StepThrough:
-    """Show the chapter 07 widget: one training step of DP vs DDP, phase by phase, with traffic per GPU."""
+    """Show the chapter 07 widget: one training step of
+    DP vs DDP, phase by phase, with traffic per GPU."""
     return StepThrough(n, per_device_batch)
 
 
+# ================================================================ exercises and quizzes
 # ---------------------------------------------------------------- exercise 1: shard_indices
-# The checks live in course_lib/checks/distributed.py; these names stay here for the notebook and tests.
+# The checks live in course_lib/checks/distributed.py;
+# these names stay here for the notebook and tests.
 sampler_indices, check_shards = distributed.sampler_indices, distributed.Shards
 
 
 shard_indices = chapter.function_exercise(
     "shard_indices",
     title="Which samples does each rank read?",
-    prompt="Write shard_indices(n_samples, rank, world_size) -> list[int]: the dataset indices that "
-    "DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=False) gives that rank "
-    "(drop_last=False: the list is padded by repeating indices from the start, so every rank gets "
-    "the same number).",
+    prompt=(
+        "Write shard_indices(n_samples, rank, world_size) -> list[int]: the dataset indices that "
+        "DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=False) gives "
+        "that rank (drop_last=False: the list is padded by repeating indices from the start, so "
+        "every rank gets the same number)."
+    ),
     points=3,
     tests=[
         Test("10 samples on 2 ranks", check_shards([(10, 2)])),
@@ -669,8 +740,11 @@ shard_indices = chapter.function_exercise(
         "Every rank gets ceil(n_samples / world_size) indices.",
         "Pad 0..n-1 to total = ceil(n / world) * world by repeating indices from the start "
         "(more than once if n is tiny), then deal them out like cards.",
-        "Shape: a list of 0..n-1; extend it with indices from its start (the list repeated as often as "
-        "needed, cut to the missing count); take a slice starting at `rank` with step `world_size`.",
+        (
+            "Shape: a list of 0..n-1; extend it with indices from its start (the list repeated as "
+            "often as needed, cut to the missing count); take a slice starting at `rank` with "
+            "step `world_size`."
+        ),
     ],
 )
 
@@ -687,23 +761,31 @@ check_average = distributed.Average
 average_gradients = chapter.function_exercise(
     "average_gradients",
     title="Average the gradients yourself, in a real process group",
-    prompt="Write average_gradients(model). Every process calls it right after loss.backward(); it must leave "
-    "in each parameter's .grad the average of that gradient over all processes, as DDP does. Use "
-    "dist.all_reduce (it sums a tensor over the processes, in place, on every one of them) and "
-    "dist.get_world_size(). Parameters whose .grad is None (a frozen layer) stay None. The check "
-    "starts real processes in a gloo group on this machine.",
+    prompt=(
+        "Write average_gradients(model). Every process calls it right after loss.backward(); it "
+        "must leave in each parameter's .grad the average of that gradient over all processes, as "
+        "DDP does. Use dist.all_reduce (it sums a tensor over the processes, in place, on every "
+        "one of them) and dist.get_world_size(). Parameters whose .grad is None (a frozen layer) "
+        "stay None. The check starts real processes in a gloo group on this machine."
+    ),
     points=4,
     time_limit=90.0,  # forked processes take a second; spawned ones (off Linux) import torch first
     tests=[
         Test("2 processes: every rank ends with the average of their gradients", check_average(2))
     ],
     hints=[
-        "`dist.all_reduce(t)` replaces `t`, on every rank, by the sum of all ranks' `t` (op SUM, the "
-        "default). It works in place and must be called by every rank.",
-        "The average is the sum divided by `dist.get_world_size()`. Dividing each gradient first and then "
-        "summing gives the same result: that is what DDP does.",
-        "Shape: get the world size once; loop over `model.parameters()`; skip a parameter whose `.grad` "
-        "is None; divide its `.grad` in place; all-reduce that same tensor.",
+        (
+            "`dist.all_reduce(t)` replaces `t`, on every rank, by the sum of all ranks' `t` (op "
+            "SUM, the default). It works in place and must be called by every rank."
+        ),
+        (
+            "The average is the sum divided by `dist.get_world_size()`. Dividing each gradient "
+            "first and then summing gives the same result: that is what DDP does."
+        ),
+        (
+            "Shape: get the world size once; loop over `model.parameters()`; skip a parameter "
+            "whose `.grad` is None; divide its `.grad` in place; all-reduce that same tensor."
+        ),
     ],
 )
 
@@ -713,26 +795,35 @@ local_rank_device = chapter.quiz(
     "local_rank_device",
     title="RANK or LOCAL_RANK?",
     kind="numeric",
-    question="torchrun starts 8 processes on 2 machines with 4 GPUs each. On which GPU of its machine, cuda:N, "
-    "must the process with RANK=5 run? Answer N.",
+    question=(
+        "torchrun starts 8 processes on 2 machines with 4 GPUs each. On which GPU of its machine, "
+        "cuda:N, must the process with RANK=5 run? Answer N."
+    ),
     digest="717a4c1eb6eeae3c",
     hints=[
         "Ranks 0 to 3 run on the first machine, ranks 4 to 7 on the second.",
         "Each machine numbers its own processes from 0: that number is LOCAL_RANK.",
     ],
     why={
-        5: "5 is the RANK, numbered over both machines; a GPU is named by its number on its own machine."
+        5: (
+            "5 is the RANK, numbered over both machines; a GPU is named by its number on its own "
+            "machine."
+        )
     },
-    explanation="RANK 5 is the second process of the second machine: LOCAL_RANK 1, so cuda:1. cuda:5 does not "
-    "exist on a 4-GPU machine.",
+    explanation=(
+        "RANK 5 is the second process of the second machine: LOCAL_RANK 1, so cuda:1. cuda:5 does "
+        "not exist on a 4-GPU machine."
+    ),
 )
 
 effective_batch = chapter.quiz(
     "effective_batch",
     title="Effective batch size",
     kind="numeric",
-    question="DDP on 2 GPUs, DataLoader batch_size=32 in each process, no gradient accumulation. Over how many "
-    "samples is the gradient of ONE optimizer step averaged?",
+    question=(
+        "DDP on 2 GPUs, DataLoader batch_size=32 in each process, no gradient accumulation. Over "
+        "how many samples is the gradient of ONE optimizer step averaged?"
+    ),
     digest="abab5d08f69221f5",
     hints=[
         "Each process averages the gradient over its own batch; the all-reduce then averages those "
@@ -750,73 +841,117 @@ who_saves = chapter.quiz(
     title="Which rank writes the checkpoint?",
     question="In a DDP run on 4 GPUs, which process should call `torch.save`, and why?",
     options={
-        "a": "Every rank, each to its own file `ckpt_rank{r}.pt`, so that no copy is lost if one process "
-        "crashes before the end",
-        "b": "The rank with the lowest loss in the last step, because its replica learned the most from "
-        "the samples it was given",
-        "c": "The last rank to finish the epoch, because its weights include the newest update while the "
-        "others may lag behind",
-        "d": "Rank 0 only, then a barrier: after every step the replicas hold identical weights, so one "
-        "copy is complete",
+        "a": (
+            "Every rank, each to its own file `ckpt_rank{r}.pt`, so that no copy is lost if one "
+            "process crashes before the end"
+        ),
+        "b": (
+            "The rank with the lowest loss in the last step, because its replica learned the most "
+            "from the samples it was given"
+        ),
+        "c": (
+            "The last rank to finish the epoch, because its weights include the newest update "
+            "while the others may lag behind"
+        ),
+        "d": (
+            "Rank 0 only, then a barrier: after every step the replicas hold identical weights, "
+            "so one copy is complete"
+        ),
     },
     digest="36e19008ec6a0bf2",
     hints=[
-        f"Compare the weights of rank 0 and rank 1 after the run in "
-        f"{section('07', 'DistributedDataParallel, for real')} (or {section('07', 'faster, not smarter')}'s numbers)."
+        (
+            "Compare the weights of rank 0 and rank 1 after the run in "
+            f"{section('07', 'DistributedDataParallel, for real')} (or "
+            f"{section('07', 'faster, not smarter')}'s numbers)."
+        )
     ],
     why={
-        "a": "The 4 files would hold the same numbers 4 times: after every step all replicas are identical.",
-        "b": "The ranks saw different samples, so their losses differ, but their weights do not: each step "
-        "applied the same averaged gradient everywhere.",
-        "c": "No rank is ahead: every rank applies the same update in the same step, and the all-reduce "
-        "makes them wait for each other.",
+        "a": (
+            "The 4 files would hold the same numbers 4 times: after every step all replicas are "
+            "identical."
+        ),
+        "b": (
+            "The ranks saw different samples, so their losses differ, but their weights do not: "
+            "each step applied the same averaged gradient everywhere."
+        ),
+        "c": (
+            "No rank is ahead: every rank applies the same update in the same step, and the "
+            "all-reduce makes them wait for each other."
+        ),
     },
-    explanation="Save `model.module.state_dict()` (no `module.` prefix, chapter 04) from rank 0, then "
-    "`dist.barrier()` before anyone reads it.",
+    explanation=(
+        "Save `model.module.state_dict()` (no `module.` prefix, chapter 04) from rank 0, then "
+        "`dist.barrier()` before anyone reads it."
+    ),
 )
 
 forgot_init = chapter.quiz(
     "forgot_init",
     title="Which error will this raise?",
     kind="error",
-    question="A training script builds its DistributedSampler before (or without) init_process_group, and "
-    "without num_replicas/rank.",
+    question=(
+        "A training script builds its DistributedSampler before (or without) init_process_group, "
+        "and without num_replicas/rank."
+    ),
     code="from torch.utils.data import DistributedSampler\n"
     "sampler = DistributedSampler(range(100))",
     options={
         "a": "No error: with no process group it acts as rank 0 of a group of 1 and yields all 100 "
         "indices",
-        "b": "TypeError: a `range` is not a Dataset; the sampler needs an object with `__getitem__`",
+        "b": (
+            "TypeError: a `range` is not a Dataset; the sampler needs an object with `__getitem__`"
+        ),
         "c": "ValueError: the default process group has not been initialized",
         "d": "KeyError: 'RANK' is not in the environment: the sampler reads torchrun's variables",
     },
     hints=[
-        "Where can the sampler learn how many ranks there are, and which one this is, when you do not "
-        "pass `num_replicas` and `rank`?"
+        (
+            "Where can the sampler learn how many ranks there are, and which one this is, when "
+            "you do not pass `num_replicas` and `rank`?"
+        )
     ],
     why={
-        "a": "DistributedSampler has no one-process fallback: without `num_replicas` and `rank` it must "
-        "find both somewhere.",
+        "a": (
+            "DistributedSampler has no one-process fallback: without `num_replicas` and `rank` it "
+            "must find both somewhere."
+        ),
         "b": "The sampler only needs `len(dataset)`; a range has a length.",
         "d": "The sampler reads no environment variables; `init_process_group` does (with `env://`).",
     },
-    explanation="`DistributedSampler` asks the default process group for the world size and this process's "
-    "rank. Call `dist.init_process_group` first (torchrun's `env://` fills in `RANK`, `WORLD_SIZE`, ...).",
+    explanation=(
+        "`DistributedSampler` asks the default process group for the world size and this "
+        "process's rank. Call `dist.init_process_group` first (torchrun's `env://` fills in "
+        "`RANK`, `WORLD_SIZE`, ...)."
+    ),
 )
 
 dp_vs_ddp = chapter.quiz(
     "dp_vs_ddp",
     title="Article A's question, part 1: what is the essential difference?",
-    question="What is the essential difference between DataParallel (DP) and DistributedDataParallel (DDP)?",
+    question=(
+        "What is the essential difference between DataParallel (DP) and DistributedDataParallel "
+        "(DDP)?"
+    ),
     options={
-        "a": "DP: one process drives all GPUs through `cuda:0` (scatter, copy the model, gather) every "
-        "step. DDP: one process per GPU, each with a replica; backward all-reduces the gradients",
-        "b": "DP splits the model's layers across the GPUs (model parallelism), while DDP splits each "
-        "batch across the GPUs, so DDP is the only one of the two that is data parallel",
-        "c": "DP averages the gradients with an all-reduce among peer GPUs, while DDP sends every "
-        "gradient to a parameter server on `cuda:0`, which is why DDP needs one Python process per GPU",
-        "d": "DP works only inside one machine and DDP only across machines; on one machine with several "
-        "GPUs both run as one single process, so there they train at the same speed",
+        "a": (
+            "DP: one process drives all GPUs through `cuda:0` (scatter, copy the model, gather) "
+            "every step. DDP: one process per GPU, each with a replica; backward all-reduces the "
+            "gradients"
+        ),
+        "b": (
+            "DP splits the model's layers across the GPUs (model parallelism), while DDP splits "
+            "each batch across the GPUs, so DDP is the only one of the two that is data parallel"
+        ),
+        "c": (
+            "DP averages the gradients with an all-reduce among peer GPUs, while DDP sends every "
+            "gradient to a parameter server on `cuda:0`, which is why DDP needs one Python "
+            "process per GPU"
+        ),
+        "d": (
+            "DP works only inside one machine and DDP only across machines; on one machine with "
+            "several GPUs both run as one single process, so there they train at the same speed"
+        ),
     },
     digest="ccab4bd296e14534",
     hints=[
@@ -824,41 +959,75 @@ dp_vs_ddp = chapter.quiz(
         "Which GPU do DP's scatter and gather go through, and what happens in DDP during backward?",
     ],
     why={
-        "b": "Both are data parallel: every GPU holds the WHOLE model and sees part of each batch. Splitting "
-        "the layers is model (pipeline) parallelism, another technique.",
-        "c": "Swapped: the parameter-server picture, everything through `cuda:0`, belongs to the other one.",
-        "d": "DDP runs on one machine too (this chapter ran it on one), and PyTorch recommends it there.",
+        "b": (
+            "Both are data parallel: every GPU holds the WHOLE model and sees part of each batch. "
+            "Splitting the layers is model (pipeline) parallelism, another technique."
+        ),
+        "c": (
+            "Swapped: the parameter-server picture, everything through `cuda:0`, belongs to the "
+            "other one."
+        ),
+        "d": (
+            "DDP runs on one machine too (this chapter ran it on one), and PyTorch recommends it "
+            "there."
+        ),
     },
-    explanation="Both are data parallel: every GPU holds the whole model and sees part of the batch. The "
-    "difference is who coordinates (one process and a main GPU vs peers) and what moves each step.",
+    explanation=(
+        "Both are data parallel: every GPU holds the whole model and sees part of the batch. The "
+        "difference is who coordinates (one process and a main GPU vs peers) and what moves each "
+        "step."
+    ),
 )
 
 faster_not_smarter = chapter.quiz(
     "faster_not_smarter",
     title="Article A's question, part 2: why do more GPUs not make the model smarter?",
-    question="Why do N GPUs (DP or DDP) not change what the model can learn, only how fast it iterates?",
+    question=(
+        "Why do N GPUs (DP or DDP) not change what the model can learn, only how fast it iterates?"
+    ),
     options={
-        "a": "The all-reduce rounds every gradient to half precision to save bandwidth, so N GPUs learn a "
-        "little worse; the speed is what they buy in exchange",
-        "b": "Each step applies the gradient one device would compute on the N x b batch (the mean of the "
-        "shard gradients): same model, same math, more samples per second",
-        "c": "The N replicas each learn a different part of the data, and at the end only the best replica "
-        "is kept while the others are thrown away, so nothing is added to the model",
-        "d": "They do change it: each GPU adds its memory to the model, so N GPUs hold a model with N "
-        "times the parameters and a higher ceiling",
+        "a": (
+            "The all-reduce rounds every gradient to half precision to save bandwidth, so N GPUs "
+            "learn a little worse; the speed is what they buy in exchange"
+        ),
+        "b": (
+            "Each step applies the gradient one device would compute on the N x b batch (the mean "
+            "of the shard gradients): same model, same math, more samples per second"
+        ),
+        "c": (
+            "The N replicas each learn a different part of the data, and at the end only the best "
+            "replica is kept while the others are thrown away, so nothing is added to the model"
+        ),
+        "d": (
+            "They do change it: each GPU adds its memory to the model, so N GPUs hold a model "
+            "with N times the parameters and a higher ceiling"
+        ),
     },
     digest="154aa99b2aa1e9a6",
     hints=[
-        f"{section('07', 'faster, not smarter', start=True)} compared the DDP run with one process: on which batch did the weights match?"
+        (
+            f"{section('07', 'faster, not smarter', start=True)} compared the DDP run with one "
+            "process: on which batch did the weights match?"
+        )
     ],
     why={
-        "a": "The gradients are averaged at full precision: the DDP gradients matched one process's to "
-        "rounding error.",
-        "c": "The replicas never diverge: rank 0 and rank 1 ended with weights that differ by exactly 0.",
-        "d": "Data parallelism copies the WHOLE model to every GPU: the parameter count does not change.",
+        "a": (
+            "The gradients are averaged at full precision: the DDP gradients matched one "
+            "process's to rounding error."
+        ),
+        "c": (
+            "The replicas never diverge: rank 0 and rank 1 ended with weights that differ by "
+            "exactly 0."
+        ),
+        "d": (
+            "Data parallelism copies the WHOLE model to every GPU: the parameter count does not "
+            "change."
+        ),
     },
-    explanation="You saw it for real: the DDP weights equal one process's weights on the full batch (this "
-    "model has no BatchNorm; with BatchNorm, see "
+    explanation=(
+        "You saw it for real: the DDP weights equal one process's weights on the full batch (this "
+        "model has no BatchNorm; with BatchNorm, see "
+    )
     + section("07", "faster, not smarter")
     + "). What changes is the batch size per "
     "step and the time per epoch.",

@@ -10,15 +10,41 @@ exercise is checked against FSDP itself: its judge measures real gloo processes.
 import torch
 from torch import nn
 
-from . import ddp_worker, measure, sharding, training
+from . import chapters, ddp_worker, measure, sharding, training
 from .checks.sharding import RankBytes
-from .exercises import Chapter, Test
+from .exercises import Test
 from .memory import format_bytes, state_bytes
 from .sections import section
 
-chapter = Chapter(__name__, title="Sharding with FSDP")
+chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
 
-# chapter 08's run: the digits MLP 256 wide (19,210 parameters), Adam, 3 steps of 32 samples per rank
+__all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
+    "chapter",
+    # exercises and quizzes: ch.<name>.check(...), .hint(), .solution(), .ask()
+    "rank_bytes",
+    "when_sharding_pays",
+    "fsdp_gigabytes",
+    # teaching helpers: the demos, tables and models the notebook uses
+    "one_process",
+    "show_one_process",
+    "run_config",
+    "describe_shards",
+    "losses_report",
+    "bytes_report",
+    "plot_bytes",
+    "collectives_report",
+    "ring_numbers",
+    "zero_table",
+]
+
+
+def __dir__():
+    return __all__
+
+
+# ================================================================ teaching helpers
+# chapter 08's run: the digits MLP 256 wide (19,210
+# parameters), Adam, 3 steps of 32 samples per rank
 RUN = dict(task="shard", hidden=256, lr=1e-3, steps=3, epochs=1, per_device_batch=32)
 PART_NAMES = {
     "parameters": "parameters",
@@ -29,7 +55,8 @@ PART_NAMES = {
 
 # ---------------------------------------------------------------- 1. what one process holds
 def one_process(hidden: int = RUN["hidden"], batch: int = 32, seed: int = 0) -> tuple:
-    """The chapter's model after one Adam step in this process: (parameter count, memory.state_bytes) (chapter 08)."""
+    """The chapter's model after one Adam step in this process:
+    (parameter count, memory.state_bytes) (chapter 08)."""
     torch.manual_seed(seed)
     model = training.digits_mlp(hidden=hidden, dropout=0.0)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -42,7 +69,10 @@ def show_one_process(count: int, state: dict) -> str:
     """Each part in bytes and in bytes per parameter (chapter 08)."""
     lines = [f"{count:,} parameters, float32, after one Adam step:"]
     lines += [
-        f"  {part.replace('_', ' '):<16} {format_bytes(n):>10}  = {n / count:5.2f} bytes per parameter"
+        (
+            f"  {part.replace('_', ' '):<16} {format_bytes(n):>10}  = {n / count:5.2f} bytes per "
+            "parameter"
+        )
         for part, n in state.items()
     ]
     total = sum(state.values())
@@ -59,7 +89,8 @@ def run_config(**changes) -> ddp_worker.DDPConfig:
 
 
 def describe_shards(result: ddp_worker.LaunchResult) -> str:
-    """Per rank: how many of the model's parameters it holds under FSDP, and each parameter's rows (chapter 08)."""
+    """Per rank: how many of the model's parameters it holds
+    under FSDP, and each parameter's rows (chapter 08)."""
     lines = [
         f"{result.how}: {len(result.ranks)} processes, backend {result.config.backend}, "
         f"{result.seconds:.1f} s including start-up"
@@ -76,7 +107,8 @@ def describe_shards(result: ddp_worker.LaunchResult) -> str:
 
 
 def losses_report(result: ddp_worker.LaunchResult) -> str:
-    """The losses of DDP and FSDP per step on every rank, and how far the final weights are apart (chapter 08)."""
+    """The losses of DDP and FSDP per step on every rank,
+    and how far the final weights are apart (chapter 08)."""
     lines = []
     for r in result.ranks:
         ddp, fsdp = r["losses"]["DDP"], r["losses"]["FSDP"]
@@ -98,10 +130,8 @@ def bytes_report(result: ddp_worker.LaunchResult) -> str:
     for r in result.ranks:
         for part in sharding.PARTS:
             ddp, fsdp = r["holds"]["DDP"][part], r["holds"]["FSDP"][part]
-            lines.append(
-                f"rank {r['rank']:<3}{PART_NAMES[part]:<16}{format_bytes(ddp):>12}{format_bytes(fsdp):>12}"
-                f"{fsdp / ddp:>12.3f}"
-            )
+            sizes = f"{format_bytes(ddp):>12}{format_bytes(fsdp):>12}{fsdp / ddp:>12.3f}"
+            lines.append(f"rank {r['rank']:<3}{PART_NAMES[part]:<16}{sizes}")
     return "\n".join(lines)
 
 
@@ -122,7 +152,8 @@ def plot_bytes(result: ddp_worker.LaunchResult, rank: int = 0):
 
 # ---------------------------------------------------------------- 3. what it costs
 def collectives_report(result: ddp_worker.LaunchResult, rank: int = 0) -> str:
-    """The collectives one profiled step sent on `rank`, per run, with the numbers in each (chapter 08)."""
+    """The collectives one profiled step sent on `rank`,
+    per run, with the numbers in each (chapter 08)."""
     lines = []
     for run, sent in result.ranks[rank]["sent"].items():
         counts = ", ".join(f"{name} of {n:,}" for name, n in sent) or "none"
@@ -131,16 +162,19 @@ def collectives_report(result: ddp_worker.LaunchResult, rank: int = 0) -> str:
 
 
 def ring_numbers(parameters: int, world_size: int) -> dict:
-    """Numbers each rank sends per step in a ring, for DDP and for FSDP (NCCL's reduce-scatter) (chapter 08).
+    """Numbers each rank sends per step in a ring, for DDP
+    and for FSDP (NCCL's reduce-scatter) (chapter 08).
 
     DDP: one all-reduce of the gradients, 2(N-1)/N x P. FSDP: an all-gather of the parameters in
-    forward and again in backward, (N-1)/N x P each, and a reduce-scatter of the gradients, (N-1)/N x P.
+    forward and again in backward, (N-1)/N x P each, and a reduce-scatter of the gradients, (N-1)/N
+    x P.
     """
     share = (world_size - 1) / world_size * parameters
     return {"DDP": 2 * share, "FSDP": 3 * share}
 
 
-# (stage, what is split across the ranks, bytes per parameter per rank: weights, grads, Adam) with N ranks
+# (stage, what is split across the ranks, bytes per
+# parameter per rank: weights, grads, Adam) with N ranks
 ZERO_STAGES = (
     ("DDP (no sharding)", "nothing", lambda n: (4, 4, 8)),
     ("ZeRO-1", "Adam's state", lambda n: (4, 4, 8 / n)),
@@ -150,7 +184,8 @@ ZERO_STAGES = (
 
 
 def zero_table(parameters: int, world_size: int) -> str:
-    """Bytes per rank for each ZeRO stage, float32 with Adam (step counters left out) (chapter 08)."""
+    """Bytes per rank for each ZeRO stage, float32
+    with Adam (step counters left out) (chapter 08)."""
     lines = [
         f"{parameters:,} parameters on {world_size} ranks, float32, Adam:",
         f"  {'stage':<20}{'shards':<15}{'weights':>11}{'grads':>11}{'Adam':>11}{'per rank':>12}",
@@ -165,8 +200,10 @@ def zero_table(parameters: int, world_size: int) -> str:
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------- exercise: rank_bytes
-# Its check (predictions here, a real gloo run of FSDP in the judge, the mistakes table) is checks/sharding.py's.
+# ================================================================ exercises and quizzes
+# ----------------------------------------------------------------------------- exercise: rank_bytes
+# Its check (predictions here, a real gloo run of FSDP in
+# the judge, the mistakes table) is checks/sharding.py's.
 CHAPTER_SHAPES = (
     (256, 64),
     (256,),
@@ -177,12 +214,15 @@ CHAPTER_SHAPES = (
 rank_bytes = chapter.function_exercise(
     "rank_bytes",
     title="Predict what each rank holds",
-    prompt="Write rank_bytes(shapes, world_size, rank, sharded) -> dict: for a float32 model with parameters of "
-    "these shapes, trained with Adam on world_size ranks, the bytes rank `rank` holds after a step: "
-    "{'parameters': ..., 'gradients': ..., 'optimizer_state': ...}. sharded=False is DDP (a whole copy on "
-    "every rank); sharded=True is FSDP2's fully_shard: each parameter split along dimension 0 as "
-    "torch.chunk(p, world_size) splits it, and its gradient and Adam state split the same way; Adam's step "
-    "counter (4 bytes per parameter tensor) stays whole on every rank.",
+    prompt=(
+        "Write rank_bytes(shapes, world_size, rank, sharded) -> dict: for a float32 model with "
+        "parameters of these shapes, trained with Adam on world_size ranks, the bytes rank `rank` "
+        "holds after a step: {'parameters': ..., 'gradients': ..., 'optimizer_state': ...}. "
+        "sharded=False is DDP (a whole copy on every rank); sharded=True is FSDP2's fully_shard: "
+        "each parameter split along dimension 0 as torch.chunk(p, world_size) splits it, and its "
+        "gradient and Adam state split the same way; Adam's step counter (4 bytes per parameter "
+        "tensor) stays whole on every rank."
+    ),
     points=4,
     tests=[
         Test(
@@ -195,14 +235,22 @@ rank_bytes = chapter.function_exercise(
         ),
     ],
     hints=[
-        "Start with DDP: every rank holds everything. Parameters: 4 bytes per number; gradients the same; "
-        "Adam: two more copies (exp_avg, exp_avg_sq) plus a 4-byte step counter per parameter tensor.",
-        "For FSDP, take one parameter at a time: `torch.chunk` along dimension 0 gives each rank "
-        "ceil(rows / world_size) rows until the rows run out; the rank's share is those rows times the size of "
-        "the other dimensions.",
-        "Shape of it: for each shape, rows = shape[0], chunk = ceil(rows / world_size), mine = the rows between "
-        "rank * chunk and min(rows, (rank + 1) * chunk) (0 if none); numbers = mine * (numel / rows). Then the "
-        "three parts from those numbers, with the step counters added whole.",
+        (
+            "Start with DDP: every rank holds everything. Parameters: 4 bytes per number; "
+            "gradients the same; Adam: two more copies (exp_avg, exp_avg_sq) plus a 4-byte step "
+            "counter per parameter tensor."
+        ),
+        (
+            "For FSDP, take one parameter at a time: `torch.chunk` along dimension 0 gives each "
+            "rank ceil(rows / world_size) rows until the rows run out; the rank's share is those "
+            "rows times the size of the other dimensions."
+        ),
+        (
+            "Shape of it: for each shape, rows = shape[0], chunk = ceil(rows / world_size), mine "
+            "= the rows between rank * chunk and min(rows, (rank + 1) * chunk) (0 if none); "
+            "numbers = mine * (numel / rows). Then the three parts from those numbers, with the "
+            "step counters added whole."
+        ),
     ],
 )
 
@@ -212,11 +260,15 @@ when_sharding_pays = chapter.quiz(
     "when_sharding_pays",
     title="When does sharding pay?",
     kind="multiple",
-    question="Sharding the model with FSDP costs communication: each step all-gathers the parameters in forward and "
-    "again in backward, and reduce-scatters the gradients, about 1.5 times what DDP's one all-reduce sends. "
-    "In which cases is it worth that? Choose all that apply.",
+    question=(
+        "Sharding the model with FSDP costs communication: each step all-gathers the parameters "
+        "in forward and again in backward, and reduce-scatters the gradients, about 1.5 times "
+        "what DDP's one all-reduce sends. In which cases is it worth that? Choose all that apply."
+    ),
     options={
-        "a": "The weights, gradients and Adam's state (16 bytes per parameter) do not fit on one GPU",
+        "a": (
+            "The weights, gradients and Adam's state (16 bytes per parameter) do not fit on one GPU"
+        ),
         "b": "The model fits with room to spare, and the GPUs talk over a slow network",
         "c": "The model's state fits, but leaves room only for a batch too small to train well",
         "d": "Training runs on a single GPU, with a model that fits on it",
@@ -230,34 +282,56 @@ when_sharding_pays = chapter.quiz(
         f"{section('08', 'What sharding costs')}.",
     ],
     why={
-        "b": "With memory to spare nothing is gained, and a slow network makes the extra all-gathers cost the most.",
+        "b": (
+            "With memory to spare nothing is gained, and a slow network makes the extra "
+            "all-gathers cost the most."
+        ),
         "d": "With one GPU there is no other rank to hold a share: world size 1 splits nothing.",
-        "e": "More communication on a run that waits for its network already makes it slower, and the memory it "
-        "would free is not needed.",
+        "e": (
+            "More communication on a run that waits for its network already makes it slower, and "
+            "the memory it would free is not needed."
+        ),
     },
-    explanation="FSDP pays when memory is what stops you: a model whose state does not fit on one GPU, or one that "
-    "fits only with a batch too small to train well (the memory FSDP frees goes to activations). With "
-    "memory to spare, a slow network or a single GPU, its extra communication only costs time.",
+    explanation=(
+        "FSDP pays when memory is what stops you: a model whose state does not fit on one GPU, or "
+        "one that fits only with a batch too small to train well (the memory FSDP frees goes to "
+        "activations). With memory to spare, a slow network or a single GPU, its extra "
+        "communication only costs time."
+    ),
 )
 
 fsdp_gigabytes = chapter.quiz(
     "fsdp_gigabytes",
     title="Gigabytes per GPU",
     kind="numeric",
-    question="A model of 1 billion parameters trains in float32 with Adam on 8 GPUs with FSDP (ZeRO-3). Leaving "
-    "activations and Adam's small step counters aside, how many GB (10**9 bytes) of parameters, gradients "
-    "and optimizer state does each GPU hold?",
+    question=(
+        "A model of 1 billion parameters trains in float32 with Adam on 8 GPUs with FSDP "
+        "(ZeRO-3). Leaving activations and Adam's small step counters aside, how many GB (10**9 "
+        "bytes) of parameters, gradients and optimizer state does each GPU hold?"
+    ),
     digest="fc9c2e628c74b5b6",
     hints=[
         "Count the bytes per parameter first: weights, gradients, and Adam's two running averages.",
         "16 bytes per parameter in all; FSDP splits all of it across the 8 GPUs.",
     ],
     why={
-        16: "16 GB is what every GPU holds under DDP: the whole model, its gradients and Adam's state.",
-        4: "4 GB is the weights alone, unsharded: count the gradients and Adam's two copies, then split.",
-        0.5: "0.5 GB is the weights' share alone: each GPU also holds its share of gradients and Adam's state.",
+        16: (
+            "16 GB is what every GPU holds under DDP: the whole model, its gradients and Adam's "
+            "state."
+        ),
+        4: (
+            "4 GB is the weights alone, unsharded: count the gradients and Adam's two copies, "
+            "then split."
+        ),
+        0.5: (
+            "0.5 GB is the weights' share alone: each GPU also holds its share of gradients and "
+            "Adam's state."
+        ),
     },
     decimals=1,
-    explanation="4 bytes of weights + 4 of gradients + 8 of Adam's two averages = 16 bytes per parameter, 16 GB for "
-    "1 billion; FSDP on 8 GPUs leaves each GPU 16 / 8 = 2 GB. DDP would hold 16 GB on every GPU.",
+    explanation=(
+        "4 bytes of weights + 4 of gradients + 8 of Adam's two averages = 16 bytes per parameter, "
+        "16 GB for 1 billion; FSDP on 8 GPUs leaves each GPU 16 / 8 = 2 GB. DDP would hold 16 GB "
+        "on every GPU."
+    ),
 )

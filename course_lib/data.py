@@ -31,13 +31,15 @@ def _read_digits(path: Path = DIGITS_FILE):
 
 
 def load_digits():
-    """All 1797 digits: pixels as float32 in [0, 1], shape (1797, 64), and int64 labels (chapters 03+)."""
+    """All 1797 digits: pixels as float32 in [0, 1],
+    shape (1797, 64), and int64 labels (chapters 03+)."""
     pixels, labels = _read_digits()
     return pixels.float() / MAX_PIXEL, labels.clone()
 
 
 class DigitsDataset(Dataset):
-    """A map-style Dataset: ``len(ds)`` and ``ds[i] -> (x, y)``, x float32 (64,), y int64 (chapters 03+).
+    """A map-style Dataset: ``len(ds)`` and ``ds[i] ->
+    (x, y)``, x float32 (64,), y int64 (chapters 03+).
 
     The seed's ``MyDataset(...)`` made concrete: a Dataset only says how many samples there
     are and how to fetch one; the DataLoader batches, shuffles and (optionally) uses workers.

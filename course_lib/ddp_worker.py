@@ -1,4 +1,5 @@
-"""Chapter 07's real DistributedDataParallel run (and chapter 08's sharded one): the worker, two launchers.
+"""Chapter 07's real DistributedDataParallel run (and
+chapter 08's sharded one): the worker, two launchers.
 
 One process per device, each with a full replica of the model. The worker lives in this
 importable module on purpose: ``spawn`` (and ``torchrun``) start fresh Python interpreters
@@ -102,7 +103,8 @@ class DDPConfig:
 
 
 def local_device(local_rank: int, backend: str) -> torch.device:
-    """This process's device: with nccl GPU `local_rank` of this machine, made current; else the CPU.
+    """This process's device: with nccl GPU `local_rank`
+    of this machine, made current; else the CPU.
 
     LOCAL_RANK numbers the processes of one machine (0 to its GPU count - 1); RANK numbers all
     processes of all machines. On the second of two 8-GPU machines RANK runs from 8 to 15:
@@ -115,7 +117,8 @@ def local_device(local_rank: int, backend: str) -> torch.device:
 
 
 def make_model(config: DDPConfig) -> nn.Module:
-    """The same freshly initialised digits MLP in every process (no dropout: runs are comparable)."""
+    """The same freshly initialised digits MLP in
+    every process (no dropout: runs are comparable)."""
     seed_everything(config.seed)
     return training.digits_mlp(hidden=config.hidden, dropout=0.0)
 
@@ -123,11 +126,6 @@ def make_model(config: DDPConfig) -> nn.Module:
 def train_set():
     """The digits training split every rank (and the one-process reference) reads (chapter 07)."""
     return data.digits_split()[0]
-
-
-def train_step(model, optimizer, x, y) -> float:
-    """Chapter 03's training step (`training.train_step`) with the cross-entropy loss (chapter 07)."""
-    return training.train_step(model, optimizer, nn.functional.cross_entropy, x, y).item()
 
 
 def grads_of(model: nn.Module) -> list:
@@ -198,6 +196,7 @@ def train_rank(rank: int, device: torch.device, config: DDPConfig) -> dict:
     model = make_model(config).to(device)
     ddp_model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
     optimizer = torch.optim.SGD(ddp_model.parameters(), lr=config.lr)
+    step = training.stepper(ddp_model, optimizer)  # backward() also all-reduces the gradients
     log = RankLog(rank, device, config)
     for epoch in range(config.epochs):
         sampler.set_epoch(epoch)  # a new shuffle each epoch, the same one on every rank
@@ -205,17 +204,15 @@ def train_rank(rank: int, device: torch.device, config: DDPConfig) -> dict:
         for x, y in islice(loader, config.steps):
             x, y = x.to(device), y.to(device)
             log.before_step(ddp_model, x, y)
-            loss = train_step(
-                ddp_model, optimizer, x, y
-            )  # backward() also all-reduces the gradients
-            log.after_step(loss, model)
+            log.after_step(step(x, y).item(), model)
     if rank == 0:  # one writer; .module: keys without the 'module.' prefix (chapter 04)
         torch.save(ddp_model.module.state_dict(), Path(config.out_dir) / CHECKPOINT)
     dist.barrier()  # nobody goes on (e.g. to load the checkpoint) before rank 0 has written it
     return log.finish(model)
 
 
-# what a rank does once the group exists: "module:function", imported in the worker (chapters 07, 08)
+# what a rank does once the group exists: "module:function",
+# imported in the worker (chapters 07, 08)
 TASKS = {"ddp": "course_lib.ddp_worker:train_rank", "shard": "course_lib.sharding:compare_rank"}
 
 
@@ -228,7 +225,8 @@ def task_function(name: str):
 
 
 def run_rank(rank: int, local_rank: int, config: DDPConfig, init_method: str) -> None:
-    """Pick this machine's device, join the group, run the task, write rank<r>.pt; always leave the group."""
+    """Pick this machine's device, join the group, run
+    the task, write rank<r>.pt; always leave the group."""
     task = task_function(config.task)
     device = local_device(local_rank, config.backend)  # before joining: nccl uses the current GPU
     dist.init_process_group(
@@ -248,7 +246,8 @@ def run_rank(rank: int, local_rank: int, config: DDPConfig, init_method: str) ->
 
 
 def spawn_worker(rank: int, config: DDPConfig) -> None:
-    """The function torch.multiprocessing.spawn calls in each new process (one machine: local rank = rank)."""
+    """The function torch.multiprocessing.spawn calls in
+    each new process (one machine: local rank = rank)."""
     torch.set_num_threads(1)
     run_rank(rank, rank, config, init_method=f"tcp://{ADDRESS}:{config.port}")
 
@@ -302,7 +301,8 @@ def launch_spawn(config: DDPConfig = None, deadline_s: float = 90.0) -> LaunchRe
 
 # ---------------------------------------------------------------- a task under a real process group
 def group_start_method() -> str:
-    """fork on Linux (a task defined in a notebook runs as is, in a fraction of a second), else spawn."""
+    """fork on Linux (a task defined in a notebook runs
+    as is, in a fraction of a second), else spawn."""
     return "fork" if sys.platform.startswith("linux") else "spawn"
 
 
@@ -369,7 +369,8 @@ def run_in_group(
         for rank, channel in enumerate(channels):
             if not channel.poll(max(0.0, deadline - time.perf_counter())):
                 raise TimeoutError(
-                    f"the {world_size} processes did not finish within {deadline_s:g} s; killed them"
+                    f"the {world_size} processes did not finish within {deadline_s:g} s; "
+                    "killed them"
                 )
             try:
                 results.append(channel.recv())
@@ -446,7 +447,8 @@ def torchrun_command(config: DDPConfig, python: str = "") -> list:
 
 
 class TorchrunFailed(RuntimeError):
-    """torchrun exited with an error: its exit code, its output, and its process group id (chapter 07)."""
+    """torchrun exited with an error: its exit code,
+    its output, and its process group id (chapter 07)."""
 
     def __init__(self, returncode: int, output: str, pgid: int):
         super().__init__(f"torchrun exited with {returncode}:\n{output[-3000:]}")
@@ -463,7 +465,8 @@ def group_alive(pgid: int) -> bool:
 
 
 def launch_torchrun(config: DDPConfig = None, deadline_s: float = 90.0) -> LaunchResult:
-    """Run the worker under torchrun in a subprocess; kill its whole process group past the deadline.
+    """Run the worker under torchrun in a subprocess;
+    kill its whole process group past the deadline.
 
     A failed run raises TorchrunFailed (a RuntimeError) with torchrun's output (chapter 07)."""
     config = (config or DDPConfig()).resolved()
@@ -484,7 +487,7 @@ def launch_torchrun(config: DDPConfig = None, deadline_s: float = 90.0) -> Launc
         process.communicate()
         raise TimeoutError(
             f"torchrun did not finish within {deadline_s:g} s; killed its process group"
-        )
+        ) from None
     if process.returncode != 0:
         raise TorchrunFailed(process.returncode, output, process.pid)
     return LaunchResult(config, _read_ranks(config), time.perf_counter() - start, "torchrun")

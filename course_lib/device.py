@@ -29,17 +29,31 @@ FIGURE_KEYS = {
     "ch05.amp": "training step time in float32 vs under autocast (bf16/fp16)",
     "ch05.compile": "training step time eager vs torch.compile, and the first (compiling) call",
     "ch05.nvidia_smi": "nvidia-smi's utilization and memory columns during training",
-    "ch05.benchmark": "torch.utils.benchmark.Timer medians of a matmul over sizes and dtypes (Compare)",
-    "ch05.profiler_cuda": "torch.profiler, 4 augmented-digits steps with CUDA: the split and top kernels",
-    "ch05.item_sync": "a training loop with .item() every step vs summed on the device and read once",
-    "ch05.nonblocking_d2h": "a device-to-host non_blocking copy read at once vs after event.synchronize()",
-    "ch05.sync_debug": "torch.cuda.set_sync_debug_mode('warn') over a loop: the synchronizing lines",
+    "ch05.benchmark": (
+        "torch.utils.benchmark.Timer medians of a matmul over sizes and dtypes (Compare)"
+    ),
+    "ch05.profiler_cuda": (
+        "torch.profiler, 4 augmented-digits steps with CUDA: the split and top kernels"
+    ),
+    "ch05.item_sync": (
+        "a training loop with .item() every step vs summed on the device and read once"
+    ),
+    "ch05.nonblocking_d2h": (
+        "a device-to-host non_blocking copy read at once vs after event.synchronize()"
+    ),
+    "ch05.sync_debug": (
+        "torch.cuda.set_sync_debug_mode('warn') over a loop: the synchronizing lines"
+    ),
     "ch06.estimate_vs_peak": "the course's memory estimate vs torch.cuda.max_memory_allocated",
     "ch06.real_oom": "how fast a real torch.OutOfMemoryError comes under a 1 GiB memory cap",
     "ch06.empty_cache": "memory_allocated / memory_reserved after del and after empty_cache()",
     "ch06.amp_memory": "peak memory of a training step in float32 vs under autocast",
-    "ch06.memory_snapshot": "a real OOM under _record_memory_history: the snapshot, its segments and oom event",
-    "ch06.fragmentation": "memory_stats after a split pattern, without and with expandable_segments",
+    "ch06.memory_snapshot": (
+        "a real OOM under _record_memory_history: the snapshot, its segments and oom event"
+    ),
+    "ch06.fragmentation": (
+        "memory_stats after a split pattern, without and with expandable_segments"
+    ),
     "ch07.data_parallel": "a training step on one GPU vs nn.DataParallel over all GPUs (needs 2+)",
 }
 
@@ -98,13 +112,23 @@ def second_device() -> torch.device:
     return torch.device("meta")
 
 
+def amp_dtype(device) -> torch.dtype:
+    """The 16-bit dtype for torch.autocast on `device`: bfloat16 (no GradScaler needed), or float16
+    on a CUDA GPU without bfloat16 (chapters 05, 06)."""
+    device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        return torch.float16
+    return torch.bfloat16
+
+
 def gpu_only(what: str, figure: str = None) -> bool:
     """For a GPU-only cell: True when the course device is a CUDA GPU, else a visible
     SKIPPED line (all chapters). `figure` names the reference figures recorded on a real
     GPU for this cell (a key of FIGURE_KEYS, see docs/gpu/README.md), shown beside the skip line."""
     if figure is not None and figure not in FIGURE_KEYS:
         raise ValueError(
-            f"gpu_only: unknown figure key {figure!r}; the keys are in course_lib.device.FIGURE_KEYS"
+            f"gpu_only: unknown figure key {figure!r}; the keys are in "
+            "course_lib.device.FIGURE_KEYS"
         )
     device = pick_device()
     if device.type == "cuda":
@@ -157,7 +181,8 @@ def recorded_run(path=None):
 
 
 def reference_figures(key: str, path=None) -> list:
-    """Lines that show what a real GPU measured for `key`, or say that nothing is recorded (all chapters)."""
+    """Lines that show what a real GPU measured for `key`,
+    or say that nothing is recorded (all chapters)."""
     run = recorded_run(path)
     if run is None:
         return ["  No reference GPU run is recorded yet, so there is no GPU figure to show here."]
@@ -173,7 +198,8 @@ def reference_figures(key: str, path=None) -> list:
 
 
 def devices_of(thing) -> list:
-    """Distinct devices (strings) of a module's parameters and buffers, or of one tensor (chapters 02, 04)."""
+    """Distinct devices (strings) of a module's parameters
+    and buffers, or of one tensor (chapters 02, 04)."""
     if isinstance(thing, torch.Tensor):
         return [str(thing.device)]
     tensors = itertools.chain(thing.parameters(), thing.buffers())

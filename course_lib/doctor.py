@@ -45,7 +45,8 @@ SEE_WHY = 'python -c "import torch; torch.cuda.init()"'
 
 
 def nvidia_smi_gpus() -> list:
-    """(name, driver version) of each GPU nvidia-smi lists; [] when it is absent or fails (doctor)."""
+    """(name, driver version) of each GPU nvidia-smi
+    lists; [] when it is absent or fails (doctor)."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return []
@@ -72,11 +73,12 @@ def _major(version: str) -> int:
 def _cpu_only_build(gpus, driver):
     if torch.version.cuda is None:
         return (
-            f"this PyTorch ({torch.__version__}) is a CPU-only build: it cannot use the {gpus} that "
-            "nvidia-smi shows, and the course runs on the CPU. On Linux, PyPI's torch is the CUDA "
-            f"build (CUDA 13, for driver 580 or newer; yours is {driver}): in the course's .venv run "
-            "`python -m pip install --force-reinstall torch==2.13.0`. Elsewhere, or for an older "
-            "driver, pick a CUDA build on pytorch.org (Get started)."
+            f"this PyTorch ({torch.__version__}) is a CPU-only build: it cannot use the "
+            f"{gpus} that nvidia-smi shows, and the course runs on the CPU. On Linux, PyPI's "
+            f"torch is the CUDA build (CUDA 13, for driver 580 or newer; yours is {driver}): "
+            "in the course's .venv run "
+            "`python -m pip install --force-reinstall torch==2.13.0`. Elsewhere, or for an "
+            "older driver, pick a CUDA build on pytorch.org (Get started)."
         )
 
 
@@ -85,17 +87,21 @@ def _driver_too_old(gpus, driver):
     need = MIN_DRIVER.get(cuda_major)
     if need and _major(driver) < need:
         return (
-            f"NVIDIA driver {driver} is too old for this PyTorch, a CUDA {torch.version.cuda} build "
-            f"that needs driver {need} or newer: torch.cuda.is_available() is False and the course "
-            f"runs on the CPU. Update the NVIDIA driver (to the {need} series or newer), or install a "
-            "PyTorch built for an older CUDA that your driver supports (pytorch.org, Get started)."
+            f"NVIDIA driver {driver} is too old for this PyTorch, a CUDA {torch.version.cuda} "
+            f"build that needs driver {need} or newer: torch.cuda.is_available() is False and "
+            f"the course runs on the CPU. Update the NVIDIA driver (to the {need} series or "
+            "newer), or install a PyTorch built for an older CUDA that your driver supports "
+            "(pytorch.org, Get started)."
         )
 
 
 def _gpus_hidden(gpus, driver):
     hidden = os.environ.get("CUDA_VISIBLE_DEVICES")
     if hidden is not None and hidden.strip() in ("", "-1", "none", "NoDevFiles"):
-        return f"CUDA_VISIBLE_DEVICES={hidden!r} hides the {gpus} from PyTorch; unset it to use the GPU."
+        return (
+            f"CUDA_VISIBLE_DEVICES={hidden!r} hides the {gpus} from PyTorch; unset it to use the "
+            "GPU."
+        )
 
 
 def _cuda_unavailable(gpus, driver):
@@ -111,7 +117,8 @@ GPU_PROBLEMS = (_cpu_only_build, _gpus_hidden, _driver_too_old, _cuda_unavailabl
 
 
 def gpu_problem(gpus=None) -> str:
-    """Why PyTorch cannot use an NVIDIA GPU that nvidia-smi sees, and what to do; "" when none (doctor)."""
+    """Why PyTorch cannot use an NVIDIA GPU that nvidia-smi
+    sees, and what to do; "" when none (doctor)."""
     gpus = nvidia_smi_gpus() if gpus is None else gpus
     if not gpus or torch.cuda.is_available():
         return ""
@@ -125,12 +132,16 @@ def gpu_problem(gpus=None) -> str:
 
 
 def widgets_status() -> str:
-    """Whether ipywidgets can render in JupyterLab: kernel and front-end packages present and matching."""
+    """Whether ipywidgets can render in JupyterLab:
+    kernel and front-end packages present and matching."""
     kernel_side, lab_side = _version("ipywidgets"), _version("jupyterlab_widgets")
     if "not installed" in (kernel_side, lab_side):
         return f"will NOT render (ipywidgets {kernel_side}, jupyterlab_widgets {lab_side})"
     if kernel_side.split(".")[0] != "8" or lab_side.split(".")[0] != "3":
-        return f"may not render: ipywidgets {kernel_side} needs jupyterlab_widgets 3.x, found {lab_side}"
+        return (
+            f"may not render: ipywidgets {kernel_side} needs jupyterlab_widgets 3.x, found "
+            f"{lab_side}"
+        )
     return f"ok (ipywidgets {kernel_side}, jupyterlab_widgets {lab_side})"
 
 
@@ -171,7 +182,10 @@ def format_report(report: dict) -> str:
                 "none"
                 if not value
                 else "; ".join(
-                    f"[{d['index']}] {d['name']}, {d['memory_gib']} GiB, capability {d['capability']}"
+                    (
+                        f"[{d['index']}] {d['name']}, {d['memory_gib']} GiB, capability "
+                        f"{d['capability']}"
+                    )
                     for d in value
                 )
             )

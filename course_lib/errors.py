@@ -1,4 +1,5 @@
-"""Taught errors as executed assertions: the cell must raise this, with this text (chapters 01-07)."""
+"""Taught errors as executed assertions: the cell
+must raise this, with this text (chapters 01-07)."""
 
 import re
 from contextlib import contextmanager
@@ -8,11 +9,13 @@ ANSI_CODES = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class ExpectationFailed(AssertionError):
-    """A taught error did not happen as the cell says (the error explainer never explains this one)."""
+    """A taught error did not happen as the cell says
+    (the error explainer never explains this one)."""
 
 
 def who_raised(err: BaseException) -> str:
-    """'The course' for the course's own errors (its memory budget), else 'PyTorch' (chapters 01-07)."""
+    """'The course' for the course's own errors (its
+    memory budget), else 'PyTorch' (chapters 01-07)."""
     return "The course" if type(err).__module__.split(".")[0] == "course_lib" else "PyTorch"
 
 

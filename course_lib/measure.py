@@ -1,4 +1,5 @@
-"""Timing that tells the truth on a GPU: synchronize, warm up, repeat, take the median (chapters 05+).
+"""Timing that tells the truth on a GPU: synchronize,
+warm up, repeat, take the median (chapters 05+).
 
 CUDA runs kernels asynchronously: a Python line that "launches" a matrix product returns long
 before the GPU has finished it. A clock read right after it measures the launch, not the work.
@@ -24,7 +25,8 @@ def synchronize(device) -> None:
 
 
 class Timer:
-    """``with Timer(device) as t: ...`` then ``t.ms``: wall time of the block, device work included (chapters 05+)."""
+    """``with Timer(device) as t: ...`` then ``t.ms``: wall
+    time of the block, device work included (chapters 05+)."""
 
     def __init__(self, device="cpu"):
         self.device = torch.device(device)
@@ -62,7 +64,8 @@ class Timing:
 
 
 def time_fn(fn, device="cpu", repeats: int = 5, warmup: int = 1, label: str = "") -> Timing:
-    """Call `fn()` `warmup` times untimed, then `repeats` times, each timed with a Timer (chapters 05+)."""
+    """Call `fn()` `warmup` times untimed, then `repeats`
+    times, each timed with a Timer (chapters 05+)."""
     warm = []
     for _ in range(warmup):
         with Timer(device) as t:
@@ -80,20 +83,27 @@ def time_fn(fn, device="cpu", repeats: int = 5, warmup: int = 1, label: str = ""
 TIMING_NOTES = (
     (
         lambda t: len(t.ms) > 1 and max(t.ms) > 3 * min(t.ms),
-        "the slowest run took {spread:.1f}x the fastest: other programs share this machine, and the median "
-        "is the number to trust (one hiccup cannot move it)",
+        (
+            "the slowest run took {spread:.1f}x the fastest: other programs share this machine, "
+            "and the median is the number to trust (one hiccup cannot move it)"
+        ),
     ),
 )
 FIRST_CALL_NOTES = (
     (
         lambda first, median: first > 2 * median,
-        "the first call took {ratio:.1f}x the median: one-off costs (kernel choice, allocation, caches), "
-        "which is why it is not counted",
+        (
+            "the first call took {ratio:.1f}x the median: one-off costs (kernel choice, "
+            "allocation, caches), which is why it is not counted"
+        ),
     ),
     (
         lambda first, median: first < median,
-        "the first call was faster than the median ({ratio:.2f}x): this operation has little one-off cost "
-        "here, and run-to-run noise on a shared CPU is larger than what is left of it",
+        (
+            "the first call was faster than the median ({ratio:.2f}x): this operation has little "
+            "one-off cost here, and run-to-run noise on a shared CPU is larger than what is left "
+            "of it"
+        ),
     ),
     (
         lambda first, median: True,
@@ -103,7 +113,8 @@ FIRST_CALL_NOTES = (
 
 
 def first_call_note(timing: Timing) -> str:
-    """What the first (warm-up) call's time says, compared with the median; '' without one (chapters 05+)."""
+    """What the first (warm-up) call's time says, compared
+    with the median; '' without one (chapters 05+)."""
     if not timing.warmup_ms:
         return ""
     first, median = timing.warmup_ms[0], timing.median
@@ -120,7 +131,8 @@ def timing_notes(timing: Timing) -> str:
 
 
 def speed_ratio(baseline: Timing, other: Timing) -> str:
-    """'2.10x faster' / '1.30x slower': how `other` compares with `baseline`, by median (chapters 05+)."""
+    """'2.10x faster' / '1.30x slower': how `other`
+    compares with `baseline`, by median (chapters 05+)."""
     ratio = baseline.median / other.median
     return f"{ratio:.2f}x faster" if ratio >= 1 else f"{1 / ratio:.2f}x slower"
 
@@ -143,13 +155,15 @@ class LoopTimes:
 
     def __str__(self) -> str:
         return (
-            f"{self.label}: {len(self.wait_ms)} steps, {self.total_ms:.0f} ms in all; waiting for data "
-            f"{sum(self.wait_ms):.0f} ms ({self.wait_share:.0%}), computing {sum(self.compute_ms):.0f} ms"
+            f"{self.label}: {len(self.wait_ms)} steps, {self.total_ms:.0f} ms in all; waiting "
+            f"for data {sum(self.wait_ms):.0f} ms ({self.wait_share:.0%}), computing "
+            f"{sum(self.compute_ms):.0f} ms"
         )
 
 
 def loop_breakdown(step, loader, device, label: str = "", max_steps: int = None) -> LoopTimes:
-    """Run ``step(x, y)`` over `loader`, timing the wait for each batch and the step itself (chapters 05+).
+    """Run ``step(x, y)`` over `loader`, timing the wait
+    for each batch and the step itself (chapters 05+).
 
     "Wait" is the time ``next(iterator)`` takes to hand over a batch (the loader's work, or
     waiting for its workers). "Compute" is the step: moving the batch to `device`, forward,
@@ -174,7 +188,8 @@ def loop_breakdown(step, loader, device, label: str = "", max_steps: int = None)
 
 
 def plot_stacked(rows: dict, parts=("wait", "compute"), title: str = "", ylabel: str = "ms"):
-    """Stacked bars: one bar per row label, one colour per part; `rows` maps label -> values (chapters 05+)."""
+    """Stacked bars: one bar per row label, one colour
+    per part; `rows` maps label -> values (chapters 05+)."""
     import matplotlib.pyplot as plt
 
     labels = list(rows)
@@ -201,7 +216,8 @@ def _finish_bars(fig, ax, title: str, ylabel: str):
 
 
 def plot_grouped(rows: dict, parts=("epoch 1", "epoch 2"), title: str = "", ylabel: str = "ms"):
-    """Bars side by side: one group per row label, one bar per part; `rows` maps label -> values (chapter 05)."""
+    """Bars side by side: one group per row label, one bar
+    per part; `rows` maps label -> values (chapter 05)."""
     import matplotlib.pyplot as plt
 
     labels = list(rows)

@@ -13,19 +13,22 @@ from contextlib import contextmanager
 
 import torch
 
+from .training import train_step
+
 OutOfMemoryError = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
 COMPONENTS = ("weights", "grads", "optimizer_state", "activations")
 
 
 class MemoryBudgetExceeded(RuntimeError):
-    """Raised by the course's memory budget (a stand-in for a small GPU, chapter 06); not a CUDA error."""
+    """Raised by the course's memory budget (a stand-in
+    for a small GPU, chapter 06); not a CUDA error."""
 
 
 # Out-of-memory errors a batch-size search may catch: the real CUDA one and the course's stand-in.
 OUT_OF_MEMORY = (OutOfMemoryError, MemoryBudgetExceeded)
 
 
-# ---------------------------------------------------------------- tensors the model and optimizer hold
+# ------------------------------------------------------------- tensors the model and optimizer hold
 def tensor_bytes(t: torch.Tensor) -> int:
     """Bytes of a tensor's elements: numel x element size (chapters 01, 06)."""
     return t.numel() * t.element_size()
@@ -37,7 +40,8 @@ def weight_bytes(model) -> int:
 
 
 def grad_bytes(model) -> int:
-    """Bytes of the gradients that exist now (None after zero_grad(set_to_none=True)) (chapter 06)."""
+    """Bytes of the gradients that exist now (None
+    after zero_grad(set_to_none=True)) (chapter 06)."""
     return sum(tensor_bytes(p.grad) for p in model.parameters() if p.grad is not None)
 
 
@@ -54,7 +58,8 @@ def optimizer_state_bytes(optimizer) -> int:
 
 
 def state_bytes(model, optimizer=None) -> dict:
-    """{'weights', 'grads', 'optimizer_state'}: bytes the model and optimizer hold now (chapter 06)."""
+    """{'weights', 'grads', 'optimizer_state'}: bytes
+    the model and optimizer hold now (chapter 06)."""
     return {
         "weights": weight_bytes(model),
         "grads": grad_bytes(model),
@@ -72,7 +77,8 @@ def format_bytes(n: float) -> str:
 
 # ---------------------------------------------------------------- activations saved for backward
 class _Saved:
-    """What autograd stores for one saved tensor while an ActivationMeter watches; tells the meter when freed."""
+    """What autograd stores for one saved tensor while an
+    ActivationMeter watches; tells the meter when freed."""
 
     __slots__ = ("tensor", "meter", "key")
 
@@ -140,14 +146,16 @@ class ActivationMeter:
 
 
 def saved_bytes(fn, model=None):
-    """Run fn(); return (its result, peak bytes autograd saved for backward meanwhile) (chapter 06)."""
+    """Run fn(); return (its result, peak bytes autograd
+    saved for backward meanwhile) (chapter 06)."""
     with ActivationMeter(model) as meter:
         result = fn()
     return result, meter.peak
 
 
 def training_step_memory(model, optimizer, criterion, x, y) -> dict:
-    """One real training step; bytes of weights, grads, optimizer state and activations (chapter 06).
+    """One real training step; bytes of weights, grads,
+    optimizer state and activations (chapter 06).
 
     Activations: the peak kept between forward and backward, measured with saved-tensor hooks.
     """
@@ -161,7 +169,8 @@ def training_step_memory(model, optimizer, criterion, x, y) -> dict:
 
 # ---------------------------------------------------------------- the CUDA allocator's counters
 def cuda_memory(device=None) -> dict:
-    """The caching allocator now: allocated (tensors), reserved (cached blocks), peak (chapter 06)."""
+    """The caching allocator now: allocated (tensors),
+    reserved (cached blocks), peak (chapter 06)."""
     return {
         "allocated": torch.cuda.memory_allocated(device),
         "reserved": torch.cuda.memory_reserved(device),
@@ -184,7 +193,8 @@ def cuda_peak(fn, device=None) -> dict:
 
 
 def cuda_index(device=None) -> int:
-    """The index of a CUDA device: 'cuda' and torch.device('cuda') mean the current one (chapter 06).
+    """The index of a CUDA device: 'cuda' and
+    torch.device('cuda') mean the current one (chapter 06).
 
     Some CUDA calls, torch.cuda.set_per_process_memory_fraction among them, refuse a device
     without an index (ValueError: Expected a torch.device with a specified index...).
@@ -232,11 +242,11 @@ def small_gpu(limit_bytes: int, device=None):
 class MemoryBudget:
     """A memory budget standing in for a small GPU, on any device (chapter 06).
 
-    Inside ``with MemoryBudget(budget_bytes, model, optimizer):`` the bytes of weights,
-    gradients, optimizer state and live saved activations are added up whenever autograd
-    saves a tensor, whenever backward adds a gradient and after every optimizer step; above the budget it raises
-    MemoryBudgetExceeded, naming each part. It measures; it does not limit what the
-    operating system gives (and it is not CUDA: the real GPU error is torch.OutOfMemoryError).
+    Inside ``with MemoryBudget(budget_bytes, model, optimizer):`` the bytes of weights, gradients,
+    optimizer state and live saved activations are added up whenever autograd saves a tensor,
+    whenever backward adds a gradient and after every optimizer step; above the budget it raises
+    MemoryBudgetExceeded, naming each part. It measures; it does not limit what the operating system
+    gives (and it is not CUDA: the real GPU error is torch.OutOfMemoryError).
     """
 
     def __init__(self, budget_bytes: int, model, optimizer=None):
@@ -256,8 +266,9 @@ class MemoryBudget:
         if total > self.budget:
             parts = ", ".join(f"{k.replace('_', ' ')} {format_bytes(v)}" for k, v in used.items())
             raise MemoryBudgetExceeded(
-                f"memory budget exceeded: {format_bytes(total)} in use > budget {format_bytes(self.budget)}\n"
-                f"({parts}).\nThis is the course's stand-in for a small GPU, not a CUDA error."
+                f"memory budget exceeded: {format_bytes(total)} in use > budget "
+                f"{format_bytes(self.budget)}\n({parts}).\nThis is the course's stand-in for "
+                "a small GPU, not a CUDA error."
             )
 
     def __enter__(self):
@@ -283,6 +294,17 @@ class MemoryBudget:
         return False
 
 
+BUDGET = 7 * 2**20  # the stand-in's "small card": 7 MiB, sized for training.wide_mlp()
+
+
+def step_in_budget(model, optimizer, criterion, x, y, budget: int = BUDGET) -> dict:
+    """One training step inside the memory budget; its peak, per component; raises if over
+    (chapter 06 and its largest_batch check)."""
+    with MemoryBudget(budget, model, optimizer) as b:
+        train_step(model, optimizer, criterion, x, y)
+    return b.peak
+
+
 def fits_call(try_batch, n: int) -> bool:
     """Does try_batch(n) run? Out-of-memory errors mean no; other errors propagate (chapter 06)."""
     try:
@@ -294,7 +316,8 @@ def fits_call(try_batch, n: int) -> bool:
 
 # ---------------------------------------------------------------- a picture
 def plot_stacked(rows: dict, title: str = ""):
-    """Stacked bars in MiB, one per row label, one colour per component (chapter 06). rows: label -> {component: bytes}."""
+    """Stacked bars in MiB, one per row label, one colour per
+    component (chapter 06). rows: label -> {component: bytes}."""
     from .measure import plot_stacked as stacked_bars
 
     components = [c for c in COMPONENTS if any(c in r for r in rows.values())]

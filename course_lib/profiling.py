@@ -33,13 +33,15 @@ OUTPUT_DIR = Path(tempfile.gettempdir()) / "pytorch-gpu-course"  # where traces 
 
 
 def output_path(name: str) -> Path:
-    """A file in the course's output folder (the system's temp folder), created if needed (chapters 05, 06)."""
+    """A file in the course's output folder (the system's
+    temp folder), created if needed (chapters 05, 06)."""
     OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
     return OUTPUT_DIR / name
 
 
 def activities(device) -> list:
-    """What the profiler records on `device`: CPU activity always, CUDA kernels on a CUDA GPU (chapter 05)."""
+    """What the profiler records on `device`: CPU activity
+    always, CUDA kernels on a CUDA GPU (chapter 05)."""
     kinds = [ProfilerActivity.CPU]
     if torch.device(device).type == "cuda":
         kinds.append(ProfilerActivity.CUDA)
@@ -60,7 +62,8 @@ def labelled_batches(loader):
 
 @contextlib.contextmanager
 def native_stderr_quiet():
-    """Silence what C++ code writes to this process's stderr (file descriptor 2) for a moment (chapters 05, 06).
+    """Silence what C++ code writes to this process's stderr
+    (file descriptor 2) for a moment (chapters 05, 06).
 
     torch 2.13's profiler (Kineto) logs a "USDT: ... profiler_start" line there when it starts and a
     "profiler_stop" line when it stops; Python's own warnings and errors do not go through it.
@@ -78,7 +81,8 @@ def native_stderr_quiet():
 
 @contextlib.contextmanager
 def profiled(device, **options):
-    """``with profiled(device, ...) as prof:``: torch.profiler.profile over the block, without Kineto's log lines."""
+    """``with profiled(device, ...) as prof:``: torch.profiler.profile
+    over the block, without Kineto's log lines."""
     prof = profile(activities=activities(device), **options)
     with native_stderr_quiet():
         prof.start()
@@ -90,7 +94,8 @@ def profiled(device, **options):
 
 
 def profile_training(step, loader, device, steps: int = 4, label: str = "", **options):
-    """Profile `steps` training steps: ``(profiler, LoopTimes)``, the hand-made timings of the same steps (chapter 05).
+    """Profile `steps` training steps: ``(profiler, LoopTimes)``,
+    the hand-made timings of the same steps (chapter 05).
 
     `step(x, y)` should label its forward, backward and step with `record_function` (chapter
     05's ``train_step(..., phase=record_function)``); the batches are labelled "data" here.
@@ -104,7 +109,8 @@ def profile_training(step, loader, device, steps: int = 4, label: str = "", **op
 
 
 def export_trace(prof, name: str = "trace.json") -> Path:
-    """Write the profile as a Chrome/Perfetto trace file in the output folder; its path (chapter 05)."""
+    """Write the profile as a Chrome/Perfetto trace
+    file in the output folder; its path (chapter 05)."""
     path = output_path(name)
     prof.export_chrome_trace(str(path))
     return path
@@ -140,7 +146,8 @@ def spans(events, category: str = "user_annotation", names=PHASES) -> list:
 
 
 def phase_totals(events, phases=PHASES) -> dict:
-    """Milliseconds spent in each phase over all profiled steps, from the CPU's labels (chapter 05)."""
+    """Milliseconds spent in each phase over all
+    profiled steps, from the CPU's labels (chapter 05)."""
     totals = dict.fromkeys(phases, 0.0)
     for name, _, ms in spans(events, names=phases):
         totals[name] += ms
@@ -148,12 +155,14 @@ def phase_totals(events, phases=PHASES) -> dict:
 
 
 def first_time(events) -> float:
-    """The earliest timestamp (µs) among the complete events, the zero of the timeline (chapter 05)."""
+    """The earliest timestamp (µs) among the complete
+    events, the zero of the timeline (chapter 05)."""
     return min(e["ts"] for e in events if e.get("ph") == "X")
 
 
 def lanes(events) -> dict:
-    """Lane name -> [(start ms, duration ms)]: one lane per phase, and the GPU's kernels if any (chapter 05)."""
+    """Lane name -> [(start ms, duration ms)]: one lane
+    per phase, and the GPU's kernels if any (chapter 05)."""
     t0 = first_time(events)
     rows = {phase: [] for phase in PHASES}
     for e in events:
@@ -187,7 +196,8 @@ def plot_timeline(events, title: str = "the profiled steps, from the trace file"
 
 
 def sort_key(device) -> str:
-    """key_averages' most useful order: time spent in each operator itself, on the device that computes (chapter 05)."""
+    """key_averages' most useful order: time spent in each
+    operator itself, on the device that computes (chapter 05)."""
     return (
         "self_device_time_total" if torch.device(device).type == "cuda" else "self_cpu_time_total"
     )
@@ -201,7 +211,8 @@ def top_operators(prof, device, rows: int = 8) -> str:
 
 
 def label_totals(prof, phases=PHASES) -> dict:
-    """Milliseconds per phase as key_averages() adds them up (CPU time of each label) (chapters 05, tests)."""
+    """Milliseconds per phase as key_averages() adds them
+    up (CPU time of each label) (chapters 05, tests)."""
     found = {e.key: e.cpu_time_total / 1000 for e in prof.key_averages()}
     return {phase: found.get(phase, 0.0) for phase in phases}
 
@@ -213,22 +224,32 @@ def data_share(totals: dict) -> float:
 
 
 def compare_splits(totals: dict, times: measure.LoopTimes) -> str:
-    """The profiler's data-wait vs compute split beside the hand-made one of the same steps (chapter 05)."""
+    """The profiler's data-wait vs compute split beside
+    the hand-made one of the same steps (chapter 05)."""
     compute = sum(v for k, v in totals.items() if k != "data")
     wait, work = sum(times.wait_ms), sum(times.compute_ms)
     return "\n".join(
         [
-            f"torch.profiler (labels): data {totals['data']:.1f} ms ({data_share(totals):.0%}), forward + backward + "
-            f"step {compute:.1f} ms",
-            f"course timer (perf_counter): wait {wait:.1f} ms ({times.wait_share:.0%}), compute {work:.1f} ms "
-            "(which also holds the copy to the device and the synchronize)",
-            f"difference in the data share: {abs(data_share(totals) - times.wait_share) * 100:.1f} percentage points",
+            (
+                f"torch.profiler (labels): data {totals['data']:.1f} ms "
+                f"({data_share(totals):.0%}), forward + backward + step {compute:.1f} ms"
+            ),
+            (
+                f"course timer (perf_counter): wait {wait:.1f} ms ({times.wait_share:.0%}), "
+                f"compute {work:.1f} ms (which also holds the copy to the device and the "
+                "synchronize)"
+            ),
+            (
+                "difference in the data share: "
+                f"{abs(data_share(totals) - times.wait_share) * 100:.1f} percentage points"
+            ),
         ]
     )
 
 
 # ---------------------------------------------------------------- memory (chapter 06)
-# torch's memory timeline columns, in its own order (the legend of its HTML plot), named as chapter 06 does
+# torch's memory timeline columns, in its own order (the
+# legend of its HTML plot), named as chapter 06 does
 TIMELINE_PARTS = {
     "PARAMETER": "weights",
     "OPTIMIZER_STATE": "optimizer_state",
@@ -242,7 +263,8 @@ TIMELINE_PARTS = {
 
 
 def memory_profile(step, steps: int = 2, device="cpu"):
-    """Profile `steps` calls of ``step()`` with memory recording on: what the memory timeline needs (chapter 06).
+    """Profile `steps` calls of ``step()`` with memory
+    recording on: what the memory timeline needs (chapter 06).
 
     The timeline needs ``profile_memory=True`` (allocations), ``record_shapes=True`` and
     ``with_stack=True`` (to tell parameters, gradients and activations apart).
@@ -254,7 +276,8 @@ def memory_profile(step, steps: int = 2, device="cpu"):
 
 
 def timeline_columns() -> list:
-    """The category of each column of torch's memory timeline, in its order (torch's own plot legend)."""
+    """The category of each column of torch's memory
+    timeline, in its order (torch's own plot legend)."""
     from torch.profiler._memory_profiler import _CATEGORY_TO_INDEX
 
     return [
@@ -264,7 +287,8 @@ def timeline_columns() -> list:
 
 
 def memory_timeline(prof, device="cpu") -> dict:
-    """torch's memory timeline of a profile: ``{"ms": [...], "parts": {name: [bytes...]}, "said": warning}`` (chapter 06).
+    """torch's memory timeline of a profile: ``{"ms": [...],
+    "parts": {name: [bytes...]}, "said": warning}`` (chapter 06).
 
     Written by ``prof.export_memory_timeline(path.json, device)``, read back; torch 2.13 says the
     call is deprecated (in favour of CUDA's memory snapshots): its words are kept in "said".
@@ -302,7 +326,8 @@ def at_end(timeline: dict) -> dict:
 def plot_memory_timeline(
     timeline: dict, estimate: dict = None, title: str = "memory over the profiled steps"
 ):
-    """A stacked area per part of torch's memory timeline; the course's estimate as a dashed line (chapter 06)."""
+    """A stacked area per part of torch's memory timeline;
+    the course's estimate as a dashed line (chapter 06)."""
     import matplotlib.pyplot as plt
 
     shown = {name: values for name, values in timeline["parts"].items() if any(values)}
@@ -340,7 +365,8 @@ def memory_table(prof, device="cpu", rows: int = 6) -> str:
 
 
 def memory_html(prof, name: str = "memory_profile.html") -> Path:
-    """The memory viewer's HTML page (torch.cuda._memory_viz.profile_plot) of a CPU or GPU profile (chapter 06)."""
+    """The memory viewer's HTML page (torch.cuda._memory_viz.profile_plot)
+    of a CPU or GPU profile (chapter 06)."""
     from torch.cuda import _memory_viz
 
     path = output_path(name)

@@ -3,7 +3,7 @@
 torchrun starts chapter 07's worker with ``--task shard`` (``ddp_worker.TASKS``); in every rank
 `compare_rank` builds the same model twice, wraps one copy in DDP and shards the other with
 `fully_shard` (each Linear layer, then the whole model), trains both with Adam on the same
-batches (``ddp_worker.train_step``, i.e. ``training.train_step``), and records what that rank
+batches (``training.stepper``, i.e. ``training.train_step``), and records what that rank
 holds (parameters, gradients, optimizer state: numbers and bytes), the collectives one step
 sends, the losses, and how far the final weights of the two are apart.
 """
@@ -19,7 +19,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
 
-from . import ddp_worker, profiling
+from . import ddp_worker, profiling, training
 
 PARTS = ("parameters", "gradients", "optimizer_state")  # what a rank holds between steps
 
@@ -39,7 +39,8 @@ def is_dtensor(t) -> bool:
 
 
 def local(t: torch.Tensor) -> torch.Tensor:
-    """The part of `t` this rank stores: a DTensor's local shard, any other tensor itself (chapter 08)."""
+    """The part of `t` this rank stores: a DTensor's local shard, any other tensor itself
+    (chapter 08)."""
     return t.to_local() if is_dtensor(t) else t
 
 
@@ -62,7 +63,8 @@ def held(model: nn.Module, optimizer) -> dict:
 
 
 def shard(model: nn.Module) -> nn.Module:
-    """FSDP2: `fully_shard` each Linear layer (one all-gather each), then the whole model (chapter 08)."""
+    """FSDP2: `fully_shard` each Linear layer (one
+    all-gather each), then the whole model (chapter 08)."""
     for layer in model.modules():
         if isinstance(layer, nn.Linear):
             fully_shard(layer)
@@ -87,38 +89,42 @@ def collectives(prof) -> list:
 
 
 def full_weights(model: nn.Module) -> dict:
-    """Every parameter whole, on the CPU: DTensors are gathered (a collective: every rank calls it)."""
+    """Every parameter whole, on the CPU: DTensors
+    are gathered (a collective: every rank calls it)."""
     return {
         k: (v.full_tensor() if is_dtensor(v) else v).detach().cpu().clone()
         for k, v in model.state_dict().items()
     }
 
 
-def profiled_step(model, optimizer, x, y, device) -> tuple:
+def profiled_step(step, x, y, device) -> tuple:
     """One training step under the profiler: (its loss, the collectives it sent) (chapter 08)."""
     with profiling.profiled(device, record_shapes=True) as prof:
-        loss = ddp_worker.train_step(model, optimizer, x, y)
+        loss = step(x, y).item()
     return loss, collectives(prof)
 
 
 def train_both(runs: dict, optimizers: dict, loader, sampler, device, config) -> tuple:
-    """The same batches through every run, the first step profiled: (losses per run, collectives per run)."""
+    """The same batches through every run, the first step
+    profiled: (losses per run, collectives per run)."""
     losses, sent = {name: [] for name in runs}, {}
+    steps = {name: training.stepper(model, optimizers[name]) for name, model in runs.items()}
     for epoch in range(config.epochs):
         sampler.set_epoch(epoch)
         for x, y in islice(loader, config.steps):
             x, y = x.to(device), y.to(device)
-            for name, model in runs.items():
+            for name, step in steps.items():
                 if name not in sent:
-                    loss, sent[name] = profiled_step(model, optimizers[name], x, y, device)
+                    loss, sent[name] = profiled_step(step, x, y, device)
                 else:
-                    loss = ddp_worker.train_step(model, optimizers[name], x, y)
+                    loss = step(x, y).item()
                 losses[name].append(loss)
     return losses, sent
 
 
 def compare_rank(rank: int, device: torch.device, config) -> dict:
-    """One rank of chapter 08's run: DDP and FSDP on the same batches, and what each holds (chapter 08)."""
+    """One rank of chapter 08's run: DDP and FSDP on
+    the same batches, and what each holds (chapter 08)."""
     dataset = ddp_worker.train_set()
     sampler = DistributedSampler(
         dataset, num_replicas=config.world_size, rank=rank, seed=config.seed
@@ -153,9 +159,10 @@ def compare_rank(rank: int, device: torch.device, config) -> dict:
     return record
 
 
-# ---------------------------------------------------------------- what N ranks hold, measured (chapter 08's check)
+# ------------------------------------------------- what N ranks hold, measured (chapter 08's check)
 class ShapesModel(nn.Module):
-    """Parameters of the given shapes and nothing else; calling it gives a loss that uses them all."""
+    """Parameters of the given shapes and nothing
+    else; calling it gives a loss that uses them all."""
 
     def __init__(self, shapes, seed: int = 0):
         super().__init__()
@@ -169,7 +176,8 @@ class ShapesModel(nn.Module):
 
 
 class HoldingsTask:
-    """One rank of measure_holdings: the same parameters under DDP and under fully_shard, one Adam step each."""
+    """One rank of measure_holdings: the same parameters
+    under DDP and under fully_shard, one Adam step each."""
 
     def __init__(self, shapes):
         self.shapes = [tuple(s) for s in shapes]
@@ -198,8 +206,9 @@ def _holdings(shapes: tuple, world_size: int) -> tuple:
 
 
 def measure_holdings(shapes, world_size: int) -> list:
-    """Per rank, what DDP and FSDP hold after one Adam step, measured in `world_size` real gloo processes:
-    ``[{"DDP": {part: bytes}, "FSDP": {part: bytes}}, ...]`` (cached per shapes and world size) (chapter 08)."""
+    """Per rank, what DDP and FSDP hold after one Adam step, measured in `world_size` real gloo
+    processes: ``[{"DDP": {part: bytes}, "FSDP": {part: bytes}}, ...]`` (cached per shapes and world
+    size) (chapter 08)."""
     return list(_holdings(tuple(tuple(int(d) for d in s) for s in shapes), world_size))
 
 

@@ -1,7 +1,7 @@
 """A small model, the reference training and evaluation loops, a progress bar and loss curves.
 
 Chapter 03 builds the device-agnostic training template step by step; these are its finished
-versions, reused by chapters 05 (speedups), 06 (memory) and 07 (DP/DDP).
+versions, reused by chapters 05 (speedups), 06 (memory), 07 (DP/DDP) and 08 (sharding).
 """
 
 import contextlib
@@ -24,6 +24,15 @@ def digits_mlp(
     return nn.Sequential(
         nn.Linear(n_in, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, n_out)
     )
+
+
+def wide_mlp(hidden: int = 512, layers: int = 2) -> nn.Sequential:
+    """Digits in, `layers` hidden Linear+ReLU layers of width `hidden`, 10 scores out (chapter 06
+    and its checks)."""
+    mods = [nn.Linear(N_FEATURES, hidden), nn.ReLU()]
+    for _ in range(layers - 1):
+        mods += [nn.Linear(hidden, hidden), nn.ReLU()]
+    return nn.Sequential(*mods, nn.Linear(hidden, N_CLASSES))
 
 
 @dataclass
@@ -79,10 +88,23 @@ def train_step(
     return loss.detach()
 
 
+def stepper(model, optimizer, criterion=nn.functional.cross_entropy, device=None, phase=no_label):
+    """`train_step` as ``step(x, y)``, the batch moved to `device` first when one is given; the
+    one wrapper of the step (chapter 05 times it, the DDP and FSDP workers run it)."""
+
+    def step(x, y):
+        if device is not None:
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        return train_step(model, optimizer, criterion, x, y, phase=phase)
+
+    return step
+
+
 def train_epoch(
     model, loader, device, optimizer, criterion, *, zero_grad: bool = True, on_batch=None
 ) -> float:
-    """One epoch of the course's training template; returns the mean loss over samples (chapters 03+).
+    """One epoch of the course's training template;
+    returns the mean loss over samples (chapters 03+).
 
     Every batch is moved to `device`, then `train_step` runs on it; the keywords go to `train_step`.
     The losses are added up on the device and read once, at the end of the epoch.
@@ -130,8 +152,9 @@ class History:
         if not self.epochs:
             return "no epochs yet"
         return (
-            f"{self.epochs} epochs: train loss {self.train_loss[0]:.3f} -> {self.train_loss[-1]:.3f}, "
-            f"test loss {self.test_loss[-1]:.3f}, test accuracy {self.test_accuracy[-1]:.1%}"
+            f"{self.epochs} epochs: train loss {self.train_loss[0]:.3f} -> "
+            f"{self.train_loss[-1]:.3f}, test loss {self.test_loss[-1]:.3f}, test accuracy "
+            f"{self.test_accuracy[-1]:.1%}"
         )
 
 

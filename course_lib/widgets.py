@@ -26,20 +26,24 @@ def result_html(result):
 
 
 # Options are rows of their own: a long option wraps inside its row (never over the next one) and
-# keeps its button; single-choice rows look like radio buttons. Scoped to .course-quiz/.course-hints.
+# keeps its button; single-choice rows look like radio buttons. Scoped to
+# .course-quiz/.course-hints.
 QUIZ_CSS = """<style>
-.course-quiz .course-option { width: 100%; height: auto; min-height: var(--jp-widgets-inline-height);
-  line-height: 1.45; align-items: flex-start; margin: 3px 0; }
+.course-quiz .course-option { width: 100%; height: auto;
+  min-height: var(--jp-widgets-inline-height); line-height: 1.45; align-items: flex-start;
+  margin: 3px 0; }
 .course-quiz .course-option label.widget-label-basic { display: flex; align-items: flex-start;
   white-space: normal; overflow: visible; height: auto; line-height: 1.45; }
-.course-quiz .course-option label.widget-label-basic > span { white-space: normal; overflow-wrap: anywhere; }
-.course-quiz .course-option input[type=checkbox] { flex: 0 0 auto; align-self: flex-start; margin: 3px 8px 0 0;
-  line-height: normal; font-size: inherit; width: 14px; height: 14px; }
+.course-quiz .course-option label.widget-label-basic > span { white-space: normal;
+  overflow-wrap: anywhere; }
+.course-quiz .course-option input[type=checkbox] { flex: 0 0 auto; align-self: flex-start;
+  margin: 3px 8px 0 0; line-height: normal; font-size: inherit; width: 14px; height: 14px; }
 .course-quiz .course-single input[type=checkbox] { appearance: none; -webkit-appearance: none;
   border: 1.5px solid #6e7781; border-radius: 50%; background: #ffffff; cursor: pointer; }
 .course-quiz .course-single input[type=checkbox]:checked { border-color: #0969da;
   background: radial-gradient(circle, #0969da 0 38%, #ffffff 44%); }
-.course-quiz code, .course-hints code { background: #eaeef2; color: #1f2328; padding: 0 3px; border-radius: 3px; }
+.course-quiz code, .course-hints code { background: #eaeef2; color: #1f2328; padding: 0 3px;
+  border-radius: 3px; }
 .course-hints .widget-html-content, .course-quiz .widget-html-content { line-height: 1.45; }
 </style>"""
 
@@ -149,7 +153,8 @@ def quiz_widget(quiz):
     if quiz.code:
         parts.append(
             W.HTML(
-                f"<pre style='background:#f6f8fa;color:#1f2328;padding:6px'>{escape(quiz.code)}</pre>"
+                "<pre "
+                f"style='background:#f6f8fa;color:#1f2328;padding:6px'>{escape(quiz.code)}</pre>"
             )
         )
     hints = [hint_widget(quiz)] if quiz.hints else []
@@ -160,7 +165,8 @@ def quiz_widget(quiz):
     box.add_class("course-quiz")
 
     def answer(value):
-        """Set the widget as a learner would (tests, demos): letters, a list of letters, or a number."""
+        """Set the widget as a learner would (tests,
+        demos): letters, a list of letters, or a number."""
         if quiz.kind == "numeric":
             chooser.value = "" if value is None else str(value)
             return
@@ -174,7 +180,8 @@ def quiz_widget(quiz):
 
 # ---------------------------------------------------------------- tables and paragraphs
 class Html(str):
-    """Text that is HTML already: `html_table` puts it in a cell as it is (other cells are escaped)."""
+    """Text that is HTML already: `html_table` puts
+    it in a cell as it is (other cells are escaped)."""
 
 
 def code(text) -> Html:
@@ -195,10 +202,14 @@ def _row(cells, tag: str = "td") -> str:
 
 
 def html_table(header, rows, *, above: str = "", name: str = "table") -> str:
-    """An HTML table (class `course-<name>`): the header row (none when `header` is empty), one row per
-    item of `rows`, every cell left-aligned; `above`: text shown over it, wrapped between words."""
+    """An HTML table (class `course-<name>`): the header row (none when `header` is empty), one
+    row per item of `rows`, every cell left-aligned; `above`: text shown over it, wrapped between
+    words."""
     text = (
-        f"<pre style='white-space:pre-wrap;word-break:normal;overflow-wrap:normal'>{escape(above)}</pre>"
+        (
+            "<pre "
+            f"style='white-space:pre-wrap;word-break:normal;overflow-wrap:normal'>{escape(above)}</pre>"
+        )
         if above
         else ""
     )
@@ -235,7 +246,8 @@ def print_wrapped(*paragraphs: str, width: int = 96) -> None:
 
 # ---------------------------------------------------------------- a result shown when asked
 def reveal(show, *args, label: str = "Show the result", after=None, **kwargs):
-    """``show(*args, **kwargs)`` only when the learner asks: a button that runs it (chapters 02, 05).
+    """``show(*args, **kwargs)`` only when the learner
+    asks: a button that runs it (chapters 02, 05).
 
     "Run All" must not put an answer right under the question: with `after` (a quiz) the result is
     shown at once when that quiz has an answer already (right or wrong), else a note asks for one.
@@ -244,7 +256,10 @@ def reveal(show, *args, label: str = "Show the result", after=None, **kwargs):
     if after is not None and after.answered():
         return show(*args, **kwargs)
     note = (
-        f'Answer the quiz "{after.title}" above first; then click the button (or run this cell again).'
+        (
+            f'Answer the quiz "{after.title}" above first; then click the button (or run this '
+            "cell again)."
+        )
         if after is not None
         else ""
     )

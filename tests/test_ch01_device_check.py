@@ -48,7 +48,7 @@ def test_simulated_machine_puts_back_torchs_own_functions():
     assert _real_queries() == before
     with pytest.raises(ZeroDivisionError):  # also when the code inside fails
         with simulated_machine(gpus=["A"]):
-            1 / 0
+            _ = 1 / 0
     assert _real_queries() == before
 
 
@@ -70,7 +70,8 @@ def test_machine_explorer_redraws_when_the_machine_changes():
     assert "CRASHES" in table.value
 
 
-# --- the visible tests alone (the student bundle) catch the chapter's lessons, and say what happened
+# --- the visible tests alone (the student bundle)
+# catch the chapter's lessons, and say what happened
 def _visible(exercise, candidate):
     return exercise.check(candidate, include_hidden=False, record=False)
 
@@ -169,7 +170,8 @@ def test_trace_devices_shows_the_cpu_detour(capsys):
 
 
 def test_a_zero_dim_cpu_tensor_mixes_and_a_one_dim_one_does_not():
-    """The exception the notebook teaches next to 'PyTorch never moves a tensor behind your back'."""
+    """The exception the notebook teaches next to
+    'PyTorch never moves a tensor behind your back'."""
     assert (torch.ones(3, device="meta") * torch.tensor(2.0)).device.type == "meta"
     with pytest.raises(RuntimeError, match="device"):
         torch.ones(3, device="meta") * torch.tensor([2.0])

@@ -15,7 +15,7 @@ def check(exercise, candidate):
     return exercise.check(candidate, include_hidden=True, record=False)
 
 
-# ---------------------------------------------------------------- train_one_epoch written differently
+# -------------------------------------------------------------- train_one_epoch written differently
 def set_to_none(model, loader, device, optimizer, criterion):
     model.train()
     total, count = 0.0, 0
@@ -49,7 +49,7 @@ def model_zero_grad_non_blocking(model, loader, device, optimizer, criterion):
 def enumerate_and_dataset_length(model, loader, device, optimizer, criterion):
     model.train()
     running = 0.0
-    for step, (inputs, labels) in enumerate(loader):
+    for _step, (inputs, labels) in enumerate(loader):
         inputs, labels = inputs.to(device), labels.to(device)
         optimizer.zero_grad()
         loss = criterion(model(inputs), labels)
@@ -75,7 +75,7 @@ def while_loop_zero_grad_after_step(model, loader, device, optimizer, criterion)
         optimizer.zero_grad()
         losses.append(loss.item())
         sizes.append(len(x))
-    return sum(l * n for l, n in zip(losses, sizes)) / sum(sizes)
+    return sum(v * n for v, n in zip(losses, sizes)) / sum(sizes)
 
 
 def tensor_total_then_item(model, loader, device, optimizer, criterion):
@@ -146,7 +146,7 @@ def per_batch_accuracy_weighted(model, loader, device, criterion):
             sizes.append(len(y))
     n = sum(sizes)
     return (
-        sum(l * s for l, s in zip(losses, sizes)) / n,
+        sum(v * s for v, s in zip(losses, sizes)) / n,
         sum(a * s for a, s in zip(accuracies, sizes)) / n,
     )
 
@@ -342,7 +342,8 @@ def test_the_articles_are_named_by_title_not_as_seeds():
 
 
 def test_linear2_twice_is_one_linear_map_not_the_same_as_once(capsys):
-    """Article B: "linear2 twice without ReLU equals linear2 once". The notebook shows what is true."""
+    """Article B: "linear2 twice without ReLU equals
+    linear2 once". The notebook shows what is true."""
     cell = next(c for c in notebooks.code("03") if "one_map" in c)
     exec(cell, {"torch": torch, "nn": torch.nn})
     out = capsys.readouterr().out

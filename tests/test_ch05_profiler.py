@@ -1,6 +1,6 @@
-"""Chapter 05's PyTorch tools: torch.profiler (a trace produced, parsed and drawn; its split against the
-course's timer), torch.utils.benchmark, and the sync points (CPU parts here, CUDA parts on a GPU).
-No timing is asserted: only what the tools record and how the course reads it."""
+"""Chapter 05's PyTorch tools: torch.profiler (a trace produced, parsed and drawn; its split against
+the course's timer), torch.utils.benchmark, and the sync points (CPU parts here, CUDA parts on a
+GPU). No timing is asserted: only what the tools record and how the course reads it."""
 
 import math
 
@@ -23,13 +23,14 @@ cuda_only = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CU
 
 @pytest.fixture(scope="module")
 def profiled():
-    """Three labelled steps of a small model, profiled: (profiler, LoopTimes, trace path, events)."""
+    """Three labelled steps of a small model, profiled:
+    (profiler, LoopTimes, trace path, events)."""
     torch.manual_seed(0)
     loader = DataLoader(
         TensorDataset(torch.randn(96, 64), torch.randint(0, 10, (96,))), batch_size=32
     )
     model = training.digits_mlp()
-    step = ch.train_step(
+    step = training.stepper(
         model,
         torch.optim.Adam(model.parameters()),
         nn.CrossEntropyLoss(),
@@ -175,8 +176,9 @@ def test_phase_ms_checker_uses_the_profilers_own_totals():
 
 
 def test_phase_ms_the_child_reads_the_judges_trace_and_the_judge_its_own_totals():
-    """The judge makes the profile; its events are the test's input (plain data through the wire);
-    the child's copy of the check reads exactly those; the verdict compares with the judge's totals."""
+    """The judge makes the profile; its events are the test's input (plain data through the
+    wire); the child's copy of the check reads exactly those; the verdict compares with the
+    judge's totals."""
     judge_side = speedups.PhaseMs(2, seed=6)
     builder, inputs = judge_side.for_child()
     child_side = rebuild(builder, wire.loads(wire.dumps(inputs)))

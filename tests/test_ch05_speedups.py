@@ -11,7 +11,8 @@ import torch
 from torch import nn
 
 from course_lib import ch05_speedups as ch
-from course_lib import data, measure, notebooks
+from course_lib import data, measure, notebooks, training
+from course_lib.checks import speedups
 from course_lib.errors import expect_warning
 from course_lib.exercises import CORRECT, INCORRECT, NOT_ATTEMPTED
 
@@ -80,7 +81,7 @@ def test_train_step_trains():
     torch.manual_seed(0)
     model = nn.Linear(4, 3)
     before = model.weight.detach().clone()
-    step = ch.train_step(
+    step = training.stepper(
         model, torch.optim.SGD(model.parameters(), lr=0.1), nn.CrossEntropyLoss(), "cpu"
     )
     step(torch.randn(5, 4), torch.randint(0, 3, (5,)))
@@ -135,7 +136,7 @@ def test_autocast_dtypes_on_cpu_bf16():
     assert rows["layer 2 (Linear) output"] == torch.bfloat16
     assert rows["loss (computed inside autocast)"] == torch.float32
     assert rows["weights (parameters)"] == rows["gradients (.grad)"] == torch.float32
-    assert "bfloat16" in ch.show_rows(list(rows.items()))
+    assert "bfloat16" in ch.text_table(list(rows.items()))
 
 
 def test_float_formats_and_round_trip():
@@ -191,7 +192,8 @@ def test_compile_needs_a_compiler_on_the_cpu(monkeypatch, capsys):
 
 
 def test_compile_timings_time_the_course_step_eager_then_compiled(monkeypatch):
-    """Without compiling (slow): torch.compile gives a marked wrapper; every call goes through train_step."""
+    """Without compiling (slow): torch.compile gives a
+    marked wrapper; every call goes through train_step."""
     from course_lib import training
 
     compiled, seen = [], []
@@ -216,7 +218,7 @@ def test_compile_timings_time_the_course_step_eager_then_compiled(monkeypatch):
     assert len(compiled) == 1 and seen[4:] == compiled * 4 and compiled[0] not in seen[:4]
 
 
-# ---------------------------------------------------------------- amp_train_step written differently
+# --------------------------------------------------------------- amp_train_step written differently
 def set_to_none_and_model_zero_grad(model, x, y, optimizer, criterion, scaler, device_type, dtype):
     model.zero_grad(set_to_none=True)
     with torch.autocast(device_type, dtype):
@@ -303,7 +305,8 @@ def two_warmups_time_time(fn, device, repeats=5):
 
 
 def is_available_guard(fn, device, repeats=5):
-    """Synchronizes whenever the machine has CUDA: on a GPU machine timing the CPU, that is wrong."""
+    """Synchronizes whenever the machine has CUDA:
+    on a GPU machine timing the CPU, that is wrong."""
     import statistics
 
     fn()
@@ -368,16 +371,16 @@ def test_time_it_right_answers_pass(candidate):
 
 
 def test_simulated_gpu_is_asynchronous_until_synchronized():
-    gpu = ch.SimulatedGPU([10.0], host_ms=0.5, first_ms=100.0)
+    gpu = speedups.SimulatedGPU([10.0], host_ms=0.5, first_ms=100.0)
     gpu.work()
     assert gpu.seconds() == pytest.approx(1000.0005)
     gpu.synchronize()
     assert gpu.seconds() == pytest.approx(1000.1005)
     assert gpu.call_ms(0) == pytest.approx(100.5) and gpu.call_ms(1) == pytest.approx(10.5)
-    cpu = ch.SimulatedGPU([10.0], cuda=False)
+    cpu = speedups.SimulatedGPU([10.0], cuda=False)
     with pytest.raises(AssertionError):
         cpu.synchronize()
-    gpu_machine = ch.SimulatedGPU([10.0], cuda=False, machine_has_cuda=True)
+    gpu_machine = speedups.SimulatedGPU([10.0], cuda=False, machine_has_cuda=True)
     gpu_machine.synchronize()  # torch.cuda.synchronize() on a GPU machine: no error
     with pytest.raises(ValueError):
         gpu_machine.synchronize(torch.device("cpu"))  # what torch says for a CPU device
@@ -405,7 +408,7 @@ def test_measure_time_fn_would_pass_the_checker():
     assert check(ch.time_it, course_timer).status == CORRECT
 
 
-# ---------------------------------------------------------------- time_it: the CPU lesson is visible (issue 9.3)
+# --------------------------------------------------- time_it: the CPU lesson is visible (issue 9.3)
 def visible(exercise, candidate):
     """What the learner's own check says in the student bundle: visible tests only."""
     return exercise.check(candidate, include_hidden=False, record=False)
@@ -448,7 +451,7 @@ def test_cpu_tests_record_every_cuda_call(monkeypatch):
     assert result.status == INCORRECT and "While timing a CPU device" in result.text()
 
 
-# ---------------------------------------------------------------- amp_train_step: what autocast did (issue 8.1)
+# ---------------------------------------------------- amp_train_step: what autocast did (issue 8.1)
 def autocast_for_cuda(model, x, y, optimizer, criterion, scaler, device_type, dtype):
     optimizer.zero_grad()
     with torch.autocast(device_type="cuda", dtype=dtype):
@@ -510,7 +513,7 @@ def test_forward_outside_autocast_is_told_apart():
     assert "not while the model ran" in check(ch.amp_train_step, loss_only).text()
 
 
-# ---------------------------------------------------------------- amp_train_step: feedback says what happened (12.1)
+# ----------------------------------------------- amp_train_step: feedback says what happened (12.1)
 def plain_step(model, x, y, optimizer, criterion, scaler, device_type, dtype):
     optimizer.zero_grad()
     with torch.autocast(device_type=device_type, dtype=dtype):
@@ -571,7 +574,7 @@ class WrongAnswerLike:
         self.function = function
 
 
-# ---------------------------------------------------------------- COURSE_DEVICE=cpu on a GPU machine (issue 8.1)
+# --------------------------------------------------- COURSE_DEVICE=cpu on a GPU machine (issue 8.1)
 def test_course_device_cpu_on_a_gpu_machine_times_no_cpu_to_cpu_copy(
     cuda_machine, monkeypatch, capsys
 ):
@@ -601,18 +604,18 @@ def test_notebook_gpu_cells_follow_the_course_device():
     assert not any('"cuda"' in c or "'cuda'" in c for c in cells if "gpu_only" in c)
 
 
-# ---------------------------------------------------------------- predict first, then see (issue 12.3)
+# ------------------------------------------------------------- predict first, then see (issue 12.3)
 def test_results_after_a_quiz_wait_for_an_answer(monkeypatch, tmp_path, capsys):
     from course_lib.exercises import progress
 
     monkeypatch.setenv("COURSE_PROGRESS_FILE", str(tmp_path / "progress.json"))
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda *a, **k: None)
-    ch.after_answer(ch.scale_after_overflow, shown.append, "demo")
-    assert shown == [] and not ch.answered(ch.scale_after_overflow)
+    ch.reveal(shown.append, "demo", after=ch.scale_after_overflow)
+    assert shown == [] and not ch.scale_after_overflow.answered()
     ch.scale_after_overflow.check(1000)  # a wrong answer is an answer: the learner committed
     assert progress.load()[ch.scale_after_overflow.id]["status"] == INCORRECT
-    ch.after_answer(ch.scale_after_overflow, shown.append, "demo")
+    ch.reveal(shown.append, "demo", after=ch.scale_after_overflow)
     assert shown == ["demo"]
 
 
@@ -621,11 +624,11 @@ def test_notebook_reveals_the_scaler_step_only_after_its_quiz():
     demo = [i for i, c in enumerate(cells) if "scaler_demo" in c]
     check_cell = [i for i, c in enumerate(cells) if "ch.scale_after_overflow.check(" in c]
     assert len(demo) == 1 and check_cell and demo[0] > check_cell[0]
-    assert "ch.after_answer(ch.scale_after_overflow" in cells[demo[0]]
-    assert any("ch.after_answer(ch.compile_control_flow" in c for c in cells)
+    assert "ch.reveal(" in cells[demo[0]] and "after=ch.scale_after_overflow" in cells[demo[0]]
+    assert any("ch.reveal(" in c and "after=ch.compile_control_flow" in c for c in cells)
 
 
-# ---------------------------------------------------------------- the lines shown in the notebook are the code (9.15)
+# ---------------------------------------------- the lines shown in the notebook are the code (9.15)
 def markdown_snippets():
     import re
 

@@ -1,6 +1,6 @@
-"""Chapter 06's PyTorch memory tools: the profiler's memory view and timeline on the CPU (set beside the
-course's estimate), the memory viewer's HTML page, the snapshot reader; the CUDA snapshot and the
-allocator's fragmentation counters on a GPU."""
+"""Chapter 06's PyTorch memory tools: the profiler's memory view and timeline on the CPU (set beside
+the course's estimate), the memory viewer's HTML page, the snapshot reader; the CUDA snapshot and
+the allocator's fragmentation counters on a GPU."""
 
 import pytest
 import torch

@@ -1,4 +1,5 @@
-"""Chapter 06: right answers written differently pass, and every measured claim of the notebook holds."""
+"""Chapter 06: right answers written differently
+pass, and every measured claim of the notebook holds."""
 
 import math
 import re
@@ -85,7 +86,8 @@ def test_accumulation_equals_big_batch_for_the_reference():
 
 
 def test_an_unweighted_last_group_is_not_the_big_batch_step():
-    """7 micro-batches, accum_steps 3: the last group has 1 micro-batch; dividing it by 3 makes its step 3x too small."""
+    """7 micro-batches, accum_steps 3: the last group has 1
+    micro-batch; dividing it by 3 makes its step 3x too small."""
     loader = ch._acc_loader(7, 8)
     right = ch.reference_big_batch(loader, 3)
     unweighted = ch.reference_big_batch(loader, 3, divide_by=lambda g: 3)
@@ -100,7 +102,7 @@ def test_an_unweighted_last_group_is_not_the_big_batch_step():
 # ---------------------------------------------------------------- the notebook's measured claims
 def test_estimate_matches_measurement(digits):
     model, _, _ = ch.fresh_setup("cpu")
-    est, got = ch.estimate(model, 256), ch.measure("cpu", 256, digits)
+    est, got = ch.estimate(model, 256), ch.measured_step_bytes("cpu", 256, digits)
     assert est["weights"] == got["weights"] and est["grads"] == got["grads"]
     for k in (
         "optimizer_state",
@@ -110,7 +112,8 @@ def test_estimate_matches_measurement(digits):
 
 
 def test_accounting_and_peak_counts_a_mid_training_step(digits, monkeypatch):
-    """The CUDA allocator's peak is stood in for; the counted bytes are real (and Adam's state exists)."""
+    """The CUDA allocator's peak is stood in for; the
+    counted bytes are real (and Adam's state exists)."""
     peaks = []
     monkeypatch.setattr(
         memory, "cuda_peak", lambda fn, device=None: peaks.append(fn()) or {"peak": 1}
@@ -179,7 +182,7 @@ def test_checkpointing_saves_memory_costs_compute_same_gradients(digits):
 def test_html_tables_render(digits):
     assert (
         "activations"
-        in ch.compare(ch.estimate(ch.wide_mlp(), 8), ch.measure("cpu", 8, digits)).data
+        in ch.compare(ch.estimate(ch.wide_mlp(), 8), ch.measured_step_bytes("cpu", 8, digits)).data
     )
     assert "ratio" in ch.amp_table(ch.amp_compare("cpu", digits, batch_size=32)).data
 
@@ -191,7 +194,7 @@ def test_gpu_oom_demo_raises_the_real_error():
     assert torch.cuda.memory_allocated() < 2**30
 
 
-# ---------------------------------------------------------------- reading a CUDA out-of-memory message
+# ------------------------------------------------------------- reading a CUDA out-of-memory message
 def test_the_example_message_is_read_part_by_part():
     parts = ch.oom_parts(ch.OOM_EXAMPLE)
     assert parts["Tried to allocate"] == "2.00 GiB" and parts["total capacity"] == "23.57 GiB"
@@ -206,10 +209,11 @@ def test_the_diagnosis_follows_the_messages_own_numbers():
     assert fragmented.startswith("Fragmentation") and "expandable_segments:True" in fragmented
     assert "empty_cache() cannot help" in fragmented
     capped = (
-        "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which "
-        "138.21 GiB is free. Including non-PyTorch memory, this process has 1.12 GiB memory in use. 1.00 GiB "
-        "allowed; Of the allocated memory 100.25 MiB is allocated by PyTorch, and 21.75 MiB is reserved by "
-        "PyTorch but unallocated. If reserved but unallocated memory is large try setting ..."
+        "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 139.80 "
+        "GiB of which 138.21 GiB is free. Including non-PyTorch memory, this process has 1.12 "
+        "GiB memory in use. 1.00 GiB allowed; Of the allocated memory 100.25 MiB is allocated "
+        "by PyTorch, and 21.75 MiB is reserved by PyTorch but unallocated. If reserved but "
+        "unallocated memory is large try setting ..."
     )
     full = ch.oom_diagnosis(capped)
     assert full.startswith("Not fragmentation") and "of the 1.00 GiB allowed" in full
@@ -250,7 +254,7 @@ def test_freezing_drops_gradients_optimizer_state_and_activations(digits):
     assert "ratio" in ch.side_by_side({"a": full, "b": frozen}).data
 
 
-# ---------------------------------------------------------------- GPU-only cells follow the course device
+# ---------------------------------------------------------- GPU-only cells follow the course device
 GPU_CELL_MARKS = ("gpu_only(", 'device.type == "cuda"')
 
 

@@ -1,5 +1,6 @@
-"""Chapter 07: the real DDP run (torchrun, as the notebook launches it; spawn gives the same), its clean-up, the device each rank picks, the
-gloo group behind exercise 2, and the traffic model behind the widget."""
+"""Chapter 07: the real DDP run (torchrun, as the notebook launches it; spawn gives the same), its
+clean-up, the device each rank picks, the gloo group behind exercise 2, and the traffic model behind
+the widget."""
 
 import multiprocessing
 import time
@@ -150,7 +151,7 @@ def test_backend_follows_the_gpus():
     assert ddp_worker.pick_backend(10**6) == "gloo"
 
 
-# ---------------------------------------------------------------- RANK vs LOCAL_RANK (simulated CUDA)
+# -------------------------------------------------------------- RANK vs LOCAL_RANK (simulated CUDA)
 class Joined(Exception):
     """Stops the worker once it has joined the group: what it chose is all these tests need."""
 
@@ -174,7 +175,8 @@ def test_local_device_sets_the_gpu_of_this_machine(fake_gpus):
 
 
 def test_torchrun_worker_on_the_second_machine_uses_local_rank(fake_gpus, monkeypatch, tmp_path):
-    """2 machines x 8 processes: global rank 8 is the first process of the second machine: cuda:0."""
+    """2 machines x 8 processes: global rank 8 is
+    the first process of the second machine: cuda:0."""
     for name, value in {
         "RANK": "8",
         "LOCAL_RANK": "0",
@@ -299,7 +301,7 @@ def test_multi_gpu_cells_print_a_visible_marker(capsys):
     assert "[GPU only] skipped" in capsys.readouterr().out
 
 
-# ---------------------------------------------------------------- the traffic model behind the widget
+# -------------------------------------------------------------- the traffic model behind the widget
 @pytest.mark.parametrize("n", range(1, 9))
 def test_ring_all_reduce_sends_2_n_minus_1_over_n_model_bytes_per_device(n):
     work = ch.workload(BERT_BASE)
@@ -331,7 +333,7 @@ def test_main_gpu_bottleneck_grows_with_the_number_of_gpus():
 
 def test_workload_sizes_come_from_the_real_models():
     assert ch.workload(list(ch.MODELS)[0]).param_bytes == weight_bytes(training.digits_mlp(64))
-    for name, (build, sample_in, sample_out) in ch.MODELS.items():
+    for name, (_build, sample_in, sample_out) in ch.MODELS.items():
         model = ch.build_on_meta(name)
         assert all(p.device.type == "meta" for p in model.parameters())
         if (

@@ -1,6 +1,6 @@
-"""Chapter 08: FSDP2 in 2 real gloo processes launched by torchrun (each rank holds 1/N of the parameters,
-within one layer's rounding; the losses and weights are DDP's), what the ranks record, the arithmetic of
-the ZeRO table, and the exercise's reference against real runs of other sizes."""
+"""Chapter 08: FSDP2 in 2 real gloo processes launched by torchrun (each rank holds 1/N of the
+parameters, within one layer's rounding; the losses and weights are DDP's), what the ranks record,
+the arithmetic of the ZeRO table, and the exercise's reference against real runs of other sizes."""
 
 import math
 
@@ -17,7 +17,8 @@ from course_lib.key import ch08_sharding as key
 
 @pytest.fixture(scope="module")
 def run():
-    """The chapter's run with 255 hidden units: 255 rows do not divide by 2 (rank 0 gets one more row)."""
+    """The chapter's run with 255 hidden units: 255
+    rows do not divide by 2 (rank 0 gets one more row)."""
     return ddp_worker.launch_torchrun(ch.run_config(hidden=255))
 
 
@@ -127,8 +128,9 @@ def test_a_stub_is_not_attempted_without_starting_processes(monkeypatch):
 
 
 def test_the_child_only_predicts_and_the_judge_measures(monkeypatch):
-    """The run half calls the function for every rank, DDP then FSDP, and starts no process; what it
-    reports is the predictions (plain data through the wire). The judge's reference is its own run."""
+    """The run half calls the function for every rank, DDP then FSDP, and starts no process; what
+    it reports is the predictions (plain data through the wire). The judge's reference is its own
+    run."""
     test = RankBytes(((5, 3), (5,)), 3, " (t)")
     builder, inputs = test.for_child()
     child = rebuild(builder, wire.loads(wire.dumps(inputs)))

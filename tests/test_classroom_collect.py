@@ -1,4 +1,5 @@
-"""`python -m course_lib collect`: each hub user's notebook into a submissions folder (issue 22, items 1, 5).
+"""`python -m course_lib collect`: each hub user's
+notebook into a submissions folder (issue 22, items 1, 5).
 
 Home folders as The Littlest JupyterHub lays them out (/home/jupyter-NAME) and as a local
 spawner does (/home/NAME), and an nbgrader exchange's inbound folder. The real hub run is
@@ -67,7 +68,8 @@ def manifest(out) -> dict:
 
 @pytest.fixture
 def homes(tmp_path):
-    """TLJH-style homes: the course folder, a notebook moved elsewhere, none, two copies, a non-user."""
+    """TLJH-style homes: the course folder, a notebook
+    moved elsewhere, none, two copies, a non-user."""
     home = tmp_path / "home"
     put(
         home / "jupyter-alice" / "pytorch-gpu-course" / "notebooks" / NB,

@@ -1,4 +1,5 @@
-"""Grades where teachers keep them: nbgrader's export, Canvas's import, the roster (issue 22, items 3, 5).
+"""Grades where teachers keep them: nbgrader's export,
+Canvas's import, the roster (issue 22, items 3, 5).
 
 The exports are built from the gradebook the grader writes; the end-to-end test grades real
 submissions with `python -m course_lib grade ... --export ... --roster ...`.

@@ -1,4 +1,5 @@
-"""The Gradescope autograder: `gradescope CHAPTER OUT.zip` and its run_autograder (issue 22, item 4).
+"""The Gradescope autograder: `gradescope CHAPTER
+OUT.zip` and its run_autograder (issue 22, item 4).
 
 run_autograder runs here on a temporary tree laid out as Gradescope lays out /autograder
 (source/ = the zip, submission/ = the student's files, results/), its root moved with
@@ -139,7 +140,7 @@ def test_zip_is_laid_out_as_gradescopes_spec_asks(autograder_zip):
     assert "course/notebooks/02_same_device_rule.ipynb" not in names
     assert not [n for n in names if n.endswith(".pyc") or "__pycache__" in n]
     pinned = next(
-        l for l in (ROOT / "course.py").read_text().splitlines() if l.startswith("TORCH_VERSION")
+        s for s in (ROOT / "course.py").read_text().splitlines() if s.startswith("TORCH_VERSION")
     )
     assert f'TORCH_VERSION="{pinned.split(chr(34))[1]}"' in setup and '"nbformat>=5.9"' in setup
     assert setup.startswith("#!/usr/bin/env bash")
@@ -271,7 +272,8 @@ def test_two_notebooks_one_named_as_the_chapter_is_graded(tmp_path, autograder_z
 
 
 def test_hidden_tests_feedback_never_reaches_the_output():
-    """Even if the grader's record carried a hidden test's message, the student's text has none of it."""
+    """Even if the grader's record carried a hidden
+    test's message, the student's text has none of it."""
     exercise = {
         "detail": "Some tests failed",
         "tests": [

@@ -60,6 +60,19 @@ def test_second_device_is_never_the_cpu():
     assert dev.second_device().type != "cpu"
 
 
+def test_amp_dtype_is_bfloat16_unless_the_gpu_lacks_it(monkeypatch):
+    """The one autocast dtype choice, which chapters 05 and 06 (and the GPU figures) use."""
+    from course_lib import ch05_speedups, ch06_out_of_memory
+
+    assert dev.amp_dtype("cpu") == dev.amp_dtype(torch.device("cpu")) == torch.bfloat16
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    assert dev.amp_dtype("cuda") == torch.bfloat16
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
+    assert dev.amp_dtype("cuda") == torch.float16  # then float16, with a GradScaler
+    assert [s[1] for s in ch05_speedups.amp_settings("cuda")] == [None, torch.float16]
+    assert ch05_speedups.amp_dtype is ch06_out_of_memory.amp_dtype is dev.amp_dtype
+
+
 def test_gpu_only_prints_a_visible_marker(monkeypatch, capsys):
     monkeypatch.delenv(dev.ENV_VAR, raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
@@ -143,17 +156,17 @@ def test_seed_everything_repeats():
 
 def test_expect_error_passes_prints_and_fails_when_nothing_raised(capsys):
     with expect_error(ZeroDivisionError, "division"):
-        1 / 0
+        _ = 1 / 0
     assert "ZeroDivisionError: division by zero" in capsys.readouterr().out
     with pytest.raises(AssertionError, match="ran without an error"):
         with expect_error(ZeroDivisionError):
             pass
     with pytest.raises(AssertionError, match="no longer mentions"):
         with expect_error(ZeroDivisionError, "some other text"):
-            1 / 0
+            _ = 1 / 0
     with pytest.raises(KeyError):  # a different error is not swallowed
         with expect_error(ZeroDivisionError):
-            {}["x"]
+            _ = {}["x"]
 
 
 def test_doctor_report_has_the_essentials():
@@ -281,7 +294,7 @@ def test_expect_warning_needs_the_warning(capsys):
     from course_lib.errors import expect_warning
 
     with expect_warning(FutureWarning, "deprecated"):
-        warnings.warn("this is deprecated", FutureWarning)
+        warnings.warn("this is deprecated", FutureWarning, stacklevel=1)
     assert "FutureWarning: this is deprecated" in capsys.readouterr().out
     with pytest.raises(AssertionError, match="no warning at all"):
         with expect_warning(FutureWarning):

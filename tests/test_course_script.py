@@ -62,7 +62,7 @@ def test_course_start_serves_the_notebooks_on_loopback(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-# ---------------------------------------------------------------- the standard-library launcher (course.py)
+# -------------------------------------------------------- the standard-library launcher (course.py)
 def launcher():
     import importlib.util
 

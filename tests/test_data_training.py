@@ -144,8 +144,9 @@ def test_train_epoch_moves_the_data_to_the_models_device():
 
 
 def test_one_training_step_serves_the_epoch_loop_and_the_ddp_worker(monkeypatch):
-    """The step is written once (training.train_step): the epoch loop and the DDP worker both call it."""
-    from course_lib import ddp_worker
+    """The step is written once (training.train_step): the epoch loop calls it, and so does its one
+    wrapper, `training.stepper`, which chapter 05, the DDP worker and the FSDP run use."""
+    from course_lib import ch05_speedups, ch06_out_of_memory, ddp_worker
 
     calls = []
     monkeypatch.setattr(
@@ -154,8 +155,10 @@ def test_one_training_step_serves_the_epoch_loop_and_the_ddp_worker(monkeypatch)
     layer = nn.Linear(2, 1)
     batches = [(torch.ones(1, 2), torch.zeros(1, 1))] * 3
     assert training.train_epoch(layer, batches, "cpu", None, nn.MSELoss()) == 1.0
-    ddp_worker.train_step(layer, None, torch.ones(1, 2), torch.zeros(1, dtype=torch.long))
+    training.stepper(layer, None)(torch.ones(1, 2), torch.zeros(1, dtype=torch.long))
     assert len(calls) == 4 and calls[-1] is nn.functional.cross_entropy
+    for module in (ch05_speedups, ch06_out_of_memory, ddp_worker):  # no second copy
+        assert not {"train_step", "warm_step"} & set(vars(module)), module.__name__
 
 
 def test_train_step_clears_steps_and_returns_the_loss():

@@ -84,7 +84,7 @@ def test_stub_seen_through_a_test_that_catches_runtime_error():
         try:
             candidate(1)
         except RuntimeError as err:  # NotImplementedError is a RuntimeError
-            raise Fail(f"failed: {err}")
+            raise Fail(f"failed: {err}") from err
 
     ex = chapter.function_exercise(
         "careless", title="t", prompt="p", points=1, tests=[Test("t", careless_test)]
@@ -315,9 +315,10 @@ def test_a_slow_answer_that_swallows_the_interruption_is_not_correct():
     assert double.check(lambda x: 2 * x).status == CORRECT  # and the limit is gone afterwards
 
 
-# ------------------------------------------------------------------ hidden tests in the learner's check (9.3)
+# -------------------------------------------------------- hidden tests in the learner's check (9.3)
 def _keyed(monkeypatch, name):
-    """A throwaway exercise with an answer key (as in the full course) whose hidden test wants 2*x for x=-7."""
+    """A throwaway exercise with an answer key (as in the
+    full course) whose hidden test wants 2*x for x=-7."""
     from course_lib.exercises import AnswerKey
 
     def secret(candidate):
@@ -508,7 +509,7 @@ def _descendants(widget):
         yield from _descendants(child)
 
 
-# ------------------------------------------------------------------ hints one at a time (issue 12.4)
+# ----------------------------------------------------------------- hints one at a time (issue 12.4)
 def _hinted(name):
     return chapter.function_exercise(
         name, title="t", prompt="p", points=1, tests=[], hints=["one `a`", "two", "three"]

@@ -65,7 +65,8 @@ def test_has_at_least_two_realistic_wrong_answers(exercise):
 
 @pytest.mark.parametrize("exercise", FUNCTIONS, ids=ids)
 def test_every_exercise_has_hints_and_a_hint_cell(exercise):
-    """Hints one at a time, as promised: each exercise has some, and a cell `ch.<name>.hint()` shows them."""
+    """Hints one at a time, as promised: each exercise
+    has some, and a cell `ch.<name>.hint()` shows them."""
     assert len(exercise.hints) >= 2, (
         f"{exercise.id}: give it at least two hints, from a nudge to the shape of the code"
     )
@@ -111,7 +112,10 @@ def boilerplate(exercise) -> str:
             TestOutcome("h", False, hidden=True),
         ],
     )
-    return f"{generic.text()}\nYour code raised Error: line in\nNot quite. {exercise.name} {exercise.title}"
+    return (
+        f"{generic.text()}\nYour code raised Error: line in\nNot quite. {exercise.name} "
+        f"{exercise.title}"
+    )
 
 
 @pytest.mark.parametrize("exercise,wrong", WRONG, ids=[f"{e.id}-{w.label}" for e, w in WRONG])
@@ -141,12 +145,14 @@ def test_feedback_contains_is_specific(exercise, wrong):
     """An empty or generic feedback_contains ("Incorrect", "Hint", "expected") proves nothing."""
     needle = " ".join(wrong.feedback_contains.split())
     assert len(needle.strip(" .:,;!?'\"`()")) >= 4, (
-        f"{exercise.chapter.key_module}: {exercise.name} wrong answer {wrong.label!r} has feedback_contains="
-        f"{wrong.feedback_contains!r}; give the words of the feedback this wrong answer must get"
+        f"{exercise.chapter.key_module}: {exercise.name} wrong answer {wrong.label!r} has "
+        f"feedback_contains={wrong.feedback_contains!r}; give the words of the feedback this "
+        "wrong answer must get"
     )
     assert needle.lower() not in boilerplate(exercise).lower(), (
-        f"{exercise.chapter.key_module}: {exercise.name} wrong answer {wrong.label!r}: feedback_contains="
-        f"{wrong.feedback_contains!r} is in every verdict; name this failure's own feedback"
+        f"{exercise.chapter.key_module}: {exercise.name} wrong answer {wrong.label!r}: "
+        f"feedback_contains={wrong.feedback_contains!r} is in every verdict; name this "
+        "failure's own feedback"
     )
 
 
@@ -189,7 +195,8 @@ def test_quiz_right_answer_and_stub(exercise):
     assert exercise.check(stub_answer(exercise)).status == NOT_ATTEMPTED
     if exercise.kind != "error":
         assert exercise.digest == answer_digest(exercise.id, exercise.normalize(key.answer)), (
-            f"{exercise.id}: digest is stale; run python -m course_lib digest {exercise.id} <answer>"
+            f"{exercise.id}: digest is stale; run python -m course_lib digest {exercise.id} "
+            "<answer>"
         )
 
 
@@ -218,14 +225,15 @@ def test_quiz_wrong_answers_are_incorrect(exercise):
     exercise._hints_shown = 0  # wrong answers revealed hints; leave the quiz as a learner finds it
 
 
-# ---------------------------------------------------------------- run half and judge half apart (issue 18, item 2)
+# ------------------------------------------------- run half and judge half apart (issue 18, item 2)
 @pytest.mark.parametrize("exercise", FUNCTIONS, ids=ids)
 def test_every_test_is_a_run_half_and_a_judge_half(exercise):
     """Each test is built by a public builder of course_lib.checks; what its run half receives is
     its inputs only: no field the judge keeps to itself (a hidden test's expected values)."""
     for test in exercise.graded_tests():
         assert isinstance(test.check, Check) and test.check.splittable, (
-            f"{exercise.id} / {test.name}: build it from course_lib.checks (a run half and a judge half)"
+            f"{exercise.id} / {test.name}: build it from course_lib.checks (a run half and a "
+            "judge half)"
         )
         assert type(test.check).__module__.startswith("course_lib.checks."), (
             exercise.id,
@@ -252,9 +260,10 @@ def _outcomes(result) -> list:
     "exercise,label,function", CANDIDATES, ids=[f"{e.id}-{lab}" for e, lab, _ in CANDIDATES]
 )
 def test_the_learners_check_and_the_graders_split_agree(exercise, label, function):
-    """The reference, the stub and every known-wrong answer: the learner's check (both halves in one
-    process) and the grader's way (the run half rebuilt from a child's inputs, its observation through
-    the wire, the judge half apart) give the same status, points and feedback, test by test."""
+    """The reference, the stub and every known-wrong answer: the learner's check (both halves in
+    one process) and the grader's way (the run half rebuilt from a child's inputs, its
+    observation through the wire, the judge half apart) give the same status, points and
+    feedback, test by test."""
     candidate = stub_function(exercise) if function is None else function
     learner = exercise.check(candidate, include_hidden=True, record=False)
     grader = split_result(exercise, candidate)

@@ -1,6 +1,6 @@
-"""The error explainer: real errors raised here, released GPU-only wordings, a corpus of real messages
-posted in public issue threads (and its held-out fifth), honest "not known", logs, warnings, the
-notebook panel in a real IPython shell, and the command line."""
+"""The error explainer: real errors raised here, released GPU-only wordings, a corpus of real
+messages posted in public issue threads (and its held-out fifth), honest "not known", logs,
+warnings, the notebook panel in a real IPython shell, and the command line."""
 
 import dataclasses
 import datetime
@@ -42,7 +42,7 @@ def explained_as(err_or_text, entry_id):
     return exp
 
 
-# ---------------------------------------------------------------- errors raised for real on this machine
+# ----------------------------------------------------------- errors raised for real on this machine
 class Dataset4(torch.utils.data.Dataset):
     def __init__(self, item):
         self.item = item
@@ -327,13 +327,17 @@ def test_readings_take_names_and_numbers_from_the_message():
     assert exp.notes == ("The changed tensor was made by `Sigmoid`.",)
 
 
-# ---------------------------------------------------------------- released wordings (GPU-only or older torch)
+# ------------------------------------------------------ released wordings (GPU-only or older torch)
 RELEASED = [
-    # torch 2.13 on a GPU (aten/src/ATen/core/adaption.cpp: "but got ", ", different from other tensors on ")
+    # torch 2.13 on a GPU (aten/src/ATen/core/adaption.cpp:
+    # "but got ", ", different from other tensors on ")
     (
         "device_mismatch",
-        "RuntimeError: Expected all tensors to be on the same device, but got mat1 is on cpu, "
-        "different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)",
+        (
+            "RuntimeError: Expected all tensors to be on the same device, but got mat1 is on cpu, "
+            "different from other tensors on cuda:0 (when checking argument in method "
+            "wrapper_CUDA_addmm)"
+        ),
     ),
     (
         "device_mismatch",
@@ -344,8 +348,11 @@ RELEASED = [
     # torch 2.0-2.3 (aten/src/ATen/TensorIterator.cpp), quoted by article A
     (
         "device_mismatch",
-        "RuntimeError: Expected all tensors to be on the same device, but found at least two "
-        "devices, cuda:0 and cpu! (when checking argument for argument mat1 in method wrapper_addmm)",
+        (
+            "RuntimeError: Expected all tensors to be on the same device, but found at least two "
+            "devices, cuda:0 and cpu! (when checking argument for argument mat1 in method "
+            "wrapper_addmm)"
+        ),
     ),
     # aten/src/ATen/native/Convolution.cpp (check_input_same_type_as_parameters)
     (
@@ -364,7 +371,8 @@ RELEASED = [
         "RuntimeError: Input and parameter tensors are not at the same device, found input tensor "
         "at cpu and parameter tensor at cuda:0",
     ),
-    # aten/src/ATen/native/TensorAdvancedIndexing.cpp (index_put / index with CUDA indices on a CPU tensor)
+    # aten/src/ATen/native/TensorAdvancedIndexing.cpp
+    # (index_put / index with CUDA indices on a CPU tensor)
     (
         "device_mismatch",
         "RuntimeError: indices should be either on cpu or on the same device as the indexed "
@@ -408,12 +416,16 @@ RELEASED = [
         "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please "
         "update your GPU driver",
     ),
-    # cudaGetErrorString(cudaErrorNoKernelImageForDevice) and torch/cuda/__init__.py (_check_capability)
+    # cudaGetErrorString(cudaErrorNoKernelImageForDevice)
+    # and torch/cuda/__init__.py (_check_capability)
     (
         "no_kernel_image",
-        "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
-        "CUDA kernel errors might be asynchronously reported at some other API call, so the "
-        "stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+        (
+            "RuntimeError: CUDA error: no kernel image is available for execution on the "
+            "device\nCUDA kernel errors might be asynchronously reported at some other API call, "
+            "so the stacktrace below might be incorrect.\nFor debugging consider passing "
+            "CUDA_LAUNCH_BLOCKING=1"
+        ),
     ),
     (
         "no_kernel_image",
@@ -421,28 +433,38 @@ RELEASED = [
         "the current PyTorch installation.\nThe current PyTorch install supports CUDA capabilities "
         "sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90.",
     ),
-    # c10/cuda/CUDACachingAllocator.cpp (torch 2.2+), then torch 2.1 (typo "capacty"), then torch 1.x/2.0
+    # c10/cuda/CUDACachingAllocator.cpp (torch 2.2+),
+    # then torch 2.1 (typo "capacty"), then torch 1.x/2.0
     (
         "cuda_oom",
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.16 GiB. GPU 0 has a total "
-        "capacity of 79.10 GiB of which 1.63 GiB is free. Including non-PyTorch memory, this process has "
-        "77.42 GiB memory in use. Of the allocated memory 68.16 GiB is allocated by PyTorch, and 3.49 GiB "
-        "is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
-        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
-        "Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.16 GiB. GPU 0 has a "
+            "total capacity of 79.10 GiB of which 1.63 GiB is free. Including non-PyTorch memory, "
+            "this process has 77.42 GiB memory in use. Of the allocated memory 68.16 GiB is "
+            "allocated by PyTorch, and 3.49 GiB is reserved by PyTorch but unallocated. If "
+            "reserved but unallocated memory is large try setting "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+            "documentation for Memory Management  "
+            "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
+        ),
     ),
     (
         "cuda_oom",
-        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total "
-        "capacty of 23.69 GiB of which 7.11 GiB is free. Process 2006998 has 256.00 MiB memory in use. "
-        "Of the allocated memory 16.01 GiB is allocated by PyTorch, and 7.47 MiB is reserved by PyTorch "
-        "but unallocated.",
+        (
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 "
+            "has a total capacty of 23.69 GiB of which 7.11 GiB is free. Process 2006998 has "
+            "256.00 MiB memory in use. Of the allocated memory 16.01 GiB is allocated by PyTorch, "
+            "and 7.47 MiB is reserved by PyTorch but unallocated."
+        ),
     ),
     (
         "cuda_oom",
-        "RuntimeError: CUDA out of memory. Tried to allocate 36.00 MiB (GPU 0; 7.93 GiB total capacity; "
-        "130.35 MiB already allocated; 47.06 MiB free; 188.00 MiB reserved in total by PyTorch) If "
-        "reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.",
+        (
+            "RuntimeError: CUDA out of memory. Tried to allocate 36.00 MiB (GPU 0; 7.93 GiB total "
+            "capacity; 130.35 MiB already allocated; 47.06 MiB free; 188.00 MiB reserved in total "
+            "by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb "
+            "to avoid fragmentation."
+        ),
     ),
     ("cuda_oom", "RuntimeError: CUDA error: out of memory"),
     # c10/cuda/CUDAException.cpp + CUDAMiscFunctions.cpp (get_cuda_check_suffix), torch 2.1+
@@ -498,9 +520,11 @@ RELEASED = [
     ),
     (
         "nccl_failure",
-        "[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: "
-        "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
-        "600351 milliseconds before timing out.",
+        (
+            "[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            "Timeout(ms)=600000) ran for 600351 milliseconds before timing out."
+        ),
     ),
     # torch/csrc/distributed/c10d/reducer.cpp (torch 2.13, warnings and the static_graph form)
     (
@@ -527,8 +551,10 @@ RELEASED = [
     # third_party/gloo/gloo/transport/tcp/pair.cc
     (
         "gloo_failure",
-        "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer "
-        "[10.0.0.2]:30001",
+        (
+            "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed "
+            "by peer [10.0.0.2]:30001"
+        ),
     ),
     (
         "gloo_failure",
@@ -545,7 +571,7 @@ def test_released_wording_is_explained(entry_id, text):
     explained_as(text, entry_id)
 
 
-# ---------------------------------------------------------------- real messages from public issue threads (issue 17)
+# ----------------------------------------------- real messages from public issue threads (issue 17)
 CORPUS_FILE = ROOT / "tests" / "data" / "explain_corpus.jsonl"
 CORPUS = [json.loads(line) for line in CORPUS_FILE.read_text(encoding="utf-8").splitlines()]
 BY_ID = {row["id"]: row for row in CORPUS}
@@ -566,7 +592,8 @@ ENTRY = {e.id: e for e in ENTRIES}
 
 
 def corpus_verdict(row: dict) -> bool:
-    """Judge one corpus message: a GPU-training one gets its entry and chapter; an unrelated one is not claimed."""
+    """Judge one corpus message: a GPU-training one gets
+    its entry and chapter; an unrelated one is not claimed."""
     exp = explain_text(row["message"])
     if row["kind"] == "gpu":
         return exp.known and exp.entry.id == row["entry"] and exp.entry.chapter == row["chapter"]
@@ -624,7 +651,8 @@ def test_real_messages_get_the_right_entry_and_chapter_and_unrelated_ones_are_no
 
 
 def test_every_entry_the_corpus_needs_is_answered_by_the_command_line(tmp_path):
-    """`python -m course_lib explain --json` gives each kind of error in the corpus its entry and chapter."""
+    """`python -m course_lib explain --json` gives each
+    kind of error in the corpus its entry and chapter."""
     first = {}
     for r in CORPUS:
         if r["kind"] == "gpu" and not r["holdout"] and corpus_verdict(r):
@@ -643,7 +671,8 @@ def test_every_entry_the_corpus_needs_is_answered_by_the_command_line(tmp_path):
     assert all(row["fix"] and row["cause"] and row["section"] for row in rows)
 
 
-# where PyTorch changed the wording (2.0 to 2.13): one corpus message per released form, each must be explained
+# where PyTorch changed the wording (2.0 to 2.13): one
+# corpus message per released form, each must be explained
 WORDINGS_ACROSS_RELEASES = [
     ("device_mismatch", "m001", "2.0-2.3: 'but found at least two devices, cuda:0 and cpu!'"),
     (
@@ -813,8 +842,9 @@ def test_oom_numbers_are_read():
         and "expandable_segments" in exp.notes[-1]
     )
     old = explain(
-        "CUDA out of memory. Tried to allocate 36.00 MiB (GPU 0; 7.93 GiB total capacity; 130.35 MiB "
-        "already allocated; 47.06 MiB free; 188.00 MiB reserved in total by PyTorch)"
+        "CUDA out of memory. Tried to allocate 36.00 MiB (GPU 0; 7.93 GiB total capacity; "
+        "130.35 MiB already allocated; 47.06 MiB free; 188.00 MiB reserved in total by "
+        "PyTorch)"
     )
     assert (
         "The card holds 7.93 GiB; PyTorch had 130.35 MiB allocated and 47.06 MiB was free."
@@ -848,7 +878,10 @@ DECOYS = [
     ImportError("No module named 'transformers'"),
 ]
 DECOY_TEXTS = [
-    "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='x', port=443): Connection refused",
+    (
+        "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='x', port=443): Connection "
+        "refused"
+    ),
     "sqlite3.OperationalError: database is locked",
     "OSError: [Errno 28] No space left on device",
     "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor",
@@ -919,9 +952,13 @@ def test_no_pattern_is_a_single_common_word():
 def test_a_long_log_explains_its_last_traceback():
     noise = "".join(f"epoch 1 step {i} loss 0.{i:04d} (cuda memory 1.2 GiB)\n" for i in range(5000))
     log = (
-        noise + 'Traceback (most recent call last):\n  File "train.py", line 40, in <module>\n'
-        "    loss.backward()\nRuntimeError: element 0 of tensors does not require grad and does not have a "
-        "grad_fn\n" + "wandb: Waiting for W&B process to finish... (failed 1).\n"
+        noise
+        + (
+            'Traceback (most recent call last):\n  File "train.py", line 40, in <module>\n    '
+            "loss.backward()\nRuntimeError: element 0 of tensors does not require grad and does "
+            "not have a grad_fn\n"
+        )
+        + "wandb: Waiting for W&B process to finish... (failed 1).\n"
     )
     exp = explain_text(log)
     assert exp.entry.id == "no_grad_fn" and exp.error.startswith("RuntimeError: element 0")
@@ -929,9 +966,10 @@ def test_a_long_log_explains_its_last_traceback():
 
 def test_chained_exceptions_the_last_one_counts_and_ansi_colours_are_ignored():
     log = (
-        "Traceback (most recent call last):\n  File \"a.py\", line 1\nKeyError: 'x'\n\nDuring handling of the "
-        'above exception, another exception occurred:\n\nTraceback (most recent call last):\n  File "a.py"\n'
-        "\x1b[0;31mRuntimeError\x1b[0m: mat1 and mat2 shapes cannot be multiplied (64x784 and 128x10)\n"
+        "Traceback (most recent call last):\n  File \"a.py\", line 1\nKeyError: 'x'\n\nDuring "
+        "handling of the above exception, another exception occurred:\n\nTraceback (most "
+        'recent call last):\n  File "a.py"\n\x1b[0;31mRuntimeError\x1b[0m: mat1 and mat2 '
+        "shapes cannot be multiplied (64x784 and 128x10)\n"
     )
     exp = explain_text(log)
     assert exp.entry.id == "linear_shape" and "784 features" in exp.notes[0]
@@ -949,12 +987,13 @@ def test_ipython_style_traceback():
 
 def test_torchrun_log_finds_the_root_cause_behind_child_failed():
     log = (
-        '[rank1]: Traceback (most recent call last):\n[rank1]:   File "train.py", line 9, in <module>\n'
-        "[rank1]:     local_rank = int(os.environ['LOCAL_RANK'])\n[rank1]: KeyError: 'LOCAL_RANK'\n"
-        "E0101 12:00:00 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1)\n"
-        'Traceback (most recent call last):\n  File "/usr/bin/torchrun", line 8, in <module>\n'
-        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
-        "============================================================\ntrain.py FAILED\n"
+        '[rank1]: Traceback (most recent call last):\n[rank1]:   File "train.py", line 9, '
+        "in <module>\n[rank1]:     local_rank = int(os.environ['LOCAL_RANK'])\n[rank1]: "
+        "KeyError: 'LOCAL_RANK'\nE0101 12:00:00 "
+        "torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: "
+        '1)\nTraceback (most recent call last):\n  File "/usr/bin/torchrun", line 8, in '
+        "<module>\ntorch.distributed.elastic.multiprocessing.errors.ChildFailedError: "
+        "\n============================================================\ntrain.py FAILED\n"
     )
     exp = explain_text(log)
     assert exp.entry.id == "distributed_env_missing"
@@ -965,8 +1004,9 @@ def test_torchrun_log_finds_the_root_cause_behind_child_failed():
 
 def test_unknown_final_exception_with_a_known_error_earlier_says_so():
     log = (
-        "UserWarning: 'pin_memory' argument is set as true but no accelerator is found, then device pinned "
-        "memory won't be used.\nTraceback (most recent call last):\n  File \"x.py\"\nKeyError: 'cuda'\n"
+        "UserWarning: 'pin_memory' argument is set as true but no accelerator is found, then "
+        "device pinned memory won't be used.\nTraceback (most recent call last):\n  File "
+        "\"x.py\"\nKeyError: 'cuda'\n"
     )
     exp = explain_text(log)
     assert exp.entry.id == "pin_memory_without_accelerator"
@@ -1066,7 +1106,8 @@ def test_wordings_tables_come_from_the_entries_they_illustrate():
 
 
 def test_explaining_one_message_is_fast():
-    """A generous sanity bound; the real figure (under 1 ms) is measured by benchmarks/explain_speed.py."""
+    """A generous sanity bound; the real figure (under
+    1 ms) is measured by benchmarks/explain_speed.py."""
     messages = [t for _, t in RELEASED] + [r["message"] for r in CORPUS] + ["KeyError: 'cuda'"]
     explain(messages[0])
     times = []
@@ -1078,7 +1119,7 @@ def test_explaining_one_message_is_fast():
     assert times[len(times) // 2] < 0.05, f"median {times[len(times) // 2] * 1000:.1f} ms"
 
 
-# ---------------------------------------------------------------- the notebook panel, in a real IPython shell
+# ------------------------------------------------------ the notebook panel, in a real IPython shell
 @pytest.fixture
 def shell():
     from IPython.core.interactiveshell import InteractiveShell
@@ -1246,7 +1287,10 @@ def test_command_line_json_one_object_per_input_in_order(tmp_path):
         str(tmp_path / "a.log"),
         "-",
         str(tmp_path / "b.log"),
-        stdin="Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
+        stdin=(
+            "Expected all tensors to be on the same device, but found at least two devices, "
+            "cuda:0 and cpu!"
+        ),
     )
     assert run.returncode == 1, run.stderr  # one input holds no known error
     rows = [json.loads(line) for line in run.stdout.splitlines()]

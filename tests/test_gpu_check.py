@@ -102,8 +102,8 @@ def test_without_a_gpu_every_step_is_skipped_with_the_reason(tmp_path, monkeypat
         and "- skipped, every GPU step: no CUDA GPU" in first
     )
     assert (
-        f'`PYTHON={sys.executable} GPU_CHECK_ONLY="STEP" bash benchmarks/gpu_check.sh {tmp_path / "out"}-rerun`'
-        in first
+        f'`PYTHON={sys.executable} GPU_CHECK_ONLY="STEP" bash benchmarks/gpu_check.sh '
+        f"{tmp_path / 'out'}-rerun`" in first
     )
     figures = json.loads((tmp_path / "out" / "figures.json").read_text())
     assert figures["run"]["gpu"] is None and "no CUDA GPU" in figures["run"]["reason"]
@@ -140,7 +140,8 @@ def test_a_failing_step_is_recorded_and_the_next_steps_still_run(tmp_path):
     )  # one notebook step per chapter
     assert "- **FAILED (exit 1): wheels**: no wheels in" in first
     assert (
-        f"`PYTHON={sys.executable} GPU_CHECK_WHEELS={tmp_path / 'no-wheels'} GPU_CHECK_ASSUME_GPU=1 "
+        f"`PYTHON={sys.executable} GPU_CHECK_WHEELS={tmp_path / 'no-wheels'} "
+        "GPU_CHECK_ASSUME_GPU=1 "
         f'GPU_CHECK_ONLY="wheels" bash benchmarks/gpu_check.sh {tmp_path / "out"}-rerun`'
     ) in first
     assert "## wheels: last lines of logs/wheels.log" in report
@@ -254,7 +255,7 @@ def test_usage_errors():
     assert subprocess.run(["bash", str(SCRIPT), "--nonsense"], capture_output=True).returncode == 2
 
 
-# ---------------------------------------------------------------- figure keys: one list, measured as named
+# --------------------------------------------------------- figure keys: one list, measured as named
 def documented_keys() -> dict:
     text = (ROOT / "docs" / "gpu" / "README.md").read_text().split("## Figure keys", 1)[1]
     return dict(re.findall(r"^\| `([\w.]+)` \| (.+?) \|$", text, re.M))
@@ -336,7 +337,8 @@ def test_dataparallel_on_one_device_is_recorded_as_a_plain_call(monkeypatch):
 
 def test_torch_compile_on_cuda_needs_a_c_compiler_and_python_headers(monkeypatch, tmp_path):
     """Before torch.compile on CUDA the figures ask for what Triton builds with, and record what is
-    missing instead of an error; the figures-compile step is then skipped (exit 77) with that reason."""
+    missing instead of an error; the figures-compile step is then skipped (exit 77) with that
+    reason."""
     need = gpu_figures.NEEDS["ch05.compile"]
     assert need(torch.device("cpu")) == ""  # the CPU backend is chapter 05's own business
     monkeypatch.setenv("PATH", str(tmp_path))  # no gcc, no clang
@@ -502,8 +504,9 @@ def test_wheels_of_projects_already_installed_are_left_alone(tmp_path):
 
 
 def test_installed_versions_too_old_for_a_wheel_get_the_wheel_too(tmp_path):
-    """ipykernel needs tornado and pyzmq minimums: a machine's older tornado is shadowed by the wheel's
-    (and what that wheel needs is checked in turn); extras and other platforms' needs are ignored."""
+    """ipykernel needs tornado and pyzmq minimums: a machine's older tornado is shadowed by the
+    wheel's (and what that wheel needs is checked in turn); extras and other platforms' needs are
+    ignored."""
     kernel = tiny_wheel(
         tmp_path,
         "tinykernel",
@@ -623,7 +626,7 @@ def test_the_prepare_command_is_the_documented_one():
     assert set(gpu_wheels.NEEDED) == {"nbval", "nbclient", "nbformat", "ipykernel", "ipywidgets"}
 
 
-# ---------------------------------------------------------------- on the GPU machine (simulated): issue 16
+# --------------------------------------------------------- on the GPU machine (simulated): issue 16
 def test_the_doctor_cli_test_holds_on_a_gpu_machine():
     """test_cli_doctor_explains_an_unusable_gpu runs `doctor` in a subprocess: where torch sees a
     usable GPU that subprocess must still be told it cannot, or the report says "none"."""
@@ -678,8 +681,8 @@ def run_ddp_script(*args, env=None):
 
 
 def test_the_ddp_script_runs_chapter_07s_worker_at_world_size_1(tmp_path):
-    """The nccl step's code, with gloo on the CPU: both launchers of chapter 07's worker, world size 1,
-    checked against one process; nccl without a GPU is skipped (77) with the reason."""
+    """The nccl step's code, with gloo on the CPU: both launchers of chapter 07's worker, world
+    size 1, checked against one process; nccl without a GPU is skipped (77) with the reason."""
     proc = run_ddp_script(tmp_path, "--backend", "gloo")
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     lines = proc.stdout.splitlines()

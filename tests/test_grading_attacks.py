@@ -1,4 +1,5 @@
-"""Grades a teacher can trust: each attack of issue 10 is a hostile fixture with the grade it must get.
+"""Grades a teacher can trust: each attack of issue 10
+is a hostile fixture with the grade it must get.
 
 One grader run per isolation mode grades the six attacks beside three honest reference
 notebooks and a blank one: with everything this machine has (namespaces and Landlock), without

@@ -1,4 +1,5 @@
-"""Bad and hostile submissions never stop the class, and cheats earn nothing (issue 5, items 2 and 3).
+"""Bad and hostile submissions never stop the class,
+and cheats earn nothing (issue 5, items 2 and 3).
 
 One grader run (2 workers, short limits) grades every fixture of tests/fixtures/grading plus a
 right and a blank chapter 01 notebook, against a private copy of course_lib that the hostile
@@ -178,7 +179,8 @@ def test_cheats_earn_nothing(graded, name):
 
 def test_cheats_are_named_for_the_teacher(graded):
     book = graded["book"]
-    # the patch changes nothing where verdicts are made (issue 18: no integrity snapshot, so no "tampered")
+    # the patch changes nothing where verdicts are made
+    # (issue 18: no integrity snapshot, so no "tampered")
     assert book["cheat_patch_when_called"]["ch01.gpu_names"]["status"] == "incorrect"
     assert "review:grader-internals" in book["cheat_patch_when_called"]["TOTAL"]["flags"]
     assert book["cheat_fake_output"]["ch01.make_batch"]["status"] == "tampered"

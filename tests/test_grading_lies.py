@@ -1,4 +1,5 @@
-"""Answers that lie in what the checks observe, and code that looks for secrets where it runs (issue 18).
+"""Answers that lie in what the checks observe, and
+code that looks for secrets where it runs (issue 18).
 
 One grader run grades four fixtures beside an honest notebook: a wrong make_batch whose tensor
 subclass claims to be whatever batch is asked for; a wrong train_one_epoch that rewrites the

@@ -1,4 +1,5 @@
-"""Kill the grader with SIGKILL mid-run, run it again: no gradebook row lost or duplicated (issue 5 bar)."""
+"""Kill the grader with SIGKILL mid-run, run it again:
+no gradebook row lost or duplicated (issue 5 bar)."""
 
 import json
 import os

@@ -1,4 +1,5 @@
-"""Self-test of every answer key through the real grader (nbgrader's validate / --invert; issue 5, item 4).
+"""Self-test of every answer key through the real grader
+(nbgrader's validate / --invert; issue 5, item 4).
 
 For every chapter with exercises and a notebook (found through the registry, so new chapters
 join by themselves): its notebook with the reference solutions scores full marks, the notebook
@@ -58,7 +59,8 @@ def test_every_chapter_is_self_tested():
 def test_known_wrong_answers_can_all_be_pasted_into_a_notebook():
     skipped = [s for case in CASES for s in case.skipped]
     assert not skipped, (
-        f"write these wrong answers as plain functions so the grader self-test covers them: {skipped}"
+        "write these wrong answers as plain functions so the grader self-test covers them: "
+        f"{skipped}"
     )
 
 
@@ -82,7 +84,8 @@ def test_grader_verdict_matches_the_key(book, case):
 
 
 def test_feedback_shows_no_hidden_test_values(book):
-    """What the hidden tests say about the key's wrong answers (values included) reaches no student."""
+    """What the hidden tests say about the key's wrong
+    answers (values included) reaches no student."""
     hidden, visible = set(), set()
     for ex in all_exercises():
         if ex.kind != "function" or not notebooks.path_of(ex.chapter).is_file():

@@ -120,7 +120,8 @@ def test_suspicious_code_is_flagged_but_model_eval_is_not():
 
 
 def _report(exercise, candidate) -> Child:
-    """A Child that received a check process's report on `candidate`, line by line, as the parent does."""
+    """A Child that received a check process's report
+    on `candidate`, line by line, as the parent does."""
     child = Child(pid=0, fd=-1, role="check")
     lines = [
         {"kind": "sandbox", "held": []},
@@ -268,7 +269,8 @@ def test_verdicts_are_typed_and_zeroing_has_one_rule():
 
 
 def test_records_hold_any_text_and_any_answer(tmp_path):
-    """Lone surrogates, control characters and answers that are not plain JSON: written, never raised."""
+    """Lone surrogates, control characters and answers
+    that are not plain JSON: written, never raised."""
     from course_lib.grading.intake import Submission
 
     ex = get("ch01.device_label")

@@ -1,5 +1,5 @@
-"""The observation wire format (course_lib/checks/wire.py): values round-trip as data, and the parser
-raises WireError, and nothing else, on any hostile line (issue 18, items 2 and 4)."""
+"""The observation wire format (course_lib/checks/wire.py): values round-trip as data, and
+the parser raises WireError, and nothing else, on any hostile line (issue 18, items 2 and 4)."""
 
 import json
 import math
@@ -133,12 +133,26 @@ HOSTILE = [
     b'{"$object": 5}',
     b'{"$tensor": {"dtype": "float32", "shape": [2], "device": "cpu", "requires_grad": false,'
     b' "data": "AAAA"}}',
-    b'{"$tensor": {"dtype": "float32", "shape": [-1], "device": "cpu", "requires_grad": false, "data": ""}}',
-    b'{"$tensor": {"dtype": "float32", "shape": [4194304, 4194304], "device": "cpu", "requires_grad": false,'
-    b' "data": ""}}',
-    b'{"$tensor": {"dtype": "float32", "shape": [2], "device": "cpu", "requires_grad": 1, "data": null}}',
-    b'{"$tensor": {"dtype": "float32", "shape": [2], "device": "cpu", "requires_grad": false, "data": null}}',
-    b'{"$tensor": {"dtype": "float32", "shape": [2.5], "device": "meta", "requires_grad": false, "data": null}}',
+    (
+        b'{"$tensor": {"dtype": "float32", "shape": [-1], "device": "cpu", '
+        b'"requires_grad": false, "data": ""}}'
+    ),
+    (
+        b'{"$tensor": {"dtype": "float32", "shape": [4194304, 4194304], "device": '
+        b'"cpu", "requires_grad": false, "data": ""}}'
+    ),
+    (
+        b'{"$tensor": {"dtype": "float32", "shape": [2], "device": "cpu", '
+        b'"requires_grad": 1, "data": null}}'
+    ),
+    (
+        b'{"$tensor": {"dtype": "float32", "shape": [2], "device": "cpu", '
+        b'"requires_grad": false, "data": null}}'
+    ),
+    (
+        b'{"$tensor": {"dtype": "float32", "shape": [2.5], "device": "meta", '
+        b'"requires_grad": false, "data": null}}'
+    ),
     b"[1, 2",
     b"{'a': 1}",
     b"\x00",

@@ -19,7 +19,10 @@ from course_lib.exercises import all_exercises
 from course_lib.explainer.knowledge import ENTRIES
 from support import NOTEBOOKS
 
-HOW_TO_ANSWER = "**How to answer a quiz:** try it in the widget (instant feedback), then write your answer in the"
+HOW_TO_ANSWER = (
+    "**How to answer a quiz:** try it in the widget (instant feedback), then write your answer in "
+    "the"
+)
 
 
 def cells(notebook: str) -> list:
@@ -76,7 +79,7 @@ def test_a_right_answer_in_the_widget_points_to_the_answer_cell():
     assert "answer cell" not in box.verdict.value
 
 
-# ---------------------------------------------------------------- numeric quizzes answer like choice ones (6)
+# ------------------------------------------------------ numeric quizzes answer like choice ones (6)
 NUMERIC = [q for q in all_exercises() if q.kind == "numeric"]
 
 
@@ -94,7 +97,7 @@ def test_a_typical_wrong_number_gets_its_reason_and_spends_no_hint(quiz):
     )  # the hint button still starts at 1
 
 
-# ---------------------------------------------------------------- labels that agree with their numbers (6)
+# --------------------------------------------------------- labels that agree with their numbers (6)
 def test_the_checkpointing_notes_explain_9_and_15_calls_and_name_the_reliable_column():
     fake = {
         "plain": dict(calls=9, modules=9, seconds=0.012, times_ms=[11.0, 12.0, 13.0]),
@@ -149,7 +152,7 @@ def test_the_shown_amp_step_uses_only_public_names():
     assert "ch._" not in source and not re.search(r"\b_\w+\(", source), source
 
 
-# ---------------------------------------------------------------- wrong answers told what went wrong (6)
+# ----------------------------------------------------------- wrong answers told what went wrong (6)
 def test_a_loop_without_the_last_groups_step_is_told_so():
     def no_last_step(model, loader, optimizer, criterion, device, accum_steps):
         model.train()
@@ -187,7 +190,7 @@ def test_leaving_out_adams_step_counters_is_told_so():
     assert failed and all("step counters" in t.message for t in failed)
 
 
-# ---------------------------------------------------------------- chapter 05: pinning, start methods
+# --------------------------------------------------------------- chapter 05: pinning, start methods
 def test_pinning_is_explained_per_accelerator(capsys, digits):
     ch05.pin_memory_demo(digits)
     out = capsys.readouterr().out

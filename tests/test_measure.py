@@ -89,7 +89,7 @@ def test_speed_ratio_words():
 
 def test_loop_breakdown_separates_waiting_from_computing(clock):
     def loader():
-        for i in range(4):
+        for _ in range(4):
             clock.advance(3)  # building the batch
             yield torch.zeros(2), torch.zeros(2)
 

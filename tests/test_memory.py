@@ -1,5 +1,6 @@
-"""course_lib.memory: the byte counts are the tensors' real sizes, the activation meter sees what autograd
-saves and forgets it when autograd does, and the memory budget is a clearly named stand-in."""
+"""course_lib.memory: the byte counts are the tensors' real sizes, the activation meter sees what
+autograd saves and forgets it when autograd does, and the memory budget is a clearly named
+stand-in."""
 
 import pytest
 import torch
@@ -45,7 +46,8 @@ def test_meter_counts_saved_activations_once_and_not_the_parameters():
     x = torch.randn(32, 10)
     with memory.ActivationMeter(model) as meter:
         out = model(x)
-    # the input (kept by the first Linear) and the ReLU output (kept by the ReLU and the second Linear)
+    # the input (kept by the first Linear) and the ReLU
+    # output (kept by the ReLU and the second Linear)
     assert meter.peak == 4 * 32 * (10 + 20)
     out.sum().backward()
     assert meter.live == 0 and meter.peak == 4 * 32 * (10 + 20)
@@ -144,7 +146,7 @@ def test_small_gpu_gives_a_real_oom_and_lifts_the_cap():
     del x
 
 
-# ---------------------------------------------------------------- small_gpu on a simulated CUDA machine
+# ------------------------------------------------------------ small_gpu on a simulated CUDA machine
 class _Properties:
     total_memory = 80 * 2**30
     name = "simulated GPU"
@@ -152,8 +154,9 @@ class _Properties:
 
 @pytest.fixture
 def simulated_cuda(monkeypatch):
-    """A CPU-only torch made to look like one CUDA GPU. Only the lowest layer is faked: torch's own
-    argument checks (torch.cuda._utils._get_device_index) run. Returns the recorded allocator calls."""
+    """A CPU-only torch made to look like one CUDA GPU. Only the lowest layer is faked: torch's
+    own argument checks (torch.cuda._utils._get_device_index) run. Returns the recorded allocator
+    calls."""
     calls, fraction = [], {0: 0.25}  # the learner had capped this process at 25% earlier
 
     def set_fraction(value, index):

@@ -1,6 +1,7 @@
 """Notebooks are numbered, paired with a chapter module, and committed clean."""
 
 import importlib
+import importlib.util
 import re
 
 import pytest
@@ -93,11 +94,7 @@ def test_text_before_a_hint_cell_describes_the_hint_button(path):
             )
 
 
-# ch05-07 get theirs with issue 21's work on those modules (then every chapter is checked)
-DECLARING = [c for c in CHAPTERS if c.number <= "04"]
-
-
-@pytest.mark.parametrize("chapter", DECLARING, ids=lambda c: c.stem)
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.stem)
 def test_chapter_module_declares_what_the_learner_gets(chapter):
     """`__all__`: the chapter, its exercises and quizzes (in order), then its teaching helpers; the
     notebook uses nothing else of it, and `ch.<Tab>` (dir) lists exactly these names."""
@@ -110,3 +107,29 @@ def test_chapter_module_declares_what_the_learner_gets(chapter):
         f"{chapter.notebook} uses names outside __all__: {sorted(used - set(names))}"
     )
     assert dir(module) == sorted(names)
+
+
+def test_no_shared_module_and_no_other_chapter_imports_a_chapter():
+    """Data flows one way (docs/architecture.md): the engine, the checks, the grader and the shared
+    helpers never import a chapter module, and no chapter imports another; a chapter's answer key
+    imports only its own chapter."""
+    import ast
+
+    chapter_modules = {c.module for c in CHAPTERS}
+    offenders = []
+    for path in sorted((ROOT / "course_lib").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        package = ".".join(parts[:-1]) if parts[-1] != "__init__" else ".".join(parts)
+        module = package if parts[-1] == "__init__" else ".".join(parts)
+        allowed = {module, module.replace("course_lib.key.", "course_lib.")}
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                name = "." * node.level + (node.module or "")
+                base = importlib.util.resolve_name(name, package) if node.level else name
+                targets = [base] + [f"{base}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            offenders += [f"{module}: {t}" for t in targets if t in chapter_modules - allowed]
+    assert not offenders, offenders

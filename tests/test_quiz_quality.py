@@ -74,10 +74,10 @@ def test_quiz_is_shown_or_stated_before_its_answer_cell(quiz):
     missing = [] if normal(quiz.prompt) in before else [f"the question {quiz.prompt!r}"]
     missing += [f"option {k}) {v!r}" for k, v in quiz.options.items() if normal(v) not in before]
     assert not missing, (
-        f"{quiz.id} cannot be answered in {chapter_notebook(quiz).name}: no `ch.{quiz.name}.ask()` cell before "
-        f"its answer cell (cell {answer}), and the cells before it do not state "
-        + "; ".join(missing)
-    )
+        f"{quiz.id} cannot be answered in {chapter_notebook(quiz).name}: no "
+        f"`ch.{quiz.name}.ask()` cell before its answer cell (cell {answer}), and the cells "
+        "before it do not state "
+    ) + "; ".join(missing)
 
 
 @pytest.mark.parametrize("quiz", CHOICE, ids=ids)
@@ -87,14 +87,15 @@ def test_right_option_is_not_given_away_by_its_length(quiz):
     length = lambda letter: len(without_marks(quiz.options[letter]))
     longest_wrong = max(length(k) for k in quiz.options if k != right)
     assert length(right) <= LONGEST_RIGHT * longest_wrong, (
-        f"{quiz.id}: the right option {right}) has {length(right)} characters, the longest wrong one "
-        f"{longest_wrong}: picking the longest option wins without reading. Write the wrong options as "
-        f"detailed as the right one (at most {LONGEST_RIGHT:g} x)."
+        f"{quiz.id}: the right option {right}) has {length(right)} characters, the longest "
+        f"wrong one {longest_wrong}: picking the longest option wins without reading. Write "
+        f"the wrong options as detailed as the right one (at most {LONGEST_RIGHT:g} x)."
     )
 
 
 def option_lengths(quiz) -> tuple:
-    """(the right option's length, the longest and the shortest wrong one's), Markdown marks removed."""
+    """(the right option's length, the longest and the
+    shortest wrong one's), Markdown marks removed."""
     right = right_letters(quiz)
     wrong = [len(without_marks(v)) for k, v in quiz.options.items() if k != right]
     return len(without_marks(quiz.options[right])), max(wrong), min(wrong)
@@ -114,9 +115,10 @@ def test_the_right_option_is_rarely_the_longest_or_the_shortest(kinds, extreme):
     )
     allowed = int(EXTREME_SHARE * len(quizzes))
     assert len(hits) <= allowed, (
-        f"the right option is the strictly {extreme} in {len(hits)} of {len(quizzes)} {'/'.join(kinds)} "
-        f"quizzes (at most {allowed} allowed): {', '.join(hits)}. Picking the {extreme} option must not win: "
-        f"rewrite a wrong option of some of them to be {'longer' if extreme == 'longest' else 'shorter'}."
+        f"the right option is the strictly {extreme} in {len(hits)} of {len(quizzes)} "
+        f"{'/'.join(kinds)} quizzes (at most {allowed} allowed): {', '.join(hits)}. Picking "
+        f"the {extreme} option must not win: rewrite a wrong option of some of them to be "
+        f"{'longer' if extreme == 'longest' else 'shorter'}."
     )
 
 

@@ -1,4 +1,5 @@
-"""The student bundle: no solutions or hidden tests in it (source or bytecode), and it still works (issue 5, item 1)."""
+"""The student bundle: no solutions or hidden tests in it
+(source or bytecode), and it still works (issue 5, item 1)."""
 
 import json
 import subprocess
@@ -96,7 +97,7 @@ def bundle_report(bundle):
             "COURSE_DEVICE": "cpu",
         },
     )
-    line = [l for l in proc.stdout.splitlines() if l.startswith("REPORT ")]
+    line = [s for s in proc.stdout.splitlines() if s.startswith("REPORT ")]
     assert line, proc.stderr[-3000:]
     return json.loads(line[0][len("REPORT ") :])
 
@@ -129,7 +130,8 @@ def test_the_bundle_starts_with_its_own_launcher(bundle):
 
 
 def test_recorded_gpu_figures_travel_with_the_bundle(tmp_path, monkeypatch):
-    """Once a GPU run is recorded, a student without a GPU sees its figures beside the skip lines."""
+    """Once a GPU run is recorded, a student without
+    a GPU sees its figures beside the skip lines."""
     import course_lib.grading.release as rel
 
     fake_root = tmp_path / "checkout"
@@ -193,7 +195,7 @@ def test_every_bundle_notebook_runs_against_the_bundle(bundle, bundle_report):
 
 
 def test_in_the_bundle_checks_are_visible_only_and_solutions_withheld(bundle_report):
-    for exercise_id, row in bundle_report["exercises"].items():
+    for row in bundle_report["exercises"].values():
         assert row["key"] is False
         if "solution" in row:
             assert "withheld by the teacher" in row["solution"]
@@ -212,9 +214,9 @@ def test_release_command_refuses_to_overwrite_and_the_bundle_cannot_grade(bundle
         timeout=300,
     )
     assert proc.returncode != 0 and "not empty" in proc.stderr
-    launch = (
-        NO_TEACHER
-        + "import runpy; sys.argv[0] = 'course_lib'; runpy.run_module('course_lib', run_name='__main__')"
+    launch = NO_TEACHER + (
+        "import runpy; sys.argv[0] = 'course_lib'; runpy.run_module('course_lib', "
+        "run_name='__main__')"
     )
     cli = lambda *args, **kw: subprocess.run(
         [sys.executable, "-c", launch, *args], capture_output=True, text=True, timeout=300, **kw

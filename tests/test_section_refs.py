@@ -89,7 +89,8 @@ def rendered_texts():
 
 
 def dangling(chapter: str, text: str) -> list:
-    """The section references in `text` (read as chapter `chapter`'s) that name no numbered heading."""
+    """The section references in `text` (read as
+    chapter `chapter`'s) that name no numbered heading."""
     missing = []
     for match in REFERENCE.finditer(text):
         target = match.group("chapter") or chapter

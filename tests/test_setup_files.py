@@ -19,8 +19,8 @@ def pip_requirements() -> dict:
 
 def conda_requirements() -> dict:
     text = (ROOT / "environment.yml").read_text().split("dependencies:", 1)[1]
-    lines = [l.strip()[2:] for l in text.splitlines() if l.strip().startswith("- ")]
-    pairs = [re.match(r"([A-Za-z0-9_.-]+)\s*(.*)", l).groups() for l in lines]
+    lines = [s.strip()[2:] for s in text.splitlines() if s.strip().startswith("- ")]
+    pairs = [re.match(r"([A-Za-z0-9_.-]+)\s*(.*)", s).groups() for s in lines]
     return {CONDA_NAMES.get(n, n): v for n, v in pairs if n not in ("python", "pip")}
 
 
@@ -78,7 +78,8 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_readme_chapter_table_lists_each_chapters_exercises_and_quizzes():
-    """The README's chapter table stays true: every function exercise named, the quiz count right."""
+    """The README's chapter table stays true: every
+    function exercise named, the quiz count right."""
     from collections import Counter
 
     from course_lib.exercises import all_exercises

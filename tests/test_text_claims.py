@@ -120,7 +120,7 @@ def test_the_start_method_the_text_names_for_this_python():
     assert expected in ch05.start_method_note()
 
 
-# ---------------------------------------------------------------- chapters 02, 03: Module.to and Parameters
+# -------------------------------------------------------- chapters 02, 03: Module.to and Parameters
 @pytest.fixture
 def conversion_flags():
     yield lambda overwrite, swap: (
@@ -159,7 +159,7 @@ def test_adams_step_counter_stays_on_the_cpu():
     assert state["exp_avg"].device.type == "meta"
 
 
-# ---------------------------------------------------------------- chapter 01: what may cross devices
+# --------------------------------------------------------------- chapter 01: what may cross devices
 def test_only_0_dim_cpu_tensors_and_cpu_indices_cross_devices():
     other = torch.arange(5, device="meta")
     assert (other * torch.tensor(2)).device.type == "meta"

@@ -1,4 +1,5 @@
-"""The lent GPU machine (one NVIDIA H200, CUDA 13 torch) as far as torch's queries tell: dry runs only.
+"""The lent GPU machine (one NVIDIA H200, CUDA 13
+torch) as far as torch's queries tell: dry runs only.
 
 Active in every Python process started with this folder on PYTHONPATH and GPU_CHECK_SIMULATE
 set (gpu_check.sh does both for ``GPU_CHECK_SIMULATE=1``; tests/test_gpu_check.py too). When

@@ -2,10 +2,10 @@
 
     @check
     class Choice(Check):
-        machine: str                                   # an input: the child may see it
-        def run(self, candidate): ...                  # child: call the candidate, return plain data
-        def reference(self, solution): ...             # judge: trusted code only (optional)
-        def judge(self, seen, ref): ...                # judge: raise Fail, or return for a pass
+        machine: str                        # an input: the child may see it
+        def run(self, candidate): ...       # child: call the candidate, return plain data
+        def reference(self, solution): ...  # judge: trusted code only (optional)
+        def judge(self, seen, ref): ...     # judge: raise Fail, or return for a pass
 
 A field declared with `expected(...)` is the judge's alone: `for_child()` leaves it out, so the
 process that runs student code never holds a hidden test's expected values. `rebuild` makes
@@ -68,7 +68,8 @@ class Check:
         return self.builder(), self.inputs()
 
     def reference_value(self, solution=None):
-        """`reference(solution)`, computed once per solution and kept (it never depends on a candidate)."""
+        """`reference(solution)`, computed once per solution
+        and kept (it never depends on a candidate)."""
         cache = self.__dict__.setdefault("_references", {})
         if id(solution) not in cache:
             import torch
@@ -91,7 +92,8 @@ class Check:
 
 
 def rebuild(builder: str, params: dict) -> Check:
-    """The check `builder` ('devices.Choice') with these inputs; only course_lib.checks modules load."""
+    """The check `builder` ('devices.Choice') with
+    these inputs; only course_lib.checks modules load."""
     module, _, name = builder.partition(".")
     if builder not in REGISTRY:
         if not module.isidentifier():
@@ -115,7 +117,8 @@ def materialize(value):
 
 # ---------------------------------------------------------------- run-half helpers
 def error_record(err: BaseException, candidate=None) -> dict:
-    """An exception the learner's code raised, as data; the untouched stub is re-raised (not attempted)."""
+    """An exception the learner's code raised, as data;
+    the untouched stub is re-raised (not attempted)."""
     if candidate is not None and is_stub(err, candidate):
         raise err
     return {
@@ -132,7 +135,8 @@ def is_error(error, kind: str) -> bool:
 
 
 def attempt(call, candidate):
-    """(value, None) or (None, error record) of `call()`; the stub's NotImplementedError passes through."""
+    """(value, None) or (None, error record) of `call()`;
+    the stub's NotImplementedError passes through."""
     try:
         return call(), None
     except Exception as err:  # judged by the judge half
@@ -182,11 +186,15 @@ def shown(value, limit: int = 80) -> str:
 def tensor_fail(value: TensorValue, what: str) -> Fail:
     """A tensor returned where a Python float belongs (chapters 03, 05)."""
     why = (
-        "A tensor that still requires grad keeps the graph of every batch behind it alive (chapter 06 "
-        "measures the memory)."
+        (
+            "A tensor that still requires grad keeps the graph of every batch behind it alive "
+            "(chapter 06 measures the memory)."
+        )
         if value.requires_grad
-        else "A tensor is not a plain number: on a GPU it stays there, and every print or comparison of it "
-        "is another tensor operation."
+        else (
+            "A tensor is not a plain number: on a GPU it stays there, and every print or "
+            "comparison of it is another tensor operation."
+        )
     )
     return Fail(
         f"You returned {what} as a tensor, not a Python float.",
@@ -196,8 +204,27 @@ def tensor_fail(value: TensorValue, what: str) -> Fail:
     )
 
 
+def matches(seen, want, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
+    """Observed tensors (a list of TensorValue) hold the values of the tensors `want`, one by one,
+    shapes included."""
+    import torch
+
+    return (
+        isinstance(seen, list)
+        and len(seen) == len(want)
+        and all(
+            isinstance(p, TensorValue)
+            and p.values is not None
+            and p.shape == tuple(q.shape)
+            and torch.allclose(p.values, q, rtol=rtol, atol=atol)
+            for p, q in zip(seen, want)
+        )
+    )
+
+
 def same_values(a, b, atol: float = 1e-6, rtol: float = 1e-5) -> bool:
-    """Two observed tensors (or lists of them) hold the same values (shapes, dtypes and devices too)."""
+    """Two observed tensors (or lists of them) hold
+    the same values (shapes, dtypes and devices too)."""
     if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
         return (
             isinstance(a, (list, tuple))

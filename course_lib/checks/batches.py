@@ -1,4 +1,5 @@
-"""Chapter 02's checks: move_to (a whole nested batch to a device) and where_is (a device diagnostic).
+"""Chapter 02's checks: move_to (a whole nested batch
+to a device) and where_is (a device diagnostic).
 
 The batch a test gives is an input (it travels to the learner's process by value); what comes
 back travels by value too, with the paths where the learner returned the very object it was
@@ -57,9 +58,14 @@ def list_batch():
 # ---------------------------------------------------------------- move_to
 # the type whose missing .to() crashed move_to -> what to tell the learner
 CRASH_HINTS = {
-    "tuple": "A tuple is a container, not a tensor: call move_to on each of its items and build a new tuple.",
+    "tuple": (
+        "A tuple is a container, not a tensor: call move_to on each of its items and build a new "
+        "tuple."
+    ),
     "list": "A list is a container, not a tensor: call move_to on each item and build a new list.",
-    "dict": "A dict is a container, not a tensor: build a new dict with move_to applied to each value.",
+    "dict": (
+        "A dict is a container, not a tensor: build a new dict with move_to applied to each value."
+    ),
     "int": "Numbers have no `.to()`: give ints and floats back unchanged.",
     "float": "Numbers have no `.to()`: give ints and floats back unchanged.",
     "bool": "`True` and `False` have no `.to()`: give them back unchanged.",
@@ -127,7 +133,10 @@ def _moved_tensor(orig, got, device, path, same):
             else "Move every tensor: `x.to(device)`, and return the moved one."
         )
         raise Fail(
-            f"{path} came back on {got.device}{' (the very tensor it was given)' if given else ''}.",
+            (
+                f"{path} came back on "
+                f"{got.device}{' (the very tensor it was given)' if given else ''}."
+            ),
             expected=str(device),
             got=got.device,
             hint=hint,
@@ -148,8 +157,10 @@ def _not_looked_inside(got, device, path, same):
         raise Fail(
             f"{path} came back as the very {type_name(got)} it was given, its tensors still on "
             f"{stayed[0].device}: move_to never looked inside it.",
-            hint="Containers can hold containers: call move_to on every item, and the same code then "
-            "handles any depth.",
+            hint=(
+                "Containers can hold containers: call move_to on every item, and the same code "
+                "then handles any depth."
+            ),
         )
 
 
@@ -218,7 +229,8 @@ def compare_moved(orig, got, device, path="batch", same=()):
 
 
 def _crash_fail(error: dict, container_hint: str) -> Fail:
-    """A `.to()` on a non-tensor becomes feedback that fits what crashed; other errors as they are."""
+    """A `.to()` on a non-tensor becomes feedback
+    that fits what crashed; other errors as they are."""
     found = re.match(r"'(\w+)' object has no attribute 'to'", error["message"])
     if error["type"] != "AttributeError" or not found:
         return Fail(f"Your code raised {error['text']}")
@@ -288,7 +300,8 @@ LAYERS = {"Linear": nn.Linear, "ReLU": nn.ReLU, "BatchNorm1d": nn.BatchNorm1d}
 
 
 def build_model(layers: list) -> nn.Module:
-    """A model from plain data: [(kind, args, device, {buffer: device})]; one layer is the module itself."""
+    """A model from plain data: [(kind, args, device,
+    {buffer: device})]; one layer is the module itself."""
     modules = []
     for kind, args, device, *buffers in layers:
         module = LAYERS[kind](*args).to(device)
@@ -303,7 +316,10 @@ def build_model(layers: list) -> nn.Module:
 def _where_type_checks(got):
     if not isinstance(got, dict) or set(got) != set(WHERE_KEYS):
         raise Fail(
-            "where_is must return a dict with exactly the keys 'model', 'tensors' and 'same_device'.",
+            (
+                "where_is must return a dict with exactly the keys 'model', 'tensors' and "
+                "'same_device'."
+            ),
             expected="{'model': [...], 'tensors': [...], 'same_device': ...}",
             got=shown(got),
         )
@@ -316,7 +332,10 @@ def _where_type_checks(got):
         raise Fail("'model' and 'tensors' must both be lists.", got=shown(got))
     if any(not isinstance(d, str) for d in listed):
         raise Fail(
-            "Report devices as strings such as 'cpu', 'cuda:0' or 'meta', not torch.device objects.",
+            (
+                "Report devices as strings such as 'cpu', 'cuda:0' or 'meta', not torch.device "
+                "objects."
+            ),
             got=repr(got),
             hint="`str(t.device)` turns a device into its string.",
         )
@@ -325,7 +344,8 @@ def _where_type_checks(got):
 
 
 def _missed_holder(model, devices) -> tuple:
-    """('buffer', 'bn.running_var', 'cpu') for the first parameter or buffer on a device in `devices`."""
+    """('buffer', 'bn.running_var', 'cpu') for the
+    first parameter or buffer on a device in `devices`."""
     named = [("parameter", n, t) for n, t in model.named_parameters()] + [
         ("buffer", n, t) for n, t in model.named_buffers()
     ]
@@ -333,8 +353,13 @@ def _missed_holder(model, devices) -> tuple:
 
 
 MISSED_HINTS = {
-    "parameter": "`next(model.parameters())` looks at the first parameter only: look at all of them.",
-    "buffer": "`model.parameters()` has no buffers (BatchNorm's running statistics): add `model.buffers()`.",
+    "parameter": (
+        "`next(model.parameters())` looks at the first parameter only: look at all of them."
+    ),
+    "buffer": (
+        "`model.parameters()` has no buffers (BatchNorm's running statistics): add "
+        "`model.buffers()`."
+    ),
 }
 
 
@@ -359,7 +384,8 @@ def _check_model_devices(model, got, want):
 
 @check
 class Where(Check):
-    """where_is on the model built from `layers` and the given tensors returns `want` (the judge's)."""
+    """where_is on the model built from `layers` and
+    the given tensors returns `want` (the judge's)."""
 
     layers: list
     tensors: list
@@ -374,14 +400,20 @@ class Where(Check):
         _check_model_devices(build_model(self.layers), got["model"], want["model"])
         if got["tensors"] != want["tensors"]:
             raise Fail(
-                f"Your 'tensors' list is {got['tensors']}: one entry per tensor, in the order given.",
+                (
+                    f"Your 'tensors' list is {got['tensors']}: one entry per tensor, in the order "
+                    "given."
+                ),
                 expected=want["tensors"],
                 got=got["tensors"],
             )
         if got["same_device"] != want["same_device"]:
             seen_on = sorted(set(want["model"]) | set(want["tensors"]))
             raise Fail(
-                f"'same_device' came back {got['same_device']}, with the model and tensors on {seen_on}.",
+                (
+                    f"'same_device' came back {got['same_device']}, with the model and tensors on "
+                    f"{seen_on}."
+                ),
                 expected=want["same_device"],
                 got=got["same_device"],
                 hint="Put the model's devices and the tensors' devices in one set: the same device "

@@ -15,12 +15,14 @@ from .wire import TensorValue, roundtrip
 
 
 def missing_gpu() -> str:
-    """A CUDA device name this machine does not have: cuda:0 on a CPU-only one, cuda:N with N GPUs."""
+    """A CUDA device name this machine does not have:
+    cuda:0 on a CPU-only one, cuda:N with N GPUs."""
     return f"cuda:{torch.cuda.device_count() if torch.cuda.is_available() else 0}"
 
 
 def save_for_missing_gpu(state_dict: dict, path, location: str = "") -> Path:
-    """Save `state_dict` as if it had been saved on the GPU `location` (default: one this machine lacks).
+    """Save `state_dict` as if it had been saved on the
+    GPU `location` (default: one this machine lacks).
 
     torch.save records each storage's device as a string inside the file's data.pkl; we
     save on the CPU and rewrite that string, which is all that differs (chapter 04).
@@ -48,7 +50,8 @@ def wrapped_state_dict(model: nn.Module) -> dict:
 
 
 class TinyNet(nn.Module):
-    """A small classifier with dropout (so eval mode matters) for the checkpoint demos (chapter 04)."""
+    """A small classifier with dropout (so eval mode
+    matters) for the checkpoint demos (chapter 04)."""
 
     def __init__(self):
         super().__init__()
@@ -115,12 +118,17 @@ def strip_hint(want, got) -> str:
     rows = (
         (
             any("submodule." in w and w not in got for w in want),
-            "Only a prefix at the START of a key is a wrapper's: `submodule.weight` is a real name.",
+            (
+                "Only a prefix at the START of a key is a wrapper's: `submodule.weight` is a real "
+                "name."
+            ),
         ),
         (
             any(k.startswith(WRAPPER_PREFIXES) for k in got),
-            "Some keys still start with a wrapper prefix: remove every leading `module.` and `_orig_mod.`, "
-            "however many there are.",
+            (
+                "Some keys still start with a wrapper prefix: remove every leading `module.` and "
+                "`_orig_mod.`, however many there are."
+            ),
         ),
         (
             True,
@@ -179,7 +187,8 @@ def trained_tiny_net() -> TinyNet:
 @check
 class Loading(Check):
     """load_for_inference on a checkpoint, maybe wrapped, maybe from a missing GPU: the model that
-    came back, by value (its weights, its mode, its devices), against the checkpoint the judge knows."""
+    came back, by value (its weights, its mode, its devices), against the checkpoint the judge
+    knows."""
 
     wrapped: bool
     on_missing_gpu: bool

@@ -77,7 +77,10 @@ CHOICE_HINTS = {
     (
         "cuda",
         "cpu",
-    ): "`torch.cuda.is_available()` is True here: a CUDA GPU is waiting and the cpu leaves it idle.",
+    ): (
+        "`torch.cuda.is_available()` is True here: a CUDA GPU is waiting and the cpu leaves it "
+        "idle."
+    ),
     ("cuda", "mps"): "Ask for CUDA first: this machine has an NVIDIA GPU and no Apple GPU.",
     (
         "mps",
@@ -91,7 +94,10 @@ CHOICE_HINTS = {
     (
         "cpu",
         "cuda",
-    ): "This machine has no CUDA GPU: never hard-code `cuda`; ask `torch.cuda.is_available()` first.",
+    ): (
+        "This machine has no CUDA GPU: never hard-code `cuda`; ask `torch.cuda.is_available()` "
+        "first."
+    ),
     (
         "cpu",
         "mps",
@@ -103,8 +109,10 @@ DEFAULT_CHOICE_HINT = (
 
 NOT_A_DEVICE_HINTS = {  # the type choose_device returned instead -> what to tell the learner
     "str": "Wrap the name in `torch.device(...)`. A plain string works in some places but not all.",
-    "NoneType": "`torch.accelerator.current_accelerator()` is None on a machine without an accelerator: "
-    "fall back to the cpu device there.",
+    "NoneType": (
+        "`torch.accelerator.current_accelerator()` is None on a machine without an accelerator: "
+        "fall back to the cpu device there."
+    ),
 }
 
 
@@ -138,7 +146,8 @@ def device_here() -> str:
 
 @check
 class Choice(Check):
-    """On a simulated machine, `candidate()` returns a torch.device of the type that machine wants."""
+    """On a simulated machine, `candidate()` returns
+    a torch.device of the type that machine wants."""
 
     machine: str
 
@@ -152,7 +161,8 @@ class Choice(Check):
 
 @check
 class ChoiceHere(Check):
-    """On the real machine, the choice matches what torch can use here (seen from the judge's side)."""
+    """On the real machine, the choice matches what
+    torch can use here (seen from the judge's side)."""
 
     def run(self, candidate):
         return candidate()
@@ -174,10 +184,16 @@ def compare_names(got, want, where) -> None:
         )
     if len(got) != len(want):
         raise Fail(
-            f"{where}, gpu_names() returned {len(got)} name(s); the machine has {len(want)} GPU(s).",
+            (
+                f"{where}, gpu_names() returned {len(got)} name(s); the machine has {len(want)} "
+                "GPU(s)."
+            ),
             expected=want,
             got=got,
-            hint="One name per GPU: loop over `range(torch.cuda.device_count())` (indices start at 0).",
+            hint=(
+                "One name per GPU: loop over `range(torch.cuda.device_count())` (indices start at "
+                "0)."
+            ),
         )
     if got != want:
         raise Fail(
@@ -217,7 +233,10 @@ class Names(Check):
         where = f"On a {self.machine}"
         if "crash" in seen:
             raise Fail(
-                f"{where}, gpu_names() crashed: {seen['crash']['type']}: {seen['crash']['message']}",
+                (
+                    f"{where}, gpu_names() crashed: {seen['crash']['type']}: "
+                    f"{seen['crash']['message']}"
+                ),
                 hint=CRASH_HINT,
             )
         compare_names(seen["names"], MACHINES[self.machine]["gpus"], where)
@@ -240,7 +259,10 @@ class NamesHere(Check):
     def judge(self, seen, ref):
         if "crash" in seen:
             raise Fail(
-                f"On this machine gpu_names() crashed: {seen['crash']['type']}: {seen['crash']['message']}",
+                (
+                    f"On this machine gpu_names() crashed: {seen['crash']['type']}: "
+                    f"{seen['crash']['message']}"
+                ),
                 hint="An empty list is the right answer on a machine without a CUDA GPU.",
             )
         compare_names(seen["names"], ref, "On this machine")
@@ -251,7 +273,8 @@ RNG_SEED, RNG_PROBE = 1234, 4
 
 
 def _after_rng(call):
-    """call() from a fixed CPU random state; then what the CPU generator gives next (its fingerprint)."""
+    """call() from a fixed CPU random state; then what
+    the CPU generator gives next (its fingerprint)."""
     with torch.random.fork_rng():
         torch.manual_seed(RNG_SEED)
         result = call()
@@ -327,13 +350,17 @@ class Batch(Check):
                 got=f"{detour[0]} made it on the CPU first"
                 if detour
                 else "its random numbers were drawn on the CPU first",
-                hint="A factory function given `device=` creates the tensor there: no CPU copy, no transfer.",
+                hint=(
+                    "A factory function given `device=` creates the tensor there: no CPU copy, no "
+                    "transfer."
+                ),
             )
 
 
 @check
 class Normal(Check):
-    """The values look standard-normal (mean near 0, spread near 1) on the CPU; judged on the values."""
+    """The values look standard-normal (mean near 0,
+    spread near 1) on the CPU; judged on the values."""
 
     batch_size: int = 2000
     n_features: int = 8
@@ -355,5 +382,7 @@ class Normal(Check):
                 f"The values have mean {mean:.2f} and spread {std:.2f}: not standard-normal noise.",
                 expected="mean near 0, standard deviation near 1",
                 got=f"mean {mean:.2f}, std {std:.2f}",
-                hint="`torch.randn` draws standard-normal noise; `empty`, `zeros` and `rand` do not.",
+                hint=(
+                    "`torch.randn` draws standard-normal noise; `empty`, `zeros` and `rand` do not."
+                ),
             )

@@ -17,7 +17,8 @@ from .base import Check, check
 
 # ---------------------------------------------------------------- shard_indices
 def sampler_indices(n_samples: int, rank: int, world_size: int) -> list:
-    """What the real DistributedSampler(shuffle=False, drop_last=False) gives rank `rank` (chapter 07)."""
+    """What the real DistributedSampler(shuffle=False,
+    drop_last=False) gives rank `rank` (chapter 07)."""
     return list(
         DistributedSampler(range(n_samples), num_replicas=world_size, rank=rank, shuffle=False)
     )
@@ -32,8 +33,11 @@ def _shard_fail(n, rank, world, got, want) -> Fail:
             f"Rank {rank} got too few indices ({where}).",
             expected=want,
             got=got,
-            hint="Every rank must get the same number of samples, ceil(n / world_size), or the ranks fall "
-            "out of step (one waits forever in an all-reduce). Pad by repeating indices from the start.",
+            hint=(
+                "Every rank must get the same number of samples, ceil(n / world_size), or the "
+                "ranks fall out of step (one waits forever in an all-reduce). Pad by repeating "
+                "indices from the start."
+            ),
         )
     if got == padded[rank * per : (rank + 1) * per]:
         return Fail(
@@ -47,8 +51,10 @@ def _shard_fail(n, rank, world, got, want) -> Fail:
         f"Wrong indices for {where}.",
         expected=want,
         got=got,
-        hint="Pad the list 0..n-1 to ceil(n / world_size) * world_size by repeating from the start, "
-        "then take every world_size-th index starting at rank.",
+        hint=(
+            "Pad the list 0..n-1 to ceil(n / world_size) * world_size by repeating from the "
+            "start, then take every world_size-th index starting at rank."
+        ),
     )
 
 
@@ -100,7 +106,8 @@ def tiny_problem(world_size: int, per_rank: int = 4, seed: int = 0, frozen: bool
 
 
 def gradients(model: nn.Module, x, y) -> list:
-    """Each parameter's gradient of the mean cross-entropy on (x, y), None where frozen (chapter 07)."""
+    """Each parameter's gradient of the mean cross-entropy
+    on (x, y), None where frozen (chapter 07)."""
     model.zero_grad(set_to_none=True)
     nn.functional.cross_entropy(model(x), y).backward()
     return [None if p.grad is None else p.grad.clone() for p in model.parameters()]
@@ -141,7 +148,8 @@ class AverageTask:
 
 
 def _stub_shows(candidate) -> None:
-    """Call the function once outside any group, on a layer without gradients: the stub raises here."""
+    """Call the function once outside any group, on
+    a layer without gradients: the stub raises here."""
     try:
         candidate(nn.Linear(1, 1))
     except NotImplementedError:
@@ -151,8 +159,9 @@ def _stub_shows(candidate) -> None:
 
 
 def _short(error_text: str) -> str:
-    """A gloo error without its C++ source location, port numbers and boilerplate advice; a rank that
-    lost its peers says so in one stable phrase (which words gloo picks depends on who noticed first)."""
+    """A gloo error without its C++ source location, port numbers and boilerplate advice; a rank
+    that lost its peers says so in one stable phrase (which words gloo picks depends on who noticed
+    first)."""
     if re.search(
         r"Connection (closed|reset) by peer|Read error|Broken pipe|connectFullMesh", error_text
     ):
@@ -162,20 +171,25 @@ def _short(error_text: str) -> str:
 
 
 def _errors_fail(errors: dict, world: int) -> Fail:
-    """Feedback for ranks that raised: a collective that some rank skipped, or an error on every rank."""
+    """Feedback for ranks that raised: a collective
+    that some rank skipped, or an error on every rank."""
     rank, text = next(iter(errors.items()))
     text = _short(text)
     if len(errors) < world:
         fine = min(set(range(world)) - set(errors))
         return Fail(
             f"Rank {rank} raised {text}, while rank {fine} finished without error.",
-            hint="A collective such as `all_reduce` must be called by EVERY rank, the same number of "
-            "times, in the same order. A rank that skips one leaves the others waiting for it "
-            "(here they failed when it left; in a real run they wait until the timeout).",
+            hint=(
+                "A collective such as `all_reduce` must be called by EVERY rank, the same number "
+                "of times, in the same order. A rank that skips one leaves the others waiting for "
+                "it (here they failed when it left; in a real run they wait until the timeout)."
+            ),
         )
     return Fail(
         f"Every rank raised an error; rank {rank}: {text}",
-        hint="Parameters of a frozen layer have `.grad` None: there is nothing to average for them.",
+        hint=(
+            "Parameters of a frozen layer have `.grad` None: there is nothing to average for them."
+        ),
     )
 
 
@@ -188,14 +202,20 @@ def _values_fail(own: list, results: list, world: int) -> Fail:
         if own[0][p] is None:
             if any(a[p] is not None for a in after):
                 return Fail(
-                    f"Parameter {p} is frozen (`.grad` None) but has a gradient after your function.",
+                    (
+                        f"Parameter {p} is frozen (`.grad` None) but has a gradient after your "
+                        "function."
+                    ),
                     hint="Leave parameters whose `.grad` is None alone.",
                 )
             continue
         if any(a[p] is None for a in after):
             return Fail(
                 f"After your function, parameter {p}'s `.grad` is None.",
-                hint="The average must end up in each parameter's `.grad`, where optimizer.step() reads it.",
+                hint=(
+                    "The average must end up in each parameter's `.grad`, where optimizer.step() "
+                    "reads it."
+                ),
             )
         mean = torch.stack([o[p] for o in own]).mean(dim=0)
         if all(torch.allclose(a[p], o[p], atol=1e-6) for a, o in zip(after, own)):
@@ -204,20 +224,30 @@ def _values_fail(own: list, results: list, world: int) -> Fail:
                 f" Your function returned a {returned}, but" if returned != "NoneType" else " And"
             )
             return Fail(
-                f"After your function, every rank still holds its OWN gradient: nothing was averaged."
-                f"{extra} the optimizer reads `p.grad`, nothing else.",
-                hint="`dist.all_reduce(t)` changes `t` itself, in place, on every rank, and returns "
-                "nothing useful: give it the gradient tensor itself, not a copy or a new result.",
+                (
+                    "After your function, every rank still holds its OWN gradient: nothing was "
+                    f"averaged.{extra} the optimizer reads `p.grad`, nothing else."
+                ),
+                hint=(
+                    "`dist.all_reduce(t)` changes `t` itself, in place, on every rank, and "
+                    "returns nothing useful: give it the gradient tensor itself, not a copy or a "
+                    "new result."
+                ),
             )
         if any(not torch.allclose(a[p], after[0][p], atol=1e-6) for a in after):
             return Fail(
-                f"The ranks ended with different values for parameter {p}'s gradient: their replicas "
-                "would drift apart at the next step.",
+                (
+                    f"The ranks ended with different values for parameter {p}'s gradient: their "
+                    "replicas would drift apart at the next step."
+                ),
                 hint="Every rank must run the same all-reduce on the same parameters.",
             )
         if torch.allclose(after[0][p], mean * world, atol=1e-5):
             return Fail(
-                f"Every rank holds the SUM of the {world} ranks' gradients, {world} times the average.",
+                (
+                    f"Every rank holds the SUM of the {world} ranks' gradients, {world} times the "
+                    "average."
+                ),
                 hint="`all_reduce` adds (its default op is SUM). DDP divides each gradient by the "
                 "world size (`dist.get_world_size()`), so the sum becomes the mean.",
             )
@@ -226,8 +256,10 @@ def _values_fail(own: list, results: list, world: int) -> Fail:
                 f"Parameter {p}: not the average of the {world} ranks' gradients.",
                 expected=[round(v, 4) for v in mean.flatten().tolist()[:4]],
                 got=[round(v, 4) for v in after[0][p].flatten().tolist()[:4]],
-                hint="Divide by the number of ranks in the group, `dist.get_world_size()`, not by a "
-                "fixed number.",
+                hint=(
+                    "Divide by the number of ranks in the group, `dist.get_world_size()`, not by "
+                    "a fixed number."
+                ),
             )
     return None
 

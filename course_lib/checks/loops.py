@@ -40,8 +40,10 @@ def averaging_fail(what: str, got: float, values: list, sizes: list, where: str)
         (
             sum(values) / len(values),
             "a mean over batches, not over samples",
-            "The last batch is smaller: weight each batch by its batch size (x.size(0)), then divide by the "
-            "number of samples.",
+            (
+                "The last batch is smaller: weight each batch by its batch size (x.size(0)), then "
+                "divide by the number of samples."
+            ),
         ),
     ]
     for value, problem, hint in known:
@@ -61,7 +63,7 @@ def averaging_fail(what: str, got: float, values: list, sizes: list, where: str)
     )
 
 
-# ---------------------------------------------------------------- trusted loops (the judge's references)
+# ----------------------------------------------------------- trusted loops (the judge's references)
 def course_loop(batches=None, zero_grad=True, passes=1):
     """The course's training loop over the first `batches` batches, `passes` forwards per batch."""
 
@@ -81,7 +83,8 @@ def course_loop(batches=None, zero_grad=True, passes=1):
 
 
 def _stats_after_each_batch(mode: str = "eval", passes: int = 1) -> dict:
-    """BatchNorm's statistics on a fresh norm rig before any batch and after each (training mode)."""
+    """BatchNorm's statistics on a fresh norm rig
+    before any batch and after each (training mode)."""
     rig = make_rig(mode=mode, norm=True)
     runs = [course_loop(k, passes=passes) for k in range(1, len(rig.loader) + 1)]
     after = []
@@ -117,7 +120,8 @@ def _batches_seen(rig) -> int:
 
 
 def _prefix(ref: dict, seen_batches, strict: bool) -> int:
-    """How many batches the mean runs over: all (strict), or those the learner's loop went through."""
+    """How many batches the mean runs over: all
+    (strict), or those the learner's loop went through."""
     total = len(ref["values"])
     if strict or not isinstance(seen_batches, int) or isinstance(seen_batches, bool):
         return total
@@ -153,10 +157,16 @@ class TrainMode(Check):
         got = (
             f"{modes.count(False)} of {len(modes)} forward passes in eval mode"
             if modes and not all(modes)
-            else "no forward pass in training mode: BatchNorm's running statistics did not move as in training"
+            else (
+                "no forward pass in training mode: BatchNorm's running statistics did not move as "
+                "in training"
+            )
         )
         raise Fail(
-            "The model ran in eval mode during training: call model.train() at the start of the epoch.",
+            (
+                "The model ran in eval mode during training: call model.train() at the start of "
+                "the epoch."
+            ),
             expected="model.training == True in every forward pass",
             got=got,
             hint=EVAL_MODE_HINT,
@@ -202,8 +212,10 @@ class GradientOrder(Check):
         dirty = [i for i, c in enumerate(clean) if not c]
         if any(same_values(params, w) for w in ref["accumulated"]):
             raise Fail(
-                f"Gradients accumulate: at batch {(dirty or [1])[0] + 1}, backward() added this batch's "
-                "gradients to the previous batch's.",
+                (
+                    f"Gradients accumulate: at batch {(dirty or [1])[0] + 1}, backward() added "
+                    "this batch's gradients to the previous batch's."
+                ),
                 expected="clean gradients before every backward()",
                 got=f"stale gradients at {len(dirty)} of {len(clean)} backward() calls"
                 if dirty
@@ -218,17 +230,24 @@ class GradientOrder(Check):
         early = [i for i, (backwards, _) in enumerate(steps) if backwards < i + 1]
         if early:
             raise Fail(
-                "optimizer.step() came before loss.backward(): it updated the weights with gradients "
-                "that were not computed yet.",
+                (
+                    "optimizer.step() came before loss.backward(): it updated the weights with "
+                    "gradients that were not computed yet."
+                ),
                 expected="zero_grad, forward, backward, step",
                 got=f"step() {len(early)} time(s) before that batch's backward()",
-                hint="loss.backward() computes the gradients; optimizer.step() uses them. In that order.",
+                hint=(
+                    "loss.backward() computes the gradients; optimizer.step() uses them. In that "
+                    "order."
+                ),
             )
         wiped = [i for i, (_, grad) in enumerate(steps) if grad != "set"]
         if wiped or unchanged:
             raise Fail(
-                "step() found no gradients: zero_grad() ran between backward() and step() and wiped "
-                "this batch's gradients.",
+                (
+                    "step() found no gradients: zero_grad() ran between backward() and step() and "
+                    "wiped this batch's gradients."
+                ),
                 expected="zero_grad, forward, backward, step",
                 got=f"empty gradients at {len(wiped)} of {len(steps)} steps"
                 if wiped
@@ -237,15 +256,19 @@ class GradientOrder(Check):
             )
         if dirty:
             raise Fail(
-                f"Gradients accumulate: at batch {dirty[0] + 1}, backward() added this batch's gradients "
-                "to the previous batch's.",
+                (
+                    f"Gradients accumulate: at batch {dirty[0] + 1}, backward() added this "
+                    "batch's gradients to the previous batch's."
+                ),
                 expected="clean gradients before every backward()",
                 got=f"stale gradients at {len(dirty)} of {len(clean)} backward() calls",
                 hint="Call optimizer.zero_grad() once per batch, before loss.backward().",
             )
         raise Fail(
-            "After one epoch your weights are not those of one zero_grad, forward, backward and step per "
-            "batch.",
+            (
+                "After one epoch your weights are not those of one zero_grad, forward, backward "
+                "and step per batch."
+            ),
             hint="One zero_grad, forward, backward and step per batch, nothing more.",
         )
 
@@ -372,7 +395,10 @@ class MatchesReference(Check):
     def judge(self, seen, ref):
         if not same_values(seen, ref, atol=1e-6):
             raise Fail(
-                "After one epoch from the same start, your weights differ from the reference run's.",
+                (
+                    "After one epoch from the same start, your weights differ from the reference "
+                    "run's."
+                ),
                 hint="One zero_grad, forward, backward and step per batch, nothing more.",
             )
 
@@ -408,7 +434,9 @@ class EvalMode(Check):
             "call model.eval() first.",
             expected="model.training == False in every forward pass",
             got=got,
-            hint="model.eval() switches dropout off and makes batch norm use its running statistics.",
+            hint=(
+                "model.eval() switches dropout off and makes batch norm use its running statistics."
+            ),
         )
 
 
@@ -430,8 +458,11 @@ class NoGraph(Check):
                 "(or torch.inference_mode()).",
                 expected="torch.is_grad_enabled() == False in the forward",
                 got=f"a graph built in {sum(recording)} of {len(recording)} forward passes",
-                hint="model.eval() does NOT turn off gradients; it only changes dropout and batch norm. "
-                "Without no_grad every activation is kept for a backward that never comes.",
+                hint=(
+                    "model.eval() does NOT turn off gradients; it only changes dropout and batch "
+                    "norm. Without no_grad every activation is kept for a backward that never "
+                    "comes."
+                ),
             )
 
 

@@ -13,11 +13,13 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from .. import memory
+from ..data import N_CLASSES, N_FEATURES
 from ..exercises.spec import Fail
-from ..memory import OutOfMemoryError, format_bytes
-from .base import Check, attempt, check, is_error, number, shown
+from ..memory import BUDGET, OutOfMemoryError, format_bytes, step_in_budget
+from ..training import train_step, wide_mlp
+from .base import Check, attempt, check, is_error, matches, number, shown
 from .rig import Trace, checker_threads, watch_gradients
-from .wire import TensorValue, roundtrip
+from .wire import roundtrip
 
 # ---------------------------------------------------------------- model_state_bytes
 STATE_CASES = {
@@ -64,16 +66,21 @@ def step_counter_bytes(optimizer) -> int:
 
 
 STATE_HINTS = {
-    "weights": "Every parameter counts once: its number of elements times the bytes of one element.",
+    "weights": (
+        "Every parameter counts once: its number of elements times the bytes of one element."
+    ),
     "grads": "Only parameters whose .grad is not None have gradient memory.",
-    "optimizer_state": "optimizer.state holds one dict per parameter: add up the values in those dicts "
-    "that are tensors, whatever their names.",
+    "optimizer_state": (
+        "optimizer.state holds one dict per parameter: add up the values in those dicts that are "
+        "tensors, whatever their names."
+    ),
 }
 
 
 @check
 class State(Check):
-    """model_state_bytes on a model and optimizer in a known state, against what the judge measures."""
+    """model_state_bytes on a model and optimizer in
+    a known state, against what the judge measures."""
 
     kind: str
 
@@ -113,7 +120,10 @@ class State(Check):
                 )
             if k != "optimizer_state" and got[k] == 4 * n_elements[k] and want[k] != got[k]:
                 raise Fail(
-                    f"{k}: you assumed 4 bytes per element, but not every tensor is float32 ({what}).",
+                    (
+                        f"{k}: you assumed 4 bytes per element, but not every tensor is float32 "
+                        f"({what})."
+                    ),
                     expected=want[k],
                     got=got[k],
                     hint="t.element_size() gives the real size of t's dtype.",
@@ -123,16 +133,25 @@ class State(Check):
                     f"grads: there are no gradients yet ({what}).",
                     expected=0,
                     got=got[k],
-                    hint="p.grad is None until a backward() (and again after zero_grad(set_to_none=True)).",
+                    hint=(
+                        "p.grad is None until a backward() (and again after "
+                        "zero_grad(set_to_none=True))."
+                    ),
                 )
             counters = ref["counters"]
             if k == "optimizer_state" and counters and got[k] == want[k] - counters:
                 raise Fail(
-                    f"optimizer_state: {counters} bytes short ({what}): you left out Adam's step counters.",
+                    (
+                        f"optimizer_state: {counters} bytes short ({what}): you left out Adam's "
+                        "step counters."
+                    ),
                     expected=want[k],
                     got=got[k],
-                    hint="Besides exp_avg and exp_avg_sq, Adam keeps `step` for each parameter: a 0-dim "
-                    "float32 tensor, 4 bytes. Count every tensor value in optimizer.state[p].",
+                    hint=(
+                        "Besides exp_avg and exp_avg_sq, Adam keeps `step` for each parameter: a "
+                        "0-dim float32 tensor, 4 bytes. Count every tensor value in "
+                        "optimizer.state[p]."
+                    ),
                 )
             if k == "optimizer_state" and got[k] == 2 * want["weights"] and want[k] != got[k]:
                 raise Fail(
@@ -169,7 +188,8 @@ def acc_loader(n_micro: int, micro: int, seed: int = 0) -> DataLoader:
 
 
 def run_acc(candidate, loader, accum_steps, model=None, device="cpu", seed=0):
-    """Run the candidate on a fresh model with plain SGD; return (model, trace of steps and backwards)."""
+    """Run the candidate on a fresh model with plain
+    SGD; return (model, trace of steps and backwards)."""
     model = model or acc_model(seed)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     trace = Trace()
@@ -182,7 +202,8 @@ def run_acc(candidate, loader, accum_steps, model=None, device="cpu", seed=0):
 def reference_big_batch(
     loader, accum_steps, seed=0, divide_by=None, skip_short_group=False
 ) -> nn.Module:
-    """The same data in big batches of accum_steps micro-batches, one ordinary SGD step per big batch.
+    """The same data in big batches of accum_steps
+    micro-batches, one ordinary SGD step per big batch.
 
     `divide_by(g)`: what each micro-batch loss of a group of g micro-batches was divided by; the
     right answer divides by g itself (the default), and then each step IS the big batch's step.
@@ -212,30 +233,17 @@ def _weights(model) -> list:
     return [p.detach().clone() for p in model.parameters()]
 
 
-def _same(seen, want) -> bool:
-    return (
-        isinstance(seen, list)
-        and len(seen) == len(want)
-        and all(
-            isinstance(p, TensorValue)
-            and p.values is not None
-            and p.shape == tuple(q.shape)
-            and torch.allclose(p.values, q, rtol=1e-4, atol=1e-6)
-            for p, q in zip(seen, want)
-        )
-    )
-
-
 def _divisions(k: int) -> dict:
-    """Each way to divide a group's micro-batch losses: by the group's size, by accum_steps, not at all."""
+    """Each way to divide a group's micro-batch losses:
+    by the group's size, by accum_steps, not at all."""
     return {"group": None, "accum_steps": lambda g: k, "nothing": lambda g: 1}
 
 
 @check
 class StepPattern(Check):
-    """Steps once every accum_steps micro-batches, clears gradients only after a step. The probes say
-    when step() and backward() ran (the words of the feedback); the weights must be those of that
-    stepping pattern, whatever the loss was divided by (that is another test's job)."""
+    """Steps once every accum_steps micro-batches, clears gradients only after a step. The probes
+    say when step() and backward() ran (the words of the feedback); the weights must be those of
+    that stepping pattern, whatever the loss was divided by (that is another test's job)."""
 
     n_micro: int
     accum_steps: int
@@ -273,10 +281,16 @@ class StepPattern(Check):
             )
         if got == list(range(1, n_micro + 1)):
             raise Fail(
-                f"optimizer.step() ran after every micro-batch{where}: that is ordinary small-batch training.",
+                (
+                    f"optimizer.step() ran after every micro-batch{where}: that is ordinary "
+                    "small-batch training."
+                ),
                 expected=f"steps after micro-batches {want}",
                 got=f"steps after {got}",
-                hint="Count micro-batches with enumerate(loader): a group ends after every accum_steps-th one.",
+                hint=(
+                    "Count micro-batches with enumerate(loader): a group ends after every "
+                    "accum_steps-th one."
+                ),
             )
         if got == want[:-1] and n_micro % accum_steps:
             raise Fail(
@@ -298,59 +312,88 @@ class StepPattern(Check):
         for i, was_clean in enumerate(clean):
             if i in starts and not was_clean:
                 raise Fail(
-                    f"Gradients from the previous group leaked into the next one (micro-batch {i + 1}){where}.",
+                    (
+                        "Gradients from the previous group leaked into the next one (micro-batch "
+                        f"{i + 1}){where}."
+                    ),
                     hint="optimizer.zero_grad() after each step (and once before the loop).",
                 )
             if i not in starts and was_clean:
                 raise Fail(
-                    f"The gradients were cleared inside a group (before micro-batch {i + 1}): only the last "
-                    f"micro-batch of each group reached the step{where}.",
+                    (
+                        f"The gradients were cleared inside a group (before micro-batch {i + 1}): "
+                        f"only the last micro-batch of each group reached the step{where}."
+                    ),
                     expected="gradients that add up over accum_steps micro-batches",
                     got="zero_grad() before every micro-batch",
-                    hint="Accumulating IS not clearing: zero_grad only right after optimizer.step().",
+                    hint=(
+                        "Accumulating IS not clearing: zero_grad only right after optimizer.step()."
+                    ),
                 )
-        if not any(_same(seen["params"], [w.values for w in weights]) for weights in ref):
+        if not any(
+            matches(seen["params"], [w.values for w in weights], rtol=1e-4) for weights in ref
+        ):
             raise Fail(
                 f"The weights after the epoch are not those of one step per group of {accum_steps} "
                 f"micro-batches{where}.",
-                hint="Per micro-batch: forward, scale the loss, backward. Per group: step, then zero_grad.",
+                hint=(
+                    "Per micro-batch: forward, scale the loss, backward. Per group: step, then "
+                    "zero_grad."
+                ),
             )
 
 
 def _accumulation_mistakes(loader, k, seed):
-    """(weights a known mistake gives, what it did, a hint that does not give the line) (chapter 06)."""
+    """(weights a known mistake gives, what it did, a
+    hint that does not give the line) (chapter 06)."""
     return (
         (
             reference_big_batch(loader, k, seed, divide_by=lambda g: 1),
-            "Your steps are too big: a group's gradient became the SUM of its micro-batch gradients, not their mean",
+            (
+                "Your steps are too big: a group's gradient became the SUM of its micro-batch "
+                "gradients, not their mean"
+            ),
             "The big batch's loss is a mean: scale each micro-batch's loss down before backward().",
         ),
         (
             reference_big_batch(loader, 1, seed, divide_by=lambda g: k),
-            "Your weights are those of ordinary small-batch training with a smaller learning rate: the optimizer "
-            "stepped after every micro-batch",
+            (
+                "Your weights are those of ordinary small-batch training with a smaller learning "
+                "rate: the optimizer stepped after every micro-batch"
+            ),
             "Gradients add up in .grad while you do not step: step only once per group.",
         ),
         (
             reference_big_batch(loader, k, seed, skip_short_group=True),
-            "All full groups match the big batch, but the last, shorter group never took its step: its gradients "
-            "were computed, then thrown away",
-            "After the loop, if micro-batches were accumulated since the last step, step once more (that group's "
-            "losses divided by its own number of micro-batches).",
+            (
+                "All full groups match the big batch, but the last, shorter group never took its "
+                "step: its gradients were computed, then thrown away"
+            ),
+            (
+                "After the loop, if micro-batches were accumulated since the last step, step once "
+                "more (that group's losses divided by its own number of micro-batches)."
+            ),
         ),
         (
             reference_big_batch(loader, k, seed, divide_by=lambda g: k),
-            "All groups but the last match the big batch; the last, shorter group does not: its losses were "
-            "divided as if it were a full group, so its step came out too small",
-            "A group of g micro-batches is a big batch of g micro-batches: its mean loss divides by g. "
-            "len(loader) tells you how many micro-batches there are, so you know how big the last group is.",
+            (
+                "All groups but the last match the big batch; the last, shorter group does not: "
+                "its losses were divided as if it were a full group, so its step came out too "
+                "small"
+            ),
+            (
+                "A group of g micro-batches is a big batch of g micro-batches: its mean loss "
+                "divides by g. len(loader) tells you how many micro-batches there are, so you "
+                "know how big the last group is."
+            ),
         ),
     )
 
 
 @check
 class EqualsBigBatch(Check):
-    """After one epoch, the learner's weights equal big-batch SGD's on the same data (the judge's)."""
+    """After one epoch, the learner's weights equal
+    big-batch SGD's on the same data (the judge's)."""
 
     n_micro: int
     accum_steps: int
@@ -371,19 +414,25 @@ class EqualsBigBatch(Check):
         )
 
     def judge(self, seen, ref):
-        if _same(seen, [w.values for w in ref["right"]]):
+        if matches(seen, [w.values for w in ref["right"]], rtol=1e-4):
             return
         where = f" ({self.n_micro} micro-batches of 8, accum_steps={self.accum_steps})"
         for weights, what, hint in ref["mistakes"]:
-            if _same(seen, [w.values for w in weights]):
+            if matches(seen, [w.values for w in weights], rtol=1e-4):
                 raise Fail(
                     what + where + ".",
                     expected="the weights of big-batch training on the same data",
                     hint=hint,
                 )
         raise Fail(
-            f"After training, your weights differ from ordinary big-batch training on the same data{where}.",
-            hint="Per micro-batch: forward, scale the loss, backward. Per group: step, then zero_grad.",
+            (
+                "After training, your weights differ from ordinary big-batch training on the "
+                f"same data{where}."
+            ),
+            hint=(
+                "Per micro-batch: forward, scale the loss, backward. Per group: step, then "
+                "zero_grad."
+            ),
         )
 
 
@@ -393,8 +442,9 @@ OOM_KINDS = ("MemoryBudgetExceeded", "OutOfMemoryError")
 
 
 def fake_card(fits_up_to: int, error=memory.MemoryBudgetExceeded, broken: int = None):
-    """(try_batch, tried): a card that fits up to `fits_up_to` samples and raises `error` above, maybe
-    another error at `broken`; `tried` lists the sizes asked for (kept outside the learner's reach)."""
+    """(try_batch, tried): a card that fits up to `fits_up_to` samples and raises `error` above,
+    maybe another error at `broken`; `tried` lists the sizes asked for (kept outside the learner's
+    reach)."""
     tried = []
 
     def try_batch(n: int):
@@ -436,10 +486,16 @@ class Largest(Check):
         if error is not None:
             if error["type"] in OOM_KINDS:
                 raise Fail(
-                    f"Your function let {error['type']} escape{what}: that is an out-of-memory error too.",
+                    (
+                        f"Your function let {error['type']} escape{what}: that is an "
+                        "out-of-memory error too."
+                    ),
                     got=f"{error['type']}: {error['message']}",
-                    hint="memory.OUT_OF_MEMORY is a tuple of both kinds: torch.OutOfMemoryError (a real GPU) "
-                    "and MemoryBudgetExceeded (the course's stand-in). Catch the tuple.",
+                    hint=(
+                        "memory.OUT_OF_MEMORY is a tuple of both kinds: torch.OutOfMemoryError (a "
+                        "real GPU) and MemoryBudgetExceeded (the course's stand-in). Catch the "
+                        "tuple."
+                    ),
                 )
             raise Fail(f"Your code raised {error['text']}")
         over = [n for n in tried if isinstance(n, (int, float)) and n > limit]
@@ -466,7 +522,10 @@ class Largest(Check):
             )
         if want == limit and got == want // 2 and limit not in tried:
             raise Fail(
-                f"You never tried the limit itself, {limit}{what}: a batch of exactly `limit` is allowed.",
+                (
+                    f"You never tried the limit itself, {limit}{what}: a batch of exactly `limit` "
+                    "is allowed."
+                ),
                 expected=want,
                 got=got,
                 hint="Keep doubling while n is at most the limit, not below it.",
@@ -475,8 +534,10 @@ class Largest(Check):
             f"Not the largest power-of-two batch that fits{what}.",
             expected=want,
             got=shown(got),
-            hint="Remember the last size that ran; double n while it is at most the limit; stop at the "
-            "first out-of-memory error.",
+            hint=(
+                "Remember the last size that ran; double n while it is at most the limit; stop at "
+                "the first out-of-memory error."
+            ),
         )
 
 
@@ -512,15 +573,6 @@ class OtherErrors(Check):
 def budget_card(n_max: int = 2048, budget: int = None):
     """try_batch on the CPU stand-in: one Adam step of a fresh wide_mlp on n samples inside `budget`
     (chapter 06's model and budget)."""
-    from ..ch06_out_of_memory import (
-        BUDGET,
-        N_CLASSES,
-        N_FEATURES,
-        step_in_budget,
-        warm_step,
-        wide_mlp,
-    )
-
     budget = budget or BUDGET
     g = torch.Generator().manual_seed(0)
     x, y = (
@@ -533,7 +585,7 @@ def budget_card(n_max: int = 2048, budget: int = None):
             torch.manual_seed(0)
             model = wide_mlp()
         optimizer, criterion = torch.optim.Adam(model.parameters(), lr=1e-3), nn.CrossEntropyLoss()
-        warm_step(model, optimizer, criterion, x[:8], y[:8])
+        train_step(model, optimizer, criterion, x[:8], y[:8])
         step_in_budget(model, optimizer, criterion, x[:n], y[:n], budget)
 
     return try_batch
@@ -549,8 +601,6 @@ class RealBudget(Check):
             return candidate(budget_card(), 2048)
 
     def reference(self, solution):
-        from ..ch06_out_of_memory import BUDGET
-
         try_batch, want = budget_card(), 0
         with checker_threads():
             for n in (2**k for k in range(12)):
@@ -562,8 +612,10 @@ class RealBudget(Check):
     def judge(self, seen, ref):
         if isinstance(seen, bool) or number(seen) != ref["want"]:
             raise Fail(
-                f"On the course's {format_bytes(ref['budget'])} budget with a real model, the answer is not "
-                "right.",
+                (
+                    f"On the course's {format_bytes(ref['budget'])} budget with a real model, the "
+                    "answer is not right."
+                ),
                 expected=ref["want"],
                 got=shown(seen),
             )

@@ -260,11 +260,17 @@ def _moved_fail(name: str, what: str, got, device, discarded: bool) -> Fail:
             f"tensor and leaves {name} where it was.",
             expected=f"{name} = {name}.to(device)",
             got=f"{name}.to(device) whose result was thrown away; {name} stayed on {got}",
-            hint="model.to(device) moves a module in place; tensor.to(device) does not. Assign the result.",
+            hint=(
+                "model.to(device) moves a module in place; tensor.to(device) does not. Assign the "
+                "result."
+            ),
         )
     return Fail(
-        f"The {what} reached the {'model' if name == 'x' else 'loss'} on {got}, not on {_where(device)}: "
-        f"a DataLoader yields the CPU tensors its Dataset holds, and moving the model does not move the data.",
+        (
+            f"The {what} reached the {'model' if name == 'x' else 'loss'} on {got}, not on "
+            f"{_where(device)}: a DataLoader yields the CPU tensors its Dataset holds, and moving "
+            "the model does not move the data."
+        ),
         expected=f"{name} on {device}",
         got=f"{name} on {got}",
         hint="Inside the loop, move every batch: x, y = x.to(device), y.to(device).",

@@ -1,4 +1,5 @@
-"""Chapter 08's check: rank_bytes, the bytes each rank holds under DDP and under FSDP2's fully_shard.
+"""Chapter 08's check: rank_bytes, the bytes each
+rank holds under DDP and under FSDP2's fully_shard.
 
 The run half only calls the learner's function: its predictions for every rank, unsharded and
 sharded, travel as plain data. The judge measures what the ranks really hold in a gloo run of its
@@ -86,24 +87,36 @@ MISTAKES = (
     (
         mistake("even"),
         "an even split of every parameter, numel / N",
-        "FSDP does not cut a tensor anywhere: it splits each parameter along its FIRST dimension into N chunks as "
-        "`torch.chunk` does, ceil(rows / N) rows per rank, and the last ranks get what is left (maybe nothing).",
+        (
+            "FSDP does not cut a tensor anywhere: it splits each parameter along its FIRST "
+            "dimension into N chunks as `torch.chunk` does, ceil(rows / N) rows per rank, and the "
+            "last ranks get what is left (maybe nothing)."
+        ),
     ),
     (
         mistake("floor"),
         "numel // N for every parameter",
-        "Rows are not elements: each rank gets ceil(rows / N) whole rows of a parameter (the last ranks fewer).",
+        (
+            "Rows are not elements: each rank gets ceil(rows / N) whole rows of a parameter (the "
+            "last ranks fewer)."
+        ),
     ),
     (mistake("last_dim"), "split along the last dimension", "FSDP shards dimension 0, the rows."),
     (
         mistake("rank_0"),
         "the same for every rank, rank 0's share",
-        "With rows that do not divide by N, the last ranks hold fewer rows: the answer depends on `rank`.",
+        (
+            "With rows that do not divide by N, the last ranks hold fewer rows: the answer "
+            "depends on `rank`."
+        ),
     ),
     (
         mistake("no_steps"),
         "short of Adam's step counters",
-        "Adam also keeps `step` per parameter tensor: a 0-dim float32 tensor, 4 bytes, whole on every rank.",
+        (
+            "Adam also keeps `step` per parameter tensor: a 0-dim float32 tensor, 4 bytes, whole "
+            "on every rank."
+        ),
     ),
     (
         mistake("one_copy"),
@@ -114,7 +127,10 @@ MISTAKES = (
     (
         mistake("grads_whole"),
         "whole gradients on every rank (ZeRO-1, not FSDP)",
-        "FSDP reduce-scatters the gradients after backward: each rank keeps the gradient of its own rows.",
+        (
+            "FSDP reduce-scatters the gradients after backward: each rank keeps the gradient of "
+            "its own rows."
+        ),
     ),
     (
         mistake("ddp_divided"),
@@ -164,8 +180,9 @@ def _parts(value, where: str) -> dict:
 
 @check
 class RankBytes(Check):
-    """rank_bytes for every rank of `world_size`, DDP and FSDP: the learner's predictions (plain data)
-    against what each rank really holds in a gloo run of `world_size` processes that the judge makes."""
+    """rank_bytes for every rank of `world_size`, DDP and FSDP: the learner's predictions (plain
+    data) against what each rank really holds in a gloo run of `world_size` processes that the judge
+    makes."""
 
     shapes: tuple
     world_size: int
@@ -179,7 +196,8 @@ class RankBytes(Check):
         ]
 
     def reference(self, solution):
-        """What each rank of `cases()` holds, {part: bytes}, measured (trusted code, real processes)."""
+        """What each rank of `cases()` holds, {part:
+        bytes}, measured (trusted code, real processes)."""
         runs = sharding.measure_holdings(self.shapes, self.world_size)
         return [
             runs[rank]["FSDP" if sharded else "DDP"] for rank, sharded in cases(self.world_size)
@@ -207,7 +225,9 @@ class RankBytes(Check):
         rank, sharded, parts, want = wrong[0]
         raise Fail(
             f"{_label(rank, sharded)} of {n}: not what the rank really holds{where}.",
-            hint="For each parameter: its rows on this rank (torch.chunk along dimension 0), times the "
-            "other dimensions, times 4 bytes.",
+            hint=(
+                "For each parameter: its rows on this rank (torch.chunk along dimension 0), times "
+                "the other dimensions, times 4 bytes."
+            ),
             **_shown(rank, sharded, parts, want),
         )

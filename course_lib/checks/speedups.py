@@ -27,12 +27,22 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from .. import profiling, training
 from ..exercises.spec import Fail
-from .base import Check, attempt, check, number, same_values, shown, tensor_fail, type_name
+from .base import (
+    Check,
+    attempt,
+    check,
+    matches,
+    number,
+    same_values,
+    shown,
+    tensor_fail,
+    type_name,
+)
 from .rig import checker_threads, first_linear, make_rig
 from .wire import TensorValue, roundtrip
 
 
-# ---------------------------------------------------------------- amp_train_step: the rig and its spies
+# ------------------------------------------------------------ amp_train_step: the rig and its spies
 @dataclass
 class AmpTrace:
     """What the probes saw during one call of amp_train_step."""
@@ -55,7 +65,8 @@ class AmpTrace:
 
 @dataclass
 class AutocastEntry:
-    """One autocast context the learner entered: for which device type, switched on or not, which dtype."""
+    """One autocast context the learner entered: for
+    which device type, switched on or not, which dtype."""
 
     spelling: str
     device_type: str
@@ -77,7 +88,8 @@ def autocast_state() -> dict:
 
 @contextmanager
 def recording_autocast(trace: AmpTrace):
-    """Log every autocast context entered (any spelling: they all share torch.autocast's __enter__)."""
+    """Log every autocast context entered (any spelling:
+    they all share torch.autocast's __enter__)."""
     base = torch.amp.autocast_mode.autocast
     real_enter = base.__enter__
 
@@ -142,7 +154,8 @@ class AmpRig:
     error: dict = None
 
     def run(self, candidate, device_type="cpu", dtype=torch.bfloat16):
-        """Call the learner's step; an exception is kept in `error` (the values are judged first)."""
+        """Call the learner's step; an exception is
+        kept in `error` (the values are judged first)."""
         with (
             torch.random.fork_rng(),
             checker_threads(),
@@ -182,8 +195,8 @@ class AmpRig:
 
 
 def make_amp_rig(init_scale: float = 2.0**16, enabled: bool = True, seed: int = 0) -> AmpRig:
-    """Chapter 03's tiny probed model and loss (no dropout), plus dtype probes, stale gradients and a
-    spied scaler."""
+    """Chapter 03's tiny probed model and loss (no dropout),
+    plus dtype probes, stale gradients and a spied scaler."""
     rig, trace = make_rig("cpu", seed=seed, dropout=0.0), AmpTrace()
     net = rig.model
     first = first_linear(net)
@@ -261,31 +274,18 @@ STEP_MODES = ("scaler", "direct", "both", "none")
 
 
 def _after_step(start, grads, scale, mode):
-    """The weights after `mode`: the scaler's step (grads divided by the scale), optimizer.step on the
-    raw grads, both (the scaler's, then again directly), or no step."""
+    """The weights after `mode`: the scaler's step (grads divided by the scale),
+    optimizer.step on the raw grads, both (the scaler's, then again directly), or no step."""
     factor = {"scaler": LR / scale, "direct": LR, "both": 2 * LR / scale, "none": 0.0}[mode]
     return [w.values - factor * g for w, g in zip(start, grads)]
 
 
-def _same_weights(params, want) -> bool:
-    return (
-        isinstance(params, list)
-        and len(want) == len(params)
-        and all(
-            isinstance(p, TensorValue)
-            and p.values is not None
-            and p.shape == tuple(w.shape)
-            and torch.allclose(p.values, w, atol=1e-6, rtol=1e-5)
-            for p, w in zip(params, want)
-        )
-    )
-
-
 def _step_match(ref, params, tracker) -> tuple:
-    """(step mode, scaled backward) whose weights equal `params`, or (None, None). The scaler's growth
-    tracker tells apart what the weights alone cannot: it exists only once `scaler.scale` ran (its step
-    refuses to run before), and is 1 after a step and an update. After an unscaled backward the
-    scaler's step barely moves the weights: it is preferred to "no step" only when the update ran."""
+    """(step mode, scaled backward) whose weights equal `params`, or (None, None). The scaler's
+    growth tracker tells apart what the weights alone cannot: it exists only once `scaler.scale` ran
+    (its step refuses to run before), and is 1 after a step and an update. After an unscaled
+    backward the scaler's step barely moves the weights: it is preferred to "no step" only when the
+    update ran."""
     updated = tracker == 1
     order = [
         (m, s)
@@ -299,7 +299,7 @@ def _step_match(ref, params, tracker) -> tuple:
     for mode, scaled in order:
         for stale in (False, True):
             for grads in _gradients(ref, scaled, stale).values():
-                if _same_weights(params, _after_step(ref["start"], grads, ref["scale"], mode)):
+                if matches(params, _after_step(ref["start"], grads, ref["scale"], mode)):
                     return mode, scaled
     return None, None
 
@@ -319,21 +319,30 @@ def _other_device(entries, device_type: str) -> str:
     return next((e.device_type for e in entries if e.device_type != device_type), "")
 
 
-# Why the forward pass ran in float32, judged from what autocast did: (test(entries, active, device_type),
-# message, hint). `entries`: the autocast contexts entered; `active`: what was switched on while the
-# layers ran. The first row that matches is the feedback.
+# Why the forward pass ran in float32, judged from what autocast did: (test(entries, active,
+# device_type), message, hint). `entries`: the autocast contexts entered; `active`: what was
+# switched on while the layers ran. The first row that matches is the feedback.
 FLOAT32_FORWARD = (
     (
         lambda entries, active, dt: any(e.spelling == "torch.cuda.amp.autocast" for e in entries),
-        "You used `torch.cuda.amp.autocast()`, the deprecated spelling: it only ever switches autocast on for "
-        "CUDA, and the model ran on '{dt}' here, so the forward ran in float32.",
+        (
+            "You used `torch.cuda.amp.autocast()`, the deprecated spelling: it only ever switches "
+            "autocast on for CUDA, and the model ran on '{dt}' here, so the forward ran in "
+            "float32."
+        ),
         "`torch.autocast` takes the device type as its first argument and works on every device.",
     ),
     (
         lambda entries, active, dt: _other_device(entries, dt) != "",
-        "Your autocast was for '{other}', but the model and the data are on '{dt}' here: autocast for one "
-        "device type leaves another's operations alone, so the forward ran in float32.",
-        "Use the device_type your function is given instead of a device name written into the code.",
+        (
+            "Your autocast was for '{other}', but the model and the data are on '{dt}' here: "
+            "autocast for one device type leaves another's operations alone, so the forward ran "
+            "in float32."
+        ),
+        (
+            "Use the device_type your function is given instead of a device name written into the "
+            "code."
+        ),
     ),
     (
         lambda entries, active, dt: entries and not any(e.enabled for e in entries),
@@ -342,7 +351,10 @@ FLOAT32_FORWARD = (
     ),
     (
         lambda entries, active, dt: entries and not any(active),
-        "autocast was entered, but not while the model ran: the forward happened outside the `with` block.",
+        (
+            "autocast was entered, but not while the model ran: the forward happened outside the "
+            "`with` block."
+        ),
         "The forward pass and the loss both belong inside the autocast block.",
     ),
     (
@@ -414,8 +426,10 @@ class Autocast(Check):
             "Autocast ran, but not with the dtype you were given.",
             expected="torch.bfloat16",
             got=", ".join(f"torch.{d}" for d in dtypes),
-            hint="The dtype argument says which low precision to use; a dtype written into the code "
-            "ignores it.",
+            hint=(
+                "The dtype argument says which low precision to use; a dtype written into the "
+                "code ignores it."
+            ),
         )
 
 
@@ -454,18 +468,29 @@ class ScaledBackward(Check):
             what = (
                 "The scaler never saw the loss"
                 if "scale" not in events
-                else "`scaler.scale(loss)` was computed, but `backward()` started from the loss itself"
+                else (
+                    "`scaler.scale(loss)` was computed, but `backward()` started from the loss "
+                    "itself"
+                )
             )
             raise Fail(
-                f"{what}: `backward()` ran on the unscaled loss. With float16, small gradients underflow "
-                f"to 0 in exactly that case, before the scaler can help.",
+                (
+                    f"{what}: `backward()` ran on the unscaled loss. With float16, small "
+                    "gradients underflow to 0 in exactly that case, before the scaler can help."
+                ),
                 got="`backward()` on the unscaled loss" + _scaler_said(seen["error"]),
-                hint=f"The scaler multiplies the loss (by {ref['scale']:g} here) BEFORE backward, so the "
-                "gradients are big enough for float16; backward must start from what the scaler returns.",
+                hint=(
+                    f"The scaler multiplies the loss (by {ref['scale']:g} here) BEFORE backward, "
+                    "so the gradients are big enough for float16; backward must start from what "
+                    "the scaler returns."
+                ),
             )
         if matches(True, True):
             raise Fail(
-                "Gradients accumulate: the previous batch's gradients were still there at `backward()`.",
+                (
+                    "Gradients accumulate: the previous batch's gradients were still there at "
+                    "`backward()`."
+                ),
                 hint="Clear the old gradients first, as in every training step (chapter 03).",
             )
         raise Fail(
@@ -474,22 +499,30 @@ class ScaledBackward(Check):
         )
 
 
-# What went wrong with the update, judged from the order of calls: (test(events), message, got, hint).
-# "direct": optimizer.step() called by the learner; "scaled": backward started from the scaled loss.
+# What went wrong with the update, judged from the order of calls: (test(events), message, got,
+# hint). "direct": optimizer.step() called by the learner; "scaled": backward started from the
+# scaled loss.
 def _step_rows(scale: float):
     return (
         (
             lambda e: e["direct"] and not e["via_scaler"] and e["scaled"],
-            f"`optimizer.step()` used the gradients as backward left them: multiplied by the scale ({scale:g} "
-            f"here), so the update was {scale:g} times too big.",
+            (
+                "`optimizer.step()` used the gradients as backward left them: multiplied by the "
+                f"scale ({scale:g} here), so the update was {scale:g} times too big."
+            ),
             "`optimizer.step()` after a scaled backward",
-            "Only the scaler knows the scale: its own step divides the gradients back, skips the update if any "
-            "is inf or nan, and then calls `optimizer.step()` for you.",
+            (
+                "Only the scaler knows the scale: its own step divides the gradients back, skips "
+                "the update if any is inf or nan, and then calls `optimizer.step()` for you."
+            ),
         ),
         (
             lambda e: e["direct"] and not e["via_scaler"],
-            "`optimizer.step()` was called directly, so the scaler never saw this step: it cannot skip a step "
-            "whose gradients overflowed to inf or nan, and its scale never adapts.",
+            (
+                "`optimizer.step()` was called directly, so the scaler never saw this step: it "
+                "cannot skip a step whose gradients overflowed to inf or nan, and its scale never "
+                "adapts."
+            ),
             "`optimizer.step()` without the scaler",
             "The GradScaler steps the optimizer for you, after checking the gradients.",
         ),
@@ -605,7 +638,10 @@ class ReturnsLoss(Check):
                 f"You returned the scaled loss (multiplied by the scaler's {scale:g}).",
                 expected=f"{want:.6f}",
                 got=f"{result:.6g}",
-                hint="The scaled loss exists only for backward; report the loss the criterion computed.",
+                hint=(
+                    "The scaled loss exists only for backward; report the loss the criterion "
+                    "computed."
+                ),
             )
         raise Fail(
             "The value you returned is not this step's loss.",
@@ -720,7 +756,8 @@ CLOCKS = {
 
 @contextmanager
 def simulated(gpu: SimulatedGPU, namespace: dict):
-    """Swap the clocks, torch.cuda.synchronize and is_available for the simulation's, then restore."""
+    """Swap the clocks, torch.cuda.synchronize and
+    is_available for the simulation's, then restore."""
     real = {getattr(time, name): getattr(gpu, kind) for name, kind in CLOCKS.items()}
     with ExitStack() as stack:
         for name, kind in CLOCKS.items():
@@ -756,8 +793,10 @@ def _cuda_on_cpu_fail(gpu: SimulatedGPU, where: str) -> Fail:
         f"While timing a CPU device your function called `torch.cuda.synchronize()` "
         f"{len(gpu.cuda_calls)} time(s){where}: {machine}.",
         got=f"{len(gpu.cuda_calls)} CUDA synchronize call(s) for device cpu",
-        hint="Whether to synchronize depends on the device being timed (look at its `.type`), not on "
-        "whether the machine has a GPU.",
+        hint=(
+            "Whether to synchronize depends on the device being timed (look at its `.type`), not "
+            "on whether the machine has a GPU."
+        ),
     )
 
 
@@ -772,7 +811,8 @@ def _diagnose_time(got: float, gpu: SimulatedGPU, repeats: int, where: str):
     want = statistics.median(per_call)
     if math.isclose(got, want, rel_tol=1e-6):
         return
-    # without a synchronize after the warm-up, the first timed call also waits for the warm-up's GPU work
+    # without a synchronize after the warm-up, the first
+    # timed call also waits for the warm-up's GPU work
     first_spill = [gpu.first_ms + per_call[0] - gpu.host_ms] + per_call[1:]
     median_hint = (
         "The median is the middle value of the sorted times (the statistics module computes it)."
@@ -813,7 +853,8 @@ def _diagnose_time(got: float, gpu: SimulatedGPU, repeats: int, where: str):
 @check
 class TimeIt(Check):
     """time_it on a simulated GPU (or CPU) with these per-call times: the number it returns, against
-    the simulation's own clock; the calls it made (CUDA ones on a CPU device) as the simulation saw them."""
+    the simulation's own clock; the calls it made (CUDA ones on a CPU device) as the simulation saw
+    them."""
 
     gpu_ms: list
     repeats: int
@@ -873,28 +914,37 @@ class TimeIt(Check):
             )
         if calls == repeats:
             raise Fail(
-                f"No warm-up: the slow first call (here {gpu.call_ms(0):.0f} ms) was among the timed "
-                f"runs{where}.",
+                (
+                    f"No warm-up: the slow first call (here {gpu.call_ms(0):.0f} ms) was among "
+                    f"the timed runs{where}."
+                ),
                 expected=f"{repeats + 1} calls (1 untimed warm-up)",
                 got=f"{calls} calls",
-                hint="Call `fn()` once before timing: the first call pays one-off costs (CUDA start-up, "
-                "kernel selection, compilation).",
+                hint=(
+                    "Call `fn()` once before timing: the first call pays one-off costs (CUDA "
+                    "start-up, kernel selection, compilation)."
+                ),
             )
         if gpu.cuda and not seen["syncs"]:
             raise Fail(
-                f"You never synchronized: the clock measured how long it took to LAUNCH the GPU work, "
-                f"not to do it{where}.",
+                (
+                    "You never synchronized: the clock measured how long it took to LAUNCH the "
+                    f"GPU work, not to do it{where}."
+                ),
                 got=f"a median of {got:.3f} ms, only the launch time",
-                hint="CUDA runs asynchronously: the clock may be read only after the GPU has finished "
-                "its queue (`torch.cuda.synchronize` waits for that).",
+                hint=(
+                    "CUDA runs asynchronously: the clock may be read only after the GPU has "
+                    "finished its queue (`torch.cuda.synchronize` waits for that)."
+                ),
             )
         _diagnose_time(got, gpu, repeats, where)
 
 
-# ---------------------------------------------------------------- phase_ms: a real trace, the profiler's totals
+# ---------------------------------------------------- phase_ms: a real trace, the profiler's totals
 def tiny_profile(steps: int = 3, seed: int = 0, train: bool = True) -> tuple:
-    """A real CPU profile of `steps` labelled steps of a tiny model (train: all four phases; else data and
-    forward only, as an evaluation loop): (its trace events, the profiler's own ms per phase) (chapter 05)."""
+    """A real CPU profile of `steps` labelled steps of a tiny model (train: all four phases; else
+    data and forward only, as an evaluation loop): (its trace events, the profiler's own ms per
+    phase) (chapter 05)."""
     torch.manual_seed(seed)
     model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 4))
     optimizer, criterion = torch.optim.SGD(model.parameters(), lr=0.1), nn.CrossEntropyLoss()
@@ -918,7 +968,8 @@ def tiny_profile(steps: int = 3, seed: int = 0, train: bool = True) -> tuple:
 
 
 def as_cuda_trace(events: list) -> list:
-    """The events as a CUDA trace lists them: each label also on the GPU's row ("gpu_user_annotation") (chapter 05)."""
+    """The events as a CUDA trace lists them: each label also
+    on the GPU's row ("gpu_user_annotation") (chapter 05)."""
     copies = [
         dict(e, cat="gpu_user_annotation", ts=e["ts"] + 5.0, dur=e["dur"] / 2, pid=1, tid=7)
         for e in events
@@ -928,7 +979,8 @@ def as_cuda_trace(events: list) -> list:
 
 
 def phase_ms_mistakes(events: list, want: dict) -> list:
-    """(what a typical mistake returns, the problem, a hint) for these events: the judge's table (chapter 05)."""
+    """(what a typical mistake returns, the problem, a
+    hint) for these events: the judge's table (chapter 05)."""
     complete = [e for e in events if e.get("ph") == "X"]
     labels = [e for e in complete if e.get("cat") == "user_annotation"]
     mine = [e for e in labels if e.get("name") in profiling.PHASES]
@@ -951,7 +1003,10 @@ def phase_ms_mistakes(events: list, want: dict) -> list:
         (
             last,
             "the duration of one step only (each phase's last event)",
-            "Every step has its own event for each phase: add them all up (`+=`), do not overwrite.",
+            (
+                "Every step has its own event for each phase: add them all up (`+=`), do not "
+                "overwrite."
+            ),
         ),
         (
             counts,
@@ -961,8 +1016,10 @@ def phase_ms_mistakes(events: list, want: dict) -> list:
         (
             both,
             "too large: the GPU's copies of the labels were added too",
-            'In a CUDA trace each label appears twice: on the CPU (`cat` "user_annotation") and on the GPU\'s row '
-            '("gpu_user_annotation"). Count the CPU\'s only.',
+            (
+                'In a CUDA trace each label appears twice: on the CPU (`cat` "user_annotation") '
+                "and on the GPU's row (\"gpu_user_annotation\"). Count the CPU's only."
+            ),
         ),
         (loose, *substring),
         (looser, *substring),
@@ -982,11 +1039,12 @@ def _ms(totals: dict) -> str:
 
 @check
 class PhaseMs(Check):
-    """phase_ms on the events of a real profile (as a CUDA trace lists them, with `cuda`): the dict it
-    returns against the profiler's own totals (key_averages) of that same profile, which the judge made.
+    """phase_ms on the events of a real profile (as a CUDA trace lists them, with `cuda`): the dict
+    it returns against the profiler's own totals (key_averages) of that same profile, which the
+    judge made.
 
-    The judge makes the profile and sends its events as this test's input (`inputs()`); the learner's
-    check makes its own. The run half only reports what the function returned."""
+    The judge makes the profile and sends its events as this test's input (`inputs()`); the
+    learner's check makes its own. The run half only reports what the function returned."""
 
     steps: int
     seed: int = 0
@@ -1041,8 +1099,10 @@ class PhaseMs(Check):
                 f"Your dict has no entry for {', '.join(missing)}{where}.",
                 expected=f"keys {list(want)}",
                 got=f"keys {list(got)}",
-                hint="Give every phase a value, 0.0 for a phase that never ran (an evaluation loop has "
-                "no backward and no step).",
+                hint=(
+                    "Give every phase a value, 0.0 for a phase that never ran (an evaluation loop "
+                    "has no backward and no step)."
+                ),
             )
         if any(got[p] is None for p in want):
             raise Fail(f"Each value must be a number of milliseconds{where}.")
@@ -1059,6 +1119,9 @@ class PhaseMs(Check):
                 f"Your totals differ from what the profiler itself adds up (key_averages){where}.",
                 expected=_ms(want),
                 got=_ms(got),
-                hint='Take the complete events (`ph` "X") whose `cat` is "user_annotation" and whose '
-                "name is one of the phases; add up their `dur` per phase; divide by 1000.",
+                hint=(
+                    'Take the complete events (`ph` "X") whose `cat` is "user_annotation" and '
+                    "whose name is one of the phases; add up their `dur` per phase; divide by "
+                    "1000."
+                ),
             )

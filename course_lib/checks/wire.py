@@ -55,7 +55,8 @@ class WireError(ValueError):
 
 @dataclass(frozen=True)
 class TensorValue:
-    """A tensor as data: dtype, shape, device, requires_grad, and its values on the CPU (None on meta)."""
+    """A tensor as data: dtype, shape, device,
+    requires_grad, and its values on the CPU (None on meta)."""
 
     dtype: str
     shape: tuple
@@ -250,7 +251,8 @@ def _encode_value(value, depth, budget):
 
 
 def dumps(value) -> str:
-    """One line of JSON (no newline) holding `value` as data; raises WireError if it is too large."""
+    """One line of JSON (no newline) holding `value`
+    as data; raises WireError if it is too large."""
     budget = _Budget()
     try:
         text = json.dumps(
@@ -271,7 +273,8 @@ def _no_constants(name):
 
 
 def loads(data):
-    """The value of one line (bytes or str); raises WireError, and nothing else, on any bad input."""
+    """The value of one line (bytes or str); raises
+    WireError, and nothing else, on any bad input."""
     try:
         if isinstance(data, (bytes, bytearray, memoryview)):
             if len(data) > MAX_BYTES:

@@ -6,7 +6,7 @@ module declares its exercises on that `Chapter`.
 
 from .registry import all_exercises, get
 from .results import CORRECT, INCORRECT, NOT_ATTEMPTED, CheckResult
-from .spec import AnswerKey, Chapter, Fail, FunctionExercise, Quiz, Test, WrongAnswer, answer_digest
+from .spec import AnswerKey, Fail, FunctionExercise, Quiz, Test, WrongAnswer, answer_digest
 
 __all__ = [
     "all_exercises",
@@ -16,7 +16,6 @@ __all__ = [
     "NOT_ATTEMPTED",
     "CheckResult",
     "AnswerKey",
-    "Chapter",
     "Fail",
     "FunctionExercise",
     "Quiz",

@@ -29,7 +29,8 @@ class TestOutcome:
     not_attempted: bool = False  # the learner's function is still the stub
 
     def public_lines(self, hints_shown=None):
-        """What the learner may read of this test; a hint already in `hints_shown` is not repeated."""
+        """What the learner may read of this test; a
+        hint already in `hints_shown` is not repeated."""
         if self.hidden:
             return [] if self.passed else [HIDDEN_NOTE]
         lines = [self.message] if self.message else []
@@ -116,7 +117,10 @@ class CheckResult:
                 f"<li><b style='color:{mark_color}'>{mark}</b> {code_html(t.name)}{detail}</li>"
             )
         hidden = (
-            f"<div style='color:#6e7781'>{self.hidden_not_run} hidden test(s) more are run by the grader.</div>"
+            (
+                f"<div style='color:#6e7781'>{self.hidden_not_run} hidden test(s) more are run by "
+                "the grader.</div>"
+            )
             if self.hidden_not_run
             else ""
         )
@@ -126,7 +130,8 @@ class CheckResult:
         )
         return (
             f"<div class='course-check course-{self.status.replace(' ', '-')}' "
-            f"style='border-left:6px solid {color};padding:6px 10px;margin:4px 0;background:#f6f8fa;color:#1f2328'>"
-            f"<div style='font-weight:bold;color:{color}'>{_ICONS[self.status]} {code_html(self.headline())}</div>"
-            f"{summary}{listing}{hidden}</div>"
+            f"style='border-left:6px solid {color};padding:6px 10px;margin:4px "
+            "0;background:#f6f8fa;color:#1f2328'><div "
+            f"style='font-weight:bold;color:{color}'>{_ICONS[self.status]} "
+            f"{code_html(self.headline())}</div>{summary}{listing}{hidden}</div>"
         )

@@ -10,16 +10,26 @@ import re
 
 # Code a function under test, or a notebook, has no business containing: the teacher reviews it.
 REVIEW_PATTERNS = {
-    "frame walking": r"_getframe|\bf_back\b|\bf_globals\b|\bf_locals\b|\bcurrentframe\b|\binspect\b|tb_frame",
-    "grader internals": r"course_lib\.(?:exercises|key|grading)|\bgc\b\.|\bsys\.modules\b|__import__|importlib",
+    "frame walking": (
+        r"_getframe|\bf_back\b|\bf_globals\b|\bf_locals\b|\bcurrentframe\b|\binspect\b|tb_frame"
+    ),
+    "grader internals": (
+        r"course_lib\.(?:exercises|key|grading)|\bgc\b\.|\bsys\.modules\b|__import__|importlib"
+    ),
     "builtins": r"\bbuiltins\b|__builtins__",
-    "dynamic code": r"(?<![\w.])(?:exec|eval|compile)\s*\(|__code__|__globals__|__closure__|cell_contents",
-    "processes and files": r"/proc/|\bos\.(?:write|kill|killpg|_exit|system|fork|setsid|open|dup2?|exec\w*)\b"
-    r"|\bsubprocess\b|\bctypes\b|\bsignal\b|\bpty\b",
+    "dynamic code": (
+        r"(?<![\w.])(?:exec|eval|compile)\s*\(|__code__|__globals__|__closure__|cell_contents"
+    ),
+    "processes and files": (
+        r"/proc/|\bos\.(?:write|kill|killpg|_exit|system|fork|setsid|open|dup2?|exec\w*)\b|\bsubprocess\b|\bctypes\b|\bsignal\b|\bpty\b"
+    ),
     "network": r"\bsocket\b|\burllib\b|\bhttp\.client\b|\brequests\b",
-    "patching": r"\bmock\b|\bsetattr\s*\(|\bmonkeypatch\b|\.__class__\s*=|\btorch(?:\.\w+)+\s*=(?!=)",
-    "tensor subclass": r"\(\s*torch\.Tensor\s*\)\s*:|_make_subclass|_make_wrapper_subclass|__torch_function__"
-    r"|__torch_dispatch__",
+    "patching": (
+        r"\bmock\b|\bsetattr\s*\(|\bmonkeypatch\b|\.__class__\s*=|\btorch(?:\.\w+)+\s*=(?!=)"
+    ),
+    "tensor subclass": (
+        r"\(\s*torch\.Tensor\s*\)\s*:|_make_subclass|_make_wrapper_subclass|__torch_function__|__torch_dispatch__"
+    ),
 }
 
 
@@ -27,8 +37,10 @@ REVIEW_PATTERNS = {
 # notebook, where experiments with the meta device are the lesson): the tests that can only see
 # in-process evidence are listed in docs/grading-threat-model.md.
 FUNCTION_PATTERNS = {
-    "test detection": r"""['"]meta['"]|\btype\s*==\s*['"]meta|_python_dispatch|\b[gs]et_rng_state\b"""
-    r"|\bis_grad_enabled\b|\b_growth_tracker\b|\b__self__\b",
+    "test detection": (
+        r"""['"]meta['"]|\btype\s*==\s*['"]meta|_python_dispatch"""
+        r"|\b[gs]et_rng_state\b|\bis_grad_enabled\b|\b_growth_tracker\b|\b__self__\b"
+    ),
 }
 
 
@@ -56,8 +68,8 @@ def zeroed(verdict: dict, status: str, detail: str, flag: str = "") -> dict:
 
 
 def review_flags(source: str, function: bool = False) -> list:
-    """Names of the review patterns `source` matches, sorted (e.g. ["frame walking"]); with `function`,
-    the patterns for a function under test too."""
+    """Names of the review patterns `source` matches, sorted (e.g. ["frame
+    walking"]); with `function`, the patterns for a function under test too."""
     patterns = {**REVIEW_PATTERNS, **(FUNCTION_PATTERNS if function else {})}
     return sorted(label for label, pattern in patterns.items() if re.search(pattern, source))
 

@@ -177,7 +177,8 @@ class Exercise:
         return getattr(module, "KEY", {}).get(self.name)
 
     def answered(self) -> bool:
-        """True once the learner has checked an answer, right or wrong (as recorded in the progress file)."""
+        """True once the learner has checked an answer,
+        right or wrong (as recorded in the progress file)."""
         return progress.load().get(self.id, {}).get("status") in (CORRECT, INCORRECT)
 
     def hints_shown(self) -> list:
@@ -197,7 +198,8 @@ class Exercise:
         return self._hints_shown
 
     def next_hint(self) -> str:
-        """Reveal the next hint and return its text, one level at a time (scripts, tests, terminals)."""
+        """Reveal the next hint and return its text, one
+        level at a time (scripts, tests, terminals)."""
         if not self.hints:
             return "No hints for this one."
         n = self.reveal_hint()
@@ -205,8 +207,9 @@ class Exercise:
         return f"{self._hint_line(n)}{more}"
 
     def hint(self) -> None:
-        """In a notebook: a small widget with a 'Show a hint' button and the hints revealed so far
-        (displaying it reveals nothing, so Run All spends no hint). Elsewhere: print the next hint."""
+        """In a notebook: a small widget with a 'Show a hint' button and the hints revealed so
+        far (displaying it reveals nothing, so Run All spends no hint). Elsewhere: print the next
+        hint."""
         if _in_notebook():
             from IPython.display import display
 
@@ -238,7 +241,8 @@ class Exercise:
 
 
 def _in_notebook() -> bool:
-    """True inside a Jupyter kernel (widgets can be shown), False in a terminal or a plain script."""
+    """True inside a Jupyter kernel (widgets can be
+    shown), False in a terminal or a plain script."""
     try:
         from IPython import get_ipython
     except ImportError:
@@ -265,7 +269,8 @@ class FunctionExercise(Exercise):
         return self.tests + hidden
 
     def graded_tests(self) -> list:
-        """Every test the grader runs: the visible ones, then the key's hidden ones (judge process)."""
+        """Every test the grader runs: the visible ones,
+        then the key's hidden ones (judge process)."""
         return self.all_tests(include_hidden=True)
 
     def reference_solution(self):
@@ -283,7 +288,8 @@ class FunctionExercise(Exercise):
     def result(
         self, outcomes: list, include_hidden: bool = True, hidden_left: int = 0
     ) -> CheckResult:
-        """The exercise's verdict from its tests' outcomes: status, points and summary (one rule set)."""
+        """The exercise's verdict from its tests' outcomes:
+        status, points and summary (one rule set)."""
         if any(o.not_attempted for o in outcomes):
             return CheckResult(
                 self.id,
@@ -309,7 +315,8 @@ class FunctionExercise(Exercise):
         )
 
     def unusable(self, got_type) -> CheckResult:
-        """The verdict when there is no function to test: None (not attempted) or a `got_type` value."""
+        """The verdict when there is no function to test:
+        None (not attempted) or a `got_type` value."""
         if got_type is None:
             return CheckResult(
                 self.id,
@@ -415,7 +422,7 @@ class Quiz(Exercise):
             try:
                 value = round(float(answer), self.decimals)
             except (TypeError, ValueError):
-                raise ValueError(f"Answer with a number, not {answer!r}.")
+                raise ValueError(f"Answer with a number, not {answer!r}.") from None
             return f"{value:.{self.decimals}f}"
         if isinstance(answer, str):  # "b", "a, c" and "ac" all work
             answer = answer.replace(",", " ").split()
@@ -427,7 +434,7 @@ class Quiz(Exercise):
         try:
             letters = sorted({str(a).strip().lower() for a in answer})
         except TypeError:
-            raise ValueError(f"Choose from {', '.join(self.options)}; got {answer!r}.")
+            raise ValueError(f"Choose from {', '.join(self.options)}; got {answer!r}.") from None
         unknown = [a for a in letters if a not in self.options]
         if unknown or not letters:
             raise ValueError(f"Choose from {', '.join(self.options)}; got {answer!r}.")
@@ -518,19 +525,3 @@ def is_empty_answer(answer) -> bool:
         or (isinstance(answer, str) and not answer.strip())
         or (isinstance(answer, (list, tuple)) and not answer)
     )
-
-
-def Chapter(module_name: str, title: str):
-    """A chapter module's declaration, looked up by its module name (course_lib/chapters.py).
-
-    Transitional, for modules that still write ``Chapter(__name__, title=...)``; the title must be
-    the declared one, so the two cannot drift apart. New code: ``chapters.of_module(__name__)``.
-    """
-    from ..chapters import of_module
-
-    chapter = of_module(module_name)
-    if title != chapter.title:
-        raise ValueError(
-            f"{module_name}: title {title!r}, but course_lib/chapters.py declares {chapter.title!r}"
-        )
-    return chapter

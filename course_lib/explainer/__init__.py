@@ -17,7 +17,6 @@ import re
 import sys
 import traceback
 from dataclasses import dataclass, field
-from typing import Optional
 
 from .. import chapters
 from .knowledge import ENTRIES, Entry
@@ -38,7 +37,8 @@ _RANK_PREFIX = re.compile(
     r"^\[(?:default)?rank\d+\]:[ ]?", re.MULTILINE
 )  # torchrun's per-rank prefix
 _TRACEBACK_HEAD = re.compile(r"Traceback \(most recent call last\)")
-# "RuntimeError: ...", "torch.OutOfMemoryError: ...", "_pickle.UnpicklingError: ...", "KeyError: 'x'"
+# "RuntimeError: ...", "torch.OutOfMemoryError: ...",
+# "_pickle.UnpicklingError: ...", "KeyError: 'x'"
 _EXCEPTION_LINE = re.compile(
     r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning|Interrupt|Exit)(?::.*)?$"
 )
@@ -67,7 +67,8 @@ class Explanation:
 
     @property
     def link(self) -> str:
-        """A link to the teaching section, relative to the notebooks folder (works in JupyterLab)."""
+        """A link to the teaching section, relative to
+        the notebooks folder (works in JupyterLab)."""
         if not self.entry or not self.entry.chapter:
             return ""
         return f"{_notebook(self.entry)}#{heading_anchor(self.entry.section)}"
@@ -103,12 +104,14 @@ class Explanation:
 
 # ---------------------------------------------------------------- finding the error in a text
 def clean(text: str) -> str:
-    """Text as a learner pastes it: without terminal colours, Windows line ends or torchrun's [rankN]: prefixes."""
+    """Text as a learner pastes it: without terminal colours,
+    Windows line ends or torchrun's [rankN]: prefixes."""
     return _RANK_PREFIX.sub("", _ANSI.sub("", text).replace("\r\n", "\n"))
 
 
 def _message_block(lines: list, start: int) -> str:
-    """The exception line at `start` and its message lines, up to a blank line or a new traceback."""
+    """The exception line at `start` and its message
+    lines, up to a blank line or a new traceback."""
     block = [lines[start]]
     for line in lines[start + 1 : start + _BLOCK_LINES]:
         if not line.strip() or _TRACEBACK_HEAD.search(line):
@@ -160,9 +163,7 @@ def last_known_error(text: str, wrappers: bool = True):
         if (entry.wrapper and not wrappers) or _steps_aside(unless, text):
             continue
         for pattern in patterns:
-            last = None
-            for last in pattern.finditer(text):
-                pass
+            *_, last = (None, *pattern.finditer(text))  # the last match, or None
             if last is not None:
                 candidate = (text.count("\n", 0, last.start()), -order, entry)
                 best = max(best, candidate, key=lambda c: c[:2]) if best else candidate
@@ -241,7 +242,8 @@ def explain_exception(err: BaseException) -> Explanation:
 def explain_warning(
     message, category=UserWarning, filename: str = "", lineno: int = 0
 ) -> Explanation:
-    """Explain a warning (`warnings.showwarning`'s arguments) as Python prints it: `file:line: Category: text`."""
+    """Explain a warning (`warnings.showwarning`'s arguments)
+    as Python prints it: `file:line: Category: text`."""
     text = f"{filename or '<warning>'}:{lineno}: {category.__name__}: {message}"
     found = last_known_error(clean(text))
     if found is None:
@@ -259,7 +261,8 @@ def last_error() -> BaseException | None:
 
 
 def explain(error=None) -> Explanation:
-    """Explain `error` (an exception, or a message/traceback/log text); without one, the last error raised."""
+    """Explain `error` (an exception, or a message/traceback/log
+    text); without one, the last error raised."""
     if error is None:
         error = last_error()
         if error is None:
@@ -270,8 +273,8 @@ def explain(error=None) -> Explanation:
 
 
 def enable(shell=None) -> None:
-    """Show an explanation panel under every cell that fails with an error the course knows, and under the
-    first warning of each kind it knows (idempotent)."""
+    """Show an explanation panel under every cell that fails with an error the
+    course knows, and under the first warning of each kind it knows (idempotent)."""
     from .notebook import enable as _enable
 
     _enable(shell)
@@ -342,8 +345,8 @@ HTML_PARTS = {  # each part of an explanation as HTML
     ),
 }
 PANEL = (
-    "<div class='course-explainer' style='border-left:4px solid #2a7ab0;background:rgba(42,122,176,0.07);"
-    "padding:6px 12px;margin:4px 0;font-size:0.95em'>"
+    "<div class='course-explainer' style='border-left:4px solid "
+    "#2a7ab0;background:rgba(42,122,176,0.07);padding:6px 12px;margin:4px 0;font-size:0.95em'>"
 )
 
 

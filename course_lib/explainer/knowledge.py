@@ -43,7 +43,8 @@ class Entry:
 
 _DEVICE = r"[a-z]+(?::\d+)?"
 _SIZE = r"[\d.]+ ?(?:[KMGT]i?B|bytes)"
-# a checkpoint saved as {'state_dict': ..., 'optimizer': ...}: its only "unexpected key" is the container's
+# a checkpoint saved as {'state_dict': ..., 'optimizer':
+# ...}: its only "unexpected key" is the container's
 _WRAPPED_CHECKPOINT = (
     r'Unexpected key\(s\) in state_dict: "(?P<key>state_dict|model|model_state_dict|net|'
     r'network|params|ema|module)"\.'
@@ -56,18 +57,29 @@ ENTRIES = (
         "A checkpoint saved on a GPU this machine does not have",
         "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False",
         (r"Attempting to ?deserialize object on (?:a )?CUDA device",),
-        "`torch.save` wrote each tensor's device into the file; `torch.load` tries to put every tensor "
-        "back on that GPU, and this machine has no such GPU.",
         (
-            "the file was saved on a GPU machine and is loaded on a CPU-only one (a laptop, a CI runner)",
+            "`torch.save` wrote each tensor's device into the file; `torch.load` tries to put "
+            "every tensor back on that GPU, and this machine has no such GPU."
+        ),
+        (
+            (
+                "the file was saved on a GPU machine and is loaded on a CPU-only one (a laptop, a "
+                "CI runner)"
+            ),
             "it was saved from `cuda:1` on a multi-GPU box and this machine has fewer GPUs",
         ),
-        "state = torch.load(path, map_location=device)   # device = pick_device()\nmodel.load_state_dict(state)",
+        (
+            "state = torch.load(path, map_location=device)   # device = "
+            "pick_device()\nmodel.load_state_dict(state)"
+        ),
         "04",
         "### 4a. Saved on a GPU, loaded on a laptop without one",
         (
             (
-                r"on CUDA device (?P<index>\d+) but torch\.cuda\.device_count\(\) is (?P<count>\d+)",
+                (
+                    r"on CUDA device (?P<index>\d+) but torch\.cuda\.device_count\(\) is "
+                    r"(?P<count>\d+)"
+                ),
                 "The file asks for `cuda:{index}`; this machine has {count} GPU(s).",
             ),
         ),
@@ -79,21 +91,38 @@ ENTRIES = (
         (
             r"PytorchStreamReader failed reading (?:zip archive|file)",
             r"WeightsUnpickler error: Unsupported operand \d+",
-            r"(?:_legacy_load|magic_number = pickle_module\.load)[^\n]*(?:\n[^\n]*){0,3}?invalid load key",
-            r"torch[/\\]serialization\.py[^\n]*(?:\n[^\n]*){0,6}?(?:invalid load key|Ran out of input)",
+            (
+                r"(?:_legacy_load|magic_number = "
+                r"pickle_module\.load)[^\n]*(?:\n[^\n]*){0,3}?invalid load key"
+            ),
+            (
+                r"torch[/\\]serialization\.py[^\n]*(?:\n[^\n]*){0,6}?(?:invalid load key|Ran out "
+                r"of input)"
+            ),
         ),
-        "`torch.load` opened the file and found something other than a checkpoint: the archive is cut "
-        "short, or the bytes are not a PyTorch file at all. Nothing about the model is wrong yet.",
+        (
+            "`torch.load` opened the file and found something other than a checkpoint: the "
+            "archive is cut short, or the bytes are not a PyTorch file at all. Nothing about the "
+            "model is wrong yet."
+        ),
         (
             "an interrupted or partial download (compare the file size with the original)",
-            "a Git LFS pointer file (a few hundred bytes starting with 'version https://git-lfs') instead of "
-            "the weights",
-            "an HTML page saved under the checkpoint's name (a download link that needs a login or a confirmation)",
+            (
+                "a Git LFS pointer file (a few hundred bytes starting with 'version "
+                "https://git-lfs') instead of the weights"
+            ),
+            (
+                "an HTML page saved under the checkpoint's name (a download link that needs a "
+                "login or a confirmation)"
+            ),
             "the file was still being written by `torch.save` (another process, a full disk)",
         ),
-        "import os; print(os.path.getsize(path))   # a checkpoint is rarely a few KB\n"
-        "print(open(path, 'rb').read(64))           # b'PK...' = a real zip checkpoint\n"
-        "# download it again (git lfs pull for LFS files), then torch.load(path, map_location=device)",
+        (
+            "import os; print(os.path.getsize(path))   # a checkpoint is rarely a few "
+            "KB\nprint(open(path, 'rb').read(64))           # b'PK...' = a real zip checkpoint\n# "
+            "download it again (git lfs pull for LFS files), then torch.load(path, "
+            "map_location=device)"
+        ),
         "04",
         "## 4. Checkpoints from other machines",
         (
@@ -103,8 +132,10 @@ ENTRIES = (
             ),
             (
                 r"invalid load key, 'v'|Unsupported operand 118\b",
-                "The file begins with 'v': most likely a Git LFS pointer ('version https://git-lfs...'), "
-                "not the weights.",
+                (
+                    "The file begins with 'v': most likely a Git LFS pointer ('version "
+                    "https://git-lfs...'), not the weights."
+                ),
             ),
         ),
         closest=True,
@@ -114,16 +145,24 @@ ENTRIES = (
         "`torch.load` refused to unpickle an object (`weights_only=True`)",
         "Weights only load failed ... Unsupported global: GLOBAL ...",
         (r"Weights only load failed", r"Unsupported global: GLOBAL", r"WeightsUnpickler error"),
-        "Since PyTorch 2.6 `torch.load` only unpickles tensors and plain containers by default, because "
-        "a pickle can run any code. The file holds an object of a class it does not allow.",
+        (
+            "Since PyTorch 2.6 `torch.load` only unpickles tensors and plain containers by "
+            "default, because a pickle can run any code. The file holds an object of a class it "
+            "does not allow."
+        ),
         (
             "a whole model was saved with `torch.save(model, path)` instead of its `state_dict()`",
-            "the checkpoint stores your own class (a config dataclass, a NumPy array) next to the weights",
+            (
+                "the checkpoint stores your own class (a config dataclass, a NumPy array) next to "
+                "the weights"
+            ),
         ),
-        "torch.save(model.state_dict(), path)                 # save weights, rebuild the model from code\n"
-        "with torch.serialization.safe_globals([MyConfig]):   # a class you trust\n"
-        "    checkpoint = torch.load(path)\n"
-        "# weights_only=False only for a file you made yourself or fully trust",
+        (
+            "torch.save(model.state_dict(), path)                 # save weights, rebuild the "
+            "model from code\nwith torch.serialization.safe_globals([MyConfig]):   # a class you "
+            "trust\n    checkpoint = torch.load(path)\n# weights_only=False only for a file you "
+            "made yourself or fully trust"
+        ),
         "04",
         "### 4b. `weights_only`: save the state_dict, not the model",
         (
@@ -136,19 +175,29 @@ ENTRIES = (
     Entry(
         "torch_load_weights_only_warning",
         "`torch.load` warns that it will stop unpickling arbitrary objects",
-        "FutureWarning: You are using `torch.load` with `weights_only=False` (the current default value) ...",
+        (
+            "FutureWarning: You are using `torch.load` with `weights_only=False` (the current "
+            "default value) ..."
+        ),
         (r"using `?torch\.load`? with `?weights_only=False`?",),
-        "A warning, not an error (torch 2.4 and 2.5): `torch.load` still unpickles anything, but says that "
-        "the default becomes `weights_only=True` (it did in 2.6), which loads only tensors and plain "
-        "containers because a pickle can run any code.",
+        (
+            "A warning, not an error (torch 2.4 and 2.5): `torch.load` still unpickles anything, "
+            "but says that the default becomes `weights_only=True` (it did in 2.6), which loads "
+            "only tensors and plain containers because a pickle can run any code."
+        ),
         (
             "`torch.load(path)` without `weights_only=` on a file that holds only a state_dict",
-            "a library you use calls `torch.load` the old way (the warning names its file and line)",
+            (
+                "a library you use calls `torch.load` the old way (the warning names its file and "
+                "line)"
+            ),
         ),
-        "state = torch.load(path, map_location=device, weights_only=True)   # a state_dict loads as before\n"
-        "# a file with your own classes: save model.state_dict() instead, or allow the class:\n"
-        "with torch.serialization.safe_globals([MyConfig]):\n"
-        "    checkpoint = torch.load(path, weights_only=True)",
+        (
+            "state = torch.load(path, map_location=device, weights_only=True)   # a state_dict "
+            "loads as before\n# a file with your own classes: save model.state_dict() instead, or "
+            "allow the class:\nwith torch.serialization.safe_globals([MyConfig]):\n    checkpoint "
+            "= torch.load(path, weights_only=True)"
+        ),
         "04",
         "### 4b. `weights_only`: save the state_dict, not the model",
     ),
@@ -161,8 +210,11 @@ ENTRIES = (
         "`state_dict()` puts `_orig_mod.` in front of every key; a plain model has no such keys "
         "(or the other way round).",
         ("the state_dict was saved from the compiled model instead of the original one",),
-        "torch.save(model.state_dict(), path)          # the original model, not torch.compile(model)\n"
-        "state = {k.removeprefix('_orig_mod.'): v for k, v in state.items()}",
+        (
+            "torch.save(model.state_dict(), path)          # the original model, not "
+            "torch.compile(model)\nstate = {k.removeprefix('_orig_mod.'): v for k, v in "
+            "state.items()}"
+        ),
         "04",
         "### 4c. Wrapper prefixes: `module.` and `_orig_mod.`",
     ),
@@ -174,9 +226,11 @@ ENTRIES = (
             r'key\(s\) in state_dict: [^\n]*"module\.',
             r'(?:unexpected|missing) key "module\.[\w.]+" in state_dict',
         ),
-        "`nn.DataParallel` and `DistributedDataParallel` keep your model in `.module`, so the wrapped "
-        "model's `state_dict()` puts `module.` in front of every key; `load_state_dict` is strict and "
-        "finds none of the names it expects.",
+        (
+            "`nn.DataParallel` and `DistributedDataParallel` keep your model in `.module`, so the "
+            "wrapped model's `state_dict()` puts `module.` in front of every key; "
+            "`load_state_dict` is strict and finds none of the names it expects."
+        ),
         (
             "the checkpoint was saved from the wrapped model (`wrapped.state_dict()`)",
             "a plain checkpoint is loaded into a wrapped model (the keys lack `module.`)",
@@ -196,11 +250,19 @@ ENTRIES = (
             r"Missing key\(s\) in state_dict",
             r"Unexpected key\(s\) in state_dict",
         ),
-        "`load_state_dict` compares names and shapes one by one, and this checkpoint was made for a "
-        "model with other layers or other sizes.",
         (
-            "the model is built with other sizes (hidden width, number of classes) than the saved one",
-            "the checkpoint is a dict around the weights (`{'model': ..., 'optimizer': ...}`): load its `['model']`",
+            "`load_state_dict` compares names and shapes one by one, and this checkpoint was made "
+            "for a model with other layers or other sizes."
+        ),
+        (
+            (
+                "the model is built with other sizes (hidden width, number of classes) than the "
+                "saved one"
+            ),
+            (
+                "the checkpoint is a dict around the weights "
+                "(`{'model': ..., 'optimizer': ...}`): load its `['model']`"
+            ),
         ),
         "model = Net(**same_sizes_as_when_saved)\n"
         "model.load_state_dict(checkpoint['model'] if 'model' in checkpoint else checkpoint)",
@@ -208,8 +270,11 @@ ENTRIES = (
         "### 4c. Wrapper prefixes: `module.` and `_orig_mod.`",
         (
             (
-                r"size mismatch for (?P<name>[\w.]+): copying a param with shape torch\.Size\((?P<saved>\[[\d, ]*\])\) "
-                r"from checkpoint, the shape in current model is torch\.Size\((?P<now>\[[\d, ]*\])\)",
+                (
+                    r"size mismatch for (?P<name>[\w.]+): copying a param with shape "
+                    r"torch\.Size\((?P<saved>\[[\d, ]*\])\) from checkpoint, the shape in current "
+                    r"model is torch\.Size\((?P<now>\[[\d, ]*\])\)"
+                ),
                 "`{name}` is {saved} in the file and {now} in your model.",
             ),
             (
@@ -222,24 +287,36 @@ ENTRIES = (
     Entry(
         "rnn_hidden_device",
         "A recurrent layer's hidden state is on another device",
-        "Input and hidden tensors are not at the same device, found input tensor at cuda:0 and hidden "
-        "tensor at cpu",
-        (r"Input and hidden tensors are not at the same device",),
-        "An RNN/LSTM/GRU got its input on one device and the initial hidden state `h0` (or `(h0, c0)`) "
-        "on another. `model.to(device)` moves the layer's weights, not a hidden state you create yourself.",
         (
-            "`h0 = torch.zeros(layers, batch, hidden)` in `forward` or `init_hidden` without `device=`: "
-            "born on the CPU",
+            "Input and hidden tensors are not at the same device, found input tensor at cuda:0 "
+            "and hidden tensor at cpu"
+        ),
+        (r"Input and hidden tensors are not at the same device",),
+        (
+            "An RNN/LSTM/GRU got its input on one device and the initial hidden state `h0` (or "
+            "`(h0, c0)`) on another. `model.to(device)` moves the layer's weights, not a hidden "
+            "state you create yourself."
+        ),
+        (
+            (
+                "`h0 = torch.zeros(layers, batch, hidden)` in `forward` or `init_hidden` without "
+                "`device=`: born on the CPU"
+            ),
             "a hidden state kept from the previous batch or from before `model.to(device)`",
         ),
-        "h0 = torch.zeros(num_layers, x.size(0), hidden_size, device=x.device)   # where the input is\n"
-        "out, h = self.rnn(x, h0)\n"
-        "h = h.detach()                                # when you carry it to the next batch",
+        (
+            "h0 = torch.zeros(num_layers, x.size(0), hidden_size, device=x.device)   # where the "
+            "input is\nout, h = self.rnn(x, h0)\nh = h.detach()                                # "
+            "when you carry it to the next batch"
+        ),
         "04",
         "## 3. Born on the CPU, even inside `forward`",
         (
             (
-                r"found input tensor at (?P<a>\w+(?::\d+)?) and hidden tensor at (?P<b>\w+(?::\d+)?)",
+                (
+                    r"found input tensor at (?P<a>\w+(?::\d+)?) and hidden tensor at "
+                    r"(?P<b>\w+(?::\d+)?)"
+                ),
                 "The input is on {a}, the hidden state on {b}.",
             ),
         ),
@@ -247,16 +324,26 @@ ENTRIES = (
     Entry(
         "data_parallel_device",
         "`nn.DataParallel` found the model on another device than its first GPU",
-        "module must have its parameters and buffers on device cuda:0 (device_ids[0]) but found one of "
-        "them on device: cpu",
         (
-            r"module must have its parameters and buffers on device\s*\S+?\s*\(device_ids\[0\]\)\s*but found",
+            "module must have its parameters and buffers on device cuda:0 (device_ids[0]) but "
+            "found one of them on device: cpu"
         ),
-        "DataParallel scatters from its first GPU, `device_ids[0]`, and needs every parameter and buffer "
-        "of the wrapped model there before the first forward pass.",
+        (
+            (
+                r"module must have its parameters and buffers on "
+                r"device\s*\S+?\s*\(device_ids\[0\]\)\s*but found"
+            ),
+        ),
+        (
+            "DataParallel scatters from its first GPU, `device_ids[0]`, and needs every parameter "
+            "and buffer of the wrapped model there before the first forward pass."
+        ),
         (
             "the model was wrapped in `nn.DataParallel` but never moved (`.to('cuda:0')`)",
-            "the model is on `cuda:1` (or `CUDA_VISIBLE_DEVICES` reorders the GPUs) while `device_ids` starts at 0",
+            (
+                "the model is on `cuda:1` (or `CUDA_VISIBLE_DEVICES` reorders the GPUs) while "
+                "`device_ids` starts at 0"
+            ),
             "the code runs on a CPU-only machine but still wraps the model (DP is then pointless)",
         ),
         "model = model.to('cuda:0')                       # the first of device_ids\n"
@@ -266,8 +353,10 @@ ENTRIES = (
         "## 1. DataParallel: one process, a main GPU",
         (
             (
-                r"on device\s*(?P<want>[\w:]+?)\s*\(device_ids\[0\]\)\s*but found one of them on device\s*:\s*"
-                r"(?P<got>[\w:]+)",
+                (
+                    r"on device\s*(?P<want>[\w:]+?)\s*\(device_ids\[0\]\)\s*but found one of them "
+                    r"on device\s*:\s*(?P<got>[\w:]+)"
+                ),
                 "DataParallel wants everything on {want}; one parameter or buffer is on {got}.",
             ),
         ),
@@ -290,9 +379,12 @@ ENTRIES = (
             r"Expected object of (?:device type|backend) \w+ but got (?:device type|backend) \w+",
             r"expected device \S+ but got device \S+",
         ),
-        "One operation got tensors that live on different devices. PyTorch does not move data for you: "
-        "the model's parameters, the inputs and the labels must all be on one device. (Only 0-dim CPU "
-        "tensors, read as plain numbers, and CPU indices or masks used to index are let through.)",
+        (
+            "One operation got tensors that live on different devices. PyTorch does not move data "
+            "for you: the model's parameters, the inputs and the labels must all be on one "
+            "device. (Only 0-dim CPU tensors, read as plain numbers, and CPU indices or masks "
+            "used to index are let through.)"
+        ),
         (
             "the model was moved with `model.to(device)` but the batch was not "
             "(`x.to(device)` returns a NEW tensor: keep it)",
@@ -311,8 +403,10 @@ ENTRIES = (
                 + _DEVICE
                 + r"), different from other tensors on "
                 r"(?P<b>" + _DEVICE + ")",
-                "`{arg}` is on {a}; the other tensors are on {b}. (`mat1` is a linear layer's input, `index` "
-                "an embedding's token ids, `target` the labels.)",
+                (
+                    "`{arg}` is on {a}; the other tensors are on {b}. (`mat1` is a linear layer's "
+                    "input, `index` an embedding's token ids, `target` the labels.)"
+                ),
             ),
             (
                 r"found at least two devices, (?P<a>" + _DEVICE + r") and (?P<b>" + _DEVICE + ")",
@@ -328,8 +422,10 @@ ENTRIES = (
             ),
             (
                 r"Input type \((?P<a>[\w.]+)\) and (?P<what>weight|bias) type \((?P<b>[\w.]+)\)",
-                "The input is a `{a}`, the layer's {what} a `{b}`: `torch.cuda.*` tensors live on the GPU, "
-                "the others on the CPU.",
+                (
+                    "The input is a `{a}`, the layer's {what} a `{b}`: `torch.cuda.*` tensors "
+                    "live on the GPU, the others on the CPU."
+                ),
             ),
         ),
         wordings=(
@@ -339,17 +435,24 @@ ENTRIES = (
             ),
             (
                 "a GPU with a recent release",
-                "Expected all tensors to be on the same device, but got mat1 is on cpu, different from "
-                "other tensors on cuda:0 (...)",
+                (
+                    "Expected all tensors to be on the same device, but got mat1 is on cpu, "
+                    "different from other tensors on cuda:0 (...)"
+                ),
             ),
             (
                 "older releases (the one article A quotes)",
-                "Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
-                "and cpu!",
+                (
+                    "Expected all tensors to be on the same device, but found at least two "
+                    "devices, cuda:0 and cpu!"
+                ),
             ),
             (
                 "a convolution on the GPU, input left on the CPU",
-                "Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same",
+                (
+                    "Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) "
+                    "should be the same"
+                ),
             ),
         ),
     ),
@@ -358,11 +461,16 @@ ENTRIES = (
         "A random generator on the wrong device",
         "Expected a 'cuda' device type for generator but found 'cpu'",
         (r"Expected a '\w+' device type for generator but found '\w+'",),
-        "A random-number generator made for one device was given to an operation on another. It "
-        "usually comes from `torch.set_default_device('cuda')`, which makes `randperm` in a shuffling "
-        "DataLoader run on the GPU while its generator is a CPU one.",
         (
-            "`torch.set_default_device(...)` was called before building a `DataLoader(shuffle=True)`",
+            "A random-number generator made for one device was given to an operation on another. "
+            "It usually comes from `torch.set_default_device('cuda')`, which makes `randperm` in "
+            "a shuffling DataLoader run on the GPU while its generator is a CPU one."
+        ),
+        (
+            (
+                "`torch.set_default_device(...)` was called before building a "
+                "`DataLoader(shuffle=True)`"
+            ),
             "a `torch.Generator()` made on the CPU was passed to a function working on the GPU",
         ),
         "# keep the default device on the CPU; create tensors with device= where they are needed\n"
@@ -397,17 +505,24 @@ ENTRIES = (
             r"Invalid device, must be cuda device",
             r"Expected one of [\w, ]+ device type at start of device string",
         ),
-        "A device is written `'cpu'`, `'cuda'`, `'cuda:0'`, `'mps'` (or a `torch.device`, or a plain "
-        "index for `.cuda(i)`); the string or object given here is none of those.",
         (
-            "a device built from a variable that is `None` or already a device string (`f'cuda:{rank}'` "
-            "with rank None, `'cuda:cuda:0'`)",
+            "A device is written `'cpu'`, `'cuda'`, `'cuda:0'`, `'mps'` (or a `torch.device`, or "
+            "a plain index for `.cuda(i)`); the string or object given here is none of those."
+        ),
+        (
+            (
+                "a device built from a variable that is `None` or already a device string "
+                "(`f'cuda:{rank}'` with rank None, `'cuda:cuda:0'`)"
+            ),
             "a list of GPUs (`'0,1'`, `'CUDA_VISIBLE_DEVICES=0,1'`) where one device is expected",
             "`.cuda(device)` given a CPU device",
         ),
-        "device = pick_device()                                    # one device, chosen once (chapter 01)\n"
-        "device = torch.device(f'cuda:{local_rank}')               # local_rank an int, from torchrun\n"
-        "# pick GPUs with CUDA_VISIBLE_DEVICES=0,1 before starting Python, not in the device string",
+        (
+            "device = pick_device()                                    # one device, chosen once "
+            "(chapter 01)\ndevice = torch.device(f'cuda:{local_rank}')               # local_rank "
+            "an int, from torchrun\n# pick GPUs with CUDA_VISIBLE_DEVICES=0,1 before starting "
+            "Python, not in the device string"
+        ),
         "01",
         "## 2. Choose the device once",
         ((r"Invalid device string: '(?P<s>[^']*)'", "The string given was '{s}'."),),
@@ -418,8 +533,10 @@ ENTRIES = (
         "This PyTorch was built without CUDA",
         "Torch not compiled with CUDA enabled",
         (r"Torch not compiled with CUDA enabled",),
-        "The code asked for a CUDA GPU, but the installed PyTorch is a CPU-only build (or this is a "
-        "Mac, where the GPU is `mps`).",
+        (
+            "The code asked for a CUDA GPU, but the installed PyTorch is a CPU-only build (or "
+            "this is a Mac, where the GPU is `mps`)."
+        ),
         (
             "`'cuda'` or `.cuda()` is hard-coded instead of a device chosen once",
             "the CPU wheel of PyTorch is installed on a machine that has an NVIDIA GPU",
@@ -441,19 +558,29 @@ ENTRIES = (
             r"forward compatibility was attempted on non supported HW",
             r"system has unsupported display driver / cuda driver combination",
         ),
-        "Each PyTorch CUDA build ships its own CUDA runtime (cu118, cu121, cu126, cu130...), and the "
-        "runtime needs an NVIDIA driver at least as new as it. This driver is older, so CUDA refuses to "
-        "start: `torch.cuda.is_available()` is False, or the first CUDA call fails.",
         (
-            "a recent torch wheel (the CUDA 13 builds of torch 2.11+ need a 580-series driver) on a machine "
-            "with an old driver",
-            "a container whose CUDA is newer than the host's driver (forward compatibility works only on "
-            "data-center GPUs)",
+            "Each PyTorch CUDA build ships its own CUDA runtime (cu118, cu121, cu126, cu130...), "
+            "and the runtime needs an NVIDIA driver at least as new as it. This driver is older, "
+            "so CUDA refuses to start: `torch.cuda.is_available()` is False, or the first CUDA "
+            "call fails."
+        ),
+        (
+            (
+                "a recent torch wheel (the CUDA 13 builds of torch 2.11+ need a 580-series "
+                "driver) on a machine with an old driver"
+            ),
+            (
+                "a container whose CUDA is newer than the host's driver (forward compatibility "
+                "works only on data-center GPUs)"
+            ),
             "a driver update that was installed but the machine not rebooted",
         ),
-        "nvidia-smi                   # 'CUDA Version' = the newest CUDA this driver supports\n"
-        'python -c "import torch; print(torch.__version__, torch.version.cuda)"\n'
-        "# update the driver, or install the torch build for an older CUDA (pytorch.org/get-started)",
+        (
+            "nvidia-smi                   # 'CUDA Version' = the newest CUDA this driver "
+            'supports\npython -c "import torch; print(torch.__version__, '
+            'torch.version.cuda)"\n# update the driver, or install the torch build for an older '
+            "CUDA (pytorch.org/get-started)"
+        ),
         "01",
         "### When the driver is older than this PyTorch",
         (
@@ -479,10 +606,15 @@ ENTRIES = (
         "This PyTorch is a CUDA build, but at run time it finds no GPU it can use.",
         (
             "`CUDA_VISIBLE_DEVICES` is empty or names GPUs that do not exist",
-            "no NVIDIA driver, or one too old for this build (the CUDA 13 wheels of torch 2.11+ need the 580 series)",
+            (
+                "no NVIDIA driver, or one too old for this build (the CUDA 13 wheels of torch "
+                "2.11+ need the 580 series)"
+            ),
             "a container started without GPU access (`--gpus all`)",
-            "'Error 802: system not yet initialized' on an NVSwitch server: the `nvidia-fabricmanager` service "
-            "is not running",
+            (
+                "'Error 802: system not yet initialized' on an NVSwitch server: the "
+                "`nvidia-fabricmanager` service is not running"
+            ),
         ),
         "print(torch.cuda.is_available(), torch.cuda.device_count())\n"
         "device = pick_device()        # falls back to the CPU instead of crashing",
@@ -500,16 +632,27 @@ ENTRIES = (
         "A GPU number that this machine does not have",
         "CUDA error: invalid device ordinal",
         (r"invalid device ordinal",),
-        "The code asked for GPU number N (`cuda:1`, `set_device(3)`), and this process sees fewer GPUs. "
-        "GPUs are numbered from 0 among the ones visible to the process (`CUDA_VISIBLE_DEVICES`).",
         (
-            "a hard-coded `cuda:1` (or `.cuda(1)`, `--gpu 1`) written on a multi-GPU box, run on a one-GPU machine",
-            "`CUDA_VISIBLE_DEVICES=1` leaves one visible GPU, which is then `cuda:0`, not `cuda:1`",
-            "more processes than GPUs (`torchrun --nproc_per_node` larger than the GPU count): rank N uses `cuda:N`",
+            "The code asked for GPU number N (`cuda:1`, `set_device(3)`), and this process sees "
+            "fewer GPUs. GPUs are numbered from 0 among the ones visible to the process "
+            "(`CUDA_VISIBLE_DEVICES`)."
         ),
-        "print(torch.cuda.device_count())          # valid numbers: 0 .. count-1\n"
-        "device = pick_device()                    # never a hard-coded cuda:1 (chapter 01)\n"
-        "torchrun --nproc_per_node=$(nvidia-smi -L | wc -l) train.py   # one process per visible GPU",
+        (
+            (
+                "a hard-coded `cuda:1` (or `.cuda(1)`, `--gpu 1`) written on a multi-GPU box, run "
+                "on a one-GPU machine"
+            ),
+            "`CUDA_VISIBLE_DEVICES=1` leaves one visible GPU, which is then `cuda:0`, not `cuda:1`",
+            (
+                "more processes than GPUs (`torchrun --nproc_per_node` larger than the GPU "
+                "count): rank N uses `cuda:N`"
+            ),
+        ),
+        (
+            "print(torch.cuda.device_count())          # valid numbers: 0 .. count-1\ndevice = "
+            "pick_device()                    # never a hard-coded cuda:1 (chapter 01)\ntorchrun "
+            "--nproc_per_node=$(nvidia-smi -L | wc -l) train.py   # one process per visible GPU"
+        ),
         "01",
         "### Article B's production bug: a hard-coded `cuda:0`",
     ),
@@ -522,8 +665,10 @@ ENTRIES = (
             r"with CUDA capability sm_\d+ is not compatible with the current PyTorch installation",
             r"PyTorch no longer supports this GPU because it is too old",
         ),
-        "PyTorch ships GPU code compiled for a list of GPU generations; this GPU (much newer or much "
-        "older than the build) is not on it.",
+        (
+            "PyTorch ships GPU code compiled for a list of GPU generations; this GPU (much newer "
+            "or much older than the build) is not on it."
+        ),
         (
             "a new GPU (for example sm_120) with a PyTorch built before it was supported",
             "an old GPU that recent builds dropped",
@@ -542,17 +687,29 @@ ENTRIES = (
     Entry(
         "mps_not_implemented",
         "An operation that Apple's MPS backend does not have",
-        "NotImplementedError: The operator 'aten::...' is not currently implemented for the MPS device",
-        (r"is not current(?:ly)? implemented for the MPS device", r"PYTORCH_ENABLE_MPS_FALLBACK"),
-        "On a Mac the GPU is the `mps` device, and not every PyTorch operation has an MPS version yet. "
-        "The course teaches choosing `mps` as one of three devices (chapter 01); this error means the "
-        "model needs an operation MPS lacks. What to do: let that one operation run on the CPU.",
         (
-            "a newer or rarer operation (bicubic upsampling, `torchvision.ops.nms`, some indexing) on `mps`",
+            "NotImplementedError: The operator 'aten::...' is not currently implemented for the "
+            "MPS device"
+        ),
+        (r"is not current(?:ly)? implemented for the MPS device", r"PYTORCH_ENABLE_MPS_FALLBACK"),
+        (
+            "On a Mac the GPU is the `mps` device, and not every PyTorch operation has an MPS "
+            "version yet. The course teaches choosing `mps` as one of three devices (chapter 01); "
+            "this error means the model needs an operation MPS lacks. What to do: let that one "
+            "operation run on the CPU."
+        ),
+        (
+            (
+                "a newer or rarer operation (bicubic upsampling, `torchvision.ops.nms`, some "
+                "indexing) on `mps`"
+            ),
             "an older torch release: MPS coverage grows with every release",
         ),
-        "PYTORCH_ENABLE_MPS_FALLBACK=1 python train.py   # set before Python starts: CPU for the missing op\n"
-        "# or upgrade torch; or keep the model on the CPU: device = torch.device('cpu')",
+        (
+            "PYTORCH_ENABLE_MPS_FALLBACK=1 python train.py   # set before Python starts: CPU for "
+            "the missing op\n# or upgrade torch; or keep the model on the CPU: device = "
+            "torch.device('cpu')"
+        ),
         "01",
         "## 2. Choose the device once",
         ((r"The operator '(?P<op>[\w:.]+)' is not current", "The missing operator: `{op}`."),),
@@ -561,13 +718,21 @@ ENTRIES = (
     Entry(
         "mps_float64",
         "Apple's MPS device has no float64",
-        "TypeError: Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64",
-        (r"Cannot convert a MPS Tensor to float64 dtype", r"MPS framework doesn't support float64"),
-        "The Mac GPU (`mps`) computes in float32, float16 and bfloat16 only; a float64 tensor cannot "
-        "live there. Data from NumPy is float64 by default. What to do: convert to float32 before "
-        "moving it (the closest section: chapter 01, choosing the device).",
         (
-            "`torch.from_numpy(array)` (float64) or `torch.tensor(python_floats, dtype=torch.double)` moved to `mps`",
+            "TypeError: Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't "
+            "support float64"
+        ),
+        (r"Cannot convert a MPS Tensor to float64 dtype", r"MPS framework doesn't support float64"),
+        (
+            "The Mac GPU (`mps`) computes in float32, float16 and bfloat16 only; a float64 tensor "
+            "cannot live there. Data from NumPy is float64 by default. What to do: convert to "
+            "float32 before moving it (the closest section: chapter 01, choosing the device)."
+        ),
+        (
+            (
+                "`torch.from_numpy(array)` (float64) or "
+                "`torch.tensor(python_floats, dtype=torch.double)` moved to `mps`"
+            ),
             "a model or buffer made with `.double()`",
         ),
         "x = torch.from_numpy(array).float().to(device)     # float32 first, then mps\n"
@@ -582,17 +747,23 @@ ENTRIES = (
         "Apple's MPS device ran out of memory",
         "MPS backend out of memory (MPS allocated: ..., other allocations: ..., max allowed: ...)",
         (r"MPS backend out of memory",),
-        "The same event as CUDA's out-of-memory, on a Mac: the GPU shares the machine's RAM, and PyTorch "
-        "may use at most 'max allowed' of it. One more tensor would pass that limit.",
+        (
+            "The same event as CUDA's out-of-memory, on a Mac: the GPU shares the machine's RAM, "
+            "and PyTorch may use at most 'max allowed' of it. One more tensor would pass that "
+            "limit."
+        ),
         (
             "the batch (or the image/sequence size) is too large: activations grow with it",
             "other programs hold much of the shared memory ('other allocations')",
             "evaluation without `torch.no_grad()`, or losses kept as tensors across batches",
         ),
-        "loader = DataLoader(data, batch_size=smaller)     # activations shrink in proportion\n"
-        "with torch.no_grad(): ...                         # in evaluation\n"
-        "torch.mps.empty_cache()                           # returns cached blocks; not a fix by itself\n"
-        "# PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 lifts the limit, and can freeze the whole Mac",
+        (
+            "loader = DataLoader(data, batch_size=smaller)     # activations shrink in "
+            "proportion\nwith torch.no_grad(): ...                         # in "
+            "evaluation\ntorch.mps.empty_cache()                           # returns cached "
+            "blocks; not a fix by itself\n# PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 lifts the limit, "
+            "and can freeze the whole Mac"
+        ),
         "06",
         "## 2. A real out-of-memory error",
         (
@@ -621,11 +792,16 @@ ENTRIES = (
             r"Tried to allocate " + _SIZE + r" \(GPU \d+; " + _SIZE + " total capac",
             r"GPU \d+ has a total capac\w* of " + _SIZE,
         ),
-        "One more tensor did not fit in the GPU's memory. The message says how much was asked for and "
-        "where the rest went.",
+        (
+            "One more tensor did not fit in the GPU's memory. The message says how much was asked "
+            "for and where the rest went."
+        ),
         (
             "the batch is too large: activations grow with the batch size",
-            "evaluation without `torch.no_grad()`, or `total += loss` keeping every batch's graph alive",
+            (
+                "evaluation without `torch.no_grad()`, or `total += loss` keeping every batch's "
+                "graph alive"
+            ),
             "another process uses the same GPU",
         ),
         "loader = DataLoader(data, batch_size=smaller)      # activations shrink in proportion\n"
@@ -663,8 +839,11 @@ ENTRIES = (
                 + r") is allocated by PyTorch, (?:.*?)and (?P<cached>"
                 + _SIZE
                 + r") is reserved by PyTorch but unallocated",
-                "Your tensors take {alloc}; {cached} is cached by PyTorch but unused. If that cached part is "
-                "large compared with the request, the memory is fragmented: expandable_segments helps.",
+                (
+                    "Your tensors take {alloc}; {cached} is cached by PyTorch but unused. If that "
+                    "cached part is large compared with the request, the memory is fragmented: "
+                    "expandable_segments helps."
+                ),
             ),
         ),
     ),
@@ -673,8 +852,11 @@ ENTRIES = (
         "The course's memory budget was exceeded (a stand-in for a small GPU)",
         "MemoryBudgetExceeded: memory budget exceeded: ... > budget ...",
         (r"memory budget exceeded: .+ in use > budget",),
-        "Chapter 06 counts the bytes of weights, gradients, optimizer state and activations against a "
-        "budget, to show on any machine what a small GPU does. It is not a CUDA error.",
+        (
+            "Chapter 06 counts the bytes of weights, gradients, optimizer state and activations "
+            "against a budget, to show on any machine what a small GPU does. It is not a CUDA "
+            "error."
+        ),
         ("the batch's activations plus the model's state are more than the budget",),
         "step with a smaller batch, or accumulate gradients over micro-batches "
         f"({section('06', 'Gradient accumulation', chapter_too=True)})",
@@ -691,7 +873,10 @@ ENTRIES = (
             "a huge tensor (check its shape: a wrong size multiplies quickly)",
             "the whole dataset loaded into memory at once",
         ),
-        "print(x.shape, x.numel() * x.element_size() / 2**30, 'GiB')   # is that the size you meant?",
+        (
+            "print(x.shape, x.numel() * x.element_size() / 2**30, 'GiB')   # is that the size you "
+            "meant?"
+        ),
         "06",
         "## 1. Where the memory goes",
         ((r"you tried to allocate (?P<n>\d+) bytes", "It asked for {n} bytes."),),
@@ -706,9 +891,12 @@ ENTRIES = (
         "process) that tried to use CUDA too. CUDA cannot be carried across `fork`.",
         (
             "the Dataset moves samples to the GPU inside `__getitem__`, with `num_workers > 0`",
-            "the children start with `fork`: Python's default on Linux up to 3.13 (from Python 3.14 on, Linux "
-            "defaults to `forkserver`; macOS and Windows to `spawn`: their children do not inherit this "
-            "process's CUDA state), or a script asks for `fork` itself",
+            (
+                "the children start with `fork`: Python's default on Linux up to 3.13 (from "
+                "Python 3.14 on, Linux defaults to `forkserver`; macOS and Windows to `spawn`: "
+                "their children do not inherit this process's CUDA state), or a script asks for "
+                "`fork` itself"
+            ),
         ),
         "# keep Dataset and workers on the CPU; move whole batches in the training loop:\n"
         "x, y = x.to(device), y.to(device)\n"
@@ -726,9 +914,12 @@ ENTRIES = (
             r"Too many open files\. Communication with the workers is no longer possible",
             r"unable to open shared memory object </torch_\w+> in read-write mode",
         ),
-        "Workers send each batch to the main process through shared memory, one file descriptor per "
-        "tensor, and the process hit its limit of open files (often 1024). What to do: raise the "
-        "limit or share tensors another way; chapter 05's `num_workers` section is the closest.",
+        (
+            "Workers send each batch to the main process through shared memory, one file "
+            "descriptor per tensor, and the process hit its limit of open files (often 1024). "
+            "What to do: raise the limit or share tensors another way; chapter 05's `num_workers` "
+            "section is the closest."
+        ),
         (
             "many workers, large `prefetch_factor`, or samples made of many small tensors",
             "batches kept in a list (each holds its shared-memory file open)",
@@ -743,15 +934,22 @@ ENTRIES = (
     Entry(
         "worker_main_guard",
         "Worker processes started by a script without `if __name__ == '__main__':`",
-        "An attempt has been made to start a new process before the current process has finished its "
-        "bootstrapping phase",
         (
-            r"An attempt has been made to start a new process before the\s+current process has finished its\s+"
-            r"bootstrapping phase",
+            "An attempt has been made to start a new process before the current process has "
+            "finished its bootstrapping phase"
         ),
-        "On Windows and macOS, DataLoader workers (and `torch.multiprocessing`) start with 'spawn': each "
-        "child imports your script again. Without the main guard the child reaches the training code "
-        "and tries to start workers of its own. What to do: put the top-level code under the guard.",
+        (
+            (
+                r"An attempt has been made to start a new process before the\s+current process "
+                r"has finished its\s+bootstrapping phase"
+            ),
+        ),
+        (
+            "On Windows and macOS, DataLoader workers (and `torch.multiprocessing`) start with "
+            "'spawn': each child imports your script again. Without the main guard the child "
+            "reaches the training code and tries to start workers of its own. What to do: put the "
+            "top-level code under the guard."
+        ),
         ("a training script with `num_workers > 0` and no `if __name__ == '__main__':`",),
         "def main():\n    loader = DataLoader(data, num_workers=2)\n    train(loader)\n\n"
         "if __name__ == '__main__':\n    main()\n"
@@ -765,13 +963,19 @@ ENTRIES = (
         "A DataLoader worker process died",
         "DataLoader worker (pid ...) is killed by signal / exited unexpectedly",
         (
-            r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\) (?:is killed by signal|exited unexpectedly)",
+            (
+                r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\) (?:is killed by signal|exited "
+                r"unexpectedly)"
+            ),
             r"unable to write to file </torch_",
         ),
         "A worker process of the DataLoader stopped without raising a Python error: the operating "
         "system killed it.",
         (
-            "the machine ran out of RAM (signal: Killed): too many workers, or each holds a copy of big data",
+            (
+                "the machine ran out of RAM (signal: Killed): too many workers, or each holds a "
+                "copy of big data"
+            ),
             "shared memory is too small (signal: Bus error; in Docker, `--shm-size`)",
             "a crash in native code used by the Dataset (signal: Segmentation fault)",
         ),
@@ -786,10 +990,16 @@ ENTRIES = (
         "Your Dataset code raised inside a DataLoader worker",
         "Caught ... in DataLoader worker process 0. Original Traceback ...",
         (r"Caught \w+ in DataLoader worker process \d+",),
-        "The error happened in a worker process, in your Dataset's `__getitem__` or the `collate_fn`; "
-        "the worker sent it back. The real error is the last line of the 'Original Traceback'.",
+        (
+            "The error happened in a worker process, in your Dataset's `__getitem__` or the "
+            "`collate_fn`; the worker sent it back. The real error is the last line of the "
+            "'Original Traceback'."
+        ),
         ("a bug in `__getitem__` (a bad index, a missing file, a sample of the wrong shape)",),
-        "DataLoader(data, num_workers=0)    # the same error, with a plain traceback into your code",
+        (
+            "DataLoader(data, num_workers=0)    # the same error, with a plain traceback into "
+            "your code"
+        ),
         "05",
         "## 3. `num_workers`: preparing batches in parallel",
         wrapper=True,
@@ -797,24 +1007,39 @@ ENTRIES = (
     Entry(
         "too_many_workers",
         "More DataLoader workers than this machine's CPUs",
-        "UserWarning: This DataLoader will create N worker processes in total. Our suggested max number "
-        "of worker ...",
-        (r"This DataLoader will create \d+ worker processes in total",),
-        "A warning, not an error: each worker is a process that needs a CPU core; with more workers than "
-        "cores they take turns, the machine slows down, and the loader may even freeze.",
         (
-            "`num_workers` copied from a machine with more cores (or set to `os.cpu_count()` in a container "
-            "limited to fewer)",
-            "several DataLoaders (train and validation, or DDP's one per rank) each with many workers",
+            "UserWarning: This DataLoader will create N worker processes in total. Our suggested "
+            "max number of worker ..."
         ),
-        "n = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()\n"
-        "DataLoader(data, num_workers=min(4, n))   # measure: chapter 05 times 0, 2 and more workers",
+        (r"This DataLoader will create \d+ worker processes in total",),
+        (
+            "A warning, not an error: each worker is a process that needs a CPU core; with more "
+            "workers than cores they take turns, the machine slows down, and the loader may even "
+            "freeze."
+        ),
+        (
+            (
+                "`num_workers` copied from a machine with more cores (or set to `os.cpu_count()` "
+                "in a container limited to fewer)"
+            ),
+            (
+                "several DataLoaders (train and validation, or DDP's one per rank) each with many "
+                "workers"
+            ),
+        ),
+        (
+            "n = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else "
+            "os.cpu_count()\nDataLoader(data, num_workers=min(4, n))   # measure: chapter 05 "
+            "times 0, 2 and more workers"
+        ),
         "05",
         "## 3. `num_workers`: preparing batches in parallel",
         (
             (
-                r"create (?P<n>\d+) worker processes in total\.\s+Our suggested max number of worker in current "
-                r"system is (?P<m>\d+)",
+                (
+                    r"create (?P<n>\d+) worker processes in total\.\s+Our suggested max number of "
+                    r"worker in current system is (?P<m>\d+)"
+                ),
                 "You asked for {n} workers; this machine suggests at most {m}.",
             ),
         ),
@@ -827,9 +1052,15 @@ ENTRIES = (
             r"'pin_memory' argument is set as true but no accelerator is found",
             r"'pin_memory' argument is set as true but not supported on",
         ),
-        "Pinned memory only speeds up copies to a GPU; without one, PyTorch ignores the setting and warns.",
         (
-            "`pin_memory=True` is written for the GPU machine and the same code runs on a CPU-only one",
+            "Pinned memory only speeds up copies to a GPU; without one, PyTorch ignores the "
+            "setting and warns."
+        ),
+        (
+            (
+                "`pin_memory=True` is written for the GPU machine and the same code runs on a "
+                "CPU-only one"
+            ),
         ),
         "DataLoader(data, pin_memory=(device.type == 'cuda'))",
         "05",
@@ -858,8 +1089,10 @@ ENTRIES = (
         "GradScaler was given float16 gradients",
         "ValueError: Attempting to unscale FP16 gradients.",
         (r"Attempting to unscale FP16 gradients",),
-        "The GradScaler expects float32 weights (and gradients) with autocast doing the float16 math; "
-        "here the model itself was converted to float16.",
+        (
+            "The GradScaler expects float32 weights (and gradients) with autocast doing the "
+            "float16 math; here the model itself was converted to float16."
+        ),
         ("`model.half()` together with `GradScaler`",),
         "model = Net().to(device)               # keep the weights float32\n"
         "with torch.autocast(device_type=device.type, dtype=torch.float16):\n"
@@ -875,13 +1108,18 @@ ENTRIES = (
         (
             r"expected scalar type Long but found \w+",
             r"expected target dtype to be Long",
-            r"Expected object of scalar type Long but got scalar type \w+ for argument #\d+ '\s*target'",
+            (
+                r"Expected object of scalar type Long but got scalar type \w+ for argument #\d+ "
+                r"'\s*target'"
+            ),
             r"\"nll_loss\w*\" not implemented for '\w+'",
         ),
-        "With one label per sample, `CrossEntropyLoss`/`NLLLoss` want class indices of type `int64` "
-        '(`torch.long`) or `uint8` ("Long or Byte"). These labels have one value per sample but another '
-        "dtype. (A float target of the logits' shape (N, C) is not this error: `CrossEntropyLoss` reads it "
-        "as class probabilities, and it runs.)",
+        (
+            "With one label per sample, `CrossEntropyLoss`/`NLLLoss` want class indices of type "
+            '`int64` (`torch.long`) or `uint8` ("Long or Byte"). These labels have one value '
+            "per sample but another dtype. (A float target of the logits' shape (N, C) is not "
+            "this error: `CrossEntropyLoss` reads it as class probabilities, and it runs.)"
+        ),
         (
             "float labels of shape (N,): read from a float array, or made with "
             "`torch.tensor([...], dtype=torch.float32)`",
@@ -900,23 +1138,29 @@ ENTRIES = (
             r"mat1 and mat2 must have the same dtype",
             r"expected m1 and m2 to have the same dtype",
             r"expected mat1 and mat2 to have the same dtype",
-            r"Expected object of scalar type \w+ but got scalar type \w+ for (?:argument|sequence element)",
+            (
+                r"Expected object of scalar type \w+ but got scalar type \w+ for "
+                r"(?:argument|sequence element)"
+            ),
             r"self and mat2 must have the same dtype",
             r"expected scalar type \w+ but found \w+",
             r"Input type \([\w:.]+\) and (?:weight|bias) type \([\w:.]+\) should be the same",
             r"Found dtype \w+ but expected \w+",
         ),
-        "An operation got float tensors of different types (float32, float16, bfloat16, float64) and "
-        "does not convert them for you.",
+        (
+            "An operation got float tensors of different types (float32, float16, bfloat16, "
+            "float64) and does not convert them for you."
+        ),
         (
             "the model was converted with `.half()`/`.bfloat16()` but the inputs were not "
             "(use `torch.autocast` instead)",
             "data from NumPy is float64 (`torch.from_numpy`) and the model is float32",
             "your own matmul mixes an autocast output (low precision) with a float32 tensor",
         ),
-        "x = x.to(device, dtype=torch.float32)\n"
-        "with torch.autocast(device_type=device.type, dtype=torch.bfloat16):   # instead of model.half()\n"
-        "    out = model(x)",
+        (
+            "x = x.to(device, dtype=torch.float32)\nwith torch.autocast(device_type=device.type, "
+            "dtype=torch.bfloat16):   # instead of model.half()\n    out = model(x)"
+        ),
         "05",
         "### What autocast really runs in low precision",
         (
@@ -940,10 +1184,16 @@ ENTRIES = (
         "A label or index is out of range",
         "IndexError: Target 3 is out of bounds. / index out of range in self",
         (r"Target -?\d+ is out of bounds", r"index out of range in self"),
-        "A class label is not in 0..C-1 for a loss with C classes, or an index is past the end of an "
-        "embedding or a tensor. On a GPU the same bug stops with `device-side assert triggered`.",
         (
-            "labels numbered 1..C instead of 0..C-1, or more classes in the data than the model's outputs",
+            "A class label is not in 0..C-1 for a loss with C classes, or an index is past the "
+            "end of an embedding or a tensor. On a GPU the same bug stops with "
+            "`device-side assert triggered`."
+        ),
+        (
+            (
+                "labels numbered 1..C instead of 0..C-1, or more classes in the data than the "
+                "model's outputs"
+            ),
             "token ids larger than the embedding's `num_embeddings`",
         ),
         "print(y.min().item(), y.max().item(), logits.shape[-1])   # labels must be in 0..C-1\n"
@@ -961,9 +1211,11 @@ ENTRIES = (
             r"Assertion `t >= 0 && t < n_classes` failed",
             r"Assertion `srcIndex < srcSelectDimSize` failed",
         ),
-        "A GPU kernel checked its inputs and found a bad one, most often an index or label out of "
-        "range. GPU errors are reported late, so the line in the traceback may not be the culprit, and "
-        "the GPU stays unusable for this process.",
+        (
+            "A GPU kernel checked its inputs and found a bad one, most often an index or label "
+            "out of range. GPU errors are reported late, so the line in the traceback may not be "
+            "the culprit, and the GPU stays unusable for this process."
+        ),
         (
             "a label outside 0..C-1 for `CrossEntropyLoss` with C classes",
             "a token id >= the embedding's `num_embeddings`",
@@ -986,10 +1238,15 @@ ENTRIES = (
         "library's workspace, or an earlier kernel error surfaced here. What to do: the checks "
         "below, in order (the closest section: chapter 04, reading errors).",
         (
-            "the GPU is nearly full: `NOT_INITIALIZED` / `ALLOC_FAILED` are out-of-memory in disguise "
-            "(chapter 06)",
+            (
+                "the GPU is nearly full: `NOT_INITIALIZED` / `ALLOC_FAILED` are out-of-memory in "
+                "disguise (chapter 06)"
+            ),
             "an earlier bad index or label, reported late (`EXECUTION_FAILED`, `INTERNAL_ERROR`)",
-            "a `CUDA_VISIBLE_DEVICES` written wrong (`[1,2]` instead of `1,2`), or a torch/CUDA build mismatch",
+            (
+                "a `CUDA_VISIBLE_DEVICES` written wrong (`[1,2]` instead of `1,2`), or a "
+                "torch/CUDA build mismatch"
+            ),
         ),
         "CUDA_LAUNCH_BLOCKING=1 python train.py      # stop at the real line\n"
         "loader = DataLoader(data, batch_size=smaller)  # if it was memory\n"
@@ -1034,8 +1291,10 @@ ENTRIES = (
             r"mat1 and mat2 shapes cannot be multiplied",
             r"size mismatch, m1: \[\d+ x \d+\], m2: \[\d+ x \d+\]",
         ),
-        "`nn.Linear(in_features, out_features)` multiplies the input by its weight: the input's last "
-        "dimension must equal `in_features`.",
+        (
+            "`nn.Linear(in_features, out_features)` multiplies the input by its weight: the "
+            "input's last dimension must equal `in_features`."
+        ),
         (
             "a layer's `in_features` does not match the previous layer's output",
             "images not flattened before the first linear layer (`x.flatten(1)`)",
@@ -1047,7 +1306,10 @@ ENTRIES = (
         (
             (
                 r"\((?P<n>\d+)x(?P<got>\d+) and (?P<want>\d+)x(?P<out>\d+)\)",
-                "The input has {got} features per sample; the layer expects {want} (and gives {out}).",
+                (
+                    "The input has {got} features per sample; the layer expects {want} (and gives "
+                    "{out})."
+                ),
             ),
         ),
     ),
@@ -1075,7 +1337,10 @@ ENTRIES = (
     Entry(
         "conv_channels",
         "A convolution got the wrong number of channels",
-        "Given groups=1, weight of size [...], expected input[...] to have 3 channels, but got 5 channels instead",
+        (
+            "Given groups=1, weight of size [...], expected input[...] to have 3 channels, but "
+            "got 5 channels instead"
+        ),
         (r"Given groups=\d+, (?:expected )?weight of size",),
         "The layer was built for one number of input channels and got another.",
         (
@@ -1115,8 +1380,11 @@ ENTRIES = (
             r"multi-target not supported",
             r"only batches of spatial targets supported",
         ),
-        "`CrossEntropyLoss`/`NLLLoss` with class indices want one label per sample: a 1-D tensor of shape "
-        "`(N,)` (or `(N, H, W)` for segmentation), not a 2-D `(N, 1)` column or one-hot rows.",
+        (
+            "`CrossEntropyLoss`/`NLLLoss` with class indices want one label per sample: a 1-D "
+            "tensor of shape `(N,)` (or `(N, H, W)` for segmentation), not a 2-D `(N, 1)` column "
+            "or one-hot rows."
+        ),
         (
             "labels stored as a column `(N, 1)` (from a DataFrame or `y.view(-1, 1)`)",
             "one-hot labels `(N, C)` given as class indices",
@@ -1131,18 +1399,25 @@ ENTRIES = (
     Entry(
         "loss_target_broadcast",
         "Predictions and targets of different shapes in a regression loss",
-        "UserWarning: Using a target size (torch.Size([32, 1])) that is different to the input size "
-        "(torch.Size([32]))",
+        (
+            "UserWarning: Using a target size (torch.Size([32, 1])) that is different to the "
+            "input size (torch.Size([32]))"
+        ),
         (
             r"Using a target size \([^)]*\)+ that is different to the input size",
             r"Target size \(torch\.Size\(\[[\d, ]*\]\)\) must be the same as input size",
         ),
-        "`MSELoss`, `L1Loss` and their kin compare prediction and target element by element. With "
-        "different shapes PyTorch broadcasts them into a bigger grid, so the loss is computed on the wrong "
-        "pairs: the warning does not stop training, the numbers are simply wrong. (The BCE losses refuse "
-        "with an error instead.)",
         (
-            "a model output of shape `(N, 1)` against a target of shape `(N,)` (or the other way round)",
+            "`MSELoss`, `L1Loss` and their kin compare prediction and target element by element. "
+            "With different shapes PyTorch broadcasts them into a bigger grid, so the loss is "
+            "computed on the wrong pairs: the warning does not stop training, the numbers are "
+            "simply wrong. (The BCE losses refuse with an error instead.)"
+        ),
+        (
+            (
+                "a model output of shape `(N, 1)` against a target of shape `(N,)` (or the other "
+                "way round)"
+            ),
             "a last batch of another size, or targets of the wrong resolution",
         ),
         "loss = criterion(pred.squeeze(-1), y)     # (N, 1) -> (N,)\n"
@@ -1151,8 +1426,10 @@ ENTRIES = (
         "## 4. Loss and optimizer",
         (
             (
-                r"target size \((?P<t>torch\.Size\(\[[^\]]*\]\))\) that is different to the input size "
-                r"\((?P<i>torch\.Size\(\[[^\]]*\]\))\)",
+                (
+                    r"target size \((?P<t>torch\.Size\(\[[^\]]*\]\))\) that is different to the "
+                    r"input size \((?P<i>torch\.Size\(\[[^\]]*\]\))\)"
+                ),
                 "The target is {t}; the prediction is {i}.",
             ),
         ),
@@ -1160,13 +1437,21 @@ ENTRIES = (
     Entry(
         "broadcast_mismatch",
         "Two tensors whose shapes cannot be combined",
-        "The size of tensor a (128) must match the size of tensor b (1024) at non-singleton dimension 3",
         (
-            r"The size of tensor a \(\d+\) must match the size of tensor b \(\d+\) at non-singleton dimension",
+            "The size of tensor a (128) must match the size of tensor b (1024) at non-singleton "
+            "dimension 3"
         ),
-        "An element-wise operation (`+`, `*`, a loss) met two tensors whose sizes differ in a dimension "
-        "where neither is 1, so broadcasting cannot line them up. What to do: print both shapes at the "
-        "failing line; the closest section is chapter 03's shape errata.",
+        (
+            (
+                r"The size of tensor a \(\d+\) must match the size of tensor b \(\d+\) at "
+                r"non-singleton dimension"
+            ),
+        ),
+        (
+            "An element-wise operation (`+`, `*`, a loss) met two tensors whose sizes differ in a "
+            "dimension where neither is 1, so broadcasting cannot line them up. What to do: print "
+            "both shapes at the failing line; the closest section is chapter 03's shape errata."
+        ),
         (
             "a prediction and a target of different resolutions or batch sizes",
             "a tensor reshaped with the wrong dimension order (`(N, H, W, C)` vs `(N, C, H, W)`)",
@@ -1177,8 +1462,10 @@ ENTRIES = (
         "### Errata: article B's own `DynamicNet`",
         (
             (
-                r"size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\) at non-singleton "
-                r"dimension (?P<d>\d+)",
+                (
+                    r"size of tensor a \((?P<a>\d+)\) must match the size of tensor b "
+                    r"\((?P<b>\d+)\) at non-singleton dimension (?P<d>\d+)"
+                ),
                 "Dimension {d} is {a} in one tensor and {b} in the other.",
             ),
         ),
@@ -1189,8 +1476,11 @@ ENTRIES = (
         "`view`/`reshape` to a shape with another number of elements",
         "shape '[-1, 115200]' is invalid for input of size 72000",
         (r"shape '\[[-\d, ]*\]' is invalid for input of size \d+",),
-        "`x.view(shape)` keeps every element: the new shape must hold exactly as many as the tensor has. "
-        "A hard-coded size (`view(-1, 16*5*5)`) breaks as soon as the input image or a layer changes.",
+        (
+            "`x.view(shape)` keeps every element: the new shape must hold exactly as many as the "
+            "tensor has. A hard-coded size (`view(-1, 16*5*5)`) breaks as soon as the input image "
+            "or a layer changes."
+        ),
         (
             "a flatten size computed for another input resolution",
             "`view(batch_size, ...)` with a fixed batch size, and a smaller last batch",
@@ -1213,10 +1503,15 @@ ENTRIES = (
         "Backward through the same graph a second time",
         "Trying to backward through the graph a second time",
         (r"Trying to backward through the graph a second time",),
-        "`backward()` frees the values the graph saved; a second backward through the same graph finds "
-        "them gone.",
         (
-            "a tensor from the previous batch (a running loss, an RNN hidden state) is part of this batch's graph",
+            "`backward()` frees the values the graph saved; a second backward through the same "
+            "graph finds them gone."
+        ),
+        (
+            (
+                "a tensor from the previous batch (a running loss, an RNN hidden state) is part "
+                "of this batch's graph"
+            ),
             "two `backward()` calls on losses that share part of one forward pass",
         ),
         "running_loss += loss.item()      # a number, not the tensor\n"
@@ -1229,8 +1524,10 @@ ENTRIES = (
         "`backward()` on a tensor with more than one value",
         "grad can be implicitly created only for scalar outputs",
         (r"grad can be implicitly created only for scalar outputs",),
-        "`loss.backward()` without an argument needs a single number. This tensor has several values, "
-        "often one loss per sample or per GPU.",
+        (
+            "`loss.backward()` without an argument needs a single number. This tensor has several "
+            "values, often one loss per sample or per GPU."
+        ),
         (
             "a loss with `reduction='none'` (one value per sample) not averaged",
             "`nn.DataParallel` returns one loss per GPU: a vector",
@@ -1243,12 +1540,20 @@ ENTRIES = (
     Entry(
         "inplace_modified",
         "A value needed for backward was changed in place",
-        "one of the variables needed for gradient computation has been modified by an inplace operation",
         (
-            r"one of the variables needed for gradient computation has been modified by an inplace operation",
+            "one of the variables needed for gradient computation has been modified by an inplace "
+            "operation"
         ),
-        "Autograd saved a tensor to compute gradients later, and an in-place operation (`+=`, `relu_`, "
-        "`x[...] = ...`) changed it before backward.",
+        (
+            (
+                r"one of the variables needed for gradient computation has been modified by an "
+                r"inplace operation"
+            ),
+        ),
+        (
+            "Autograd saved a tensor to compute gradients later, and an in-place operation (`+=`, "
+            "`relu_`, `x[...] = ...`) changed it before backward."
+        ),
         (
             "`x += ...` or `inplace=True` on an activation that autograd saved",
             "`optimizer.step()` between a forward pass and its backward",
@@ -1264,11 +1569,17 @@ ENTRIES = (
         "A parameter was updated in place while autograd records",
         "a leaf Variable that requires grad is being used in an in-place operation",
         (
-            r"a leaf Variable that requires grad (?:is being|has been) used in an in-place operation",
+            (
+                r"a leaf Variable that requires grad (?:is being|has been) used in an in-place "
+                r"operation"
+            ),
         ),
         "Parameters require grad, so autograd refuses to record an in-place change to them.",
         ("a hand-written update `w -= lr * w.grad` outside `torch.no_grad()`",),
-        "with torch.no_grad():\n    w -= lr * w.grad\n# or let the optimizer do it: optimizer.step()",
+        (
+            "with torch.no_grad():\n    w -= lr * w.grad\n# or let the optimizer do it: "
+            "optimizer.step()"
+        ),
         "03",
         "## 5. One training step, spelled out",
     ),
@@ -1279,7 +1590,10 @@ ENTRIES = (
         (r"element \d+ of tensors does not require grad and does not have a grad_fn",),
         "The loss was computed without recording a graph, so there is nothing to differentiate.",
         (
-            "the training step runs inside `torch.no_grad()` or `torch.inference_mode()` (copied from evaluation)",
+            (
+                "the training step runs inside `torch.no_grad()` or `torch.inference_mode()` "
+                "(copied from evaluation)"
+            ),
             "the loss was rebuilt from numbers: `loss.item()`, `.detach()` or NumPy",
             "every parameter has `requires_grad=False` (a frozen model)",
         ),
@@ -1294,16 +1608,22 @@ ENTRIES = (
         "The learning-rate scheduler stepped before the optimizer",
         "UserWarning: Detected call of `lr_scheduler.step()` before `optimizer.step()`",
         (r"Detected call of `?lr_scheduler\.step\(\)`? before `?optimizer\.step\(\)`?",),
-        "A warning, not an error: since PyTorch 1.1 `optimizer.step()` comes first, then "
-        "`scheduler.step()`; the other order skips the schedule's first value. The course's loop has no "
-        "scheduler; the closest section is chapter 03's training step.",
+        (
+            "A warning, not an error: since PyTorch 1.1 `optimizer.step()` comes first, then "
+            "`scheduler.step()`; the other order skips the schedule's first value. The course's "
+            "loop has no scheduler; the closest section is chapter 03's training step."
+        ),
         (
             "`scheduler.step()` placed before `optimizer.step()` in the loop",
-            "with AMP, `scaler.step(optimizer)` skipped the first step (inf/NaN gradients): then the warning "
-            "is harmless",
+            (
+                "with AMP, `scaler.step(optimizer)` skipped the first step (inf/NaN gradients): "
+                "then the warning is harmless"
+            ),
         ),
-        "optimizer.step()\n"
-        "scheduler.step()     # after the optimizer: once per batch or once per epoch, as the scheduler expects",
+        (
+            "optimizer.step()\nscheduler.step()     # after the optimizer: once per batch or once "
+            "per epoch, as the scheduler expects"
+        ),
         "03",
         "## 5. One training step, spelled out",
         closest=True,
@@ -1312,12 +1632,18 @@ ENTRIES = (
     Entry(
         "no_process_group",
         "A distributed call before `init_process_group`",
-        "Default process group has not been initialized, please make sure to call init_process_group.",
+        (
+            "Default process group has not been initialized, please make sure to call "
+            "init_process_group."
+        ),
         (r"Default process group has not been initialized",),
         "DDP and the collectives (`all_reduce`, `barrier`, `get_rank`) need the process group that "
         "`torch.distributed.init_process_group` creates in each process.",
         (
-            "the script was run with plain `python` instead of `torchrun`, so no process group was set up",
+            (
+                "the script was run with plain `python` instead of `torchrun`, so no process "
+                "group was set up"
+            ),
             "`DistributedDataParallel(model)` is created before `init_process_group`",
         ),
         "dist.init_process_group(backend='nccl' if device.type == 'cuda' else 'gloo')\n"
@@ -1330,18 +1656,29 @@ ENTRIES = (
         "A rank's environment variables are missing",
         "environment variable RANK expected, but not set / KeyError: 'LOCAL_RANK'",
         (
-            r"environment variable (?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|LOCAL_RANK) expected, but not set",
+            (
+                r"environment variable (?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|LOCAL_RANK) "
+                r"expected, but not set"
+            ),
             r"KeyError: '(?:LOCAL_RANK|RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT)'",
         ),
-        "With `init_method='env://'` each process reads its rank, the world size and the address of "
-        "rank 0 from environment variables, which `torchrun` sets.",
+        (
+            "With `init_method='env://'` each process reads its rank, the world size and the "
+            "address of rank 0 from environment variables, which `torchrun` sets."
+        ),
         ("the training script was started with `python train.py` instead of `torchrun`",),
-        "torchrun --nproc_per_node=2 train.py      # sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT",
+        (
+            "torchrun --nproc_per_node=2 train.py      # sets RANK, LOCAL_RANK, WORLD_SIZE, "
+            "MASTER_ADDR, MASTER_PORT"
+        ),
         "07",
         "### Launching with `torchrun`: `RANK`, `LOCAL_RANK`, `WORLD_SIZE`",
         (
             (
-                r"(?:variable |KeyError: ')(?P<var>RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|LOCAL_RANK)",
+                (
+                    r"(?:variable |KeyError: "
+                    r"')(?P<var>RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|LOCAL_RANK)"
+                ),
                 "Missing: `{var}`.",
             ),
         ),
@@ -1351,8 +1688,10 @@ ENTRIES = (
         "The NCCL backend is not available here",
         "Distributed package doesn't have NCCL built in",
         (r"Distributed package doesn't have NCCL built in",),
-        "NCCL is the GPU backend of `torch.distributed`; this PyTorch (a CPU build, or macOS/Windows) "
-        "does not include it.",
+        (
+            "NCCL is the GPU backend of `torch.distributed`; this PyTorch (a CPU build, or "
+            "macOS/Windows) does not include it."
+        ),
         ("`backend='nccl'` is hard-coded and the code runs on a machine without CUDA",),
         "dist.init_process_group(backend='nccl' if torch.cuda.is_available() else 'gloo')",
         "07",
@@ -1363,8 +1702,11 @@ ENTRIES = (
         "Two ranks on the same GPU",
         "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000",
         (r"Duplicate GPU detected\s*: rank \d+ and rank \d+ both on CUDA device",),
-        "NCCL needs one GPU per process, and two processes of the group picked the same one. DDP's rule: "
-        "rank `LOCAL_RANK` uses `cuda:LOCAL_RANK`, set before anything touches the GPU.",
+        (
+            "NCCL needs one GPU per process, and two processes of the group picked the same one. "
+            "DDP's rule: rank `LOCAL_RANK` uses `cuda:LOCAL_RANK`, set before anything touches "
+            "the GPU."
+        ),
         (
             "every process uses `cuda` / `cuda:0` (no `torch.cuda.set_device(local_rank)`)",
             "more processes than visible GPUs (`--nproc_per_node` larger than the GPU count)",
@@ -1414,7 +1756,10 @@ ENTRIES = (
             "another rank crashed or exited early (its own error is the real one)",
             "ranks use different MASTER_ADDR/MASTER_PORT or world sizes",
         ),
-        "# find the first rank that failed; make every rank run the same collectives in the same order",
+        (
+            "# find the first rank that failed; make every rank run the same collectives in the "
+            "same order"
+        ),
         "07",
         "### When a rank fails",
     ),
@@ -1444,8 +1789,10 @@ ENTRIES = (
         "The rendezvous port is already taken",
         "The server socket has failed to listen ... EADDRINUSE",
         (r"EADDRINUSE", r"The server socket has failed to listen"),
-        "Rank 0 could not open MASTER_PORT: another program, often a previous run that did not exit, "
-        "holds it.",
+        (
+            "Rank 0 could not open MASTER_PORT: another program, often a previous run that did "
+            "not exit, holds it."
+        ),
         (
             "a previous training run still runs (or hangs) on the same port",
             "two jobs on one machine use the default port 29500",
@@ -1466,17 +1813,26 @@ ENTRIES = (
             r"Parameter indices which did not receive grad for rank \d+",
             r"Parameters which did not receive grad for rank \d+",
         ),
-        "DDP averages every parameter's gradient across ranks as backward produces them, and waits for "
-        "all of them. A parameter that did not contribute to this step's loss never gets a gradient, so "
-        "the last reduction never finished, and DDP stops at the next forward pass.",
         (
-            "a layer built in `__init__` and not used in `forward` (or used only in some branches, or only at eval)",
+            "DDP averages every parameter's gradient across ranks as backward produces them, and "
+            "waits for all of them. A parameter that did not contribute to this step's loss never "
+            "gets a gradient, so the last reduction never finished, and DDP stops at the next "
+            "forward pass."
+        ),
+        (
+            (
+                "a layer built in `__init__` and not used in `forward` (or used only in some "
+                "branches, or only at eval)"
+            ),
             "`forward` returns several outputs and the loss uses only some of them",
             "frozen or conditional parts of the model (a head used every other step)",
         ),
-        "model = DDP(model, device_ids=[local_rank], find_unused_parameters=True)  # costs a graph walk per step\n"
-        "# better: delete the unused layer, or make every output part of the loss\n"
-        "TORCH_DISTRIBUTED_DEBUG=DETAIL torchrun ...   # names the parameters that got no gradient",
+        (
+            "model = DDP(model, device_ids=[local_rank], find_unused_parameters=True)  # costs a "
+            "graph walk per step\n# better: delete the unused layer, or make every output part of "
+            "the loss\nTORCH_DISTRIBUTED_DEBUG=DETAIL torchrun ...   # names the parameters that "
+            "got no gradient"
+        ),
         "07",
         "### When DDP complains about parameters: unused, or ready twice",
         (
@@ -1485,29 +1841,47 @@ ENTRIES = (
                 "On rank {rank}, `{names}` (and maybe more) got no gradient.",
             ),
             (
-                r"Parameter indices which did not receive grad for rank (?P<rank>\d+): (?P<first>\d+)",
-                "On rank {rank}, parameter number {first} of `model.parameters()` (and maybe more) got no gradient.",
+                (
+                    r"Parameter indices which did not receive grad for rank (?P<rank>\d+): "
+                    r"(?P<first>\d+)"
+                ),
+                (
+                    "On rank {rank}, parameter number {first} of `model.parameters()` (and maybe "
+                    "more) got no gradient."
+                ),
             ),
         ),
     ),
     Entry(
         "ddp_find_unused_not_needed",
         "DDP searched for unused parameters and found none",
-        "UserWarning: find_unused_parameters=True was specified in DDP constructor, but did not find any "
-        "unused parameters in the forward pass.",
         (
-            r"find_unused_parameters=True was specified in DDP constructor, but did not find any unused",
+            "UserWarning: find_unused_parameters=True was specified in DDP constructor, but did "
+            "not find any unused parameters in the forward pass."
         ),
-        "A warning, not an error: with `find_unused_parameters=True` DDP walks the autograd graph after "
-        "every forward pass to find parameters that will get no gradient. This model has none, so the "
-        "walk only costs time.",
         (
-            "`find_unused_parameters=True` added once to silence the unused-parameters error, and kept "
-            "after the model was fixed",
+            (
+                r"find_unused_parameters=True was specified in DDP constructor, but did not find "
+                r"any unused"
+            ),
+        ),
+        (
+            "A warning, not an error: with `find_unused_parameters=True` DDP walks the autograd "
+            "graph after every forward pass to find parameters that will get no gradient. This "
+            "model has none, so the walk only costs time."
+        ),
+        (
+            (
+                "`find_unused_parameters=True` added once to silence the unused-parameters error, "
+                "and kept after the model was fixed"
+            ),
             "a model whose `forward` uses every parameter at every step",
         ),
-        "model = DDP(model, device_ids=[local_rank])   # the default: find_unused_parameters=False\n"
-        "# keep the flag only if some steps really skip parameters (branches in forward)",
+        (
+            "model = DDP(model, device_ids=[local_rank])   # the default: "
+            "find_unused_parameters=False\n# keep the flag only if some steps really skip "
+            "parameters (branches in forward)"
+        ),
         "07",
         "### When DDP complains about parameters: unused, or ready twice",
     ),
@@ -1516,22 +1890,32 @@ ENTRIES = (
         "DDP: a parameter's gradient arrived twice in one step",
         "Expected to mark a variable ready only once ... marked as ready twice",
         (r"Expected to mark a variable ready only once", r"has been marked as ready twice"),
-        "DDP counts one gradient per parameter per backward. Here a parameter got two: it was used by two "
-        "backward passes inside one step, typically through activation checkpointing (reentrant "
-        "`checkpoint`) or weights shared across calls.",
         (
-            "`torch.utils.checkpoint` (reentrant) around layers of a DDP model, or gradient checkpointing "
-            "enabled in a library model",
+            "DDP counts one gradient per parameter per backward. Here a parameter got two: it was "
+            "used by two backward passes inside one step, typically through activation "
+            "checkpointing (reentrant `checkpoint`) or weights shared across calls."
+        ),
+        (
+            (
+                "`torch.utils.checkpoint` (reentrant) around layers of a DDP model, or gradient "
+                "checkpointing enabled in a library model"
+            ),
             "the same module called twice in `forward` together with `find_unused_parameters=True`",
             "two backward passes through one DDP forward",
         ),
-        "checkpoint(block, x, use_reentrant=False)           # the non-reentrant checkpoint works with DDP\n"
-        "model = DDP(model, device_ids=[local_rank], static_graph=True)   # if the graph is the same every step",
+        (
+            "checkpoint(block, x, use_reentrant=False)           # the non-reentrant checkpoint "
+            "works with DDP\nmodel = DDP(model, device_ids=[local_rank], static_graph=True)   # "
+            "if the graph is the same every step"
+        ),
         "07",
         "### When DDP complains about parameters: unused, or ready twice",
         (
             (
-                r"Parameter at index (?P<i>\d+) with name (?P<name>[\w.]+) has been marked as ready twice",
+                (
+                    r"Parameter at index (?P<i>\d+) with name (?P<name>[\w.]+) has been marked as "
+                    r"ready twice"
+                ),
                 "The parameter: `{name}` (number {i}).",
             ),
         ),
@@ -1542,8 +1926,11 @@ ENTRIES = (
         "UserWarning: Was asked to gather along dimension 0, but all input tensors were scalars; "
         "will instead unsqueeze and return a vector.",
         (r"Was asked to gather along dimension 0, but all input tensors were scalars",),
-        "A warning, not an error: the model computes its loss inside `forward`, so each GPU's replica "
-        "returns one number and DataParallel stacks them into a vector, one value per GPU.",
+        (
+            "A warning, not an error: the model computes its loss inside `forward`, so each GPU's "
+            "replica returns one number and DataParallel stacks them into a vector, one value per "
+            "GPU."
+        ),
         ("the loss is computed in `forward` of a model wrapped in `nn.DataParallel`",),
         "loss = model(x, y).mean()     # average the per-GPU losses before backward\n"
         "# or return the outputs and compute the loss outside the wrapped model",
@@ -1560,10 +1947,15 @@ ENTRIES = (
             r"Root Cause \(first observed failure\)",
             r"failed \(exitcode: -?\d+\) local_rank: \d+",
         ),
-        "torchrun reports that one of its processes exited with an error and stopped the others. Its "
-        "summary is not the error: the first rank's traceback above it is.",
         (
-            "any error in one rank: read that rank's own traceback (the 'Root Cause' names the rank)",
+            "torchrun reports that one of its processes exited with an error and stopped the "
+            "others. Its summary is not the error: the first rank's traceback above it is."
+        ),
+        (
+            (
+                "any error in one rank: read that rank's own traceback (the 'Root Cause' names "
+                "the rank)"
+            ),
         ),
         "# scroll up to the first traceback, or: torchrun ... 2>&1 | python -m course_lib explain",
         "07",

@@ -1,4 +1,5 @@
-"""The explainer's panel under a failing notebook cell (every chapter turns it on in its first cell).
+"""The explainer's panel under a failing notebook
+cell (every chapter turns it on in its first cell).
 
 It listens to IPython's `post_run_cell` event: IPython has already printed the traceback, untouched;
 the panel is an extra output below it, only for errors the course knows. Errors raised on purpose

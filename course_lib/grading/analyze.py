@@ -53,7 +53,8 @@ class Analysis:
         return name in self.bindings
 
     def cell_with_text(self, name: str):
-        """Numbers of cells that fail to parse but mention `name` (a def hidden by a syntax error)."""
+        """Numbers of cells that fail to parse but
+        mention `name` (a def hidden by a syntax error)."""
         return [
             n
             for n, src in self.cells
@@ -92,7 +93,8 @@ def used_names(node) -> set:
 
 
 def _targets(node) -> list:
-    """Names bound by a top-level statement other than def/class/import (loops, with, unpacking...)."""
+    """Names bound by a top-level statement other than
+    def/class/import (loops, with, unpacking...)."""
     names = []
     for child in ast.iter_child_nodes(node):
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -173,7 +175,7 @@ def _record(analysis: Analysis, number: int, lines: list, stmt):
 def analyze(cells: list) -> Analysis:
     """Statically read a notebook's cells, as returned by `cells.read_cells`."""
     analysis = Analysis(code_cells(cells))
-    for number, (kind, source) in enumerate(cells, start=1):
+    for kind, source in cells:
         if kind == "markdown":
             for name in TEXT_MARKER.findall(source):
                 analysis.markdown_texts[name] = TEXT_MARKER.sub("", source).strip()
@@ -194,7 +196,8 @@ def analyze(cells: list) -> Analysis:
 
 
 def needed_bindings(analysis: Analysis, name: str) -> list:
-    """The top-level definitions `name` needs (itself, and what it uses, transitively), in notebook order."""
+    """The top-level definitions `name` needs (itself,
+    and what it uses, transitively), in notebook order."""
     seen, todo = {}, [name]
     while todo:
         current = todo.pop()
@@ -228,7 +231,8 @@ def notebook_flags(analysis: Analysis) -> list:
 
 
 def chapter_guess(analysis: Analysis, names_by_chapter: dict) -> set:
-    """The chapters a notebook is for: those whose module it imports, narrowed to those it answers."""
+    """The chapters a notebook is for: those whose
+    module it imports, narrowed to those it answers."""
     imported = set(analysis.chapters)
     answering = {
         ch for ch, names in names_by_chapter.items() if any(analysis.defines(n) for n in names)

@@ -86,8 +86,8 @@ def python_source(source: str) -> str:
         return TransformerManager().transform_cell(source)
     except Exception:  # no IPython, or a transform failure: drop the magic lines
         return "\n".join(
-            "pass  # (magic skipped)" if l.lstrip().startswith(("%", "!")) else l
-            for l in source.splitlines()
+            "pass  # (magic skipped)" if line.lstrip().startswith(("%", "!")) else line
+            for line in source.splitlines()
         )
 
 
@@ -122,7 +122,10 @@ class CappedStream(io.TextIOBase):
         head = "".join(self.head)
         if self.total <= len(head) + len(self.tail):
             return head + self.tail
-        return f"{head}\n... [{self.total - len(head) - len(self.tail)} characters of output left out] ...\n{self.tail}"
+        return (
+            f"{head}\n... [{self.total - len(head) - len(self.tail)} characters of output left "
+            f"out] ...\n{self.tail}"
+        )
 
 
 class GraderShell:

@@ -1,4 +1,5 @@
-"""Per-student feedback in Markdown: what passed, what failed, and why, without hidden-test values (grader).
+"""Per-student feedback in Markdown: what passed, what
+failed, and why, without hidden-test values (grader).
 
 Visible tests show their message, expected and got values and hint (the student could see
 them in the notebook anyway); hidden tests show only their name and passed/failed.
@@ -41,8 +42,8 @@ def render(record: dict) -> str:
     for row in record["exercises"]:
         icon = _ICON.get(row["status"], "!")
         lines.append(
-            f"## {icon} {_md(row['title'])} (`{row['exercise']}`): {row['points']:g}/{row['max_points']:g} "
-            f"points, {row['status']}"
+            f"## {icon} {_md(row['title'])} (`{row['exercise']}`): "
+            f"{row['points']:g}/{row['max_points']:g} points, {row['status']}"
         )
         if row.get("answer_shown"):
             lines.append(f"Your answer: `{_md(row['answer_shown'])[:200]}`")

@@ -89,7 +89,8 @@ def paths(out: Path) -> dict:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write `text` as UTF-8 (anything unencodable, a lone surrogate say, becomes '?'), atomically."""
+    """Write `text` as UTF-8 (anything unencodable,
+    a lone surrogate say, becomes '?'), atomically."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     with open(tmp, "w", newline="", encoding="utf-8", errors="replace") as f:
         f.write(text)

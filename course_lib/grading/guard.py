@@ -26,7 +26,8 @@ def _files(root: Path) -> dict:
 
 
 class Guard:
-    """Snapshot of protected trees (bytes kept) and of output files (the grader knows their content)."""
+    """Snapshot of protected trees (bytes kept) and
+    of output files (the grader knows their content)."""
 
     def __init__(self, trees: list, owned_dirs: list = ()):
         self.trees = [Path(t) for t in trees]

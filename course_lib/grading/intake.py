@@ -1,4 +1,5 @@
-"""Step 1 of grading: find the submissions, read them without running them, choose their exercises (parent).
+"""Step 1 of grading: find the submissions, read them
+without running them, choose their exercises (parent).
 
 Every file under the folder whose name ends in .ipynb gets one identity, whatever its name:
 bytes that are not UTF-8 are shown as '?', and names that would look alike in a gradebook, a
@@ -51,7 +52,8 @@ class Submission:
 
 @dataclass
 class Entry:
-    """One file found: its identity (the gradebook's name), its path, and why it is refused, if it is."""
+    """One file found: its identity (the gradebook's
+    name), its path, and why it is refused, if it is."""
 
     name: str
     path: Path
@@ -74,7 +76,8 @@ def shown_name(text: str) -> str:
 
 def look_alike(name: str) -> str:
     """What two names that a reader could confuse have in common: spaces collapsed, Unicode
-    compatibility-normalised, case folded (the gradebook, spreadsheets and case-blind file systems)."""
+    compatibility-normalised, case folded (the gradebook, spreadsheets and case-blind file
+    systems)."""
     return unicodedata.normalize("NFKC", " ".join(name.split())).casefold()
 
 
@@ -83,7 +86,8 @@ def fingerprint(path: Path, folder: Path) -> str:
 
 
 def _notebooks(folder: Path, skip: list):
-    """Paths of every *.ipynb entry under `folder` (files, links, FIFOs...), never following links."""
+    """Paths of every *.ipynb entry under `folder`
+    (files, links, FIFOs...), never following links."""
     skip = [os.path.realpath(s) for s in skip]
     for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
         dirnames[:] = sorted(
@@ -112,7 +116,8 @@ def refusal(path: Path) -> str:
 
 
 def _confused(names: list) -> list:
-    """For each name: could a reader, a spreadsheet or the feedback folder mistake it for another?"""
+    """For each name: could a reader, a spreadsheet
+    or the feedback folder mistake it for another?"""
     looks, files = Counter(map(look_alike, names)), Counter(file_name(n).casefold() for n in names)
     return [looks[look_alike(n)] > 1 or files[file_name(n).casefold()] > 1 for n in names]
 
@@ -206,7 +211,10 @@ def assign(subs: list, chapters: set) -> None:
         except Exception as err:  # noqa: BLE001
             mark_failed(
                 s,
-                f"the grader could not tell which chapter this notebook is for ({type(err).__name__})",
+                (
+                    "the grader could not tell which chapter this notebook is for "
+                    f"({type(err).__name__})"
+                ),
             )
             guesses[s.name] = set()
     counted = Counter(frozenset(g) for g in guesses.values() if g)
@@ -224,7 +232,8 @@ def handed_out_lines(number: str) -> set:
 
 
 def flag_added_code(subs: list) -> None:
-    """Review flags for code the student added to the notebook (reading the key, sockets, signals...)."""
+    """Review flags for code the student added to the
+    notebook (reading the key, sockets, signals...)."""
     cache = {}
     for sub in subs:
         if sub.analysis is None:
@@ -243,7 +252,7 @@ def flag_added_code(subs: list) -> None:
         }
 
 
-# ---------------------------------------------------------------- the journal: progress after a crash
+# -------------------------------------------------------------- the journal: progress after a crash
 def _journal_lines(journal: Path) -> list:
     if not journal.exists():
         return []

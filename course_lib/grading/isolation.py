@@ -127,7 +127,8 @@ def course_dir() -> str:
 
 
 def readable_paths(scratch: str) -> list:
-    """Everything a graded process may read (Landlock fallback): system, Python, course_lib but the key."""
+    """Everything a graded process may read (Landlock
+    fallback): system, Python, course_lib but the key."""
     course = course_dir()
     entries = [
         os.path.join(course, e) for e in os.listdir(course) if e not in ("key", "__pycache__")
@@ -393,7 +394,8 @@ def guarantees(info: dict) -> list:
 
 
 def probe(scratch_root: Path) -> dict:
-    """Try the namespaces once in a throwaway child: {"namespaces": bool, "namespace_error": str}."""
+    """Try the namespaces once in a throwaway child:
+    {"namespaces": bool, "namespace_error": str}."""
     info = {"namespaces": False, "landlock_abi": landlock.abi_version()}
     info["landlock_reads"] = info["landlock_abi"] >= 1
     if not namespaces_wanted():

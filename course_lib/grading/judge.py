@@ -42,6 +42,11 @@ def valid_answer(value) -> bool:
     )
 
 
+def _crashed(ex, n_tests: int, why: str) -> Verdict:
+    """No points: the check process's report cannot be judged (not the student's fault)."""
+    return Verdict(ex.id, CRASHED, 0.0, float(ex.points), 0, n_tests, why)
+
+
 class Judge:
     """Verdicts from observations and answers; the answer key is read here and nowhere else."""
 
@@ -51,15 +56,18 @@ class Judge:
     # ------------------------------------------------------------ preparing a run
     def prepare(self, exercise_ids: list) -> dict:
         """{"specs": {id: [[name, weight, hidden, builder, inputs]]}, "problems": [...]}: what the
-        grader needs to start check processes (each test's inputs as one wire line: tensors by value),
-        and what is wrong with the key (if anything)."""
+        grader needs to start check processes (each test's inputs as one wire line: tensors by
+        value), and what is wrong with the key (if anything)."""
         specs, problems = {}, []
         for ex in (get(i) for i in exercise_ids):
             key = ex.key()
             if ex.kind == "function":
                 tests = [t for t in ex.graded_tests() if t.check.splittable]
                 problems += [
-                    f"{ex.id}: test {t.name!r} is not split into a run half and a judge half; not graded"
+                    (
+                        f"{ex.id}: test {t.name!r} is not split into a run half and a judge half; "
+                        "not graded"
+                    )
                     for t in ex.graded_tests()
                     if not t.check.splittable
                 ]
@@ -115,27 +123,12 @@ class Judge:
                 try:
                     outcomes.append(ex.judge(test, seen, limit))
                 except Exception as err:  # noqa: BLE001 - a reference that cannot be computed: not the student's fault
-                    return Verdict(
-                        ex.id,
-                        CRASHED,
-                        0.0,
-                        float(ex.points),
-                        0,
-                        len(tests),
-                        f"the check could not judge this test ({type(err).__name__}); tell your teacher",
-                    )
+                    why = f"the check could not judge this test ({type(err).__name__}); tell your"
+                    return _crashed(ex, len(tests), why + " teacher")
                 if outcomes[-1].not_attempted:
                     break
             if len(outcomes) < len(tests) and not (outcomes and outcomes[-1].not_attempted):
-                return Verdict(
-                    ex.id,
-                    CRASHED,
-                    0.0,
-                    float(ex.points),
-                    0,
-                    len(tests),
-                    "the report was incomplete",
-                )
+                return _crashed(ex, len(tests), "the report was incomplete")
             result = ex.result(outcomes, include_hidden=True)
         problems = "; ".join(str(p)[:200] for p in (defined.get("problems") or [])[:5])
         detail = result.summary
@@ -179,7 +172,10 @@ class Judge:
             return verdict
         if isinstance(value, dict) or not valid_answer(value):
             verdict.status = INCORRECT
-            verdict.detail = f"`answer_{quiz.name}` is not a plain answer (a letter, a list of letters or a number)"
+            verdict.detail = (
+                f"`answer_{quiz.name}` is not a plain answer (a letter, a list of letters or a "
+                "number)"
+            )
             return verdict
         result = quiz.check(value, include_hidden=True, record=False)
         verdict.status, verdict.detail = result.status, result.summary
@@ -207,7 +203,8 @@ class Judge:
 
 # ---------------------------------------------------------------- the judge process
 def serve(requests, replies) -> None:
-    """One JSON request per line in, one reply per line out; a failing request gets an error reply."""
+    """One JSON request per line in, one reply per
+    line out; a failing request gets an error reply."""
     judge = Judge()
     for line in requests:
         try:
@@ -286,7 +283,8 @@ class JudgeClient:
         return self.counter
 
     def request(self, op: str, timeout: float = REPLY_TIMEOUT, **data):
-        """The judge's answer to one request; JudgeDied when it ends or stays silent past `timeout`."""
+        """The judge's answer to one request; JudgeDied
+        when it ends or stays silent past `timeout`."""
         self.finish_prepare()
         return self._reply(self._send(op, **data), timeout)
 

@@ -1,4 +1,5 @@
-"""Linux Landlock through ctypes: what a graded process may read, write, connect to and signal (grader).
+"""Linux Landlock through ctypes: what a graded process
+may read, write, connect to and signal (grader).
 
 Landlock (Linux 5.13+) needs no privileges and stacks on the namespaces of `isolation.py`.
 `restrict(...)` confines the calling process and everything it starts: reads only beneath
@@ -95,7 +96,8 @@ def _add_rule(ruleset: int, path: str, access: int) -> bool:
 def restrict(read_paths=None, write_paths=(), deny_tcp=False, scope=True) -> dict:
     """Confine this process and its children. `read_paths=None` leaves reading unrestricted.
 
-    Returns what took effect: {"abi", "reads", "writes", "tcp", "signals"} (all False without Landlock).
+    Returns what took effect: {"abi", "reads", "writes",
+    "tcp", "signals"} (all False without Landlock).
     """
     abi = abi_version()
     done = {"abi": abi, "reads": False, "writes": False, "tcp": False, "signals": False}

@@ -1,4 +1,5 @@
-"""Step 3 of grading: verdicts from what the processes reported, and from the notebook's text (parent).
+"""Step 3 of grading: verdicts from what the processes
+reported, and from the notebook's text (parent).
 
 The parent decides only what needs no judging: a notebook that cannot be read, a function that
 is missing, a process that crashed, ran out of time or wrote lines its harness did not write.
@@ -111,7 +112,8 @@ def _stopped_summary(sub, child, limits) -> None:
 
 
 def finish_notebook(sub, child, limits, judge) -> None:
-    """The run's summary, then every quiz's verdict from the answers (plain data, judged by the judge)."""
+    """The run's summary, then every quiz's verdict
+    from the answers (plain data, judged by the judge)."""
     sub.run["seconds"] = round(time.monotonic() - child.started, 3)
     if child.last("done") and child.exited_cleanly():
         _run_summary(sub, child, limits)
@@ -205,7 +207,10 @@ def decide_statically(sub, totals: dict) -> None:
                 f"cell {broken[0]} mentions {ex.name} but is not valid Python: "
                 f"{sub.analysis.syntax_errors[broken[0]][:300]}"
                 if broken
-                else f"no function `{ex.name}` is defined at the top level of the notebook (renamed or deleted?)"
+                else (
+                    f"no function `{ex.name}` is defined at the top level of the notebook "
+                    "(renamed or deleted?)"
+                )
             )
             sub.verdicts[ex.id] = unjudged(ex, ERROR if broken else MISSING, detail, total)
         elif ex.kind == "function" and sub.analysis.bindings[ex.name].kind == "other":
@@ -213,8 +218,8 @@ def decide_statically(sub, totals: dict) -> None:
                 ex,
                 ERROR,
                 (
-                    f"`{ex.name}` is defined inside a loop, `if`, `with` or `try` at the top level; "
-                    "the grader reads only plain top-level definitions"
+                    f"`{ex.name}` is defined inside a loop, `if`, `with` or `try` at the top "
+                    "level; the grader reads only plain top-level definitions"
                 ),
                 total,
             )

@@ -71,11 +71,13 @@ class Grader:
         self.book = gradebook.Gradebook(self.out, fresh=self.fresh)
         if self.book.repaired:
             self.log(
-                f"resuming: dropped {self.book.repaired} row(s) of submissions a killed run left unfinished"
+                f"resuming: dropped {self.book.repaired} row(s) of submissions a killed run "
+                "left unfinished"
             )
         if self.book.retried:
             self.log(
-                f"resuming: {self.book.retried} submission(s) the grader failed on last time are graded again"
+                f"resuming: {self.book.retried} submission(s) the grader failed on last time "
+                "are graded again"
             )
         if self.fresh:
             import shutil
@@ -88,7 +90,8 @@ class Grader:
         pending = [s for s in subs if s.name not in self.book.done]
         if len(pending) < len(subs):
             self.log(
-                f"resuming: {len(subs) - len(pending)} submission(s) already graded, {len(pending)} to go"
+                f"resuming: {len(subs) - len(pending)} submission(s) already graded, "
+                f"{len(pending)} to go"
             )
         solo = intake.read_journal(self.paths["journal"], pending, fresh=False)
         if solo:
@@ -125,7 +128,8 @@ class Grader:
         return True
 
     def _next_task(self):
-        """The first task in submission order that may start now (a check waits for the judge's specs)."""
+        """The first task in submission order that may
+        start now (a check waits for the judge's specs)."""
         for i in range(len(self.queue) - 1, -1, -1):
             task = self.queue[i]
             if task.role == "check" and not self._specs(wait=False):
@@ -206,8 +210,9 @@ class Grader:
             return
         if walled:  # read-only binds or Landlock: no graded process can have written there
             self.log(
-                f"note: {', '.join(str(p) for p in changed[:3])} changed during grading, not by a graded "
-                "process; the grader's own outputs were put back, course files left as they are"
+                f"note: {', '.join(str(p) for p in changed[:3])} changed during grading, not "
+                "by a graded process; the grader's own outputs were put back, course files "
+                "left as they are"
             )
             return
         suspects = {c.task.submission.name: c.task.submission for c in window}
@@ -234,7 +239,8 @@ class Grader:
             self.bar.update(1)
 
     def _failed(self, sub, step: str, err: BaseException) -> None:
-        """Any failure of the grader's own steps on one submission becomes that submission's status."""
+        """Any failure of the grader's own steps on one
+        submission becomes that submission's status."""
         self.log(f"WARNING: {step} failed for {sub.name!r}: {type(err).__name__}: {err}")
         intake.mark_failed(
             sub,
@@ -248,7 +254,8 @@ class Grader:
             self._record(sub)
         except Exception as again:  # noqa: BLE001 - even its record: say so, keep the class going
             self.log(
-                f"WARNING: no record could be written for {sub.name!r}: {type(again).__name__}: {again}"
+                f"WARNING: no record could be written for {sub.name!r}: "
+                f"{type(again).__name__}: {again}"
             )
 
     # ------------------------------------------------------------------ the run

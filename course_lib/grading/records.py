@@ -41,7 +41,8 @@ class Verdict:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Verdict":
-        """A verdict from the judge's reply (plain data); unknown fields are ignored, types forced."""
+        """A verdict from the judge's reply (plain
+        data); unknown fields are ignored, types forced."""
         names = {f for f in cls.__dataclass_fields__}
         verdict = cls(**{k: v for k, v in data.items() if k in names})
         if verdict.status not in STATUSES:
@@ -59,7 +60,8 @@ def unjudged(exercise, status: str, detail: str, total: int = 0) -> Verdict:
 
 @dataclass
 class Task:
-    """One graded process a submission needs: its notebook run, or one function exercise's checks."""
+    """One graded process a submission needs: its
+    notebook run, or one function exercise's checks."""
 
     submission: object
     role: str  # "notebook" | "check"

@@ -26,7 +26,8 @@ This is your copy of the course. Start it with one command (Python 3.10+ and pip
 ./course.sh start
 ```
 
-(Without bash, e.g. on Windows: `python course.py start`.) The first run installs everything into `.venv/` and opens JupyterLab on the `notebooks/` folder.
+(Without bash, e.g. on Windows: `python course.py start`.) The first run installs everything
+into `.venv/` and opens JupyterLab on the `notebooks/` folder.
 Open `01_device_check.ipynb` and run the cells from the top.
 
 ## Exercises
@@ -36,7 +37,7 @@ code, run the cell, then run the check cell below it.
 
 ```python
 ch.choose_device.check(choose_device)   # Correct / Incorrect (with feedback) / Not attempted
-ch.choose_device.hint()                 # a "Show a hint" button: one more each click, earlier ones stay
+ch.choose_device.hint()                 # a "Show a hint" button: one more hint per click
 ```
 
 In this copy the reference solutions are withheld by your teacher, and the checks run the

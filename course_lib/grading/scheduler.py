@@ -58,8 +58,8 @@ class Scheduler:
 
     # ------------------------------------------------------------------ processes
     def start(self, task, role: str, payload: dict, files=()) -> Child:
-        """Start one graded process for `task`; `payload` is its job, `files` ((name, bytes) pairs or
-        paths of course files) go into its scratch copy."""
+        """Start one graded process for `task`; `payload` is its job, `files`
+        ((name, bytes) pairs or paths of course files) go into its scratch copy."""
         self.started += 1
         scratch = make_scratch(self.root, f"{self.started}{role[0]}")
         for source in files:
@@ -127,8 +127,8 @@ class Scheduler:
                 child.signal(signal.SIGINT)
             if child.kill_at and now > child.kill_at:
                 child.kill(
-                    f"killed: cell {child.current_cell} ran past its {self.limits.cell_timeout:g} s limit "
-                    "and ignored the interrupt"
+                    f"killed: cell {child.current_cell} ran past its "
+                    f"{self.limits.cell_timeout:g} s limit and ignored the interrupt"
                 )
             elif now > child.deadline:
                 what = (

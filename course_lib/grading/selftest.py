@@ -123,7 +123,8 @@ def function_source(fn, name: str):
 
 
 def _as_source(value):
-    """Source that gives `value` back in a notebook (literals, torch dtypes and devices), or None."""
+    """Source that gives `value` back in a notebook
+    (literals, torch dtypes and devices), or None."""
     import torch
 
     try:
@@ -154,7 +155,7 @@ def make_submission(notebook: Path, functions: dict, answers: dict, compact: boo
             for name, value in answers.items():
                 new = re.sub(
                     rf"^(answer_{name}\s*=\s*)(.+?)(\s+#.*)?$",
-                    lambda m: m.group(1) + repr(value) + (m.group(3) or ""),
+                    lambda m, value=value: m.group(1) + repr(value) + (m.group(3) or ""),
                     new,
                     flags=re.M,
                 )

@@ -50,14 +50,15 @@ def import_everything() -> None:
 
 
 def _read_data_once() -> None:
-    """The digits table (course_lib/assets), parsed once: every notebook from chapter 03 reads it."""
+    """The digits table (course_lib/assets), parsed once: notebooks from chapter 03 on read it."""
     from ..data import load_digits
 
     load_digits()
 
 
 def _draw_once() -> None:
-    """matplotlib with its fonts loaded (a child would otherwise rebuild the font cache: seconds)."""
+    """matplotlib with its fonts loaded (a child
+    would otherwise rebuild the font cache: seconds)."""
     try:
         import matplotlib.pyplot as plt
     except ImportError:
@@ -93,9 +94,9 @@ def torch_first_use() -> None:
 
 
 def visible_references(exercise_ids: list) -> None:
-    """The reference data of these exercises' visible tests, computed once (for notebook processes): a
-    notebook's own `ch.<exercise>.check(...)` cells then find it ready (it is public: the student
-    bundle computes the same)."""
+    """The reference data of these exercises' visible tests, computed once (for notebook
+    processes): a notebook's own `ch.<exercise>.check(...)` cells then find it ready (it is
+    public: the student bundle computes the same)."""
     from ..exercises import get
 
     for ex in (get(i) for i in exercise_ids):
@@ -111,7 +112,8 @@ def _does_nothing(*args, **kwargs):
 
 
 def warm_run_halves(specs: list) -> None:
-    """Each [builder, inputs as a wire line] test's run half once, on a function that does nothing."""
+    """Each [builder, inputs as a wire line] test's
+    run half once, on a function that does nothing."""
     from ..checks import wire
     from ..checks.base import rebuild
     from ..exercises.runner import observe, warm_up

@@ -147,7 +147,8 @@ def _prctl(option, value) -> None:
 
 
 def warm_common() -> None:
-    """Every course_lib module but the key and the grader, widgets, matplotlib, torch's first use."""
+    """Every course_lib module but the key and the
+    grader, widgets, matplotlib, torch's first use."""
     from .warmup import import_everything, torch_first_use
 
     with warnings.catch_warnings():
@@ -210,7 +211,8 @@ class Zygote:
             self.fork(message[1], fds[0])
 
     def fork(self, job: dict, report_fd: int) -> None:
-        """Fork one graded process; the child reads its job's file itself (the zygote never does)."""
+        """Fork one graded process; the child reads
+        its job's file itself (the zygote never does)."""
         from .isolation import IdHandshake
         from .sandbox import run_child
 

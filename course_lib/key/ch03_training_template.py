@@ -114,7 +114,7 @@ def buggy_evaluate(
                 sizes.append(len(y))
         n = sum(sizes)
         if as_tensors:
-            return sum(l * s for l, s in zip(losses, sizes)) / n, sum(hits) / n
+            return sum(v * s for v, s in zip(losses, sizes)) / n, sum(hits) / n
         losses, hits = [v.item() for v in losses], [h.item() for h in hits]
         loss = (
             sum(v * s for v, s in zip(losses, sizes)) / n

@@ -170,7 +170,10 @@ KEY = {
                 hidden=True,
             ),
             Test(
-                "bfloat16 with a disabled scaler (the bf16 recipe): same weights as the reference step",
+                (
+                    "bfloat16 with a disabled scaler (the bf16 recipe): same weights as the "
+                    "reference step"
+                ),
                 AmpMatchesReference(torch.bfloat16, 2.0**16, False, " (bfloat16, scaler disabled)"),
                 hidden=True,
             ),

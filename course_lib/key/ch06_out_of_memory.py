@@ -93,8 +93,8 @@ def accumulation_variant(
 ):
     """train_with_accumulation with one mistake switched on (defaults are right).
 
-    divide: "group" (the real size of the micro-batch's group), "accum_steps" (the last, shorter group
-    too) or "nothing".
+    divide: "group" (the real size of the micro-batch's group),
+    "accum_steps" (the last, shorter group too) or "nothing".
     """
 
     def candidate(model, loader, optimizer, criterion, device, accum_steps):

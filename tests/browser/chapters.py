@@ -1,4 +1,5 @@
-"""Per chapter: which widgets a learner uses, what they do with them, what they must read; one exercise.
+"""Per chapter: which widgets a learner uses, what
+they do with them, what they must read; one exercise.
 
 Every notebooks/NN_*.ipynb is found, opened, run and checked for cell errors, broken widgets and
 missing plots without help from this file. Its entry here adds the learner's interactions and one
@@ -112,7 +113,8 @@ CHAPTERS = {
     ),
     "02_same_device_rule": BrowserSpec(
         interactions=(
-            # "workshop" is meta on a CPU-only machine and the GPU elsewhere: the captions say which.
+            # "workshop" is meta on a CPU-only machine and
+            # the GPU elsewhere: the captions say which.
             Interaction(
                 "warehouse and workshop",
                 "ch.warehouse_and_workshop()",
@@ -206,7 +208,8 @@ CHAPTERS = {
     ),
     "04_common_errors": BrowserSpec(
         interactions=(
-            # An "error" quiz: the check runs the code for real and says what it raised (only once right).
+            # An "error" quiz: the check runs the code for
+            # real and says what it raised (only once right).
             Interaction(
                 "quiz: which error will this raise? (DataParallel checkpoint)",
                 "ch.dp_checkpoint.ask()",
@@ -345,7 +348,7 @@ CHAPTERS = {
             ),
             Interaction(
                 "what TorchDynamo did, shown after the quiz",
-                "ch.after_answer(ch.compile_control_flow",
+                "after=ch.compile_control_flow",
                 (
                     Click("Show what TorchDynamo did"),
                     Expect(r"1 graph\(s\), 0 graph break\(s\)"),
@@ -445,15 +448,12 @@ CHAPTERS = {
         exercise=Exercise(
             "train_with_accumulation",
             wrong=(
-                "def train_with_accumulation(model, loader, optimizer, criterion, device, accum_steps):\n"
-                "    model.train()\n"
-                "    optimizer.zero_grad()\n"
-                "    for i, (x, y) in enumerate(loader):\n"
-                "        x, y = x.to(device), y.to(device)\n"
-                "        (criterion(model(x), y) / accum_steps).backward()\n"
-                "        if (i + 1) % accum_steps == 0 or i + 1 == len(loader):\n"
-                "            optimizer.step()\n"
-                "            optimizer.zero_grad()\n"
+                "def train_with_accumulation(model, loader, optimizer, criterion, device, "
+                "accum_steps):\n    model.train()\n    optimizer.zero_grad()\n    for i, (x, "
+                "y) in enumerate(loader):\n        x, y = x.to(device), y.to(device)\n        "
+                "(criterion(model(x), y) / accum_steps).backward()\n        if (i + 1) % "
+                "accum_steps == 0 or i + 1 == len(loader):\n            "
+                "optimizer.step()\n            optimizer.zero_grad()\n"
             ),
             wrong_feedback=(
                 r"the last, shorter group does not",

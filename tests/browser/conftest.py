@@ -1,4 +1,5 @@
-"""Fixtures of the browser suite: Chromium, one JupyterLab server per session, one opened chapter at a time.
+"""Fixtures of the browser suite: Chromium, one JupyterLab
+server per session, one opened chapter at a time.
 
 Deselect the suite with `-m "not browser"`. Without Chromium or playwright the suite is skipped
 with the install command, except in CI (CI=true), where that is a failure.
@@ -41,7 +42,8 @@ def missing_browser(reason: str):
 
 @pytest.fixture(scope="session")
 def chromium():
-    """Debian's Chromium driven by the Python playwright package (its own browser download is not used)."""
+    """Debian's Chromium driven by the Python playwright
+    package (its own browser download is not used)."""
     executable = find_chromium()
     try:
         from playwright.sync_api import sync_playwright
@@ -76,7 +78,8 @@ def clear_screenshots(artifacts, name: str) -> None:
 
 @pytest.fixture(scope="session")
 def lab(chromium, tmp_path_factory):
-    """The course's JupyterLab on 127.0.0.1, a free port, no token, on throwaway copies of the notebooks."""
+    """The course's JupyterLab on 127.0.0.1, a free port,
+    no token, on throwaway copies of the notebooks."""
     server = LabServer(tmp_path_factory.mktemp("jupyterlab"), ROOT / "notebooks")
     try:
         server.start()
@@ -87,7 +90,8 @@ def lab(chromium, tmp_path_factory):
 
 @pytest.fixture(scope="module", params=NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def chapter_page(request, lab, chromium, artifacts):
-    """One chapter opened, all cells run, widgets rendered; screenshots after the run and at the end."""
+    """One chapter opened, all cells run, widgets
+    rendered; screenshots after the run and at the end."""
     from .chapters import CHAPTERS, BrowserSpec
 
     spec = CHAPTERS.get(request.param.stem, BrowserSpec())
@@ -109,7 +113,8 @@ def chapter_page(request, lab, chromium, artifacts):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """An unexpected failure (not one of ours, which already carry it) still gets a screenshot path."""
+    """An unexpected failure (not one of ours, which
+    already carry it) still gets a screenshot path."""
     outcome = yield
     report = outcome.get_result()
     page = getattr(item, "funcargs", {}).get("chapter_page")

@@ -165,7 +165,8 @@ class LabServer:
             except OSError:
                 time.sleep(0.25)
         raise RuntimeError(
-            f"JupyterLab did not answer on port {self.port} within {timeout:.0f} s:\n{self.log_tail()}"
+            f"JupyterLab did not answer on port {self.port} within {timeout:.0f} "
+            f"s:\n{self.log_tail()}"
         )
 
     def url(self, path: str) -> str:
@@ -221,7 +222,8 @@ JS_READY = """(path) => {
             && k.connectionStatus === 'connected' && k.status === 'idle');
 }"""
 
-# Records every error the kernel reports, cells and widget callbacks alike (those go to the log console).
+# Records every error the kernel reports, cells and
+# widget callbacks alike (those go to the log console).
 JS_LISTEN = """() => {
   const w = window.jupyterapp.shell.currentWidget;
   window.__course = {errors: []};
@@ -240,7 +242,8 @@ JS_RUN_STATE = """() => {
   const w = window.jupyterapp.shell.currentWidget;
   const code = w.content.widgets.filter(c => c.model.type === 'code');
   return {kernel: w.sessionContext.session.kernel.status,
-          started: code.some(c => c.model.executionCount !== null || c.model.executionState === 'running'),
+          started: code.some(c => c.model.executionCount !== null ||
+                                  c.model.executionState === 'running'),
           running: code.filter(c => c.model.executionState === 'running').length,
           counts: code.map(c => c.model.executionCount)};
 }"""
@@ -266,9 +269,10 @@ JS_CELLS = """() => {
     for (let j = 0; j < m.outputs.length; j++) {
       const o = m.outputs.get(j).toJSON();
       const data = o.data || {};
-      cell.outputs.push({type: o.output_type, name: o.name || '', ename: o.ename || '', evalue: o.evalue || '',
-        traceback: (o.traceback || []).join('\\n'), widget: data[WIDGET] ? data[WIDGET].model_id : null,
-        image: IMAGES.some(t => t in data), text: String(o.text || data['text/plain'] || '').slice(0, 2000)});
+      cell.outputs.push({type: o.output_type, name: o.name || '', ename: o.ename || '',
+        evalue: o.evalue || '', traceback: (o.traceback || []).join('\\n'),
+        widget: data[WIDGET] ? data[WIDGET].model_id : null, image: IMAGES.some(t => t in data),
+        text: String(o.text || data['text/plain'] || '').slice(0, 2000)});
     }
     const area = c.outputArea.node;
     for (const out of area.querySelectorAll('.jp-OutputArea-output')) {
@@ -276,9 +280,10 @@ JS_CELLS = """() => {
       const root = out.querySelector(':scope > .jupyter-widgets');
       const box = (root || out).getBoundingClientRect();
       const imgs = Array.from(out.querySelectorAll('img'));
-      const views = root ? Array.from(root.querySelectorAll('.lm-Widget')).filter(isView).length + 1 : 0;
-      cell.dom.push({widget: !!root, views: views,
-        width: box.width, height: box.height, images: imgs.length, loaded: imgs.filter(loaded).length,
+      const views = root
+        ? Array.from(root.querySelectorAll('.lm-Widget')).filter(isView).length + 1 : 0;
+      cell.dom.push({widget: !!root, views: views, width: box.width, height: box.height,
+        images: imgs.length, loaded: imgs.filter(loaded).length,
         svgs: out.querySelectorAll('.jp-RenderedSVGImage svg, .jp-RenderedSVG svg').length,
         text: out.innerText.slice(0, 4000)});
     }
@@ -289,7 +294,8 @@ JS_CELLS = """() => {
 JS_MARK = """() => window.jupyterapp.shell.currentWidget.content.widgets.forEach(
   (c, i) => { c.node.dataset.courseCell = String(i); })"""
 
-JS_DIALOGS = """() => Array.from(document.querySelectorAll('.jp-Dialog')).map(d => d.innerText.slice(0, 500))"""
+JS_DIALOGS = """() => Array.from(document.querySelectorAll('.jp-Dialog'))
+  .map(d => d.innerText.slice(0, 500))"""
 
 # Asks the kernel (without touching the learner's namespace or execution count) how many widget
 # views hang under each displayed widget, and how many images its Output widgets hold.
@@ -322,14 +328,17 @@ def summary(ids):
 
 JS_KERNEL_EXPRESSION = """async (expr) => {
   const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-  const future = k.requestExecute({code: '', silent: true, store_history: false, user_expressions: {r: expr}});
-  const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error('no answer in 30 s')), 30000));
+  const future = k.requestExecute(
+    {code: '', silent: true, store_history: false, user_expressions: {r: expr}});
+  const timeout = new Promise(
+    (_, reject) => setTimeout(() => reject(new Error('no answer in 30 s')), 30000));
   const reply = await Promise.race([future.done, timeout]);
   const r = reply.content.user_expressions.r;
   return r.status === 'ok' ? {ok: r.data['text/plain']} : {error: r.ename + ': ' + r.evalue};
 }"""
 
-JS_SOURCE = """(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].model.sharedModel.getSource()"""
+JS_SOURCE = """(i) => window.jupyterapp.shell.currentWidget.content.widgets[i]
+  .model.sharedModel.getSource()"""
 
 # The notebook's scroll area: where it starts on the screen, and how tall its cells are in all.
 JS_LAYOUT = """() => {
@@ -355,7 +364,8 @@ JS_OPTION_ROWS = """(i) => {
   const cell = document.querySelector(`[data-course-cell="${i}"]`);
   if (!cell) return [];
   const groups = Array.from(cell.querySelectorAll('.course-quiz, .widget-radio-box'));
-  return groups.map(g => Array.from(g.querySelectorAll('.course-option, .widget-radio-box > label')).map(row => {
+  const rowsOf = g => Array.from(g.querySelectorAll('.course-option, .widget-radio-box > label'));
+  return groups.map(g => rowsOf(g).map(row => {
     const range = document.createRange();
     range.selectNodeContents(row);
     const text = range.getBoundingClientRect();
@@ -364,14 +374,17 @@ JS_OPTION_ROWS = """(i) => {
     const ib = input ? input.getBoundingClientRect() : null;
     const middle = ib ? (ib.top + ib.bottom) / 2 : -1;  // its button must sit inside its own row
     return {text: row.innerText.trim().slice(0, 80), top: Math.min(text.top, box.top),
-            bottom: Math.max(text.bottom, box.bottom), button: !!ib && ib.width > 2 && ib.height > 2
-              && getComputedStyle(input).visibility !== 'hidden' && middle > box.top && middle < box.bottom};
+            bottom: Math.max(text.bottom, box.bottom),
+            button: !!ib && ib.width > 2 && ib.height > 2
+              && getComputedStyle(input).visibility !== 'hidden'
+              && middle > box.top && middle < box.bottom};
   }));
 }"""
 
 
 class ChapterFailure(AssertionError):
-    """A check failed; the message already names the chapter, the cell or widget, and the screenshot."""
+    """A check failed; the message already names the
+    chapter, the cell or widget, and the screenshot."""
 
 
 class NotebookPage:
@@ -408,7 +421,8 @@ class NotebookPage:
         self.timings["open"] = time.monotonic() - start
 
     def run_all(self, timeout: float):
-        """Run > Run All Cells, then wait until the kernel is idle and no cell is queued or running."""
+        """Run > Run All Cells, then wait until the
+        kernel is idle and no cell is queued or running."""
         start = time.monotonic()
         self.page.evaluate(JS_RUN_ALL)
         deadline, settled, state = start + timeout, 0, {}
@@ -429,7 +443,8 @@ class NotebookPage:
         self.timings["run all"] = time.monotonic() - start
 
     def settle_widgets(self, timeout: float = 30):
-        """Wait until every widget output has a rendered view (or time runs out: the tests then say which)."""
+        """Wait until every widget output has a rendered
+        view (or time runs out: the tests then say which)."""
         start = time.monotonic()
         while True:
             self.cells = self.page.evaluate(JS_CELLS)
@@ -505,7 +520,8 @@ class NotebookPage:
 
     # ---------------------------------------------------------------- learner actions
     def type_into_cell(self, index: int, text: str):
-        """Click into the cell's editor, select everything, and type `text` (as a paste: no auto-indent)."""
+        """Click into the cell's editor, select everything,
+        and type `text` (as a paste: no auto-indent)."""
         editor = self.cell_locator(index).locator(".jp-InputArea-editor .cm-content")
         editor.click()
         self.page.keyboard.press("ControlOrMeta+a")

@@ -39,7 +39,8 @@ class Choose:
 
 @dataclass(frozen=True)
 class Toggle:
-    """In the toggle-button group labelled `label`, press the button whose caption contains `option`."""
+    """In the toggle-button group labelled `label`,
+    press the button whose caption contains `option`."""
 
     label: str
     option: str
@@ -69,7 +70,8 @@ class Click:
 
 @dataclass(frozen=True)
 class RunCell:
-    """Run the widget's cell again (click into it, Shift+Enter), as a learner re-running a training cell."""
+    """Run the widget's cell again (click into it,
+    Shift+Enter), as a learner re-running a training cell."""
 
     timeout: float = 180
 
@@ -97,7 +99,8 @@ class Expect:
 
 @dataclass(frozen=True)
 class ExpectNot:
-    """The widget's output must NOT show text matching `pattern` (checked once, after the step before)."""
+    """The widget's output must NOT show text matching
+    `pattern` (checked once, after the step before)."""
 
     pattern: str
 
@@ -153,10 +156,12 @@ class ExpectFits:
                     """root => {
                     const area = root.closest('.jp-OutputArea-output').getBoundingClientRect();
                     const out = [root, ...root.querySelectorAll('*')].filter(
-                        e => e.getBoundingClientRect().width > 0 && e.getBoundingClientRect().right > area.right + 1);
+                        e => e.getBoundingClientRect().width > 0
+                          && e.getBoundingClientRect().right > area.right + 1);
                     const cut = [...root.querySelectorAll('.widget-label')].filter(
                         l => l.scrollWidth > l.clientWidth + 1);
-                    return {out: out.slice(0, 3).map(e => (e.className || e.tagName).toString().slice(0, 60)),
+                    const named = e => (e.className || e.tagName).toString().slice(0, 60);
+                    return {out: out.slice(0, 3).map(named),
                             cut: cut.map(l => l.textContent)};
                 }"""
                 )

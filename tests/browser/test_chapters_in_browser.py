@@ -1,4 +1,5 @@
-"""Every chapter as a learner sees it in JupyterLab: run, no errors, widgets and plots drawn, widgets respond.
+"""Every chapter as a learner sees it in JupyterLab: run,
+no errors, widgets and plots drawn, widgets respond.
 
 One opened notebook per chapter (fixture chapter_page, conftest.py); what to click comes from
 chapters.py. Screenshots: test-artifacts/browser/.
@@ -26,13 +27,16 @@ def spec_of(page) -> BrowserSpec:
     if page.name not in CHAPTERS:
         page.fail(
             "tests/browser/chapters.py",
-            f"no entry for {page.name}: add one (see 01_device_check) naming "
-            "the chapter's main widget, what to do with it, what must then be on the screen, and one exercise",
+            (
+                f"no entry for {page.name}: add one (see 01_device_check) naming the chapter's "
+                "main widget, what to do with it, what must then be on the screen, and one "
+                "exercise"
+            ),
         )
     return CHAPTERS[page.name]
 
 
-# ------------------------------------------------------------------ the table itself (no browser needed)
+# ------------------------------------------------------------- the table itself (no browser needed)
 def test_every_entry_names_an_existing_notebook():
     orphans = set(CHAPTERS) - {p.stem for p in NOTEBOOKS}
     assert not orphans, f"entries in tests/browser/chapters.py without a notebook: {orphans}"
@@ -40,7 +44,8 @@ def test_every_entry_names_an_existing_notebook():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
 def test_entry_matches_the_notebook(path):
-    """Each cell an entry names exists in the committed notebook (catches renamed cells without a browser)."""
+    """Each cell an entry names exists in the committed
+    notebook (catches renamed cells without a browser)."""
     spec = CHAPTERS.get(path.stem)
     if spec is None:
         pytest.fail(
@@ -59,9 +64,10 @@ def test_entry_matches_the_notebook(path):
     )
 
 
-# ------------------------------------------------------------------ what every chapter must look like
+# ---------------------------------------------------------------- what every chapter must look like
 def test_no_cell_error_output(chapter_page):
-    """No cell shows an error (taught errors are caught by expect_error and print normally), all cells ran."""
+    """No cell shows an error (taught errors are caught
+    by expect_error and print normally), all cells ran."""
     problems = []
     for cell in chapter_page.code_cells_after_run():
         for out in cell["outputs"]:
@@ -83,7 +89,8 @@ def test_no_cell_error_output(chapter_page):
 
 
 def test_no_widget_render_error(chapter_page):
-    """No 'Error displaying widget', no javascript error box, no widget shown as its plain-text repr."""
+    """No 'Error displaying widget', no javascript
+    error box, no widget shown as its plain-text repr."""
     problems = []
     for cell in chapter_page.code_cells_after_run():
         for dom in cell["dom"]:
@@ -107,7 +114,8 @@ def test_no_widget_render_error(chapter_page):
 
 
 def test_every_widget_rendered(chapter_page):
-    """Each widget view the kernel made (displayed widgets and everything inside them) is drawn in the page."""
+    """Each widget view the kernel made (displayed widgets
+    and everything inside them) is drawn in the page."""
     tree, problems, made, drawn = chapter_page.kernel_tree, [], 0, 0
     for cell in chapter_page.code_cells_after_run():
         wanted = [o["widget"] for o in cell["outputs"] if o["widget"]]
@@ -145,7 +153,8 @@ def test_every_widget_rendered(chapter_page):
 
 
 def test_every_plot_rendered_as_image(chapter_page):
-    """Every image output (matplotlib figures), in cells and inside Output widgets, is a loaded <img>."""
+    """Every image output (matplotlib figures), in
+    cells and inside Output widgets, is a loaded <img>."""
     problems = []
     tree = chapter_page.kernel_tree
     for cell in chapter_page.code_cells_after_run():
@@ -155,8 +164,8 @@ def test_every_plot_rendered_as_image(chapter_page):
         loaded = sum(d["loaded"] for d in cell["dom"]) + sum(d["svgs"] for d in cell["dom"])
         if loaded < wanted or loaded < images:
             problems.append(
-                f"{describe(cell)}: {wanted} plot(s) made by the kernel, {images} <img> in the page, "
-                f"{loaded} loaded"
+                f"{describe(cell)}: {wanted} plot(s) made by the kernel, {images} <img> in "
+                f"the page, {loaded} loaded"
             )
     if problems:
         chapter_page.fail("plots not drawn", f"{len(problems)} problem(s)", "\n".join(problems))
@@ -164,7 +173,8 @@ def test_every_plot_rendered_as_image(chapter_page):
 
 # ------------------------------------------------------------------ a learner using the chapter
 def test_main_widgets_respond(chapter_page):
-    """Each widget of the chapter's entry is used as a learner would; the screen must change as expected."""
+    """Each widget of the chapter's entry is used as a
+    learner would; the screen must change as expected."""
     spec = spec_of(chapter_page)
     if not spec.interactions:
         pytest.skip(f"{chapter_page.name}: {spec.why_no_interaction}")
@@ -203,7 +213,8 @@ def right_answer(notebook: str, exercise) -> str:
 
 
 def test_exercise_wrong_then_right(chapter_page):
-    """Type a wrong answer into the exercise cell, run it and its check: Incorrect with a hint; then Correct."""
+    """Type a wrong answer into the exercise cell, run it
+    and its check: Incorrect with a hint; then Correct."""
     spec = spec_of(chapter_page)
     exercise = spec.exercise
     if exercise is None:
@@ -228,13 +239,14 @@ def test_exercise_wrong_then_right(chapter_page):
             )
 
 
-# ------------------------------------------------------------------ quizzes and hints as a learner meets them
+# -------------------------------------------------------- quizzes and hints as a learner meets them
 def chapter_module(page):
     return importlib.import_module(f"course_lib.ch{page.name}")
 
 
 def test_quiz_options_do_not_overlap(chapter_page):
-    """At 1280 px, every quiz option sits in its own row (long ones wrap inside it) with its button."""
+    """At 1280 px, every quiz option sits in its own
+    row (long ones wrap inside it) with its button."""
     problems, seen = [], 0
     for cell in chapter_page.code_cells_after_run():
         if not any(o["widget"] for o in cell["outputs"]):
@@ -247,8 +259,11 @@ def test_quiz_options_do_not_overlap(chapter_page):
                 if not row["button"]
             ]
             problems += [
-                f"{describe(cell)}: option {upper['text']!r} (down to y={upper['bottom']:.0f}) runs "
-                f"over option {lower['text']!r} (from y={lower['top']:.0f})"
+                (
+                    f"{describe(cell)}: option {upper['text']!r} (down to "
+                    f"y={upper['bottom']:.0f}) runs over option {lower['text']!r} (from "
+                    f"y={lower['top']:.0f})"
+                )
                 for upper, lower in zip(group, group[1:])
                 if upper["bottom"] > lower["top"] + 0.5
             ]
@@ -271,7 +286,8 @@ def test_quiz_options_do_not_overlap(chapter_page):
 
 
 def _wrong_choice(quiz):
-    """A wrong option with a `why` (else any wrong option, when the quiz has hints), and the right text."""
+    """A wrong option with a `why` (else any wrong
+    option, when the quiz has hints), and the right text."""
     right = quiz.right_answer() if quiz.kind == "error" else quiz.normalize(quiz.key().answer)
     wrong = [k for k in quiz.options if k not in right]
     explained = [k for k in wrong if k in quiz.why]

@@ -1,4 +1,5 @@
-"""Fixtures of the hub suite: a real JupyterHub with its proxy, and nbgitpuller's own code (issue 22).
+"""Fixtures of the hub suite: a real JupyterHub with
+its proxy, and nbgitpuller's own code (issue 22).
 
 Deselect it with `-m "not hub"`. Without configurable-http-proxy, jupyterhub or nbgitpuller
 the tests are skipped with the install command, except in CI (CI=true), where that is a
@@ -16,8 +17,8 @@ import pytest
 from support import ROOT
 
 INSTALL = (
-    "to run it: `npm install --global configurable-http-proxy@5.2.0` (as .ci/run does; node 20) and "
-    "`pip install -e '.[test]'` (brings jupyterhub and nbgitpuller)"
+    "to run it: `npm install --global configurable-http-proxy@5.2.0` (as .ci/run does; node "
+    "20) and `pip install -e '.[test]'` (brings jupyterhub and nbgitpuller)"
 )
 LINK = re.compile(r"https://HUB/hub/user-redirect/git-pull\?\S+")
 

@@ -31,7 +31,10 @@ PROBE = (
     "print('PROBE ' + json.dumps({'course_lib': course_lib.__file__,"
     " 'key': importlib.util.find_spec('course_lib.key') is not None}))"
 )
-ROSTER = "id,name,email,username\nS1,Alice A,alice@uni.edu,alice\nS2,Bob B,bob@uni.edu,bob\nS3,Carol C,carol@uni.edu,\n"
+ROSTER = (
+    "id,name,email,username\nS1,Alice A,alice@uni.edu,alice\nS2,Bob B,bob@uni.edu,bob\nS3,Carol "
+    "C,carol@uni.edu,\n"
+)
 
 
 def text(source) -> str:
@@ -207,8 +210,9 @@ def test_teacher_collects_every_user_and_grades_them(classroom):
         "S3": totals["carol"],
     }
     print(
-        f"hub: servers ready after {classroom['servers_seconds']} s, chapter run in 3 kernels after "
-        f"{classroom['class_seconds']} s, collected and graded after {classroom['seconds']} s"
+        f"hub: servers ready after {classroom['servers_seconds']} s, chapter run in 3 kernels "
+        f"after {classroom['class_seconds']} s, collected and graded after "
+        f"{classroom['seconds']} s"
     )
 
 

@@ -51,7 +51,10 @@ def test_pull_then_pull_again_keeps_the_students_edits(gitpuller, tmp_path):
 
     # The student works: an answer, a quiz answer, outputs; a scratch notebook; a file of their own
     # named as the teacher's next file; a deleted notebook.
-    answer = "def choose_device():\n    return torch.device('cuda' if torch.cuda.is_available() else 'cpu')"
+    answer = (
+        "def choose_device():\n    return torch.device('cuda' if torch.cuda.is_available() else "
+        "'cpu')"
+    )
 
     def work(nb):
         stub_cell(nb, "choose_device").source = answer

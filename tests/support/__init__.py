@@ -1,4 +1,5 @@
-"""What the tests share, imported as ``from support import ROOT, NOTEBOOKS`` (tests/ is on pytest's path).
+"""What the tests share, imported as ``from support
+import ROOT, NOTEBOOKS`` (tests/ is on pytest's path).
 
 The chapter notebooks are found and read by course_lib.notebooks, as the grader and the release
 find them; `notebook_cells` reads an exercise's cells out of its notebook; `benchmark` loads a
