@@ -1,5 +1,5 @@
 """How the suite shares out its work over the CPU cores (pytest-xdist; pyproject.toml sets
-`-n auto --dist loadgroup --no-loadscope-reorder`, `-p no:xdist` runs it in one process).
+`-n auto --dist loadgroup --no-loadscope-reorder`, `-n 0` runs it in one process).
 
 A group's tests run on one worker, one after another, in the order pytest gives them:
 - a notebook's nbval cells (they share one kernel);
@@ -38,6 +38,12 @@ def group_of(item) -> tuple:
         values = "".join(f" {name}={params[name]}" for name in shared if name in params)
         return "shared", f"shared {item.path.name}{values}"
     return "", ""
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "xdist_group(name): run on one pytest-xdist worker with the group's other tests"
+    )
 
 
 def pytest_itemcollected(item):
