@@ -1,5 +1,6 @@
-"""How the suite shares out its work over the CPU cores (pytest-xdist; pyproject.toml sets
-`-n auto --dist loadgroup --no-loadscope-reorder`, `-n 0` runs it in one process).
+"""How the suite shares out its work over the CPU cores (pytest-xdist: `course.sh test` adds
+`-n auto --dist loadgroup --no-loadscope-reorder`, course.py's PARALLEL; `-n 0` runs it in one
+process, and so does a bare `pytest`).
 
 A group's tests run on one worker, one after another, in the order pytest gives them:
 - a notebook's nbval cells (they share one kernel);
