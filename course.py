@@ -26,6 +26,10 @@ ROOT = Path(__file__).resolve().parent
 TORCH_VERSION = "2.13.0"
 MIN_PYTHON = (3, 10)
 STAMP_NAME = ".course-installed"  # in the venv; holds install_fingerprint() once installed
+# pytest-xdist: the suite on every core, its groups (a notebook's cells, a chapter in the browser, a
+# class graded once) each on one worker; conftest.py says how. Left out when the caller gives -n,
+# --dist or -p no:xdist.
+PARALLEL = ["-n", "auto", "--dist", "loadgroup", "--no-loadscope-reorder"]
 USAGE = "usage: python course.py [start|test|doctor] [extra arguments]  (or ./course.sh ...)"
 
 
@@ -102,10 +106,20 @@ def command_line(command: str, args: list, python: Path, as_root: bool = False) 
             *args,
         ]
     if command == "test":
-        return [str(python), "-m", "pytest", *args]
+        return [str(python), "-m", "pytest", *parallel_options(args), *args]
     if command == "doctor":
         return [str(python), "-m", "course_lib", "doctor", *args]
     raise ValueError(command)
+
+
+def parallel_options(args: list) -> list:
+    """PARALLEL, unless `args` choose the workers or the distribution themselves."""
+    own = any(
+        (a.startswith("-n") and not a.startswith("--"))
+        or a.startswith(("--numprocesses", "--dist", "no:xdist", "-pno:xdist"))
+        for a in args
+    )
+    return [] if own else list(PARALLEL)
 
 
 def hand_over(cmd: list) -> int:

@@ -33,7 +33,8 @@
 # Knobs: PYTHON; GPU_CHECK_WHEELS; GPU_CHECK_SECONDS (all steps together, default 450);
 # GPU_CHECK_ONLY="step step..." (run only these); GPU_CHECK_DRY_RUN=1 (each step only says what
 # it would do: pytest --collect-only, the scripts' --dry-run; the budget is planned as if every
-# step used all its time); GPU_CHECK_SIMULATE=1 (a dry run on a simulated H200:
+# step used all its time); GPU_CHECK_PLAN_ONLY=1 (a dry run of the budget alone: every step is
+# recorded with its limit, none of their commands runs); GPU_CHECK_SIMULATE=1 (a dry run on a simulated H200:
 # benchmarks/simulate_gpu on PYTHONPATH and PATH); GPU_CHECK_ASSUME_GPU=1 (run the steps even
 # without a GPU: tests the script's bookkeeping on a CPU machine).
 set -uo pipefail
@@ -55,13 +56,15 @@ PY="${PYTHON:-python3}"
 WHEELS="${GPU_CHECK_WHEELS:-$ROOT/benchmarks/wheels}"
 BUDGET="${GPU_CHECK_SECONDS:-450}"
 DRY_RUN="${GPU_CHECK_DRY_RUN:-}"
+PLAN_ONLY="${GPU_CHECK_PLAN_ONLY:-}"
+[ -n "$PLAN_ONLY" ] && DRY_RUN=1
 if [ -n "${GPU_CHECK_SIMULATE:-}" ]; then  # torch's CUDA queries and nvidia-smi answer as on the H200
   DRY_RUN=1
   export GPU_CHECK_SIMULATE PATH="$ROOT/benchmarks/simulate_gpu:$PATH"
   export PYTHONPATH="$ROOT/benchmarks/simulate_gpu${PYTHONPATH:+:$PYTHONPATH}"
 fi
 RERUN_ENV=""  # the knobs this run was given, for the report's rerun command
-for knob in PYTHON GPU_CHECK_WHEELS GPU_CHECK_SECONDS GPU_CHECK_SIMULATE GPU_CHECK_DRY_RUN GPU_CHECK_ASSUME_GPU; do
+for knob in PYTHON GPU_CHECK_WHEELS GPU_CHECK_SECONDS GPU_CHECK_SIMULATE GPU_CHECK_DRY_RUN GPU_CHECK_PLAN_ONLY GPU_CHECK_ASSUME_GPU; do
   [ -n "${!knob:-}" ] && RERUN_ENV+="$knob=${!knob} "
 done
 WORK="$(mktemp -d)"
@@ -162,6 +165,7 @@ group_limit() {  # the group's seconds: GROUP_MAX, less the figures' reserve onl
 run_step() {  # run_step STEP LIMIT COMMAND...: timeboxed, logged, recorded; never fails the script
   local step=$1 limit=$2; shift 2
   if [ "$limit" -lt 10 ]; then record "$step" "skipped" 0 "out of time (the check stops at ${BUDGET} s)"; return; fi
+  if [ -n "$PLAN_ONLY" ]; then record "$step" "dry run (limit ${limit} s)" 0 "planned only"; return; fi
   if [ -n "$DRY_RUN" ]; then
     case $step in cuda-tests|notebook-*) set -- "$@" --collect-only ;; *) set -- "$@" --dry-run ;; esac
   fi

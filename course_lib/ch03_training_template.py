@@ -343,7 +343,7 @@ def plot_zero_grad(runs: dict):
     zero_grad, and the gradient norms (log scale)."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2), layout="constrained")
     top = max(max(v for v in log.loss if math.isfinite(v)) for log in runs.values())
     for ax, (label, log) in zip(axes, runs.items()):
         ax.plot(range(1, len(log.loss) + 1), log.loss, lw=0.9)
@@ -359,7 +359,6 @@ def plot_zero_grad(runs: dict):
     axes[2].legend()
     for ax in axes:
         ax.grid(alpha=0.3)
-    fig.tight_layout()
     plt.close(fig)  # returned, so it is shown once (as the cell's value), not twice
     return fig
 

@@ -181,7 +181,7 @@ def plot_curve(curve: dict):
     import matplotlib.pyplot as plt
 
     sizes = list(curve)
-    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    fig, ax = plt.subplots(figsize=(6.5, 3.4), layout="constrained")
     for component in memory.COMPONENTS:
         ax.plot(
             sizes,
@@ -198,7 +198,6 @@ def plot_curve(curve: dict):
     ax.set_xticks(sizes, [str(b) for b in sizes])
     ax.legend()
     ax.grid(alpha=0.3)
-    fig.tight_layout()
     plt.close(fig)
     return fig
 
@@ -668,7 +667,7 @@ def plot_leak(runs: dict):
     """Live saved activations after each batch, one line per evaluation loop (chapter 06)."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.5, 3.2))
+    fig, ax = plt.subplots(figsize=(6.5, 3.2), layout="constrained")
     # lines that lie on top of each other stay visible: a big hollow marker under a small filled one
     styles = (
         {"marker": "o", "ms": 6, "ls": "-"},
@@ -694,7 +693,6 @@ def plot_leak(runs: dict):
     )
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
     plt.close(fig)
     return fig
 

@@ -587,7 +587,7 @@ def plot_traffic(work: Workload, n: int, per_device_batch: int):
     import matplotlib.pyplot as plt
 
     both = step_traffic(work, n, per_device_batch)
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, ax = plt.subplots(figsize=(7, 3.2), layout="constrained")
     width = 0.4
     for k, (strategy, color) in enumerate(
         (("DataParallel", "tab:orange"), ("DistributedDataParallel", "tab:blue"))
@@ -601,7 +601,6 @@ def plot_traffic(work: Workload, n: int, per_device_batch: int):
     ax.set_title(f"{work.name}\nbytes each GPU sends + receives in one training step", fontsize=10)
     ax.legend()
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
     plt.close(fig)  # returned, so it is shown once
     return fig
 

@@ -108,7 +108,7 @@ def show_digits(dataset, n: int = 12, title: str = ""):
     import matplotlib.pyplot as plt
 
     n = min(n, len(dataset))
-    fig, axes = plt.subplots(1, n, figsize=(1.1 * n, 1.5), squeeze=False)
+    fig, axes = plt.subplots(1, n, figsize=(1.1 * n, 1.5), squeeze=False, layout="constrained")
     for ax, i in zip(axes[0], range(n)):
         x, y = dataset[i]
         ax.imshow(x.reshape(8, 8).cpu().numpy(), cmap="gray_r", vmin=0, vmax=1)
@@ -116,6 +116,5 @@ def show_digits(dataset, n: int = 12, title: str = ""):
         ax.axis("off")
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
     plt.close(fig)  # returned, so it is shown once (as the cell's value), not twice
     return fig

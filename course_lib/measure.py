@@ -193,7 +193,7 @@ def plot_stacked(rows: dict, parts=("wait", "compute"), title: str = "", ylabel:
     import matplotlib.pyplot as plt
 
     labels = list(rows)
-    fig, ax = plt.subplots(figsize=(1.8 + 1.9 * len(labels), 4.0))
+    fig, ax = plt.subplots(figsize=(1.8 + 1.9 * len(labels), 4.0), layout="constrained")
     bottom = [0.0] * len(labels)
     for i, part in enumerate(parts):
         values = [rows[label][i] for label in labels]
@@ -211,7 +211,6 @@ def _finish_bars(fig, ax, title: str, ylabel: str):
         loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1, frameon=False, fontsize="small"
     )
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
     plt.close(fig)  # returned, so it is shown once (as the cell's value), not twice
     return fig
 

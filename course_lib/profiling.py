@@ -185,13 +185,12 @@ def plot_timeline(events, title: str = "the profiled steps, from the trace file"
     import matplotlib.pyplot as plt
 
     rows = lanes(events)
-    fig, ax = plt.subplots(figsize=(9.5, 0.6 + 0.55 * len(rows)))
+    fig, ax = plt.subplots(figsize=(9.5, 0.6 + 0.55 * len(rows)), layout="constrained")
     for i, (lane, bars) in enumerate(reversed(list(rows.items()))):
         ax.broken_barh(bars, (i - 0.4, 0.8), color=PHASE_COLORS.get(lane, "tab:gray"))
     ax.set_yticks(range(len(rows)), list(reversed(list(rows))))
     ax.set(xlabel="ms since the first event", title=title)
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
     plt.close(fig)  # returned, so it is shown once (as the cell's value), not twice
     return fig
 
@@ -332,7 +331,7 @@ def plot_memory_timeline(
     import matplotlib.pyplot as plt
 
     shown = {name: values for name, values in timeline["parts"].items() if any(values)}
-    fig, ax = plt.subplots(figsize=(10, 3.8))
+    fig, ax = plt.subplots(figsize=(10, 3.8), layout="constrained")
     mib = [[v / 2**20 for v in values] for values in shown.values()]
     ax.stackplot(
         timeline["ms"],
@@ -351,7 +350,6 @@ def plot_memory_timeline(
     ax.set(xlabel="ms since the first allocation", ylabel="MiB", title=title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
     plt.close(fig)  # returned, so it is shown once (as the cell's value), not twice
     return fig
 

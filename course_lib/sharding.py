@@ -10,13 +10,12 @@ sends, the losses, and how far the final weights of the two are apart.
 
 import functools
 import re
+import sys
 from itertools import islice
 
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.distributed.fsdp import fully_shard
-from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
 
@@ -25,10 +24,24 @@ from . import ddp_worker, profiling, training
 PARTS = ("parameters", "gradients", "optimizer_state")  # what a rank holds between steps
 
 
+def fully_shard(module: nn.Module, **options) -> nn.Module:
+    """`torch.distributed.fsdp.fully_shard`, imported on first use: FSDP's import takes about a
+    second, which only the processes that shard pay (chapter 08)."""
+    from torch.distributed.fsdp import fully_shard as torch_fully_shard
+
+    return torch_fully_shard(module, **options)
+
+
+def is_dtensor(t) -> bool:
+    """Whether `t` is a DTensor (none can exist before torch.distributed.tensor is imported)."""
+    module = sys.modules.get("torch.distributed.tensor")
+    return module is not None and isinstance(t, module.DTensor)
+
+
 def local(t: torch.Tensor) -> torch.Tensor:
-    """The part of `t` this rank stores: a DTensor's
-    local shard, any other tensor itself (chapter 08)."""
-    return t.to_local() if isinstance(t, DTensor) else t
+    """The part of `t` this rank stores: a DTensor's local shard, any other tensor itself
+    (chapter 08)."""
+    return t.to_local() if is_dtensor(t) else t
 
 
 def local_bytes(t: torch.Tensor) -> int:
@@ -79,7 +92,7 @@ def full_weights(model: nn.Module) -> dict:
     """Every parameter whole, on the CPU: DTensors
     are gathered (a collective: every rank calls it)."""
     return {
-        k: (v.full_tensor() if isinstance(v, DTensor) else v).detach().cpu().clone()
+        k: (v.full_tensor() if is_dtensor(v) else v).detach().cpu().clone()
         for k, v in model.state_dict().items()
     }
 

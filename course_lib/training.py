@@ -214,7 +214,7 @@ def plot_history(history: History, title: str = ""):
     import matplotlib.pyplot as plt
 
     epochs = range(1, history.epochs + 1)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2), layout="constrained")
     left.plot(epochs, history.train_loss, "o-", label="train (mean over the epoch)")
     left.plot(epochs, history.test_loss, "s-", label="test (after the epoch)")
     left.set(xlabel="epoch", ylabel="cross-entropy loss", title="loss")
@@ -225,6 +225,5 @@ def plot_history(history: History, title: str = ""):
         ax.grid(alpha=0.3)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
     plt.close(fig)  # returned, so it is shown once (as the cell's value), not twice
     return fig

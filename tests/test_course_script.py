@@ -126,7 +126,14 @@ def test_launcher_passes_the_learners_arguments_on():
     assert start[:3] == ["py", "-m", "jupyterlab"] and start[-1] == "--port=9999"
     assert {"--ip=127.0.0.1", "--notebook-dir=notebooks", "--allow-root"} <= set(start)
     assert "--allow-root" not in course.command_line("start", [], "py", as_root=False)
-    assert course.command_line("test", ["-k", "ch01"], "py") == ["py", "-m", "pytest", "-k", "ch01"]
+    assert course.command_line("test", ["-k", "ch01"], "py") == [
+        "py",
+        "-m",
+        "pytest",
+        *course.PARALLEL,
+        "-k",
+        "ch01",
+    ]
     assert course.command_line("doctor", ["--json"], "py") == [
         "py",
         "-m",
@@ -134,6 +141,14 @@ def test_launcher_passes_the_learners_arguments_on():
         "doctor",
         "--json",
     ]
+
+
+def test_tests_run_on_every_core_unless_the_caller_says_otherwise():
+    course = launcher()
+    assert course.PARALLEL[:2] == ["-n", "auto"] and "loadgroup" in course.PARALLEL
+    for own in (["-n", "0"], ["-n0"], ["--numprocesses=3"], ["--dist", "load"], ["-p", "no:xdist"]):
+        assert course.command_line("test", own, "py") == ["py", "-m", "pytest", *own], own
+    assert course.command_line("test", ["--nbval-lax"], "py")[3:-1] == course.PARALLEL
 
 
 def run_launcher(*args):

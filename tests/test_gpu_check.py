@@ -222,7 +222,9 @@ def test_a_dry_run_on_the_simulated_h200_goes_through_every_step(tmp_path):
 
 @needs_bash
 def test_a_small_budget_still_gives_the_notebooks_their_time(tmp_path):
-    rows, report = dry_run_on_the_simulated_h200(tmp_path, GPU_CHECK_SECONDS="300")
+    rows, report = dry_run_on_the_simulated_h200(
+        tmp_path, GPU_CHECK_SECONDS="300", GPU_CHECK_PLAN_ONLY="1"
+    )  # the budget alone: the steps' selections are the test above's
     limits = planned_limits(rows)
     assert min(limits[s] for s in STEPS if s.startswith("notebook-")) >= 200  # GROUP_MIN
     assert rows["figures-compile"] == ("skipped", "out of time (the check stops at 300 s)")
@@ -234,7 +236,7 @@ def test_a_small_budget_still_gives_the_notebooks_their_time(tmp_path):
 @needs_bash
 def test_an_exclusive_compute_mode_runs_the_gpu_steps_one_after_another(tmp_path):
     rows, report = dry_run_on_the_simulated_h200(
-        tmp_path, GPU_CHECK_SIMULATE_COMPUTE_MODE="Exclusive_Process"
+        tmp_path, GPU_CHECK_SIMULATE_COMPUTE_MODE="Exclusive_Process", GPU_CHECK_PLAN_ONLY="1"
     )
     assert "compute mode Exclusive_Process: one CUDA process at a time" in report
     limits = planned_limits(rows)

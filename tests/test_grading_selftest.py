@@ -13,7 +13,7 @@ import pytest
 
 from course_lib import notebooks
 from course_lib.exercises import all_exercises
-from course_lib.grading.selftest import chapter_cases
+from course_lib.grading.selftest import chapter_cases, engine_result
 from support import submissions  # noqa: E402
 
 CHAPTERS = sorted(
@@ -90,8 +90,8 @@ def test_feedback_shows_no_hidden_test_values(book):
     for ex in all_exercises():
         if ex.kind != "function" or not notebooks.path_of(ex.chapter).is_file():
             continue
-        for wrong in ex.key().wrong_answers:
-            result = ex.check(wrong.function, include_hidden=True, record=False)
+        for index in range(len(ex.key().wrong_answers)):
+            result = engine_result(ex.id, index)  # ex.check(wrong, hidden tests), once per run
             for i, outcome in enumerate(result.tests):
                 said = {s for s in (outcome.message, outcome.expected, outcome.got) if len(s) >= 12}
                 (visible if i < len(ex.tests) else hidden).update(said)

@@ -5,7 +5,7 @@
 A row of small steps, as nbgrader's autograde, run by this process, which never runs student
 code and never imports the answer key: intake.py finds and reads the submissions (without
 running them) and chooses their exercises; scheduler.py runs their processes (child.py) through
-two warm zygotes (zygote.py), each process isolated by the kernel (isolation.py); outcome.py
+one warm zygote (zygote.py), each process isolated by the kernel (isolation.py); outcome.py
 sends what they reported, as data, to the judge (judge.py, the only process with the key) and
 turns its answers into verdicts; record.py writes each submission's rows and feedback as soon as
 it is done, so a rerun resumes where a killed run stopped. A submission that makes any step
@@ -112,7 +112,7 @@ class Grader:
 
     # ------------------------------------------------------------------ step 2: processes
     def _specs(self, wait: bool = True) -> bool:
-        """Take the judge's test specs once they are there (waiting for them when `wait`); the check
+        """Take the judge's test specs once they are there (waiting for them when `wait`); the
         zygote then warms each test's run half. True when they are."""
         if self.specs_ready or not (wait or self.judge.ready()):
             return self.specs_ready
@@ -265,7 +265,7 @@ class Grader:
         self.scheduler = Scheduler(
             root, self.limits, self.workers, self._on_message, self.keep_scratch
         )
-        self.scheduler.start_zygotes()  # they import and warm up while the submissions are read
+        self.scheduler.start_zygote()  # it imports and warms up while the submissions are read
         self.judge = JudgeClient(cwd=str(root))  # so does the judge
         pending = self._intake()
         needed = sorted({ex.id for s in pending for ex in s.exercises})

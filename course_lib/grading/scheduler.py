@@ -1,6 +1,6 @@
 """Step 2 of grading: run the graded processes, at most `workers` at a time (parent).
 
-The scheduler owns the two zygotes, starts each task's process through the right one,
+The scheduler owns the zygote, starts each task's process through it,
 reads the processes' report pipes, enforces the time limits (SIGINT for a cell, then
 SIGKILL) and hands every finished process back. It decides nothing about grades.
 """
@@ -22,7 +22,7 @@ POLL = 0.05
 
 
 class Scheduler:
-    """Processes in flight, their zygotes and their deadlines."""
+    """Processes in flight, their zygote and their deadlines."""
 
     def __init__(self, scratch_root: Path, limits, workers: int, on_message, keep_scratch=False):
         self.root, self.limits, self.workers = Path(scratch_root), limits, workers
@@ -30,33 +30,31 @@ class Scheduler:
         self.running = {}
         self.started = 0
         self.selector = selectors.DefaultSelector()
-        self.zygotes = {}
+        self.zygote = None
 
-    # ------------------------------------------------------------------ zygotes
-    def start_zygotes(self) -> None:
+    # ------------------------------------------------------------------ the zygote
+    def start_zygote(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)  # a killed run's leftovers go too
         self.root.mkdir(parents=True)
         self.root.chmod(0o755)
-        self.zygotes = {role: ZygoteClient(role, self.root) for role in ("notebook", "check")}
+        self.zygote = ZygoteClient(self.root)
+        self.selector.register(self.zygote.sock, selectors.EVENT_READ, None)  # exits wake step()
 
     def isolation(self) -> dict:
-        """What the zygotes found this machine allows (both probe; they must agree)."""
-        infos = [z.hello() for z in self.zygotes.values()]
-        for info in infos:
-            if "error" in info:
-                raise RuntimeError("a grading zygote could not start:\n" + info["error"])
-        weakest = min(infos, key=lambda i: (bool(i.get("namespaces")), i.get("landlock_abi", 0)))
-        return weakest
+        """What the zygote found this machine allows (its probe of namespaces and Landlock)."""
+        info = self.zygote.hello()
+        if "error" in info:
+            raise RuntimeError("the grading zygote could not start:\n" + info["error"])
+        return info
 
     def warm(self, specs: list) -> None:
-        """The check zygote runs each of these [builder, inputs] run halves once, on a function that
-        does nothing (no student code, no key): their first-use costs are paid once, not per
-        process."""
-        self.zygotes["check"].warm(specs)
+        """The zygote runs each of these [builder, inputs] run halves once, on a function that does
+        nothing (no student code, no key): their first-use costs are paid once, not per process."""
+        self.zygote.warm("check", specs)
 
     def warm_notebooks(self, exercise_ids: list) -> None:
-        """The notebook zygote computes these exercises' visible tests' references (public data)."""
-        self.zygotes["notebook"].warm(exercise_ids)
+        """The zygote computes these exercises' visible tests' references (public data)."""
+        self.zygote.warm("notebook", exercise_ids)
 
     # ------------------------------------------------------------------ processes
     def start(self, task, role: str, payload: dict, files=()) -> Child:
@@ -80,7 +78,7 @@ class Scheduler:
             "limits": dataclasses.asdict(self.limits),
         }
         try:
-            pid, pidfd = self.zygotes[role].spawn(job, write_fd)
+            pid, pidfd = self.zygote.spawn(job, write_fd)
         finally:
             os.close(write_fd)
         os.set_blocking(read_fd, False)
@@ -96,7 +94,8 @@ class Scheduler:
     def step(self) -> list:
         """Wait a moment; returns the processes that ended."""
         for key, _ in self.selector.select(POLL):
-            self._read(key.data)
+            if key.data is not None:  # a report pipe (None: the zygote said a process ended)
+                self._read(key.data)
         self._deadlines()
         return self._reap()
 
@@ -143,9 +142,7 @@ class Scheduler:
                 )
 
     def _reap(self) -> list:
-        exits = {}
-        for zygote in self.zygotes.values():
-            exits.update(zygote.poll())
+        exits = self.zygote.poll()
         finished = []
         for pid, status in exits.items():
             child = self.running.pop(pid, None)
@@ -164,12 +161,12 @@ class Scheduler:
         return finished
 
     def stop(self) -> None:
-        """Kill what still runs, stop the zygotes (their children die with them), remove scratch."""
+        """Kill what still runs, stop the zygote (its children die with it), remove scratch."""
         for child in list(self.running.values()):
             child.kill("grader stopped")
             child.close()
-        for zygote in self.zygotes.values():
-            zygote.close()
+        if self.zygote is not None:
+            self.zygote.close()
         self.selector.close()
         if not self.keep_scratch:
             shutil.rmtree(self.root, ignore_errors=True)

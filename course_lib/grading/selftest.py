@@ -11,15 +11,17 @@ tests/test_exercise_keys.py and benchmarks/grading_speed.py.
 """
 
 import ast
+import functools
 import inspect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import notebooks
 from ..checks import wire
 from ..checks.base import rebuild
-from ..exercises import all_exercises
+from ..exercises import all_exercises, get
 from ..exercises.runner import observe
 from .analyze import used_names
 
@@ -183,14 +185,33 @@ def _replace_defs(source: str, functions: dict) -> str:
 
 @dataclass
 class Case:
-    """One self-test submission and the verdict it must get: {exercise id: (status, points)}."""
+    """One self-test submission and the verdict it must get: {exercise id: (status, points)}.
+
+    A known-wrong case's verdict is the engine's, computed when first asked for (`judged`): the
+    hidden tests of every wrong answer take a while, and listing the cases (pytest's collection,
+    a class of reference and blank notebooks) need not pay it."""
 
     name: str
     notebook: dict
-    expected: dict = field(default_factory=dict)
+    known: dict = field(default_factory=dict)  # the verdict, when it is known at once
     skipped: list = field(
         default_factory=list
     )  # wrong answers that cannot be pasted into a notebook
+    judged: Callable = None  # computes the verdict of a known-wrong case
+
+    @functools.cached_property
+    def expected(self) -> dict:
+        return self.judged() if self.judged is not None else self.known
+
+
+@functools.cache
+def engine_result(exercise_id: str, index: int):
+    """The engine's result (hidden tests included) for the key's known-wrong answer `index` of a
+    function exercise, or for its reference solution past the last one; computed once."""
+    key = get(exercise_id).key()
+    wrongs = key.wrong_answers
+    fn = wrongs[index].function if index < len(wrongs) else key.solution
+    return get(exercise_id).check(fn, include_hidden=True, record=False)
 
 
 def chapter_cases(number: str, compact_wrong: bool = True) -> list:
@@ -222,22 +243,31 @@ def chapter_cases(number: str, compact_wrong: bool = True) -> list:
     rounds = max((len(e.key().wrong_answers) for e in functions), default=0)
     wrong_quiz = {q.name: wrong_quiz_answer(q, q.key().answer) for q in quizzes}
     for k in range(rounds):
-        sources, expected, skipped = {}, {q.id: ("incorrect", 0.0) for q in quizzes}, []
+        sources, skipped, pasted = {}, [], {}
         for e in functions:
             wrongs = e.key().wrong_answers
             fn = wrongs[k].function if k < len(wrongs) else e.key().solution
             source = function_source(fn, e.name)
+            pasted[e.name] = k if source is not None else len(wrongs)  # past the last: the solution
             if source is None:
                 skipped.append(f"{e.id}: {wrongs[k].label}")
-                fn, source = e.key().solution, ref_src[e.name]
-            result = e.check(fn, include_hidden=True, record=False)
-            sources[e.name], expected[e.id] = source, (result.status, round(result.points, 3))
+                source = ref_src[e.name]
+            sources[e.name] = source
         cases.append(
             Case(
                 f"ch{number}-wrong{k + 1:02d}",
                 make_submission(notebook, sources, wrong_quiz, compact=compact_wrong and k > 0),
-                expected,
-                skipped,
+                skipped=skipped,
+                judged=functools.partial(_pasted_verdicts, quizzes, functions, pasted),
             )
         )
     return cases
+
+
+def _pasted_verdicts(quizzes: list, functions: list, pasted: dict) -> dict:
+    """The engine's verdict on what was pasted: each function's wrong answer (or solution)."""
+    expected = {q.id: ("incorrect", 0.0) for q in quizzes}
+    for e in functions:
+        result = engine_result(e.id, pasted[e.name])
+        expected[e.id] = (result.status, round(result.points, 3))
+    return expected

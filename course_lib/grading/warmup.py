@@ -1,9 +1,9 @@
-"""What a zygote does once, so that no graded process pays for it (zygote).
+"""What the zygote does once, so that no graded process pays for it (zygote).
 
 Importing torch and the public course, drawing a matplotlib figure, torch's first optimizer,
-DataLoader and meta-tensor use, and (check zygote only) each needed test's run half once on a
-function that does nothing: the rigs, loaders and dispatch modes a check child uses are warm,
-and no answer key, reference solution or submission was ever in this process.
+DataLoader and meta-tensor use, the visible tests' reference data, and each needed test's run
+half once on a function that does nothing: the rigs, loaders and dispatch modes a check child
+uses are warm, and no answer key, reference solution or submission was ever in this process.
 """
 
 import importlib
@@ -46,6 +46,14 @@ def import_everything() -> None:
         except ImportError:
             pass
     _draw_once()
+    _read_data_once()
+
+
+def _read_data_once() -> None:
+    """The digits table (course_lib/assets), parsed once: notebooks from chapter 03 on read it."""
+    from ..data import load_digits
+
+    load_digits()
 
 
 def _draw_once() -> None:
@@ -86,9 +94,9 @@ def torch_first_use() -> None:
 
 
 def visible_references(exercise_ids: list) -> None:
-    """The reference data of these exercises' visible tests, computed once (notebook zygote): a
-    notebook's own `ch.<exercise>.check(...)` cells then find it ready (it is public: the student
-    bundle computes the same)."""
+    """The reference data of these exercises' visible tests, computed once (for notebook
+    processes): a notebook's own `ch.<exercise>.check(...)` cells then find it ready (it is
+    public: the student bundle computes the same)."""
     from ..exercises import get
 
     for ex in (get(i) for i in exercise_ids):

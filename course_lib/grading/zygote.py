@@ -1,17 +1,18 @@
-"""Zygotes: warm fork servers from which every graded process is forked (zygote).
+"""The zygote: the warm fork server from which every graded process is forked (zygote).
 
-    python -m course_lib.grading.zygote ROLE SOCKET_FD SCRATCH_ROOT
+    python -m course_lib.grading.zygote SOCKET_FD SCRATCH_ROOT
 
-The grader starts two fresh interpreters: a "notebook" zygote and a "check" zygote. Both
-import torch and the public course (chapters, engine, checks); neither imports the answer key
-or ever reads a submission: the check zygote warms up by running each needed test's run half
-once on a function that does nothing, and a job's content (cells, source, test inputs) is read
-by the forked child itself. They start with every GPU hidden, so a graded process behaves the
-same on a GPU machine as on a CPU-only one and never inherits a CUDA context ("Cannot
-re-initialize CUDA in forked subprocess"). For each job the grader sends a small JSON message
-(the job file's path, the role, the scratch folder, the limits) and the write end of its report
-pipe; the zygote forks, and sends back the child's pid, a pidfd to signal it by, and later its
-exit status. No pickle: every message is JSON.
+The grader starts one fresh interpreter, which imports torch and the public course (chapters,
+engine, checks) once for every notebook and check process of the run; it never imports the
+answer key and never reads a submission. It warms up twice, with public data only: the visible
+tests' reference data (for the notebooks' own `check` cells) and each needed test's run half
+once on a function that does nothing (for the check processes); a job's content (cells, source,
+test inputs) is read by the forked child itself. It starts with every GPU hidden, so a graded
+process behaves the same on a GPU machine as on a CPU-only one and never inherits a CUDA
+context ("Cannot re-initialize CUDA in forked subprocess"). For each job the grader sends a
+small JSON message (the job file's path, the role, the scratch folder, the limits) and the
+write end of its report pipe; the zygote forks, and sends back the child's pid, a pidfd to
+signal it by, and later its exit status. No pickle: every message is JSON.
 """
 
 import gc
@@ -28,6 +29,10 @@ from pathlib import Path
 
 _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
 MAX_MESSAGE = 1 << 20
+# What the zygote warms for each kind of graded process (functions of warmup.py, public data only):
+# a notebook's own `check` cells find the visible tests' references ready; a check process finds
+# each test's run half (rigs, loaders, dispatch modes) already used once.
+WARM_UPS = {"notebook": "visible_references", "check": "warm_run_halves"}
 HIDDEN_GPUS = {
     "CUDA_VISIBLE_DEVICES": "",
     "HIP_VISIBLE_DEVICES": "",
@@ -52,10 +57,10 @@ def receive(sock):
 
 # ---------------------------------------------------------------- the grader's side
 class ZygoteClient:
-    """The grader's handle on one zygote process."""
+    """The grader's handle on the zygote process."""
 
-    def __init__(self, role: str, scratch_root: Path, env=None):
-        self.role, self.scratch_root = role, Path(scratch_root)
+    def __init__(self, scratch_root: Path, env=None):
+        self.scratch_root = Path(scratch_root)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         environ = dict(env or os.environ, **HIDDEN_GPUS)
         self.process = subprocess.Popen(
@@ -63,7 +68,6 @@ class ZygoteClient:
                 sys.executable,
                 "-m",
                 "course_lib.grading.zygote",
-                role,
                 str(theirs.fileno()),
                 str(scratch_root),
             ],
@@ -84,9 +88,7 @@ class ZygoteClient:
         while True:
             reply, got = receive(self.sock)
             if reply is None:
-                raise RuntimeError(
-                    f"the {self.role} zygote died (exit status {self.process.wait()})"
-                )
+                raise RuntimeError(f"the zygote died (exit status {self.process.wait()})")
             if reply[0] == "exit":
                 self.exits[reply[1]] = reply[2]
                 continue
@@ -103,13 +105,12 @@ class ZygoteClient:
         reply, fds = self.request(["spawn", job], [report_fd])
         return reply[1], fds[0]
 
-    def warm(self, specs: list) -> None:
-        """Warm the zygote: run halves (check zygote) or visible references (notebook zygote), then
-        freeze. The list goes through a file: a test's inputs (a profile's trace, say) outgrow one
-        socket message."""
-        path = self.scratch_root / f"warm-{self.role}.json"
-        path.write_text(json.dumps(specs), encoding="utf-8")
-        self.request(["warm", str(path)])
+    def warm(self, kind: str, what: list) -> None:
+        """Warm the zygote for one kind of process (WARM_UPS), then freeze. The list goes through a
+        file: a test's inputs (a profile's trace, say) outgrow one socket message."""
+        path = self.scratch_root / f"warm-{kind}.json"
+        path.write_text(json.dumps(what), encoding="utf-8")
+        self.request(["warm", kind, str(path)])
 
     def poll(self) -> dict:
         """Exit statuses that arrived: {pid: wait status}."""
@@ -121,7 +122,7 @@ class ZygoteClient:
                 except BlockingIOError:
                     break
                 if reply is None:
-                    raise RuntimeError(f"the {self.role} zygote died (a graded process killed it?)")
+                    raise RuntimeError("the zygote died (a graded process killed it?)")
                 if reply[0] == "exit":
                     self.exits[reply[1]] = reply[2]
         finally:
@@ -159,10 +160,11 @@ def warm_common() -> None:
 class Zygote:
     """The fork server's loop."""
 
-    def __init__(self, role: str, sock, scratch_root: Path):
-        self.role, self.sock, self.scratch_root = role, sock, Path(scratch_root)
-        self.jobs = {}
+    def __init__(self, sock, scratch_root: Path):
+        self.sock, self.scratch_root = sock, Path(scratch_root)
+        self.jobs, self.pidfds = {}, {}
         self.info = {}
+        self.selector = None
 
     def prepare(self) -> None:
         import torch
@@ -176,23 +178,22 @@ class Zygote:
         if "course_lib.key" in sys.modules:  # never: the zygote imports the public course only
             raise RuntimeError("the answer key was imported in a grading zygote")
 
-    def warm(self, what: list) -> None:
-        """Check zygote: each [builder, inputs] test's run half once, on a do-nothing function.
-        Notebook zygote: the reference data of these exercises' visible tests (public)."""
-        from .warmup import visible_references, warm_run_halves
+    def warm(self, kind: str, what: list) -> None:
+        """One of WARM_UPS on `what`, then the heap is frozen (children do not copy it on gc)."""
+        from . import warmup
 
-        if self.role == "check":
-            warm_run_halves(what)
-        else:
-            visible_references(what)
+        getattr(warmup, WARM_UPS[kind])(what)
         gc.collect()
         gc.freeze()
 
     def serve(self) -> None:
-        selector = selectors.DefaultSelector()
-        selector.register(self.sock, selectors.EVENT_READ)
+        """Answer the grader's messages; a job's pidfd wakes the loop the moment that job ends."""
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.sock, selectors.EVENT_READ)
         while True:
-            for _ in selector.select(0.05):
+            for key, _ in self.selector.select(0.05):
+                if key.fileobj is not self.sock:
+                    continue  # a job ended: reap() below reports it
                 message, fds = receive(self.sock)
                 if message is None:
                     os._exit(0)
@@ -204,7 +205,7 @@ class Zygote:
         if kind == "hello":
             send(self.sock, ["hello", self.info])
         elif kind == "warm":
-            self.warm(json.loads(Path(message[1]).read_text(encoding="utf-8")))
+            self.warm(message[1], json.loads(Path(message[2]).read_text(encoding="utf-8")))
             send(self.sock, ["warmed"])
         elif kind == "spawn":
             self.fork(message[1], fds[0])
@@ -226,7 +227,8 @@ class Zygote:
         send(
             self.sock, ["spawned", pid], [pidfd]
         )  # the grader goes on while the child isolates itself
-        os.close(pidfd)
+        self.pidfds[pid] = pidfd
+        self.selector.register(pidfd, selectors.EVENT_READ)
         if handshake is not None:
             handshake.parent(pid)
 
@@ -242,6 +244,9 @@ class Zygote:
                 break
             if pid in self.jobs:
                 del self.jobs[pid]
+                pidfd = self.pidfds.pop(pid)
+                self.selector.unregister(pidfd)
+                os.close(pidfd)
                 send(self.sock, ["exit", pid, status])
                 ended = True
         if ended or not self.info.get("namespaces"):
@@ -265,14 +270,14 @@ class Zygote:
 
 
 def main(argv) -> None:
-    role, fd, scratch_root = argv[0], int(argv[1]), argv[2]
+    fd, scratch_root = int(argv[0]), argv[1]
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() == 1:
         os._exit(70)
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sock = socket.socket(fileno=fd)
-    zygote = Zygote(role, sock, Path(scratch_root))
+    zygote = Zygote(sock, Path(scratch_root))
     try:
         zygote.prepare()
     except BaseException:  # noqa: BLE001 - tell the grader why, then stop

@@ -67,9 +67,13 @@ def chromium():
 @pytest.fixture(scope="session")
 def artifacts():
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    for old in ARTIFACTS.glob("*.png"):
-        old.unlink()
     return ARTIFACTS
+
+
+def clear_screenshots(artifacts, name: str) -> None:
+    """A chapter's screenshots of an earlier run (each worker clears only the chapters it opens)."""
+    for old in [*artifacts.glob(f"{name}.png"), *artifacts.glob(f"{name}--*.png")]:
+        old.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session")
@@ -91,6 +95,7 @@ def chapter_page(request, lab, chromium, artifacts):
     from .chapters import CHAPTERS, BrowserSpec
 
     spec = CHAPTERS.get(request.param.stem, BrowserSpec())
+    clear_screenshots(artifacts, request.param.stem)
     page = NotebookPage(lab, chromium, lab.root / request.param.name, artifacts)
     try:
         page.open()

@@ -1,0 +1,70 @@
+"""How the suite shares out its work over the CPU cores (pytest-xdist: `course.sh test` adds
+`-n auto --dist loadgroup --no-loadscope-reorder`, course.py's PARALLEL; `-n 0` runs it in one
+process, and so does a bare `pytest`).
+
+A group's tests run on one worker, one after another, in the order pytest gives them:
+- a notebook's nbval cells (they share one kernel);
+- a chapter's browser tests (they share one opened notebook; each worker starts its own
+  JupyterLab and Chromium once, tests/browser/conftest.py);
+- a module's tests that read one module-scoped fixture, per parameter of it (a class graded
+  once, a real JupyterHub started once).
+Every other test is a unit of its own. Groups are handed out first, longest kinds first
+(browser chapters, shared fixtures, notebooks); single tests then fill the gaps.
+
+This file sits at the top of the checkout so that `pytest notebooks/` groups the cells too.
+"""
+
+import pytest
+
+SHARED_SCOPES = ("module", "class")
+ORDER = ("browser", "shared", "nbval")  # kinds of group, handed out in this order; then the rest
+
+
+def group_of(item) -> tuple:
+    """(kind, name) of the group `item` belongs to, or ("", "") when it stands alone."""
+    if type(item).__name__ == "IPyNbCell":  # nbval: one notebook, one kernel
+        return "nbval", f"nbval {item.path.name}"
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if "chapter_page" in params:
+        return "browser", f"browser {params['chapter_page'].stem}"
+    info = getattr(item, "_fixtureinfo", None)
+    shared = [
+        name
+        for name in item.fixturenames
+        if info is not None
+        and info.name2fixturedefs.get(name)
+        and info.name2fixturedefs[name][-1].scope in SHARED_SCOPES
+    ]
+    if shared:
+        values = "".join(f" {name}={params[name]}" for name in shared if name in params)
+        return "shared", f"shared {item.path.name}{values}"
+    return "", ""
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "xdist_group(name): run on one pytest-xdist worker with the group's other tests"
+    )
+
+
+def pytest_itemcollected(item):
+    """Mark each group as its tests are collected (xdist turns the marks into its scopes)."""
+    kind, name = group_of(item)
+    if kind:
+        item.add_marker(pytest.mark.xdist_group(name))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """Groups first, longest kinds first; each group's tests kept together and in their order."""
+    first, keys = {}, []
+    for index, item in enumerate(items):
+        mark = item.get_closest_marker("xdist_group")
+        name = mark.args[0] if mark and mark.args else mark.kwargs.get("name") if mark else None
+        kind = name.split(" ", 1)[0] if name else ""
+        group = name or f"#{index}"
+        first.setdefault(group, index)
+        rank = ORDER.index(kind) if kind in ORDER else len(ORDER) if name else len(ORDER) + 1
+        keys.append((rank, first[group], index))
+    order = sorted(range(len(items)), key=keys.__getitem__)
+    items[:] = [items[i] for i in order]
