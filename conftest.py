@@ -23,10 +23,11 @@ ORDER = ("browser", "shared", "nbval")  # kinds of group, handed out in this ord
 def group_of(item) -> tuple:
     """(kind, name) of the group `item` belongs to, or ("", "") when it stands alone."""
     if type(item).__name__ == "IPyNbCell":  # nbval: one notebook, one kernel
-        return "nbval", f"nbval {item.path.name}"
+        return "nbval", f"nbval {item.path.parent.name}/{item.path.name}"  # notebooks/ or zh/
     params = getattr(getattr(item, "callspec", None), "params", {})
     if "chapter_page" in params:
-        return "browser", f"browser {params['chapter_page'].stem}"
+        path = params["chapter_page"]
+        return "browser", f"browser {path.parent.name}/{path.stem}"
     info = getattr(item, "_fixtureinfo", None)
     shared = [
         name

@@ -395,6 +395,8 @@ class NotebookPage:
     def __init__(self, server: LabServer, browser, notebook: Path, artifacts: Path):
         self.server, self.notebook, self.artifacts = server, notebook, artifacts
         self.name = notebook.stem
+        # notebooks/zh/03_x.ipynb opens as zh/03_x.ipynb (the server's root is notebooks/)
+        self.relative_path = notebook.relative_to(server.root).as_posix()
         self.context = browser.new_context(viewport=self.VIEWPORT)
         self.page = self.context.new_page()
         self.page.set_default_timeout(30_000)
@@ -405,11 +407,11 @@ class NotebookPage:
     def open(self, timeout: float = 120):
         start = time.monotonic()
         self.page.goto(
-            self.server.url(f"/lab/tree/{self.notebook.name}?reset"), wait_until="domcontentloaded"
+            self.server.url(f"/lab/tree/{self.relative_path}?reset"), wait_until="domcontentloaded"
         )
         try:
             self.page.wait_for_function(
-                JS_READY, arg=self.notebook.name, timeout=timeout * 1000, polling=250
+                JS_READY, arg=self.relative_path, timeout=timeout * 1000, polling=250
             )
         except Exception as err:
             self.fail(
@@ -608,7 +610,7 @@ class NotebookPage:
         try:
             self.context.close()
         finally:
-            self.server.shut_down_kernels(self.notebook.name)
+            self.server.shut_down_kernels(self.relative_path)
 
 
 def describe(cell: dict) -> str:

@@ -1,0 +1,92 @@
+"""The Chinese chapters (notebooks/zh/) as a learner sees them in JupyterLab: each runs with no
+error, its widgets and plots are drawn, and its Chinese text renders as characters, not boxes.
+
+The checks that need no clicking are the English suite's own, run on each Chinese chapter (the
+widgets' labels are Chinese there, so the click-through steps stay with the English suite).
+Screenshots: test-artifacts/browser/zh/. CI installs a CJK font (Debian's fonts-wqy-zenhei).
+"""
+
+import pytest
+
+from support import ZH_NOTEBOOKS
+
+from .conftest import clear_screenshots
+from .lab import NotebookPage
+from .test_chapters_in_browser import (  # collected here too, on the Chinese pages
+    test_every_plot_rendered_as_image,  # noqa: F401
+    test_every_widget_rendered,  # noqa: F401
+    test_no_cell_error_output,  # noqa: F401
+    test_no_widget_render_error,  # noqa: F401
+)
+
+pytestmark = pytest.mark.browser
+
+# Two different characters drawn in the page's own font: with a CJK font they differ and have
+# ink; without one, both are the same empty box (tofu), or nothing at all.
+JS_GLYPHS = """(chars) => {
+  const el = document.querySelector('.jp-RenderedMarkdown h1, .jp-RenderedMarkdown h2');
+  const font = getComputedStyle(el).fontFamily;
+  const draw = (ch) => {
+    const c = document.createElement('canvas'); c.width = 48; c.height = 48;
+    const g = c.getContext('2d'); g.font = '40px ' + font; g.fillStyle = '#000';
+    g.fillText(ch, 2, 40);
+    const d = g.getImageData(0, 0, 48, 48).data;
+    let bits = '', ink = 0;
+    for (let i = 3; i < d.length; i += 4) { bits += d[i] > 127 ? '1' : '0'; ink += d[i] > 127; }
+    return {bits, ink};
+  };
+  const shapes = chars.map(draw);
+  return {font, text: el.textContent, ink: shapes.map(s => s.ink),
+          distinct: new Set(shapes.map(s => s.bits)).size};
+}"""
+CHARS = ["显", "存", "设", "备"]
+
+
+@pytest.fixture(scope="module", params=ZH_NOTEBOOKS, ids=[f"zh-{p.stem}" for p in ZH_NOTEBOOKS])
+def chapter_page(request, lab, chromium, artifacts):
+    """One Chinese chapter opened from notebooks/zh/, all cells run, widgets rendered."""
+    from .chapters import CHAPTERS, BrowserSpec
+
+    spec = CHAPTERS.get(request.param.stem, BrowserSpec())
+    shots = artifacts / "zh"
+    shots.mkdir(exist_ok=True)
+    clear_screenshots(shots, request.param.stem)
+    page = NotebookPage(lab, chromium, lab.root / "zh" / request.param.name, shots)
+    try:
+        page.open()
+        page.run_all(spec.run_timeout)
+        page.settle_widgets()
+        page.kernel_tree = page.kernel_widget_tree(
+            [o["widget"] for c in page.code_cells() for o in c["outputs"] if o["widget"]]
+        )
+        page.screenshot("")
+        yield page
+    finally:
+        page.close()
+
+
+def test_chinese_text_renders_as_characters(chapter_page):
+    """A heading's font draws Chinese characters: distinct shapes with ink, not boxes."""
+    found = chapter_page.page.evaluate(JS_GLYPHS, CHARS)
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in found["text"]), (
+        f"[{chapter_page.name}] the first heading is not Chinese: {found['text']!r}"
+    )
+    assert found["distinct"] == len(CHARS) and min(found["ink"]) > 20, (
+        f"[{chapter_page.name}] Chinese characters render as boxes or blanks in the page's font "
+        f"({found['font']}): install a CJK font (Debian: apt-get install fonts-wqy-zenhei); "
+        f"ink per character {found['ink']}, {found['distinct']} distinct shapes of {len(CHARS)}; "
+        f"screenshot: {chapter_page.screenshot('FAILED-glyphs')}"
+    )
+
+
+def test_the_kernel_speaks_chinese(chapter_page):
+    """The language line turned Chinese on: what course_lib printed in the page is Chinese."""
+    text = chapter_page.page.evaluate(
+        "() => Array.from(document.querySelectorAll('.jp-OutputArea-output'))"
+        ".map(e => e.innerText).join('\\n')"
+    )
+    chinese = sum("\u4e00" <= ch <= "\u9fff" for ch in text)
+    assert chinese > 50, (
+        f"[{chapter_page.name}] the outputs hold {chinese} Chinese characters: "
+        "course_lib did not switch to Chinese"
+    )
