@@ -95,6 +95,7 @@ def bundle_report(bundle):
             "MPLBACKEND": "Agg",
             "COURSE_PROGRESS_FILE": "off",
             "COURSE_DEVICE": "cpu",
+            "OMP_NUM_THREADS": "1",  # as the suite's own processes (tests/conftest.py)
         },
     )
     line = [s for s in proc.stdout.splitlines() if s.startswith("REPORT ")]
