@@ -12,7 +12,14 @@ from course_lib.exercises import get, scoring
 from course_lib.exercises.runner import observe
 from course_lib.grading import feedback, gradebook, record
 from course_lib.grading.analyze import analyze, chapter_guess, check_source
-from course_lib.grading.cells import CappedStream, UnreadableNotebook, python_source, read_cells
+from course_lib.grading.cells import (
+    CappedStream,
+    UnreadableNotebook,
+    notebook_namespace,
+    python_source,
+    read_cells,
+    run_notebook_cells,
+)
 from course_lib.grading.child import plain
 from course_lib.grading.judge import Judge
 from course_lib.grading.protocol import Child, parse
@@ -390,3 +397,16 @@ def test_submission_builder_replaces_stubs_and_answer_lines():
         "def gpu_names():\n    return []" in text
         and "answer_device_label = 'b'  # your letter" in text
     )
+
+
+def test_a_cells_code_lives_until_the_notebook_has_run():
+    """As in a kernel: a profile recorded in one cell and read in a later one (chapter 06's memory
+    viewer) must not point at freed code (it raised UnicodeDecodeError)."""
+    cells = [
+        (1, "import sys, weakref\nref = weakref.ref(sys._getframe().f_code)"),
+        (2, "import gc\ngc.collect()\nalive = ref() is not None"),
+    ]
+    namespace = notebook_namespace()
+    outcomes = run_notebook_cells(cells, namespace)
+    assert [o["status"] for o in outcomes] == ["ok", "ok"], outcomes
+    assert namespace["alive"] is True

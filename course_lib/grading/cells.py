@@ -222,12 +222,15 @@ def describe_error(err: BaseException, limit: int = 600) -> str:
     return text
 
 
-def run_cell(source: str, number: int, namespace: dict) -> dict:
-    """Run one code cell in `namespace`; the outcome as data (status ok/error/interrupted)."""
+def run_cell(source: str, number: int, namespace: dict, kept: list = None) -> dict:
+    """Run one code cell in `namespace`; the outcome as data (status ok/error/interrupted).
+    `kept` keeps the cell's code object alive, as a kernel does (see run_notebook_cells)."""
     start = time.monotonic()
     outcome = {"cell": number, "status": "ok", "error": ""}
     try:
         code = compile(python_source(source), f"<cell {number}>", "exec")
+        if kept is not None:
+            kept.append(code)
         _State.in_cell = True
         try:
             exec(code, namespace)
@@ -249,15 +252,18 @@ def run_cell(source: str, number: int, namespace: dict) -> dict:
 def run_notebook_cells(sources: list, namespace: dict, on_start=None, on_end=None) -> list:
     """Run code cells in order, like `Run All` with errors allowed; returns each cell's outcome.
 
-    `sources` holds (cell number, source) pairs. SIGINT interrupts only the running cell.
+    `sources` holds (cell number, source) pairs. SIGINT interrupts only the running cell. Every
+    cell's code object lives until the last cell has run, as in a Jupyter kernel: a profile
+    recorded with Python stacks in one cell (chapter 06) points at that cell's code, and reading
+    it in a later cell must not find freed memory there (it raised UnicodeDecodeError).
     """
     previous = signal.signal(signal.SIGINT, _on_sigint)
-    outcomes = []
+    outcomes, kept = [], []
     try:
         for number, source in sources:
             if on_start:
                 on_start(number)
-            outcome = run_cell(source, number, namespace)
+            outcome = run_cell(source, number, namespace, kept)
             outcomes.append(outcome)
             if on_end:
                 on_end(outcome)
