@@ -1,0 +1,72 @@
+"""Text in matplotlib figures: Chinese where a CJK font can draw it, else the English.
+
+matplotlib's default font (DejaVu Sans) has no Chinese glyphs: a translated title would show
+empty boxes and a "Glyph ... missing" warning per character. `plot_text(text)` translates like
+`tr()` when the language is Chinese and an installed font covers Chinese (it then puts that font
+first in matplotlib's sans-serif list, once); without one it keeps the English and says so once.
+"""
+
+import warnings
+from functools import cache
+
+from . import language, tr
+
+# Fonts that draw Simplified Chinese, the commonest first (Linux, macOS, Windows).
+CJK_FONTS = (
+    "Noto Sans CJK SC",
+    "Noto Sans CJK JP",
+    "Source Han Sans SC",
+    "WenQuanYi Zen Hei",
+    "WenQuanYi Micro Hei",
+    "Droid Sans Fallback",
+    "PingFang SC",
+    "Heiti SC",
+    "Hiragino Sans GB",
+    "Microsoft YaHei",
+    "SimHei",
+    "Arial Unicode MS",
+)
+NO_FONT = (
+    "No installed font draws Chinese, so the figures keep their English labels "
+    "(install one, e.g. Debian's fonts-noto-cjk or fonts-wqy-zenhei, then restart the kernel)."
+)
+
+
+@cache
+def cjk_font() -> str | None:
+    """The first installed font of CJK_FONTS that matplotlib knows, or None."""
+    from matplotlib import font_manager
+
+    known = {f.name for f in font_manager.fontManager.ttflist}
+    return next((name for name in CJK_FONTS if name in known), None)
+
+
+@cache
+def _use_font(font: str) -> None:
+    """Put `font` first in matplotlib's sans-serif list, and keep the ASCII minus sign."""
+    import matplotlib
+
+    rc = matplotlib.rcParams
+    rc["font.sans-serif"] = [font, *[f for f in rc["font.sans-serif"] if f != font]]
+    rc["axes.unicode_minus"] = False  # CJK fonts often lack U+2212
+
+
+@cache
+def _say_no_font() -> None:
+    warnings.warn(tr(NO_FONT), stacklevel=3)
+
+
+def plot_text(text: str) -> str:
+    """`text` for a figure's title, axis label, legend or annotation, in the course's language."""
+    translated = tr(text)  # also recorded by the message collector, whatever the font
+    if language() == "en" or translated == text:
+        return text
+    font = cjk_font()
+    if font is None:
+        _say_no_font()
+        return text
+    _use_font(font)
+    return translated
+
+
+__all__ = ["CJK_FONTS", "cjk_font", "plot_text"]
