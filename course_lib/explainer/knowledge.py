@@ -644,14 +644,14 @@ ENTRIES = (
             ),
             "`CUDA_VISIBLE_DEVICES=1` leaves one visible GPU, which is then `cuda:0`, not `cuda:1`",
             (
-                "more processes than GPUs (`torchrun --nproc_per_node` larger than the GPU "
+                "more processes than GPUs (`torchrun --nproc-per-node` larger than the GPU "
                 "count): rank N uses `cuda:N`"
             ),
         ),
         (
             "print(torch.cuda.device_count())          # valid numbers: 0 .. count-1\ndevice = "
             "pick_device()                    # never a hard-coded cuda:1 (chapter 01)\ntorchrun "
-            "--nproc_per_node=$(nvidia-smi -L | wc -l) train.py   # one process per visible GPU"
+            "--nproc-per-node=$(nvidia-smi -L | wc -l) train.py   # one process per visible GPU"
         ),
         "01",
         "### Article B's production bug: a hard-coded `cuda:0`",
@@ -1668,7 +1668,7 @@ ENTRIES = (
         ),
         ("the training script was started with `python train.py` instead of `torchrun`",),
         (
-            "torchrun --nproc_per_node=2 train.py      # sets RANK, LOCAL_RANK, WORLD_SIZE, "
+            "torchrun --nproc-per-node=2 train.py      # sets RANK, LOCAL_RANK, WORLD_SIZE, "
             "MASTER_ADDR, MASTER_PORT"
         ),
         "07",
@@ -1709,7 +1709,7 @@ ENTRIES = (
         ),
         (
             "every process uses `cuda` / `cuda:0` (no `torch.cuda.set_device(local_rank)`)",
-            "more processes than visible GPUs (`--nproc_per_node` larger than the GPU count)",
+            "more processes than visible GPUs (`--nproc-per-node` larger than the GPU count)",
             "`CUDA_VISIBLE_DEVICES` set inside the script after CUDA started",
         ),
         "local_rank = int(os.environ['LOCAL_RANK'])\n"
@@ -1742,7 +1742,7 @@ ENTRIES = (
             "ranks disagree: one skipped a collective, or their tensors differ in shape",
             "network or driver setup (rerun with NCCL_DEBUG=INFO)",
         ),
-        "NCCL_DEBUG=INFO torchrun --nproc_per_node=2 train.py   # says what failed, per rank",
+        "NCCL_DEBUG=INFO torchrun --nproc-per-node=2 train.py   # says what failed, per rank",
         "07",
         "### When a rank fails",
     ),
@@ -1774,7 +1774,7 @@ ENTRIES = (
             "another rank crashed before reaching `init_process_group`",
             "ranks point at different MASTER_ADDR/MASTER_PORT",
         ),
-        "torchrun --nproc_per_node=N train.py    # world_size = N processes, started together",
+        "torchrun --nproc-per-node=N train.py    # world_size = N processes, started together",
         "07",
         "### When a rank fails",
         (
