@@ -343,3 +343,18 @@ def test_two_notebooks_for_one_student_lose_nothing(graded, tmp_path):
         "(Ada Lovelace) in chapter 01: 'alice' and 'bob'"
     )
     assert {p: p.read_bytes() for p in out.parent.iterdir() if p.is_file()} == before
+
+
+def test_submission_times_use_the_graders_names(tmp_path):
+    """Look-alike file names get a fingerprint in the gradebook; the export's timestamps follow
+    them (it used to key them by the bare file name, so those students lost their timestamp)."""
+    from course_lib.classroom.exports import submission_times
+    from course_lib.grading.intake import find_submissions
+
+    for name in ("Alice.ipynb", "alice.ipynb", "bob.ipynb"):
+        (tmp_path / name).write_text("{}")
+    graded = {e.name for e in find_submissions(tmp_path, skip=[])}
+    assert "bob" in graded and not {"Alice", "alice"} & graded  # the grader marks look-alikes
+    stamps = submission_times(tmp_path)
+    assert set(stamps) == graded
+    assert all(len(s) >= 19 for s in stamps.values())

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..grading.gradebook import TOTAL, clean
+from ..grading.intake import find_submissions
 from .assignments import all_assignments, chapter_of
 
 NBGRADER_COLUMNS = [
@@ -120,20 +121,15 @@ def read_scores(gradebook_csv, submissions_dir=None) -> list:
 
 
 def submission_times(folder) -> dict:
-    """{submission name: file modification time, UTC} with the grader's naming (file stem,
-    or the relative path when two files share a stem)."""
-    folder = Path(folder)
-    files = sorted(
-        p for p in folder.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts and p.is_file()
-    )
-    stems = [p.stem for p in files]
-    times = {}
-    for p in files:
-        unique = stems.count(p.stem) == 1
-        name = p.stem if unique else p.relative_to(folder).with_suffix("").as_posix()
-        stamp = datetime.fromtimestamp(p.stat().st_mtime, timezone.utc).replace(tzinfo=None)
-        times[clean(name)] = str(stamp)
-    return times
+    """{submission name: file modification time, UTC}, named as the grader names them (intake's
+    find_submissions); a link or a pipe gets its own time, never its target's."""
+    stamps = {}
+    for entry in find_submissions(Path(folder), skip=[]):
+        mtime = os.lstat(entry.path).st_mtime
+        stamps[clean(entry.name)] = str(
+            datetime.fromtimestamp(mtime, timezone.utc).replace(tzinfo=None)
+        )
+    return stamps
 
 
 @dataclass
