@@ -249,6 +249,32 @@ def test_scoring_rules():
     assert scoring.review_flags("import gc\ngc.get_objects()") == ["grader internals"]
 
 
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "torch.backends.cudnn.benchmark = True",
+        "torch.backends.cuda.matmul.allow_tf32 = True",
+        'torch.backends.cuda.matmul.fp32_precision = "tf32"',
+        "if torch.backends.cudnn.deterministic == False: pass",
+    ],
+)
+def test_settings_the_course_teaches_are_not_patching(setting):
+    """Chapter 05 teaches these switches; an honest learner's notebook is not flagged for them."""
+    assert scoring.review_flags(setting) == []
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        "torch.allclose = lambda *a, **k: True",
+        "torch.nn.functional.mse_loss = fake",
+        "x.__class__ = Y",
+    ],
+)
+def test_patching_torch_is_flagged(patch):
+    assert scoring.review_flags(patch) == ["patching"]
+
+
 def test_quiz_answers_are_data_only():
     quiz = get("ch01.device_label")
     assert Judge.quiz(quiz.id, quiz.key().answer, True).status == "correct"
