@@ -40,7 +40,8 @@ def explain(error=None):
 
 
 def explain_errors():
-    """Turn on the explainer: a panel under every cell that fails with an error the course knows.
+    """Turn on the explainer: a panel under every cell that fails with an error the course knows,
+    and under the first warning of each kind it knows.
 
     Every notebook calls it in its first cell; it is idempotent and does nothing outside IPython.
     """
