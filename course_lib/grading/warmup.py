@@ -114,7 +114,7 @@ def visible_references(exercise_ids: list) -> None:
 
 
 def _compiler_stack() -> None:
-    """torch.compile's first call imports TorchDynamo and Inductor (seconds); it compiles nothing."""
+    """torch.compile's first call imports TorchDynamo and Inductor (seconds); compiles nothing."""
     import torch
 
     torch.compile(torch.nn.Linear(2, 2))
