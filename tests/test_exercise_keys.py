@@ -273,3 +273,64 @@ def test_the_learners_check_and_the_graders_split_agree(exercise, label, functio
         assert grader.status == CORRECT
     if label == "stub":
         assert grader.status == NOT_ATTEMPTED
+
+
+def test_the_exercise_index_is_in_step_with_the_registry():
+    """index.json (what the grader's parent and the exports read instead of importing every
+    chapter) says exactly what the chapter modules declare."""
+    from course_lib.exercises import index
+
+    assert index.INDEX_PATH.read_text(encoding="utf-8") == index.text(index.build()), (
+        "course_lib/exercises/index.json is out of step with the chapters' exercises: run "
+        "`python -m course_lib.exercises.index` and commit it"
+    )
+    assert [e.as_row() for e in index.exercises()] == index.build()
+
+
+def test_get_imports_only_the_exercises_own_chapter():
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from course_lib.exercises import get\n"
+        "ex = get('ch01.choose_device')\n"
+        "chapters = sorted(m for m in sys.modules if m.startswith('course_lib.ch0'))\n"
+        "print(ex.id, chapters)\n"
+        "for bad in ('ch1.choose_device', 'ch01.nothing', 'ch99.x', 'nothing'):\n"
+        "    try:\n"
+        "        get(bad)\n"
+        "    except KeyError:\n"
+        "        continue\n"
+        "    print('found', bad)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "ch01.choose_device ['course_lib.ch01_device_check']"
+
+
+def test_the_graders_parent_chooses_and_records_exercises_without_torch():
+    """Choosing a class's exercises, writing a record and the LMS exports read index.json: the
+    grader's parent process never imports a chapter module or torch."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "import course_lib.grading.parent, course_lib.classroom.exports\n"
+        "from course_lib.grading import intake, record, outcome\n"
+        "from course_lib.classroom.assignments import all_assignments, chapter_of\n"
+        "sub = intake.Submission('a', None)\n"
+        "sub.unreadable = 'x'\n"
+        "intake.assign([sub], {'03'})\n"
+        "outcome.decide_statically(sub, {e.id: 2 for e in sub.exercises})\n"
+        "rows, rec = record.build(sub)\n"
+        "print(len(rows) > 1, sorted(all_assignments()) == ['01', '02', '03', '04', '05', '06',"
+        " '07', '08'], chapter_of('ch03.train_one_epoch'))\n"
+        "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('course_lib.ch0')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split("\n")[:2] == ["True True 03", "[]"]

@@ -436,3 +436,29 @@ def test_a_cells_code_lives_until_the_notebook_has_run():
     outcomes = run_notebook_cells(cells, namespace)
     assert [o["status"] for o in outcomes] == ["ok", "ok"], outcomes
     assert namespace["alive"] is True
+
+
+def test_the_zygote_pays_torch_compiles_first_use_only_for_chapters_that_call_it():
+    """A chapter whose module calls torch.compile gets the compiler stack imported once in the
+    zygote (each of its notebook processes would pay seconds for it); other chapters do not."""
+    import subprocess
+    import sys
+
+    from course_lib.grading import warmup
+
+    assert warmup.chapter_first_uses({"course_lib.ch05_speedups"}) == [warmup._compiler_stack]
+    assert warmup.chapter_first_uses({"course_lib.ch01_device_check"}) == []
+    probe = (
+        "import os, sys, torch\n"
+        "from course_lib.grading import warmup\n"
+        "warmup.visible_references(['ch05.time_it'])\n"
+        "print('torch._dynamo' in sys.modules, len(os.listdir('/proc/self/task')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**__import__("os").environ, "OMP_NUM_THREADS": "1"},
+    ).stdout
+    assert out.split() == ["True", "1"]  # imported, and no thread started before the forks

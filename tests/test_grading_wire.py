@@ -189,3 +189,95 @@ def test_random_garbage_and_mutations_of_valid_lines_never_escape_as_other_error
             wire.loads(bytes(line))
         except WireError:
             pass
+
+
+@pytest.mark.parametrize("line", HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_lines_are_refused_unbuilt_too(line):
+    """The grader's parent reads report lines without building tensors (no torch there)."""
+    with pytest.raises(WireError):
+        wire.loads(line, build=False)
+
+
+DEVICE_NAMES = [
+    "cpu", "cuda", "cuda:1", "cuda:12", "cpu:0", "cpu:01", "cuda:007", "meta", "meta:3", "mps",
+    "xpu:2", "hip", "privateuseone:1", "foo", "cuda_", "msnpu", "mlc", "ort", "privateuse1",
+    "gpu", "tpu", "cpu:999", "cuda:100",
+]  # fmt: skip
+
+
+def _torch_accepts(name: str) -> bool:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.device("mkldnn") warns
+        try:
+            torch.device(name)
+        except Exception:  # noqa: BLE001
+            return False
+    return True
+
+
+@pytest.mark.parametrize("name", DEVICE_NAMES + sorted(wire.DEVICE_TYPES))
+def test_a_device_is_accepted_unbuilt_exactly_when_torch_accepts_it(name):
+    line = json.dumps({"$device": name}).encode()
+    tensor = json.dumps(
+        {"$tensor": {"dtype": "float32", "shape": [0], "device": name, "requires_grad": False,
+                     "data": ""}}
+    ).encode()  # fmt: skip
+    for built, unbuilt in ((line, line), (tensor, tensor)):
+        outcomes = []
+        for build in (True, False):
+            try:
+                wire.loads(built if build else unbuilt, build=build)
+                outcomes.append(True)
+            except WireError:
+                outcomes.append(False)
+        assert outcomes[0] == outcomes[1] == _torch_accepts(name), (name, outcomes)
+
+
+def test_element_sizes_are_torchs():
+    assert set(wire.ELEMENT_SIZES) == set(wire.DTYPES)
+    for name, size in wire.ELEMENT_SIZES.items():
+        assert torch.empty((), dtype=getattr(torch, name)).element_size() == size
+
+
+def test_unbuilt_values_are_stand_ins_with_the_same_type_names_and_fields():
+    value = {
+        "device": torch.device("cuda:1"),
+        "dtype": torch.bfloat16,
+        "tensor": torch.arange(6, dtype=torch.int16).reshape(2, 3),
+        "meta": torch.empty(2, 4, device="meta", requires_grad=True),
+        "rest": [(1, "two"), {3}, b"\x00", ValueError("x"), float("nan")],
+    }
+    line = wire.dumps(value)
+    built, unbuilt = wire.loads(line), wire.loads(line, build=False)
+    assert unbuilt["device"] == wire.Device("cuda:1") and unbuilt["dtype"] == wire.DType("bfloat16")
+    assert type(unbuilt["tensor"]) is TensorValue and unbuilt["tensor"].values is None
+    for key in ("tensor", "meta"):
+        b, u = built[key], unbuilt[key]
+        assert (b.dtype, b.shape, b.device, b.requires_grad) == (
+            u.dtype, u.shape, u.device, u.requires_grad
+        )  # fmt: skip
+    assert repr(built["rest"]) == repr(unbuilt["rest"])
+
+
+def test_mutated_lines_are_refused_built_and_unbuilt_alike():
+    rng = random.Random(20)
+    good = wire.dumps(
+        {"seen": [torch.randn(3), torch.device("cpu"), torch.float16, (1, "two")], "n": 2}
+    ).encode()
+    differ = []
+    for _ in range(2000):
+        line = bytearray(good)
+        for _ in range(rng.randint(1, 4)):
+            line[rng.randrange(len(line))] = rng.randrange(32, 127)
+        results = []
+        for build in (True, False):
+            try:
+                wire.loads(bytes(line), build=build)
+                results.append(True)
+            except WireError:
+                results.append(False)
+        if results[0] != results[1]:
+            differ.append(bytes(line))
+    assert not differ, differ[:3]

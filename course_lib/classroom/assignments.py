@@ -23,10 +23,10 @@ class Assignment:
 
 def all_assignments() -> dict:
     """{chapter number: Assignment} of every chapter that has exercises, in order."""
-    from ..exercises import all_exercises
+    from ..exercises import index
 
     chapters = {}
-    for ex in all_exercises():
+    for ex in index.exercises():
         chapters.setdefault(ex.chapter.number, [ex.chapter, 0.0])[1] += float(ex.points)
     found = {}
     for number, (chapter, points) in sorted(chapters.items()):
@@ -36,9 +36,9 @@ def all_assignments() -> dict:
 
 @lru_cache(maxsize=1)
 def _chapter_by_exercise() -> dict:
-    from ..exercises import all_exercises
+    from ..exercises import index
 
-    return {ex.id: ex.chapter.number for ex in all_exercises()}
+    return {ex.id: ex.chapter.number for ex in index.exercises()}
 
 
 def chapter_of(exercise_id: str) -> str:

@@ -5,6 +5,7 @@ Nobody names a chapter here; a chapter module's exercises are known once it is i
 
 import importlib
 
+from .. import chapters
 from ..chapters import CHAPTERS
 
 
@@ -23,8 +24,16 @@ def all_exercises() -> list:
 
 
 def get(exercise_id: str):
-    """The exercise with this id ('ch01.choose_device'); KeyError that says where to look."""
-    for exercise in all_exercises():
-        if exercise.id == exercise_id:
+    """The exercise with this id ('ch01.choose_device'); KeyError that says where to look.
+    Only its own chapter's module is imported (the judge and the zygote need a few chapters)."""
+    head, _, name = str(exercise_id).partition(".")
+    try:
+        chapter = chapters.get(head[2:]) if head.startswith("ch") and head[2:].isdigit() else None
+    except KeyError:
+        chapter = None
+    if chapter is not None:
+        importlib.import_module(chapter.module)
+        exercise = chapter.exercises.get(name)
+        if exercise is not None and exercise.id == exercise_id:
             return exercise
     raise KeyError(f"no exercise {exercise_id!r}; `python -m course_lib exercises` lists them")

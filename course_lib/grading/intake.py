@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import notebooks
-from ..exercises import all_exercises
+from ..exercises import index
 from ..exercises.scoring import review_flags
 from . import gradebook
 from .analyze import ANSWER_PREFIX, analyze, chapter_guess
@@ -220,8 +220,9 @@ def mark_failed(sub, reason: str, trace: str = "") -> None:
 
 
 def assign(subs: list, chapters: set) -> None:
-    """Which exercises each submission is graded on: its chapter(s), or the class's."""
-    exercises = all_exercises()
+    """Which exercises each submission is graded on: its chapter(s), or the class's (as
+    index.ExerciseInfo: no chapter module is imported here)."""
+    exercises = index.exercises()
     by_chapter = {}
     for ex in exercises:
         by_chapter.setdefault(ex.chapter.number, []).append(

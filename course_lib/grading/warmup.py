@@ -96,15 +96,46 @@ def torch_first_use() -> None:
 def visible_references(exercise_ids: list) -> None:
     """The reference data of these exercises' visible tests, computed once (for notebook
     processes): a notebook's own `ch.<exercise>.check(...)` cells then find it ready (it is
-    public: the student bundle computes the same)."""
+    public: the student bundle computes the same). Then their chapters' FIRST_USES."""
     from ..exercises import get
 
-    for ex in (get(i) for i in exercise_ids):
+    exercises = [get(i) for i in exercise_ids]
+    for ex in exercises:
         for test in getattr(ex, "tests", []):
             try:
                 test.check.reference_value(None)
             except Exception:  # noqa: BLE001 - computed again where needed
                 continue
+    for warm in chapter_first_uses({ex.chapter.module for ex in exercises}):
+        try:
+            warm()
+        except Exception:  # noqa: BLE001 - a warm-up that fails costs only its speed-up
+            continue
+
+
+def _compiler_stack() -> None:
+    """torch.compile's first call imports TorchDynamo and Inductor (seconds); compiles nothing."""
+    import torch
+
+    torch.compile(torch.nn.Linear(2, 2))
+
+
+# (what a chapter module calls, the warm-up that pays its first use once, in the zygote, for every
+# notebook process of that chapter); only where the chapter is graded.
+FIRST_USES = (("torch.compile(", _compiler_stack),)
+
+
+def chapter_first_uses(modules) -> list:
+    """The FIRST_USES warm-ups that these chapter modules' code calls for."""
+    import importlib.util
+
+    texts = []
+    for name in sorted(modules):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            with open(spec.origin, encoding="utf-8") as f:
+                texts.append(f.read())
+    return [warm for trigger, warm in FIRST_USES if any(trigger in text for text in texts)]
 
 
 def _does_nothing(*args, **kwargs):
