@@ -575,8 +575,8 @@ def read_oom_message(message: str, source: str = ""):
     return table(
         [tr(h) for h in ("the message says", "here", "what it tells you")],
         [
-            (name, parts[name] or tr("(not in this message)"), tr(meaning))
-            for name, _, meaning in OOM_PARTS
+            (tr(name), parts[name] or tr("(not in this message)"), tr(meaning))
+            for name, _, meaning in OOM_PARTS  # the message's own words, quoted in Chinese
         ],
         above=f"{tr(f'({source})')}\n{message}" if source else message,
     )
@@ -663,12 +663,13 @@ LEAK_RUNS = {
 
 
 def leak_experiment(device, dataset, n_batches: int = 8, batch_size: int = 256) -> dict:
-    """The three evaluation loops of LEAK_RUNS on the same batches (chapter 06)."""
+    """The three evaluation loops of LEAK_RUNS on the same batches, by label in the course's
+    language (the notebook prints them) (chapter 06)."""
     model, _, criterion = fresh_setup(device)
     model.eval()
     batches = [digit_batch(dataset, batch_size, device, seed=i) for i in range(n_batches)]
     return {
-        label: eval_memory_over_batches(model, batches, criterion, keep, no_grad)
+        tr(label): eval_memory_over_batches(model, batches, criterion, keep, no_grad)
         for label, (keep, no_grad) in LEAK_RUNS.items()
     }
 
@@ -703,8 +704,9 @@ def plot_leak(runs: dict):
         {"marker": "s", "ms": 11, "ls": "-", "mfc": "none", "lw": 3},
         {"marker": "x", "ms": 7, "ls": "--"},
     )
-    drawn = {}
+    drawn, english = {}, {tr(label): label for label in LEAK_RUNS}  # plot_text wants the English
     for (label, live), style in zip(runs.items(), styles * len(runs)):
+        label = english.get(label, label)
         same = [plot_text(other) for other, values in drawn.items() if values == live]
         shown = plot_text(label) + (
             "\n    " + plot_text(f"(the same values as: {'; '.join(same)})") if same else ""

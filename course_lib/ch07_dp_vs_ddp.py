@@ -159,7 +159,7 @@ def sync_batchnorm_on_cpu(world_size: int = 2) -> list:
         raise AssertionError(
             "SyncBatchNorm ran on CPU tensors in a gloo group: the text above is out of date"
         )
-    return [f"rank {rank}: {value}" for rank, (_, value) in enumerate(results)]  # errors as raised
+    return [f"rank {rank}: {value}" for rank, (_, value) in enumerate(results)]
 
 
 def _sync_batchnorm_task(rank: int, world_size: int):

@@ -154,7 +154,9 @@ def test_the_memory_tables_and_sentences_in_chinese(zh, digits):
 def test_reading_an_oom_message_translates_the_reading_not_the_message(zh):
     table = shown(ch06.read_oom_message(ch06.OOM_EXAMPLE, "printed by this GPU above"))
     assert ch06.OOM_EXAMPLE in table  # PyTorch's message, word for word
-    assert "（上面这块 GPU 打印的）" in table and "Tried to allocate" in table
+    assert (
+        "（上面这块 GPU 打印的）" in table and "「Tried to allocate」" in table
+    )  # its words, quoted
     assert_chinese(table, {ch06.OOM_EXAMPLE})
     diagnosis = ch06.oom_diagnosis(ch06.OOM_EXAMPLE)
     assert diagnosis.startswith("是显存碎片：有 5.87 GiB")
@@ -188,6 +190,15 @@ def test_the_memory_figures_have_chinese_labels(zh, with_cjk_font, digits):
     assert CJK.search(ax.get_title()) and CJK.search(ax.get_xlabel())
     for text in ax.get_legend().get_texts():
         assert CJK.search(text.get_text()), text.get_text()
+
+
+def test_the_leak_loops_are_named_in_chinese_and_drawn_in_english_without_a_font(zh, digits):
+    runs = ch06.leak_experiment("cpu", digits, n_batches=2, batch_size=16)
+    assert list(runs)[0] == "total += loss（张量），梯度开启"  # the notebook prints these names
+    with mock.patch.object(plots, "cjk_font", lambda: None), pytest.warns(UserWarning):
+        plots._say_no_font.cache_clear()
+        legend = ch06.plot_leak(runs).axes[0].get_legend().get_texts()
+    assert legend[0].get_text() == "total += loss (tensor), grad on"  # no empty boxes
 
 
 def test_the_english_text_is_unchanged(digits):

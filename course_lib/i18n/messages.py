@@ -432,8 +432,12 @@ def chapters_06_07() -> None:
     parts = {name: [1, 2] for name in profiling.TIMELINE_PARTS.values()}
     ch06.timeline_vs_estimate({"parts": parts}, est)
     # ---- a real out-of-memory error, its message, the snapshot, fragmentation
-    with mock.patch.object(memory, "small_gpu", lambda *a, **k: contextlib.nullcontext()):
-        _quietly(ch06.gpu_oom_demo, "meta")
+    tiny = SimpleNamespace(to=lambda device: lambda x: torch.zeros(1, requires_grad=True))
+    with (
+        mock.patch.object(memory, "small_gpu", lambda *a, **k: contextlib.nullcontext()),
+        mock.patch.object(ch06, "wide_mlp", lambda **k: tiny),
+    ):
+        _quietly(ch06.gpu_oom_demo, "cpu")
     ch06.snapshot_table(ch06.read_snapshot({}), "ch06_oom_snapshot.pickle")
     zero = {key: 0 for key, _ in ch06.ALLOCATOR_COUNTERS}
     ch06.fragmentation_table({"expandable_segments:False": zero, "expandable_segments:True": zero})
