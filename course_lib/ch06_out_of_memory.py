@@ -573,7 +573,7 @@ def read_oom_message(message: str, source: str = ""):
     of its numbers and what it means (chapter 06)."""
     parts = oom_parts(message)
     return table(
-        [tr(h) for h in ("the message says", "here", "what it tells you")],
+        tr("the message says | here | what it tells you").split(" | "),  # "here" alone is vague
         [
             (tr(name), parts[name] or tr("(not in this message)"), tr(meaning))
             for name, _, meaning in OOM_PARTS  # the message's own words, quoted in Chinese

@@ -2,9 +2,11 @@
 widget, figure labels) comes out in Chinese, PyTorch's words and numbers kept; English unchanged."""
 
 import re
+from types import SimpleNamespace
 from unittest import mock
 
 import pytest
+import torch
 from test_zh_messages import english_sentences
 
 from course_lib import ch06_out_of_memory as ch06
@@ -214,3 +216,48 @@ def test_the_english_text_is_unchanged(digits):
     assert "cuda:0 &rarr; cuda:1: 12.00 MiB (inputs)" in ch07.phase_html(
         "DataParallel", 0, work, 4, 32
     )
+
+
+def test_the_gpu_only_tables_read_in_chinese(zh):
+    """What only a CUDA GPU shows, from made-up numbers: the same functions the notebook calls."""
+    estimated = ch06.estimate(ch06.wide_mlp(), 1024)
+    counted = {"counted": estimated, "measured": {"before": 1, "peak": 2, "after": 1}}
+    nothing = {"allocated": 0, "reserved": 0, "peak": 0}
+    zero = {key: 0 for key, _ in ch06.ALLOCATOR_COUNTERS}
+    with (
+        mock.patch.object(ch06, "accounting_and_peak", lambda *a, **k: counted),
+        mock.patch.object(memory, "cuda_memory", lambda device=None: nothing),
+        mock.patch("torch.cuda.empty_cache", lambda: None),
+    ):
+        tables = [
+            ch06.cuda_vs_accounting("cuda", None),
+            ch06.empty_cache_demo("meta"),
+            ch06.snapshot_table(ch06.read_snapshot({}), "ch06_oom_snapshot.pickle"),
+            ch06.fragmentation_table({"expandable_segments:False": zero}),
+            ch06.amp_peak_table({"float32": 2, "autocast": 1}),
+        ]
+    for table in tables:
+        assert_chinese(shown(table))
+    assert "expandable_segments:False" in shown(tables[3])  # a setting's name stays as it is
+
+
+def test_dataparallels_phases_read_in_chinese(zh, capsys):
+    on = lambda shape, i: SimpleNamespace(shape=shape, device=torch.device("cuda", i))
+    replica = SimpleNamespace(parameters=lambda: iter([on((1,), 1)]))
+    lines = ch07.phase_lines(
+        on((64, 64), 0),
+        [on((32, 64), 0), on((32, 64), 1)],
+        [replica],
+        [on((32, 10), 1)],
+        on((64, 10), 0),
+    )
+    assert (
+        lines[0]
+        == "scatter:   cuda:0 上的 batch [64, 64] -> cuda:0 上的 [32, 64], cuda:1 上的 [32, 64]"
+    )
+    assert lines[3] == "gather:    输出在 cuda:0 上拼接：[64, 10]"
+    with mock.patch.object(ch07, "gpu_only", lambda *a, **k: True):
+        assert not ch07.multi_gpu_only(
+            99, "DataParallel's scatter / replicate / gather across 2+ GPUs"
+        )
+    assert capsys.readouterr().out.startswith("[仅限 GPU] 这台机器上已跳过（有 ")
