@@ -20,6 +20,7 @@ from .checks import distributed
 from .device import gpu_only
 from .exercises import Test
 from .i18n import tr
+from .i18n.layout import rjust
 from .i18n.plots import plot_text
 from .memory import format_bytes, weight_bytes
 from .sections import section
@@ -250,18 +251,10 @@ def torchrun_ranks(nodes: int, gpus_per_node: int) -> list:
     ]
 
 
-def _right(text: str, width: int) -> str:
-    """`text` right-aligned in `width` columns of a terminal (a Chinese character takes two)."""
-    import unicodedata
-
-    columns = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
-    return " " * max(0, width - columns) + text
-
-
 def show_torchrun_ranks(nodes: int = 2, gpus_per_node: int = 4) -> None:
     """Print torchrun_ranks as a table: one row per process (chapter 07)."""
     rows = torchrun_ranks(nodes, gpus_per_node)
-    print(" | ".join(_right(tr(k), 10) for k in rows[0]))
+    print(" | ".join(rjust(tr(k), 10) for k in rows[0]))  # display columns
     for row in rows:
         print(" | ".join(f"{v:>10}" for v in row.values()))
 

@@ -261,3 +261,21 @@ def test_dataparallels_phases_read_in_chinese(zh, capsys):
             99, "DataParallel's scatter / replicate / gather across 2+ GPUs"
         )
     assert capsys.readouterr().out.startswith("[仅限 GPU] 这台机器上已跳过（有 ")
+
+
+def test_chinese_paragraphs_are_wrapped_by_display_width(zh, capsys):
+    import textwrap
+
+    from course_lib.i18n.layout import width
+
+    ch06.print_wrapped(ch06.oom_diagnosis(ch06.OOM_EXAMPLE))
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 2 and all(width(line) <= 96 for line in lines), lines
+    assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in "".join(lines)  # code kept whole
+    with in_language("en"):
+        english = ch06.oom_diagnosis(ch06.OOM_EXAMPLE)
+        ch06.print_wrapped(english)
+    assert (
+        capsys.readouterr().out
+        == textwrap.fill(english, 96, break_long_words=False, break_on_hyphens=False) + "\n"
+    )
