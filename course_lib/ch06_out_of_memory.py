@@ -20,6 +20,9 @@ from .checks.rig import MovesData
 from .data import N_CLASSES, N_FEATURES
 from .device import amp_dtype
 from .exercises import Test
+from .i18n import tr
+from .i18n.catalogue import join
+from .i18n.plots import plot_text
 from .measure import Timer
 from .memory import BUDGET, OUT_OF_MEMORY, format_bytes, step_in_budget
 from .sections import section
@@ -155,20 +158,25 @@ def measured_step_bytes(device, batch_size: int, dataset, **model_args) -> dict:
     return memory.training_step_memory(model, optimizer, criterion, x, y)
 
 
+def part_name(key: str) -> str:
+    """A component's name in a table, translated: 'optimizer_state' -> 'optimizer state'."""
+    return tr(ROW_NAMES.get(key, key.replace("_", " ")))
+
+
 def compare(estimated: dict, measured: dict):
     """Estimate and measurement side by side, per component, with the share of the total."""
     total = sum(measured.values())
     rows = [
         (
-            k.replace("_", " "),
+            part_name(k),
             format_bytes(estimated[k]),
             format_bytes(measured[k]),
             f"{measured[k] / total:.0%}",
         )
         for k in memory.COMPONENTS
     ]
-    rows.append(("total", format_bytes(sum(estimated.values())), format_bytes(total), "100%"))
-    return table(["component", "estimated from shapes", "measured", "share"], rows)
+    rows.append((tr("total"), format_bytes(sum(estimated.values())), format_bytes(total), "100%"))
+    return table([tr(h) for h in ("component", "estimated from shapes", "measured", "share")], rows)
 
 
 def activation_curve(device, dataset, batch_sizes=(32, 128, 512, 1024, 2048)) -> dict:
@@ -187,13 +195,13 @@ def plot_curve(curve: dict):
             sizes,
             [curve[b][component] / 2**20 for b in sizes],
             "o-",
-            label=component.replace("_", " "),
+            label=plot_text(component.replace("_", " ")),
         )
     ax.set(
         xscale="log",
-        xlabel="batch size",
+        xlabel=plot_text("batch size"),
         ylabel="MiB",
-        title="measured memory of one training step",
+        title=plot_text("measured memory of one training step"),
     )
     ax.set_xticks(sizes, [str(b) for b in sizes])
     ax.legend()
@@ -209,23 +217,33 @@ def crossover(curve: dict) -> str:
     largest = [b for b, r in curve.items() if max(memory.COMPONENTS, key=r.get) == "activations"]
     bigger = [b for b, r in curve.items() if r["activations"] > state(r)]
     if not largest:
-        return (
+        return tr(
             "At every measured batch size some part of the model's state is larger than the "
             "activations."
         )
-    first = (
+    first = tr(
         f"From batch {largest[0]} on, the activations are the largest of the four parts "
         f"({format_bytes(curve[largest[0]]['activations'])} at batch {largest[0]})."
     )
     if not bigger:
-        return (
-            first
-            + " At no measured batch do they outweigh weights + grads + optimizer state together."
+        return join(
+            [
+                first,
+                tr(
+                    "At no measured batch do they outweigh weights + grads + optimizer state "
+                    "together."
+                ),
+            ]
         )
-    return first + (
-        f" From batch {bigger[0]} on, they outweigh the other three together "
-        f"({format_bytes(curve[bigger[0]]['activations'])} vs "
-        f"{format_bytes(state(curve[bigger[0]]))})."
+    return join(
+        [
+            first,
+            tr(
+                f"From batch {bigger[0]} on, they outweigh the other three together "
+                f"({format_bytes(curve[bigger[0]]['activations'])} vs "
+                f"{format_bytes(state(curve[bigger[0]]))})."
+            ),
+        ]
     )
 
 
@@ -254,16 +272,19 @@ def cuda_vs_accounting(device, dataset, batch_size: int = 1024):
     measured = result["measured"]
     rows = [
         (
-            "in use before the step (weights, Adam state, the batch)",
+            tr("in use before the step (weights, Adam state, the batch)"),
             format_bytes(measured["before"]),
         ),
-        ("peak during the step, measured by the CUDA allocator", format_bytes(measured["peak"])),
         (
-            "weights + grads + Adam state + activations + batch, counted",
+            tr("peak during the step, measured by the CUDA allocator"),
+            format_bytes(measured["peak"]),
+        ),
+        (
+            tr("weights + grads + Adam state + activations + batch, counted"),
             format_bytes(sum(result["counted"].values())),
         ),
     ]
-    return table(["", "bytes"], rows)
+    return table(["", tr("bytes")], rows)
 
 
 # ------------------------------------------------------------ section 1: the profiler's memory view
@@ -285,7 +306,7 @@ def timeline_vs_estimate(timeline: dict, estimated: dict):
     end = profiling.at_end(timeline)
     rows = [
         (
-            k.replace("_", " "),
+            part_name(k),
             format_bytes(estimated[k]),
             format_bytes(peak.get(k, 0)),
             format_bytes(end.get(k, 0)),
@@ -293,22 +314,25 @@ def timeline_vs_estimate(timeline: dict, estimated: dict):
         for k in memory.COMPONENTS
     ]
     rows += [
-        (name, "(not estimated)", format_bytes(peak[name]), format_bytes(end[name]))
+        (tr(name), tr("(not estimated)"), format_bytes(peak[name]), format_bytes(end[name]))
         for name in peak
         if name not in memory.COMPONENTS and (peak[name] or end[name])
     ]
     rows.append(
         (
-            "total",
+            tr("total"),
             format_bytes(sum(estimated.values())),
             format_bytes(sum(peak.values())),
             format_bytes(sum(end.values())),
         )
     )
-    return table(
-        ["part", "the course's estimate", "profiler, at its peak", "profiler, after the last step"],
-        rows,
+    header = (
+        "part",
+        "the course's estimate",
+        "profiler, at its peak",
+        "profiler, after the last step",
     )
+    return table([tr(h) for h in header], rows)
 
 
 # ---------------------------------------------------------- section 2: a real OOM, and the stand-in
@@ -318,7 +342,7 @@ def gpu_oom_demo(device, limit_bytes: int = 2**30):
     model = wide_mlp(hidden=4096).to(device)
     x = torch.randn(2**17, N_FEATURES, device=device)  # 2**17 x 4096 floats per hidden layer: 2 GiB
     with memory.small_gpu(limit_bytes, device):
-        print(f"this process may now use {format_bytes(limit_bytes)} of the GPU")
+        print(tr(f"this process may now use {format_bytes(limit_bytes)} of the GPU"))
         try:
             model(x).sum().backward()
         finally:
@@ -380,10 +404,11 @@ def read_snapshot(snapshot: dict) -> dict:
 def snapshot_table(facts: dict, path=None):
     """The snapshot's facts as a table, sizes as bytes (chapter 06)."""
     shown = [
-        (k, v if v is None or k in ("events recorded", "segments held") else format_bytes(v))
+        (tr(k), v if v is None or k in ("events recorded", "segments held") else format_bytes(v))
         for k, v in facts.items()
     ]
-    return table(["the snapshot", "value"], shown, above=f"snapshot file: {path}" if path else "")
+    above = tr(f"snapshot file: {path}") if path else ""
+    return table([tr("the snapshot"), tr("value")], shown, above=above)
 
 
 def snapshot_html(path, name: str = "ch06_oom_snapshot.html"):
@@ -449,10 +474,10 @@ def fragmentation_table(results: dict):
         return str(value) if key.startswith("segment.") else format_bytes(value)
 
     rows = [
-        (meaning, *(shown(key, r[key]) for r in results.values()))
+        (tr(meaning), *(shown(key, r[key]) for r in results.values()))
         for key, meaning in ALLOCATOR_COUNTERS
     ]
-    return table(["counter (change over the pattern)", *results], rows)
+    return table([tr("counter (change over the pattern)"), *results], rows)
 
 
 # A CUDA out-of-memory message, in the exact format of PyTorch's caching allocator
@@ -523,10 +548,10 @@ def oom_diagnosis(message: str) -> str:
     parts = oom_parts(message)
     tried, spare = parts["Tried to allocate"], parts["reserved by PyTorch but unallocated"]
     if tried is None or spare is None:
-        return "This is not the CUDA allocator's out-of-memory message: nothing to read here."
+        return tr("This is not the CUDA allocator's out-of-memory message: nothing to read here.")
     used = parts["is allocated by PyTorch"]
     if size_in_bytes(spare) >= size_in_bytes(tried):
-        return (
+        return tr(
             f"Fragmentation: {spare} sat reserved but unused, more than the {tried} asked "
             "for, yet in pieces none of which fits. torch.cuda.empty_cache() cannot help: "
             "before raising, the allocator already gave back every cached block it could and "
@@ -535,7 +560,7 @@ def oom_diagnosis(message: str) -> str:
             "before importing torch)."
         )
     cap = f" of the {parts['allowed']} allowed" if parts["allowed"] else ""
-    return (
+    return tr(
         f"Not fragmentation: only {spare} is reserved but unused, less than the {tried} asked "
         f"for. Your tensors hold {used}{cap}: the memory is really taken, or the request "
         "alone is too big. No allocator setting helps: shrink what is big "
@@ -548,9 +573,12 @@ def read_oom_message(message: str, source: str = ""):
     of its numbers and what it means (chapter 06)."""
     parts = oom_parts(message)
     return table(
-        ["the message says", "here", "what it tells you"],
-        [(name, parts[name] or "(not in this message)", meaning) for name, _, meaning in OOM_PARTS],
-        above=f"({source})\n{message}" if source else message,
+        tr("the message says | here | what it tells you").split(" | "),  # "here" alone is vague
+        [
+            (tr(name), parts[name] or tr("(not in this message)"), tr(meaning))
+            for name, _, meaning in OOM_PARTS  # the message's own words, quoted in Chinese
+        ],
+        above=f"{tr(f'({source})')}\n{message}" if source else message,
     )
 
 
@@ -607,7 +635,8 @@ def try_fixes(device, dataset, batch_size: int = 1024, budget: int = BUDGET) -> 
 
 def fixes_table(rows):
     """The fixes and their peaks as a table (chapter 06)."""
-    return table(["what we run", f"peak (budget {format_bytes(BUDGET)})", "verdict"], rows)
+    header = [tr("what we run"), tr(f"peak (budget {format_bytes(BUDGET)})"), tr("verdict")]
+    return table(header, [(tr(name), peak, tr(verdict)) for name, peak, verdict in rows])
 
 
 # ---------------------------------------------------------------- section 3: graphs kept alive
@@ -634,12 +663,13 @@ LEAK_RUNS = {
 
 
 def leak_experiment(device, dataset, n_batches: int = 8, batch_size: int = 256) -> dict:
-    """The three evaluation loops of LEAK_RUNS on the same batches (chapter 06)."""
+    """The three evaluation loops of LEAK_RUNS on the same batches, by label in the course's
+    language (the notebook prints them) (chapter 06)."""
     model, _, criterion = fresh_setup(device)
     model.eval()
     batches = [digit_batch(dataset, batch_size, device, seed=i) for i in range(n_batches)]
     return {
-        label: eval_memory_over_batches(model, batches, criterion, keep, no_grad)
+        tr(label): eval_memory_over_batches(model, batches, criterion, keep, no_grad)
         for label, (keep, no_grad) in LEAK_RUNS.items()
     }
 
@@ -656,7 +686,7 @@ def usual_loop_peak(device, dataset, n_batches: int = 4, batch_size: int = 256) 
         for x, y in batches:
             loss = criterion(model(x), y)  # the previous loss keeps its graph until this assignment
             total += loss.item()
-    return (
+    return tr(
         "the usual loop (grad on, `total += loss.item()`, no `del`): peak "
         f"{format_bytes(meter.peak)} saved = {meter.peak / one_graph:.1f} x one batch's graph "
         f"({format_bytes(one_graph)})"
@@ -674,10 +704,13 @@ def plot_leak(runs: dict):
         {"marker": "s", "ms": 11, "ls": "-", "mfc": "none", "lw": 3},
         {"marker": "x", "ms": 7, "ls": "--"},
     )
-    drawn = {}
+    drawn, english = {}, {tr(label): label for label in LEAK_RUNS}  # plot_text wants the English
     for (label, live), style in zip(runs.items(), styles * len(runs)):
-        same = [other for other, values in drawn.items() if values == live]
-        shown = label + (f"\n    (the same values as: {'; '.join(same)})" if same else "")
+        label = english.get(label, label)
+        same = [plot_text(other) for other, values in drawn.items() if values == live]
+        shown = plot_text(label) + (
+            "\n    " + plot_text(f"(the same values as: {'; '.join(same)})") if same else ""
+        )
         ax.plot(
             range(1, len(live) + 1),
             [v / 2**20 for v in live],
@@ -687,9 +720,9 @@ def plot_leak(runs: dict):
         )
         drawn[label] = live
     ax.set(
-        xlabel="batches evaluated",
-        ylabel="MiB kept for a backward that never comes",
-        title="activations still alive after each batch",
+        xlabel=plot_text("batches evaluated"),
+        ylabel=plot_text("MiB kept for a backward that never comes"),
+        title=plot_text("activations still alive after each batch"),
     )
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
@@ -708,8 +741,8 @@ def empty_cache_demo(device):
     torch.cuda.empty_cache()
     rows.append(("after empty_cache()", memory.cuda_memory(device)))
     return table(
-        ["moment", "allocated (tensors)", "reserved (cached by PyTorch)"],
-        [(m, format_bytes(r["allocated"]), format_bytes(r["reserved"])) for m, r in rows],
+        [tr(h) for h in ("moment", "allocated (tensors)", "reserved (cached by PyTorch)")],
+        [(tr(m), format_bytes(r["allocated"]), format_bytes(r["reserved"])) for m, r in rows],
     )
 
 
@@ -807,7 +840,7 @@ def side_by_side(result: dict):
     ratio = lambda x, y: f"{y / x:.2f}" if x else "-"
     rows = [
         (
-            ROW_NAMES.get(k, k.replace("_", " ")),
+            part_name(k),
             format_bytes(first[k]),
             format_bytes(second[k]),
             ratio(first[k], second[k]),
@@ -816,13 +849,13 @@ def side_by_side(result: dict):
     ]
     rows.append(
         (
-            "total",
+            tr("total"),
             format_bytes(sum(first.values())),
             format_bytes(sum(second.values())),
             ratio(sum(first.values()), sum(second.values())),
         )
     )
-    return table(["component", a, b, "ratio"], rows)
+    return table([tr("component"), tr(a), tr(b), tr("ratio")], rows)
 
 
 def amp_table(result: dict):
@@ -840,7 +873,7 @@ def amp_verdict(result: dict, batch_size: int) -> str:
     fp32, amp = result["float32"], result["autocast"]
     acts = amp["activations"] / fp32["activations"]
     total = sum(amp.values()) / sum(fp32.values())
-    return (
+    return tr(
         f"batch {batch_size}: autocast {_change(acts)} on the activations "
         f"({format_bytes(fp32['activations'])} -> {format_bytes(amp['activations'])}), added "
         f"{format_bytes(amp['weight_copies'])} of 16-bit weight copies saved for backward, and "
@@ -865,7 +898,7 @@ def amp_peak_table(peaks: dict):
     """float32 vs autocast peak, and their ratio (chapter 06)."""
     ratio = peaks["autocast"] / peaks["float32"]
     return table(
-        ["training step", "peak memory_allocated"],
+        [tr("training step"), tr("peak memory_allocated")],
         [(k, format_bytes(v)) for k, v in peaks.items()] + [("autocast / float32", f"{ratio:.2f}")],
     )
 
@@ -952,7 +985,7 @@ def checkpoint_notes(result: dict) -> str:
     per_segment = math.ceil(plain["modules"] / segments)
     recomputed = ckpt["calls"] - plain["calls"]
     lines = [
-        (
+        tr(
             f"{plain['modules']} modules in the Sequential (8 Linear+ReLU blocks and the output "
             f"layer): {plain['calls']} forward calls per plain step. checkpoint_sequential cut "
             f"them into {segments} segments of up to {per_segment} and ran the last one without "
@@ -963,16 +996,20 @@ def checkpoint_notes(result: dict) -> str:
     ]
     spread = lambda r: f"{min(r['times_ms']):.1f} to {max(r['times_ms']):.1f} ms"
     lines.append(
-        f"Time per step, median of {len(plain['times_ms'])} steps each, taking turns: plain "
-        f"{1000 * plain['seconds']:.1f} ms ({spread(plain)}), checkpointed "
-        f"{1000 * ckpt['seconds']:.1f} ms ({spread(ckpt)})."
+        tr(
+            f"Time per step, median of {len(plain['times_ms'])} steps each, taking turns: plain "
+            f"{1000 * plain['seconds']:.1f} ms ({spread(plain)}), checkpointed "
+            f"{1000 * ckpt['seconds']:.1f} ms ({spread(ckpt)})."
+        )
     )
     if ckpt["seconds"] <= plain["seconds"]:
         lines.append(
-            "Here the checkpointed step did not come out slower: the timing noise of this "
-            "machine (other programs on the same cores) is larger than the recomputation. "
-            "Trust the forward calls; run the cell again on a quiet machine to see the time "
-            "follow them."
+            tr(
+                "Here the checkpointed step did not come out slower: the timing noise of this "
+                "machine (other programs on the same cores) is larger than the recomputation. "
+                "Trust the forward calls; run the cell again on a quiet machine to see the time "
+                "follow them."
+            )
         )
     return "\n".join(lines)
 
@@ -981,25 +1018,26 @@ def checkpoint_table(result: dict):
     (a, plain), (b, ckpt) = result.items()
     same = all(torch.allclose(g, h, atol=1e-6) for g, h in zip(plain["grads"], ckpt["grads"]))
     rows = [
-        (label, format_bytes(r["saved"]), r["calls"], f"{1000 * r['seconds']:.1f} ms")
+        (tr(label), format_bytes(r["saved"]), r["calls"], f"{1000 * r['seconds']:.1f} ms")
         for label, r in result.items()
     ]
     rows.append(
         (
-            "checkpointed / plain",
+            tr("checkpointed / plain"),
             f"{ckpt['saved'] / plain['saved']:.2f}",
             f"{ckpt['calls'] / plain['calls']:.2f}",
             f"{ckpt['seconds'] / plain['seconds']:.2f}",
         )
     )
-    print("same gradients with and without checkpointing:", same)
+    print(tr("same gradients with and without checkpointing:"), same)
+    header = (
+        "training step",
+        "saved for backward",
+        "module forward calls (counted)",
+        "time per step (median, measured)",
+    )
     return table(
-        [
-            "training step",
-            "saved for backward",
-            "module forward calls (counted)",
-            "time per step (median, measured)",
-        ],
+        [tr(h) for h in header],
         rows,
         above=checkpoint_notes(result),
     )

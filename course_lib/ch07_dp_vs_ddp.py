@@ -19,6 +19,9 @@ from . import chapters, ddp_worker, training
 from .checks import distributed
 from .device import gpu_only
 from .exercises import Test
+from .i18n import tr
+from .i18n.layout import rjust
+from .i18n.plots import plot_text
 from .memory import format_bytes, weight_bytes
 from .sections import section
 
@@ -68,7 +71,9 @@ def multi_gpu_only(n: int, what: str) -> bool:
     if not gpu_only(what):
         return False
     if gpus_available() < n:
-        print(f"[GPU only] skipped on this machine ({gpus_available()} GPU, {n} needed): {what}")
+        print(
+            tr(f"[GPU only] skipped on this machine ({gpus_available()} GPU, {n} needed): {what}")
+        )
         return False
     return True
 
@@ -87,14 +92,22 @@ def dataparallel_phases(model: nn.Module, x: torch.Tensor, n_gpus: int) -> list:
     replicas = replicate(model, devices)
     outputs = parallel_apply(replicas, list(chunks))
     gathered = gather(outputs, 0)
+    return phase_lines(x, chunks, replicas, outputs, gathered)
+
+
+def phase_lines(x, chunks, replicas, outputs, gathered) -> list:
+    """What each of DataParallel's phases made, one line each (chapter 07)."""
+    on = lambda t: tr(f"{list(t.shape)} on cuda:{t.device.index}")
     return [
-        f"scatter:   batch {list(x.shape)} on cuda:0 -> "
-        + ", ".join(f"{list(c.shape)} on {c.device}" for c in chunks),
+        f"scatter:   {tr(f'batch {list(x.shape)} on cuda:0')} -> "
+        + ", ".join(on(c) for c in chunks),
         "replicate: "
-        + ", ".join(str(next(r.parameters()).device) for r in replicas)
-        + " each get a full copy of the weights (every step)",
-        "forward:   " + ", ".join(f"{list(o.shape)} on {o.device}" for o in outputs),
-        f"gather:    outputs concatenated on {gathered.device}: {list(gathered.shape)}",
+        + tr(
+            ", ".join(str(next(r.parameters()).device) for r in replicas)
+            + " each get a full copy of the weights (every step)"
+        ),
+        "forward:   " + ", ".join(on(o) for o in outputs),
+        "gather:    " + tr(f"outputs concatenated on {gathered.device}: {list(gathered.shape)}"),
     ]
 
 
@@ -117,20 +130,21 @@ def failure_demo(deadline_s: float = 60.0) -> str:
     except ddp_worker.TorchrunFailed as err:
         said = re.search(r"\[rank1\]: (\w+(?:Error|Exception): .*)", err.output)
         stopped = "SIGTERM" in err.output
-        return (
-            f"torchrun exited with {err.returncode} after {time.perf_counter() - start:.1f} s\n"
-            f"rank 1's error: {said.group(1) if said else '(not in the output)'}\n"
-            + (
-                (
+        lines = [
+            tr(f"torchrun exited with {err.returncode} after {time.perf_counter() - start:.1f} s"),
+            tr(f"rank 1's error: {said.group(1) if said else tr('(not in the output)')}"),
+        ]
+        if stopped:
+            lines.append(
+                tr(
                     "rank 0: stopped by torchrun with SIGTERM while it waited for rank 1 inside a "
                     "collective; torchrun's report calls rank 1 the root cause "
-                    "(ChildFailedError)\n"
+                    "(ChildFailedError)"
                 )
-                if stopped
-                else ""
             )
-            + f"processes of that launch still running: {int(ddp_worker.group_alive(err.pgid))}"
-        )
+        alive = int(ddp_worker.group_alive(err.pgid))
+        lines.append(tr(f"processes of that launch still running: {alive}"))
+        return "\n".join(lines)
     raise AssertionError("the launch with a failing rank did not raise")
 
 
@@ -159,15 +173,21 @@ def describe_ranks(result: ddp_worker.LaunchResult) -> str:
     the start of its shard, its losses (chapter 07)."""
     config = result.config
     lines = [
-        f"{result.how}: {len(result.ranks)} processes, backend {config.backend}, "
-        f"{config.epochs} epochs x {config.steps} steps, {result.seconds:.1f} s including start-up"
+        tr(
+            f"{result.how}: {len(result.ranks)} processes, backend {config.backend}, "
+            f"{config.epochs} epochs x {config.steps} steps, {result.seconds:.1f} s including "
+            "start-up"
+        )
     ]
     for r in result.ranks:
         losses = ", ".join(f"{v:.3f}" for v in r["losses"])
         lines.append(
-            f"  rank {r['rank']} (pid {r['pid']}, {r['device']}): shard of "
-            f"{len(r['orders'][0])} samples starting {r['orders'][0][:6]}...\n      losses "
-            f"per step [{losses}]"
+            "  "
+            + tr(
+                f"rank {r['rank']} (pid {r['pid']}, {r['device']}): shard of "
+                f"{len(r['orders'][0])} samples starting {r['orders'][0][:6]}...\n      losses "
+                f"per step [{losses}]"
+            )
         )
     return "\n".join(lines)
 
@@ -208,7 +228,7 @@ def show_sampler_orders(n_samples: int = 12, world_size: int = 2, epochs: int = 
     """Print each rank's indices for a few epochs, for
     the three ways of using the sampler (chapter 07)."""
     for label, options in SAMPLER_SETTINGS.items():
-        print(label)
+        print(tr(label))
         for epoch, ranks in enumerate(sampler_orders(n_samples, world_size, epochs, **options)):
             print(
                 f"  epoch {epoch}: "
@@ -234,7 +254,7 @@ def torchrun_ranks(nodes: int, gpus_per_node: int) -> list:
 def show_torchrun_ranks(nodes: int = 2, gpus_per_node: int = 4) -> None:
     """Print torchrun_ranks as a table: one row per process (chapter 07)."""
     rows = torchrun_ranks(nodes, gpus_per_node)
-    print(" | ".join(f"{k:>10}" for k in rows[0]))
+    print(" | ".join(rjust(tr(k), 10) for k in rows[0]))  # display columns
     for row in rows:
         print(" | ".join(f"{v:>10}" for v in row.values()))
 
@@ -258,13 +278,15 @@ def gradient_sync_report(result: ddp_worker.LaunchResult, step: int = 0) -> str:
     synced = [r["synced_grads"][step] for r in result.ranks]
     return "\n".join(
         [
-            f"step {step}: each rank's OWN gradients (no_sync, no communication) differ by up to "
-            f"{max_abs_diff(local[0], local[1]):.2e}",
-            (
+            tr(
+                f"step {step}: each rank's OWN gradients (no_sync, no communication) differ by "
+                f"up to {max_abs_diff(local[0], local[1]):.2e}"
+            ),
+            tr(
                 "after backward, rank 0 and rank 1 hold gradients that differ by "
                 f"{max_abs_diff(synced[0], synced[1]):.2e}"
             ),
-            (
+            tr(
                 "and those equal the mean of the ranks' own gradients up to "
                 f"{max_abs_diff(synced[0], mean_of(local)):.2e}"
             ),
@@ -525,14 +547,14 @@ STRATEGIES = {"DataParallel": dp_phases, "DistributedDataParallel": ddp_phases}
 
 def _device_box(i: int, phase: Phase, strategy: str, moved: tuple) -> str:
     sent, received = moved
-    name = f"cuda:{i}" + (" (main)" if strategy == "DataParallel" and i == 0 else "")
+    name = tr(f"cuda:{i} (main)") if strategy == "DataParallel" and i == 0 else f"cuda:{i}"
     color = "#ffd8a8" if i in phase.busy else "#eaeef2"
     moved = (
-        f"sends {format_bytes(sent)}<br>receives {format_bytes(received)}"
+        tr(f"sends {format_bytes(sent)}") + "<br>" + tr(f"receives {format_bytes(received)}")
         if sent or received
-        else "no copies"
+        else tr("no copies")
     )
-    state = "computing" if i in phase.busy else "waiting"
+    state = tr("computing" if i in phase.busy else "waiting")
     style = (
         "display:inline-block;min-width:120px;margin:3px;padding:6px;border:1px solid #8c959f;"
         f"background:{color};color:#1f2328;text-align:center"
@@ -546,17 +568,15 @@ def phase_html(strategy: str, index: int, work: Workload, n: int, per_device_bat
     phases = STRATEGIES[strategy](work, n, per_device_batch)
     phase = phases[index]
     arrows = "".join(
-        f"<li>cuda:{t.src} &rarr; cuda:{t.dst}: {format_bytes(t.n_bytes)} ({t.what})</li>"
+        f"<li>cuda:{t.src} &rarr; cuda:{t.dst}: {format_bytes(t.n_bytes)} {tr(f'({t.what})')}</li>"
         for t in phase.transfers[:8]
     )
     if len(phase.transfers) > 8:
-        arrows += f"<li>... {len(phase.transfers) - 8} more</li>"
+        arrows += f"<li>{tr(f'... {len(phase.transfers) - 8} more')}</li>"
     boxes = "".join(_device_box(i, phase, strategy, m) for i, m in enumerate(traffic([phase], n)))
-    copies = arrows or "<li>no copies between GPUs in this phase</li>"
-    return (
-        f"<div><b>{strategy}, phase {index + 1} of {len(phases)}: {phase.name}</b><br>"
-        f"{phase.text}</div><div>{boxes}</div><ul>{copies}</ul>"
-    )
+    copies = arrows or f"<li>{tr('no copies between GPUs in this phase')}</li>"
+    title = tr(f"{strategy}, phase {index + 1} of {len(phases)}: {phase.name}")
+    return f"<div><b>{title}</b><br>{tr(phase.text)}</div><div>{boxes}</div><ul>{copies}</ul>"
 
 
 def busiest(per_device: list) -> float:
@@ -569,17 +589,20 @@ def totals_html(work: Workload, n: int, per_device_batch: int) -> str:
     """The per-step totals in words: DP's main GPU vs the others vs every DDP GPU (chapter 07)."""
     both = step_traffic(work, n, per_device_batch)
     dp, ddp = both["DataParallel"], both["DistributedDataParallel"]
-    return (
-        f"<div>Model: {work.param_bytes / 4:,.0f} float32 parameters = "
+    model = tr(
+        f"Model: {work.param_bytes / 4:,.0f} float32 parameters = "
         f"{format_bytes(work.param_bytes)}. One step on {n} GPUs, {per_device_batch} samples "
-        "each (bytes sent + received):<ul><li>DataParallel: cuda:0 (main) moves "
-        f"{format_bytes(sum(dp[0]))}; every other GPU "
-        f"{format_bytes(sum(dp[-1]))}</li><li>DDP: every GPU moves "
-        f"{format_bytes(sum(ddp[0]))} (counted as a ring all-reduce: each device sends "
-        f"2(N-1)/N x model = {format_bytes(ring_allreduce_bytes(work.param_bytes, n))} and "
-        "receives as much)</li><li>busiest GPU: DP / DDP = "
-        f"{busiest(dp) / busiest(ddp):.2f}</li></ul></div>"
+        "each (bytes sent + received):"
     )
+    items = (
+        f"DataParallel: cuda:0 (main) moves {format_bytes(sum(dp[0]))}; every other GPU "
+        f"{format_bytes(sum(dp[-1]))}",
+        f"DDP: every GPU moves {format_bytes(sum(ddp[0]))} (counted as a ring all-reduce: each "
+        f"device sends 2(N-1)/N x model = "
+        f"{format_bytes(ring_allreduce_bytes(work.param_bytes, n))} and receives as much)",
+        f"busiest GPU: DP / DDP = {busiest(dp) / busiest(ddp):.2f}",
+    )
+    return f"<div>{model}<ul>" + "".join(f"<li>{tr(i)}</li>" for i in items) + "</ul></div>"
 
 
 def plot_traffic(work: Workload, n: int, per_device_batch: int):
@@ -597,8 +620,9 @@ def plot_traffic(work: Workload, n: int, per_device_batch: int):
             [i + (k - 0.5) * width for i in range(n)], totals, width, label=strategy, color=color
         )
     ax.set_xticks(range(n), [f"cuda:{i}" for i in range(n)])
-    ax.set(ylabel="MiB moved per step")
-    ax.set_title(f"{work.name}\nbytes each GPU sends + receives in one training step", fontsize=10)
+    ax.set(ylabel=plot_text("MiB moved per step"))
+    title = plot_text("bytes each GPU sends + receives in one training step")
+    ax.set_title(f"{plot_text(work.name)}\n{title}", fontsize=10)
     ax.legend()
     ax.grid(axis="y", alpha=0.3)
     plt.close(fig)  # returned, so it is shown once
@@ -617,37 +641,43 @@ class StepThrough:
 
         label = {"description_width": LABEL_WIDTH}
         self.model = W.Dropdown(
-            options=list(MODELS),
+            options=[(tr(name), name) for name in MODELS],
             value=list(MODELS)[2],
-            description="model:",
+            description=tr("model:"),
             layout=W.Layout(width="100%", max_width="600px"),
             style=label,
         )
         self.n = W.IntSlider(
-            value=n, min=2, max=8, description="GPUs:", style=label, layout=W.Layout(width="340px")
+            value=n,
+            min=2,
+            max=8,
+            description=tr("GPUs:"),
+            style=label,
+            layout=W.Layout(width="340px"),
         )
         self.batch = W.Dropdown(
             options=[8, 32, 128],
             value=per_device_batch,
-            description="batch per GPU:",
+            description=tr("batch per GPU:"),
             style=label,
             layout=W.Layout(width="230px"),
         )
         self.strategy = W.ToggleButtons(
             options=list(STRATEGIES),
             value="DataParallel",
-            description="strategy:",
+            description=tr("strategy:"),
             style={**label, "button_width": "190px"},
         )
         self.phase = W.IntSlider(
             value=1,
             min=1,
             max=len(dp_phases(workload(self.model.value), 2, 1)),
-            description="phase:",
+            description=tr("phase:"),
             style=label,
             layout=W.Layout(width="340px"),
         )
-        self.back, self.next = W.Button(description="◀ back"), W.Button(description="next ▶")
+        self.back = W.Button(description=tr("◀ back"))
+        self.next = W.Button(description=tr("next ▶"))
         self.diagram, self.totals, self.chart = W.HTML(), W.HTML(), W.Output()
         self.back.on_click(lambda _: self._move(-1))
         self.next.on_click(lambda _: self._move(+1))

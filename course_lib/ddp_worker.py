@@ -43,6 +43,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 
 from . import data, training
 from .exercises.runner import describe_exception
+from .i18n import tr
 from .seed import seed_everything
 
 ADDRESS = "127.0.0.1"
@@ -534,7 +535,7 @@ def main(argv=None) -> None:
     run_rank(rank, int(os.environ["LOCAL_RANK"]), config, init_method="env://")
     if rank == 0:  # a learner who pasted the torchrun line should learn where the results went
         print(
-            f"rank 0: done; {CHECKPOINT} and rank<r>.pt (one per rank) are in {config.out_dir}",
+            tr(f"rank 0: done; {CHECKPOINT} and rank<r>.pt (one per rank) are in {config.out_dir}"),
             flush=True,
         )
 

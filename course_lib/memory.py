@@ -318,10 +318,10 @@ def fits_call(try_batch, n: int) -> bool:
 def plot_stacked(rows: dict, title: str = ""):
     """Stacked bars in MiB, one per row label, one colour per
     component (chapter 06). rows: label -> {component: bytes}."""
+    from .i18n.plots import plot_text
     from .measure import plot_stacked as stacked_bars
 
     components = [c for c in COMPONENTS if any(c in r for r in rows.values())]
-    mib = {label: [r.get(c, 0) / 2**20 for c in components] for label, r in rows.items()}
-    return stacked_bars(
-        mib, parts=[c.replace("_", " ") for c in components], title=title, ylabel="MiB"
-    )
+    mib = {plot_text(label): [r.get(c, 0) / 2**20 for c in components] for label, r in rows.items()}
+    parts = [plot_text(c.replace("_", " ")) for c in components]
+    return stacked_bars(mib, parts=parts, title=plot_text(title) if title else "", ylabel="MiB")

@@ -249,9 +249,16 @@ def text_table(rows, header=None, gap: int = 2) -> str:
 
 
 def print_wrapped(*paragraphs: str, width: int = 96) -> None:
-    """Print each paragraph wrapped between words, so that no number is cut in two."""
+    """Print each paragraph wrapped between words, so that no number is cut in two (Chinese:
+    between characters too, each two columns wide)."""
+    from .i18n.catalogue import CJK
+    from .i18n.layout import wrap
+
     for text in paragraphs:
-        print(textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False))
+        if CJK.search(text):
+            print(wrap(text, width, indent=""))
+        else:
+            print(textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False))
 
 
 # ---------------------------------------------------------------- a result shown when asked

@@ -60,6 +60,7 @@ STATIC_SOURCES = {
         "NEEDS",
     ),
     "course_lib/measure.py": ("speed_ratio",),  # parts of those figure lines
+    "course_lib/ddp_worker.py": ("main",),  # a torchrun line pasted into a terminal
     "course_lib/profiling.py": ("compare_splits",),
     "course_lib/ch05_speedups.py": ("show_readback_race",),
     "course_lib/grading/outcome.py": (
@@ -403,7 +404,128 @@ def feedback_files() -> None:
     )
 
 
-SOURCES = (exercises, explainer, doctor, skip_lines, widgets, feedback_files)
+def chapters_06_07() -> None:
+    """What chapters 06 and 07 show: their tables, figures, sentences and the step-through widget,
+    from small real runs on the CPU and, where a GPU or torchrun is needed, from made-up numbers."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from .. import ch06_out_of_memory as ch06
+    from .. import ch07_dp_vs_ddp as ch07
+    from .. import data, ddp_worker, memory, profiling
+
+    digits = data.digits_split(test_fraction=0.2, seed=0)[0]
+    # ---- chapter 06: where the memory goes
+    est = ch06.estimate(ch06.wide_mlp(), 1024)
+    ch06.compare(est, est)
+    title = "one Adam training step, batch 1024, on cpu"  # the notebook's, for this machine
+    memory.plot_stacked({"estimated": est, "measured": est}, title=title)
+    state = {"weights": 4, "grads": 4, "optimizer_state": 8}
+    for acts in (1, 6, 30):  # activations smallest, largest, larger than the state together
+        curve = {32: dict(state, activations=1), 1024: dict(state, activations=acts)}
+        ch06.crossover(curve)
+    ch06.plot_curve(curve)
+    counted = {"counted": est, "measured": {"before": 1, "peak": 2, "after": 1}}
+    with mock.patch.object(ch06, "accounting_and_peak", lambda *a, **k: counted):
+        ch06.cuda_vs_accounting("cuda", None)
+    parts = {name: [1, 2] for name in profiling.TIMELINE_PARTS.values()}
+    ch06.timeline_vs_estimate({"parts": parts}, est)
+    # ---- a real out-of-memory error, its message, the snapshot, fragmentation
+    tiny = SimpleNamespace(to=lambda device: lambda x: torch.zeros(1, requires_grad=True))
+    with (
+        mock.patch.object(memory, "small_gpu", lambda *a, **k: contextlib.nullcontext()),
+        mock.patch.object(ch06, "wide_mlp", lambda **k: tiny),
+    ):
+        _quietly(ch06.gpu_oom_demo, "cpu")
+    ch06.snapshot_table(ch06.read_snapshot({}), "ch06_oom_snapshot.pickle")
+    zero = {key: 0 for key, _ in ch06.ALLOCATOR_COUNTERS}
+    ch06.fragmentation_table({"expandable_segments:False": zero, "expandable_segments:True": zero})
+    capped = ch06.OOM_EXAMPLE.replace(
+        "of which 1.31 GiB is free.", "of which 1.31 GiB is free. 1.00 GiB allowed;"
+    ).replace("5.87 GiB is reserved", "5 MiB is reserved")
+    sources = (  # the notebook's (cell c19b)
+        "printed by this GPU above",
+        "an EXAMPLE of what a 24 GB GPU prints, not from this machine",
+    )
+    for message in (ch06.OOM_EXAMPLE, capped, capped.replace(" 1.00 GiB allowed;", ""), "no"):
+        ch06.oom_diagnosis(message)
+        for source in sources:
+            ch06.read_oom_message(message, source)
+    # ---- the fixes
+    ch06.fixes_table([(name, "1 MiB", v) for name in ch06.FIXES for v in ("fits", "OUT OF MEMORY")])
+    ch06.usual_loop_peak("cpu", digits, n_batches=2, batch_size=16)
+    ch06.plot_leak(ch06.leak_experiment("cpu", digits, n_batches=2, batch_size=16))
+    nothing = {"allocated": 0, "reserved": 0, "peak": 0}
+    with (
+        mock.patch.object(memory, "cuda_memory", lambda device=None: nothing),
+        mock.patch.object(torch.cuda, "empty_cache", lambda: None),
+    ):
+        ch06.empty_cache_demo("meta")
+    for scale in (0.5, 2):  # autocast saved, autocast cost more
+        step = dict(state, activations=8, weight_copies=0)
+        amp = {"float32": step, "autocast": dict(state, activations=8 * scale, weight_copies=2)}
+        ch06.amp_verdict(amp, 64)
+        ch06.amp_table(amp)
+    ch06.side_by_side(ch06.freeze_compare("cpu", digits, batch_size=16))
+    ch06.amp_peak_table({"float32": 2, "autocast": 1})
+    for seconds in (0.01, 0.02):  # checkpointing came out faster (noise), and slower
+        run = dict(
+            saved=2, calls=9, modules=9, seconds=0.012, times_ms=[12.0], grads=[torch.ones(1)]
+        )
+        result = {"plain": run, "checkpointed, 3 segments": dict(run, calls=15, seconds=seconds)}
+        _quietly(ch06.checkpoint_table, result)
+    # ---- chapter 07: DataParallel's phases, the DDP run, the samplers, torchrun's ranks
+    with mock.patch.object(ch07, "gpu_only", lambda *a, **k: True):
+        for args, kwargs in notebook_calls("multi_gpu_only"):
+            _quietly(ch07.multi_gpu_only, 99, *args[1:], **kwargs)
+    on = lambda shape, i: SimpleNamespace(shape=shape, device=torch.device("cuda", i))
+    replica = SimpleNamespace(parameters=lambda: iter([on((1,), 1)]))
+    ch07.phase_lines(
+        on((64, 64), 0), [on((32, 64), 0)], [replica], [on((32, 10), 1)], on((64, 10), 0)
+    )
+    failed = (
+        "[rank1]: RuntimeError: rank 1 failed on purpose (config.fail_rank)\nvia signal SIGTERM"
+    )
+    for output in (failed, ""):
+
+        def launch(*args, output=output, **kwargs):
+            raise ddp_worker.TorchrunFailed(1, output, pgid=0)
+
+        with (
+            mock.patch.object(ddp_worker, "launch_torchrun", launch),
+            mock.patch.object(ddp_worker, "group_alive", lambda pgid: False),
+        ):
+            ch07.failure_demo()
+    rank = {
+        "rank": 0,
+        "pid": 1,
+        "device": "cpu",
+        "losses": [2.302],
+        "orders": [[3, 1, 4]],
+        "local_grads": [[torch.zeros(1)]],
+        "synced_grads": [[torch.zeros(1)]],
+    }
+    run = ddp_worker.LaunchResult(
+        ddp_worker.DDPConfig(backend="gloo"), [rank, rank], 1.0, "torchrun"
+    )
+    ch07.describe_ranks(run)
+    ch07.gradient_sync_report(run)
+    _quietly(ch07.show_sampler_orders)
+    _quietly(ch07.show_torchrun_ranks)
+    # ---- the step-through widget, every phase of both strategies
+    _quietly(ch07.step_through)
+    for name in ch07.MODELS:
+        work = ch07.workload(name)
+        ch07.plot_traffic(work, 2, 8)
+        for n in (2, 4, 10):
+            ch07.totals_html(work, n, 32)
+            for strategy, phases in ch07.STRATEGIES.items():
+                for index in range(len(phases(work, n, 32))):
+                    ch07.phase_html(strategy, index, work, n, 32)
+
+
+SOURCES = (exercises, explainer, doctor, skip_lines, widgets, feedback_files, chapters_06_07)
 
 
 def collect(sources=SOURCES, progress=None, static: bool = True) -> dict:
