@@ -171,3 +171,22 @@ def test_widgets_labels_count_from_one_word():
         "metadata": {"widgets": {"application/vnd.jupyter.widget-state+json": {"state": WIDGETS}}},
     }
     assert notebook_leftovers(nb) == {"c07": ["Machine:", "CPU-only laptop"]}
+
+
+def test_what_the_cells_own_code_prints_stays_english():
+    """A notebook's code is the same in both editions: its own literals are not leftovers, but
+    course_lib's English around them still is."""
+    source = 'other = "meta"\nprint("all on the CPU: loss =", round(loss, 4))\n%time f(x)'
+    stream = {"output_type": "stream", "name": "stdout", "text": "all on the CPU: loss = 0.9661\n"}
+    cell = {"cell_type": "code", "id": "c05", "source": source, "outputs": [stream]}
+    assert cell_prose(cell) == []
+    stream["text"] += "the model is on meta, the labels are too\n"
+    assert cell_prose(cell) == ["the model is on meta, the labels are too"]
+    assert english_prose("moved to the torch device now", kept=["to"]) == [
+        "moved to the torch device now"
+    ]
+
+
+def test_short_labels_with_chinese_keep_their_names():
+    assert english_prose("带苹果 GPU 的 Mac", run=1) == []
+    assert english_prose("Machine:", run=1) == ["Machine:"]

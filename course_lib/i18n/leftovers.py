@@ -102,7 +102,36 @@ def _torch_tables(lines: list) -> set:
     return kept
 
 
-def english_prose(text, run: int = RUN) -> list:
+def source_literals(source: str) -> list:
+    """The string literals of a cell's code (the constant parts of its f-strings too), longest
+    first: what the cell's own code prints, the same in both editions by the parity rule."""
+    import ast
+
+    code = "\n".join(
+        "" if line.lstrip().startswith(("%", "!")) else line for line in str(source).splitlines()
+    )
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    found = {
+        node.value.strip()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    }
+    return sorted((text for text in found if len(text) > 1), key=len, reverse=True)
+
+
+def _without(line: str, kept) -> str:
+    """`line` with each text of `kept` taken out where it stands as whole words ("to", not the
+    "to" of "torch")."""
+    for literal in kept:
+        if literal in line:
+            line = re.sub(rf"(?<!\w){re.escape(literal)}(?!\w)", " \0 ", line)
+    return line
+
+
+def english_prose(text, run: int = RUN, kept=()) -> list:
     """The lines of `text` (a cell's output, as plain text) that are untranslated English prose.
 
     A line is prose when it holds `run` English words in a row (letters only; numbers and names
@@ -115,11 +144,17 @@ def english_prose(text, run: int = RUN) -> list:
       it up to a blank line or one with Chinese (the message's own continuation), and tracebacks;
     - PyTorch's own text tables (profiler key_averages, memory_summary, nvidia-smi), known by their
       rule lines and headers;
-    - numbers, units, dtype and device names, identifiers (CamelCase, snake_case, dotted names).
+    - numbers, units, dtype and device names, identifiers (CamelCase, snake_case, dotted names);
+    - the texts in `kept`: what the cell's own code writes (`source_literals`), as the code of a
+      Chinese notebook is the English notebook's.
+    A short text (run=1: a label, a button, an option) that holds Chinese is read with `RUN`: its
+    words are names (Mac, Apple), not an untranslated label.
     """
     from .catalogue import CJK
 
     lines = ANSI.sub("", "" if text is None else str(text)).splitlines()
+    if run < RUN and any(CJK.search(line) for line in lines):
+        run = RUN
     tables, found, in_error, in_traceback = _torch_tables(lines), [], False, False
     for index, line in enumerate(lines):
         if not line.strip() or CJK.search(line):  # the end of an error's message or traceback
@@ -129,7 +164,7 @@ def english_prose(text, run: int = RUN) -> list:
         if TRACEBACK.match(line):
             in_traceback = True
             continue
-        head, error = _before_error(line)
+        head, error = _before_error(_without(line, kept))
         if error:
             in_error, in_traceback = True, False
         elif in_error or in_traceback:
@@ -146,23 +181,24 @@ def html_text(markup: str) -> str:
     return html_lib.unescape(_TAG.sub("\n", markup))
 
 
-def output_prose(output: dict) -> list:
-    """The English prose lines of one output of a cell (a notebook's JSON output or nbval's)."""
+def output_prose(output: dict, kept=()) -> list:
+    """The English prose lines of one output of a cell (a notebook's JSON output or nbval's);
+    `kept`: the cell's own literals (`source_literals`)."""
     kind = output.get("output_type")
     if kind == "stream":
         text = output.get("text", "")
-        return english_prose("".join(text) if isinstance(text, list) else text)
+        return english_prose("".join(text) if isinstance(text, list) else text, kept=kept)
     if kind not in ("display_data", "execute_result"):
         return []  # an error output: Python's traceback, English by design
     data = output.get("data", {})
     joined = lambda key: "".join(data[key]) if isinstance(data[key], list) else str(data[key])
     if "text/html" in data:
-        return english_prose(html_text(joined("text/html")))
+        return english_prose(html_text(joined("text/html")), kept=kept)
     if "text/markdown" in data:
-        return english_prose(joined("text/markdown"))
+        return english_prose(joined("text/markdown"), kept=kept)
     shown_otherwise = any(k.startswith("image/") or "widget-view" in k for k in data)
     if "text/plain" in data and not shown_otherwise:
-        return english_prose(joined("text/plain"))
+        return english_prose(joined("text/plain"), kept=kept)
     return []
 
 
@@ -207,9 +243,10 @@ def notebook_widget_state(nb: dict) -> dict:
 
 def cell_prose(cell: dict, state=None) -> list:
     """The English prose lines of a code cell's outputs, its widgets' included."""
-    found = []
+    found, source = [], cell.get("source", "")
+    kept = source_literals("".join(source) if isinstance(source, list) else source)
     for output in cell.get("outputs", []):
-        found += output_prose(output)
+        found += output_prose(output, kept)
         view = output.get("data", {}).get(VIEW) if output.get("output_type") != "stream" else None
         if view and state:
             found += widget_prose(view.get("model_id", ""), state)
@@ -268,9 +305,9 @@ def report(cell: str, lines: list) -> str:
 def nbval_leftovers(item) -> str:
     """What an nbval cell of a Chinese notebook left in English (its outputs as nbval read them;
     widgets' state does not reach nbval), as `report` says it; "" when nothing."""
-    found = list(
-        dict.fromkeys(line for out in item.test_outputs or [] for line in output_prose(out))
-    )
+    kept = source_literals(item.cell.source)
+    outputs = item.test_outputs or []
+    found = list(dict.fromkeys(line for out in outputs for line in output_prose(out, kept)))
     return report(item.cell.get("id") or f"#{item.cell_num}", found) if found else ""
 
 
