@@ -190,3 +190,38 @@ def test_what_the_cells_own_code_prints_stays_english():
 def test_short_labels_with_chinese_keep_their_names():
     assert english_prose("带苹果 GPU 的 Mac", run=1) == []
     assert english_prose("Machine:", run=1) == ["Machine:"]
+
+
+def test_pytorch_messages_the_explainer_knows_stay_english():
+    warned = (
+        "'pin_memory' argument is set as true but no accelerator is found, then device pinned "
+        "memory won't be used."
+    )
+    assert english_prose("PyTorch 警告：" + warned) == []
+    assert english_prose("PyTorch warned: " + warned, kept=["PyTorch warned:"]) == []
+    own = "the loader still pins every batch: " + warned
+    assert english_prose(own) == [own]  # the course's English before it is still found
+
+
+def test_printed_python_source_is_code():
+    source = (
+        'def shard(model):\n    """FSDP2: `fully_shard` each Linear layer (one\n    all-gather '
+        'each), then the whole model (chapter 08)."""\n    for layer in model.modules():\n'
+        "        fully_shard(layer)\n    return model\n"
+    )
+    assert output_prose({"output_type": "stream", "name": "stdout", "text": source}) == []
+    prose = "Shard each layer first, then the whole model\n"
+    assert output_prose({"output_type": "stream", "name": "stdout", "text": prose}) == [
+        prose.strip()
+    ]
+
+
+def test_an_error_name_inside_a_code_span_cuts_the_line_before_the_span():
+    row = (
+        "| `environment variable RANK expected, but not set / KeyError: 'LOCAL_RANK'` | "
+        "由 `torchrun` 设置。 |"
+    )
+    assert english_prose(row) == []
+    assert english_prose("see the table `KeyError: 'x'` for what went wrong here") == [
+        "see the table `KeyError: 'x'` for what went wrong here"
+    ]

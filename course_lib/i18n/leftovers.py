@@ -20,6 +20,7 @@ import os
 import re
 import sys
 import tempfile
+from functools import cache
 from pathlib import Path
 
 from .catalogue import NAMES
@@ -80,11 +81,41 @@ def _prose(line: str, run: int) -> bool:
     return False
 
 
+@cache
+def _known_messages() -> list:
+    """The error explainer's patterns of PyTorch's own messages (a warning printed without its
+    category, say: "'pin_memory' argument is set as true but no accelerator is found")."""
+    from ..explainer import ENTRIES
+
+    return [re.compile(p, re.IGNORECASE) for e in ENTRIES for p in e.patterns]
+
+
 def _before_error(line: str) -> tuple:
-    """(the part of `line` before an error's or warning's name, whether the line had one): the
-    message PyTorch or Python wrote stays as it is."""
-    found = ERROR_NAME.search(line)
-    return (line[: found.start()], True) if found else (line, False)
+    """(the part of `line` before an error's or warning's name or a message the error explainer
+    knows as PyTorch's, whether the line had one): what PyTorch or Python wrote stays as it is."""
+    starts = [found.start() for found in [ERROR_NAME.search(line)] if found]
+    if _prose(line, RUN):
+        starts += [found.start() for p in _known_messages() for found in [p.search(line)] if found]
+    if not starts:
+        return line, False
+    cut = min(starts)
+    for span in _SPANS.finditer(line):  # never inside a code span: from the span's start
+        if span.start() < cut < span.end():
+            cut = span.start()
+    return line[:cut], True
+
+
+def is_python_source(text: str) -> bool:
+    """Is `text` Python code (a function's source printed by `inspect.getsource`, say): it parses,
+    and holds more than one bare expression? Prose never parses."""
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(str(text)))
+    except (SyntaxError, ValueError):
+        return False
+    return any(not isinstance(node, ast.Expr) for node in tree.body)
 
 
 def _torch_tables(lines: list) -> set:
@@ -140,8 +171,9 @@ def english_prose(text, run: int = RUN, kept=()) -> list:
     design, as they stay English in a Chinese notebook:
     - code spans, quoted text, URLs and paths (`x.to(device)`, 'cuda', "float32", /tmp/x.pt);
     - Python's and PyTorch's own messages: the rest of a line from an error's or warning's name on
-      ("RuntimeError: Expected all tensors...", "x.py:3: UserWarning: ..."), the lines that follow
-      it up to a blank line or one with Chinese (the message's own continuation), and tracebacks;
+      ("RuntimeError: Expected all tensors...", "x.py:3: UserWarning: ...") or from a message the
+      error explainer knows (its patterns of PyTorch's wording), the lines that follow it up to a
+      blank line or one with Chinese (the message's own continuation), and tracebacks;
     - PyTorch's own text tables (profiler key_averages, memory_summary, nvidia-smi), known by their
       rule lines and headers;
     - numbers, units, dtype and device names, identifiers (CamelCase, snake_case, dotted names);
@@ -187,7 +219,8 @@ def output_prose(output: dict, kept=()) -> list:
     kind = output.get("output_type")
     if kind == "stream":
         text = output.get("text", "")
-        return english_prose("".join(text) if isinstance(text, list) else text, kept=kept)
+        text = "".join(text) if isinstance(text, list) else text
+        return [] if is_python_source(text) else english_prose(text, kept=kept)
     if kind not in ("display_data", "execute_result"):
         return []  # an error output: Python's traceback, English by design
     data = output.get("data", {})
@@ -197,14 +230,14 @@ def output_prose(output: dict, kept=()) -> list:
     if "text/markdown" in data:
         return english_prose(joined("text/markdown"), kept=kept)
     shown_otherwise = any(k.startswith("image/") or "widget-view" in k for k in data)
-    if "text/plain" in data and not shown_otherwise:
+    if "text/plain" in data and not shown_otherwise and not is_python_source(joined("text/plain")):
         return english_prose(joined("text/plain"), kept=kept)
     return []
 
 
 # ---------------------------------------------------------------- widgets
 SHORT_FIELDS = ("description", "tooltip", "placeholder", "button_style_label")
-LIST_FIELDS = ("_options_labels", "_titles", "titles")
+LIST_FIELDS = ("_options_labels", "_titles", "titles", "tooltips")
 TEXT_MODELS = ("HTMLModel", "HTMLMathModel", "LabelModel")
 VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -233,6 +266,20 @@ def widget_prose(model_id: str, state: dict, seen=None) -> list:
     for child in values.get("children") or []:
         found += widget_prose(str(child).removeprefix("IPY_MODEL_"), state, seen)
     return found
+
+
+def live_widget_prose(widget) -> list:
+    """`widget_prose` of a widget made in this process (a test builds a chapter's widgets)."""
+    state = {}
+
+    def walk(w):
+        if w.model_id not in state:
+            state[w.model_id] = {"model_name": w._model_name, "state": w.get_state()}
+            for child in getattr(w, "children", None) or ():
+                walk(child)
+
+    walk(widget)
+    return widget_prose(widget.model_id, state)
 
 
 def notebook_widget_state(nb: dict) -> dict:

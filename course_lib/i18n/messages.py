@@ -89,6 +89,27 @@ STATIC_SOURCES = {
     ),
     "course_lib/errors.py": ("who_raised", "expect_error", "expect_warning"),
     "course_lib/checks/rig.py": ("report", "trace_devices"),
+    "course_lib/ch03_training_template.py": (
+        "yours_or_reference",
+        "describe_run",
+        "plot_zero_grad",
+        "forward",
+        "graph_follows_python",
+        "trainable_report",
+    ),
+    "course_lib/training.py": ("summary", "fit", "plot_history"),
+    "course_lib/ch08_sharding.py": (
+        "show_one_process",
+        "describe_shards",
+        "losses_report",
+        "bytes_report",
+        "plot_bytes",
+        "collectives_report",
+        "zero_table",
+        "ZERO_STAGES",
+        "PART_NAMES",
+    ),
+    "course_lib/sharding.py": ("_holdings",),
 }
 
 
