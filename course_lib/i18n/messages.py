@@ -110,6 +110,7 @@ STATIC_SOURCES = {
         "PART_NAMES",
     ),
     "course_lib/sharding.py": ("_holdings",),
+    "course_lib/device.py": ("forced_device",),
 }
 
 
