@@ -55,8 +55,6 @@ _HTML_DROP = re.compile(
 )  # CSS, scripts, code shown as code
 _INLINE = re.compile(r"(?i)</?(?:b|i|em|strong|span|a|small|sup|sub|u|mark|abbr|font)\b[^>]*>")
 _TAG = re.compile(r"<[^>]*>")
-
-
 _NUMBER = re.compile(r"^[(\[]?[-+~]?\d[\d.,:/x%]*(?:[A-Za-z]{1,3}|%)?[)\]]?[,.;:!?)]*$")
 
 
@@ -107,7 +105,8 @@ def _before_error(line: str) -> tuple:
 
 def is_python_source(text: str) -> bool:
     """Is `text` Python code (a function's source printed by `inspect.getsource`, say): it parses,
-    and holds more than one bare expression? Prose never parses."""
+    and holds a statement that is not a bare expression (a printed value is one)? Prose never
+    parses."""
     import ast
     import textwrap
 
@@ -236,7 +235,7 @@ def output_prose(output: dict, kept=()) -> list:
 
 
 # ---------------------------------------------------------------- widgets
-SHORT_FIELDS = ("description", "tooltip", "placeholder", "button_style_label")
+SHORT_FIELDS = ("description", "tooltip", "placeholder")
 LIST_FIELDS = ("_options_labels", "_titles", "titles", "tooltips")
 TEXT_MODELS = ("HTMLModel", "HTMLMathModel", "LabelModel")
 VIEW = "application/vnd.jupyter.widget-view+json"
