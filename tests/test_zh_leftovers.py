@@ -225,3 +225,21 @@ def test_an_error_name_inside_a_code_span_cuts_the_line_before_the_span():
     assert english_prose("see the table `KeyError: 'x'` for what went wrong here") == [
         "see the table `KeyError: 'x'` for what went wrong here"
     ]
+
+
+def test_a_literal_wrapped_over_two_lines_is_still_the_cells_own():
+    said = (
+        "[仅限 GPU] 已跳过（这台机器没有 CUDA GPU）：benchmark.Timer over sizes and\n"
+        "dtypes, measured on a CUDA GPU\n"
+    )
+    kept = ["benchmark.Timer over sizes and dtypes, measured on a CUDA GPU"]
+    assert english_prose(said, kept=kept) == []
+    assert english_prose(said) == said.strip().splitlines()
+
+
+def test_pytorchs_cpp_log_lines_stay_english():
+    line = (
+        "[W1201 15:55:33.699113892 CPUAllocator.cpp:245] Memory block of unknown size was "
+        "allocated before the profiling started, profiler results will not include it"
+    )
+    assert english_prose(line) == []

@@ -31,6 +31,7 @@ RUN = 3  # English words in a row that make a line prose
 ERROR_NAME = re.compile(
     r"(?<![\w.])(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Warning|Interrupt|Exit|Exceeded)"
     r"\b(?=:|$|\s*\()"
+    r"|^\[[WEIF]\d{4} [\d:.]+ [\w.-]+:\d+\]"  # PyTorch's C++ log: "[W1201 15:55:33.69 x.cpp:245]"
 )
 TRACEBACK = re.compile(
     r"^\s*Traceback \(most recent call last\)|^-{20,}\s*$|^\s*File \"|^\s*Cell In\[\d+\]"
@@ -152,13 +153,15 @@ def source_literals(source: str) -> list:
     return sorted((text for text in found if len(text) > 1), key=len, reverse=True)
 
 
-def _without(line: str, kept) -> str:
-    """`line` with each text of `kept` taken out where it stands as whole words ("to", not the
-    "to" of "torch")."""
+def _without(text: str, kept) -> str:
+    """`text` with each text of `kept` blanked out where it stands as whole words ("to", not the
+    "to" of "torch"), also where a line break wrapped it; its lines stay where they were."""
     for literal in kept:
-        if literal in line:
-            line = re.sub(rf"(?<!\w){re.escape(literal)}(?!\w)", " \0 ", line)
-    return line
+        words = literal.split()
+        if words and words[0] in text:
+            pattern = r"(?<!\w)" + r"\s+".join(map(re.escape, words)) + r"(?!\w)"
+            text = re.sub(pattern, lambda m: re.sub(r"\S+", "\0", m.group()), text)
+    return text
 
 
 def english_prose(text, run: int = RUN, kept=()) -> list:
@@ -183,7 +186,8 @@ def english_prose(text, run: int = RUN, kept=()) -> list:
     """
     from .catalogue import CJK
 
-    lines = ANSI.sub("", "" if text is None else str(text)).splitlines()
+    text = ANSI.sub("", "" if text is None else str(text))
+    lines, masked = text.splitlines(), _without(text, kept).splitlines()
     if run < RUN and any(CJK.search(line) for line in lines):
         run = RUN
     tables, found, in_error, in_traceback = _torch_tables(lines), [], False, False
@@ -195,7 +199,7 @@ def english_prose(text, run: int = RUN, kept=()) -> list:
         if TRACEBACK.match(line):
             in_traceback = True
             continue
-        head, error = _before_error(_without(line, kept))
+        head, error = _before_error(masked[index])
         if error:
             in_error, in_traceback = True, False
         elif in_error or in_traceback:
