@@ -11,6 +11,7 @@ from .checks.devices import MACHINES, expected_device_type, simulated_machine
 from .checks.rig import trace_devices
 from .doctor import doctor_widget
 from .exercises import Test
+from .i18n import tr
 from .sections import section
 from .widgets import code, html_table
 
@@ -287,10 +288,10 @@ def verdict_on(machine_name: str, choice) -> str:
         device = choice()
     best = expected_device_type(machine)
     if device.type == "cuda" and not machine["gpus"]:
-        return f"{device} -> CRASHES at the first .to(device): this machine has no CUDA GPU"
+        return tr(f"{device} -> CRASHES at the first .to(device): this machine has no CUDA GPU")
     if device.type != best:
-        return f"{device} -> runs, but leaves the {best.upper()} GPU idle"
-    return f"{device} -> ok"
+        return tr(f"{device} -> runs, but leaves the {best.upper()} GPU idle")
+    return tr(f"{device} -> ok")
 
 
 def machine_explorer():
@@ -298,13 +299,17 @@ def machine_explorer():
     import ipywidgets as W
 
     picker = W.Dropdown(
-        options=list(MACHINES), description="Machine:", layout=W.Layout(width="360px")
+        options=[(tr(name), name) for name in MACHINES],
+        description=tr("Machine:"),
+        layout=W.Layout(width="360px"),
     )
     table = W.HTML()
 
     def redraw(_=None):
-        rows = [(code(name), verdict_on(picker.value, fn)) for name, fn in DEVICE_CHOICES.items()]
-        table.value = html_table(["code", "on this machine"], rows, name="explorer")
+        rows = [
+            (code(tr(name)), verdict_on(picker.value, fn)) for name, fn in DEVICE_CHOICES.items()
+        ]
+        table.value = html_table([tr("code"), tr("on this machine")], rows, name="explorer")
 
     picker.observe(redraw, names="value")
     redraw()

@@ -18,6 +18,8 @@ from . import chapters
 from .checks import batches
 from .device import device_report, second_device
 from .exercises import Test
+from .i18n import tr
+from .i18n.catalogue import join
 from .sections import section
 from .widgets import Html, code, html_table, reveal
 
@@ -127,8 +129,8 @@ def make_step_parts(placement: dict):
 
 def _loss_text(loss: torch.Tensor) -> str:
     if loss.device.type == "meta":
-        return "loss computed on meta (meta tensors hold shapes, not numbers)"
-    return f"loss = {loss.item():.4f} on {loss.device}"
+        return tr("loss computed on meta (meta tensors hold shapes, not numbers)")
+    return tr(f"loss = {loss.item():.4f} on {loss.device}")
 
 
 def run_step(placement: dict) -> StepOutcome:
@@ -142,8 +144,10 @@ def run_step(placement: dict) -> StepOutcome:
         return StepOutcome(False, f"RuntimeError: {str(err).strip().splitlines()[0]}")
     return StepOutcome(
         True,
-        f"{_loss_text(loss)}; backward reached the model (weight.grad on "
-        f"{model.weight.grad.device})",
+        tr(
+            f"{_loss_text(loss)}; backward reached the model (weight.grad on "
+            f"{model.weight.grad.device})"
+        ),
     )
 
 
@@ -173,8 +177,11 @@ def rooms(placement: dict) -> str:
     groups = {}
     for part in PARTS:
         groups.setdefault(placement[part], []).append(part)
-    name = lambda dev: "warehouse" if dev == "cpu" else "workshop"
-    return " | ".join(f"{name(dev)} ({dev}): {', '.join(parts)}" for dev, parts in groups.items())
+    name = lambda dev: tr("warehouse" if dev == "cpu" else "workshop")
+    return " | ".join(
+        join([f"{name(dev)} ({dev})", join([tr(p) for p in parts], ", ")], ": ")
+        for dev, parts in groups.items()
+    )
 
 
 def _placement_cells(placement: dict) -> list:
@@ -186,16 +193,18 @@ def outcome_html(placement: dict, predicted_runs: bool, outcome: StepOutcome) ->
     the real outcome, right or wrong (chapter 02)."""
     right = prediction_verdict(predicted_runs, outcome)
     colour = "#1a7f37" if outcome.ran else "#cf222e"
-    said = "it will run" if predicted_runs else "it will raise an error"
+    said = tr("it will run" if predicted_runs else "it will raise an error")
     verdict = (
-        "<b style='color:#1a7f37'>✔ right</b>" if right else "<b style='color:#cf222e'>✘ wrong</b>"
+        f"<b style='color:#1a7f37'>✔ {tr('right')}</b>"
+        if right
+        else f"<b style='color:#cf222e'>✘ {tr('wrong')}</b>"
     )
+    did = tr("ran" if outcome.ran else "raised")
     return (
-        html_table(PARTS, [_placement_cells(placement)], name="workshop")
+        html_table([tr(p) for p in PARTS], [_placement_cells(placement)], name="workshop")
         + f"<div>{escape(rooms(placement))}</div>"
-        f"<div>Your prediction: {said}. {verdict}</div>"
-        f"<div>What PyTorch really did: <span style='color:{colour}'>"
-        f"{'ran' if outcome.ran else 'raised'}</span></div>"
+        f"<div>{tr(f'Your prediction: {said}.')} {verdict}</div>"
+        f"<div>{tr('What PyTorch really did:')} <span style='color:{colour}'>{did}</span></div>"
         f"<pre style='white-space:pre-wrap;background:#f6f8fa;color:#1f2328;padding:4px'>"
         f"{escape(outcome.detail)}</pre>"
     )
@@ -206,11 +215,12 @@ def placements_table(other=None) -> str:
     rows = []
     for placement in all_placements(other):
         outcome = run_step(placement)
-        mark = "ran" if outcome.ran else "error"
+        mark = tr("ran" if outcome.ran else "error")
         rows.append(
-            _placement_cells(placement) + [Html(f"<b>{mark}</b>: {escape(outcome.detail)}")]
+            _placement_cells(placement) + [Html(f"<b>{escape(mark)}</b>: {escape(outcome.detail)}")]
         )
-    return html_table([*PARTS, "what really happened"], rows, name="workshop")
+    header = [tr(p) for p in (*PARTS, "what really happened")]
+    return html_table(header, rows, name="workshop")
 
 
 class WarehouseAndWorkshop:
@@ -220,17 +230,17 @@ class WarehouseAndWorkshop:
         import ipywidgets as W
 
         other = str(other or second_device())
-        choices = [("warehouse (cpu)", "cpu"), (f"workshop ({other})", other)]
+        choices = [(tr("warehouse (cpu)"), "cpu"), (tr(f"workshop ({other})"), other)]
         self.pickers = {
-            p: W.ToggleButtons(options=choices, value="cpu", description=f"{p}:") for p in PARTS
+            p: W.ToggleButtons(options=choices, value="cpu", description=tr(f"{p}:")) for p in PARTS
         }
         self.prediction = W.ToggleButtons(
-            options=[("it will run", True), ("it will raise an error", False)],
+            options=[(tr("it will run"), True), (tr("it will raise an error"), False)],
             value=None,
-            description="You predict:",
+            description=tr("You predict:"),
         )
         self.button = W.Button(
-            description="Run the step for real",
+            description=tr("Run the step for real"),
             button_style="primary",
             layout=W.Layout(width="auto"),
         )
@@ -239,9 +249,11 @@ class WarehouseAndWorkshop:
         for toggle in [*self.pickers.values(), self.prediction]:
             toggle.observe(self._on_change, names="value")
         intro = W.HTML(
-            "<b>The warehouse and the workshop.</b> Put each part in the warehouse (the CPU) "
-            "or the workshop (the other device), predict, then run forward, loss and backward "
-            "for real."
+            tr(
+                "<b>The warehouse and the workshop.</b> Put each part in the warehouse (the CPU) "
+                "or the workshop (the other device), predict, then run forward, loss and backward "
+                "for real."
+            )
         )
         self.box = W.VBox(
             [intro, *self.pickers.values(), self.prediction, self.button, self.result],
@@ -255,11 +267,11 @@ class WarehouseAndWorkshop:
     def _on_change(self, _=None):
         """A new placement or prediction: the old verdict no longer applies, so it goes."""
         if self.result.value:
-            self.result.value = "<i>Changed: press the button to run this placement.</i>"
+            self.result.value = f"<i>{tr('Changed: press the button to run this placement.')}</i>"
 
     def _on_click(self, _=None):
         if self.prediction.value is None:
-            self.result.value = "<i>Choose your prediction first, then run.</i>"
+            self.result.value = f"<i>{tr('Choose your prediction first, then run.')}</i>"
             return
         self.result.value = outcome_html(
             self.placement(), self.prediction.value, run_step(self.placement())
@@ -277,7 +289,7 @@ def warehouse_and_workshop(other=None) -> WarehouseAndWorkshop:
 def placements_reveal(other=None):
     """A button that runs all 16 placements and shows
     the table, once the learner asks (chapter 02)."""
-    return reveal(placements_table, other, label="Run all 16 placements")
+    return reveal(placements_table, other, label=tr("Run all 16 placements"))
 
 
 # ================================================================ exercises and quizzes

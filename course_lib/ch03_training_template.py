@@ -18,6 +18,9 @@ from .checks import loops
 from .checks.loops import averaging_fail as _averaging_fail  # noqa: F401 (the table of known mistakes)
 from .checks.rig import MovesData
 from .exercises import Test
+from .i18n import tr
+from .i18n.catalogue import join
+from .i18n.plots import plot_text
 from .sections import section
 from .seed import seed_everything
 
@@ -276,12 +279,10 @@ def yours_or_reference(candidate, exercise, reference):
     """The learner's function if it passes the exercise's checks, else the course's reference."""
     result = exercise.check(candidate, record=False)
     if result.correct:
-        print(f"Using YOUR {exercise.name} (it passes the checks).")
+        print(tr(f"Using YOUR {exercise.name} (it passes the checks)."))
         return candidate
-    print(
-        f"Using the course's {reference.__module__}.{reference.__name__} "
-        f"(your {exercise.name} is {result.status})."
-    )
+    course = f"{reference.__module__}.{reference.__name__}"
+    print(tr(f"Using the course's {course} (your {exercise.name} is {result.status})."))
     return reference
 
 
@@ -330,12 +331,13 @@ def zero_grad_experiment(
 def describe_run(label: str, log: StepLog) -> str:
     """One measured line about a run of the zero_grad experiment."""
     bad = next((i for i, v in enumerate(log.loss) if not math.isfinite(v)), None)
-    blown = f"; loss not finite from step {bad + 1}" if bad is not None else ""
-    return (
+    line = tr(
         f"{label:>18}: last-step loss {log.loss[-1]:.3f}, gradient norm "
         f"{log.grad_norm[0]:.2f} at step 1 -> max {max(log.grad_norm):.2f}; test accuracy "
-        f"{log.test_accuracy:.1%}{blown}"
+        f"{log.test_accuracy:.1%}"
     )
+    blown = tr(f"loss not finite from step {bad + 1}") if bad is not None else ""
+    return join([line, blown], "; ")
 
 
 def plot_zero_grad(runs: dict):
@@ -348,14 +350,15 @@ def plot_zero_grad(runs: dict):
     for ax, (label, log) in zip(axes, runs.items()):
         ax.plot(range(1, len(log.loss) + 1), log.loss, lw=0.9)
         ax.set(
-            title=f"loss per step, {label}",
-            xlabel="step",
-            ylabel="batch loss",
+            title=plot_text(f"loss per step, {label}"),
+            xlabel=plot_text("step"),
+            ylabel=plot_text("batch loss"),
             ylim=(0, 1.05 * top),
         )
     for label, log in runs.items():
-        axes[2].semilogy(range(1, len(log.grad_norm) + 1), log.grad_norm, lw=0.9, label=label)
-    axes[2].set(title="gradient norm at step()", xlabel="step")
+        steps = range(1, len(log.grad_norm) + 1)
+        axes[2].semilogy(steps, log.grad_norm, lw=0.9, label=plot_text(label))
+    axes[2].set(title=plot_text("gradient norm at step()"), xlabel=plot_text("step"))
     axes[2].legend()
     for ax in axes:
         ax.grid(alpha=0.3)
@@ -403,7 +406,7 @@ class DynamicNet(nn.Module):
         for i in range(depth):
             h = self.relu(self.middle(h))  # H -> H: may be applied any number of times
             if show:
-                print(f"  after middle pass {i + 1}: h has shape {tuple(h.shape)}")
+                print("  " + tr(f"after middle pass {i + 1}: h has shape {tuple(h.shape)}"))
         return self.linear2(h)  # H -> D_out, once, at the end
 
 
@@ -415,8 +418,12 @@ def graph_follows_python(net: DynamicNet, x: torch.Tensor, depths=(0, 1, 3)) -> 
         out = net(x, depth=depth)
         out.sum().backward()
         grad = net.middle.weight.grad
-        got = "None (the layer never ran)" if grad is None else f"norm {grad.norm().item():.3f}"
-        print(f"depth={depth}: output {tuple(out.shape)}, middle.weight.grad: {got}")
+        got = (
+            tr("None (the layer never ran)")
+            if grad is None
+            else tr(f"norm {grad.norm().item():.3f}")
+        )
+        print(tr(f"depth={depth}: output {tuple(out.shape)}, middle.weight.grad: {got}"))
 
 
 class ScaleMadeInForward(nn.Module):
@@ -431,7 +438,7 @@ class ScaleMadeInForward(nn.Module):
         scale = torch.ones(
             x.shape[1], device=x.device
         )  # meant to be learned: should be an nn.Parameter
-        print(f"  inside forward: scale.requires_grad = {scale.requires_grad}")
+        print("  " + tr(f"inside forward: scale.requires_grad = {scale.requires_grad}"))
         return self.linear(x) * scale
 
 
@@ -442,4 +449,4 @@ def trainable_report(module: nn.Module) -> None:
         print(f"  {name:16} {str(tuple(p.shape)):10} requires_grad={p.requires_grad}")
     total = sum(p.numel() for p in module.parameters())
     trainable = sum(p.numel() for p in module.parameters() if p.requires_grad)
-    print(f"  trainable: {trainable} of {total} numbers")
+    print("  " + tr(f"trainable: {trainable} of {total} numbers"))

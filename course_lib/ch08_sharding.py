@@ -13,6 +13,9 @@ from torch import nn
 from . import chapters, ddp_worker, measure, sharding, training
 from .checks.sharding import RankBytes
 from .exercises import Test
+from .i18n import tr
+from .i18n.layout import ljust, rjust
+from .i18n.plots import plot_text
 from .memory import format_bytes, state_bytes
 from .sections import section
 
@@ -67,18 +70,13 @@ def one_process(hidden: int = RUN["hidden"], batch: int = 32, seed: int = 0) -> 
 
 def show_one_process(count: int, state: dict) -> str:
     """Each part in bytes and in bytes per parameter (chapter 08)."""
-    lines = [f"{count:,} parameters, float32, after one Adam step:"]
+    lines = [tr(f"{count:,} parameters, float32, after one Adam step:")]
+    rows = [(part.replace("_", " "), n) for part, n in state.items()]
     lines += [
-        (
-            f"  {part.replace('_', ' '):<16} {format_bytes(n):>10}  = {n / count:5.2f} bytes per "
-            "parameter"
-        )
-        for part, n in state.items()
+        f"  {ljust(tr(part), 16)} {format_bytes(n):>10}  "
+        + tr(f"= {n / count:5.2f} bytes per parameter")
+        for part, n in [*rows, ("all three", sum(state.values()))]
     ]
-    total = sum(state.values())
-    lines.append(
-        f"  {'all three':<16} {format_bytes(total):>10}  = {total / count:5.2f} bytes per parameter"
-    )
     return "\n".join(lines)
 
 
@@ -92,8 +90,10 @@ def describe_shards(result: ddp_worker.LaunchResult) -> str:
     """Per rank: how many of the model's parameters it holds
     under FSDP, and each parameter's rows (chapter 08)."""
     lines = [
-        f"{result.how}: {len(result.ranks)} processes, backend {result.config.backend}, "
-        f"{result.seconds:.1f} s including start-up"
+        tr(
+            f"{result.how}: {len(result.ranks)} processes, backend {result.config.backend}, "
+            f"{result.seconds:.1f} s including start-up"
+        )
     ]
     for r in result.ranks:
         count, total = r["holds"]["FSDP"]["parameter_count"], r["total_parameters"]
@@ -101,7 +101,11 @@ def describe_shards(result: ddp_worker.LaunchResult) -> str:
             f"{name} {list(full)} -> {list(mine)}" for name, full, mine in r["shards"]
         )
         lines.append(
-            f"  rank {r['rank']}: {count:,} of {total:,} parameters ({count / total:.1%}); {shards}"
+            "  "
+            + tr(
+                f"rank {r['rank']}: {count:,} of {total:,} parameters ({count / total:.1%}); "
+                f"{shards}"
+            )
         )
     return "\n".join(lines)
 
@@ -114,24 +118,37 @@ def losses_report(result: ddp_worker.LaunchResult) -> str:
         ddp, fsdp = r["losses"]["DDP"], r["losses"]["FSDP"]
         gap = max(abs(a - b) for a, b in zip(ddp, fsdp))
         lines.append(
-            f"rank {r['rank']}: DDP {', '.join(f'{v:.4f}' for v in ddp)} | FSDP "
-            f"{', '.join(f'{v:.4f}' for v in fsdp)} | largest |difference| {gap:.2e}"
+            tr(
+                f"rank {r['rank']}: DDP {', '.join(f'{v:.4f}' for v in ddp)} | FSDP "
+                f"{', '.join(f'{v:.4f}' for v in fsdp)} | largest |difference| {gap:.2e}"
+            )
         )
     lines.append(
-        f"final weights, DDP vs FSDP (gathered whole): largest |difference| "
-        f"{max(r['weights_gap'] for r in result.ranks):.2e}"
+        tr(
+            f"final weights, DDP vs FSDP (gathered whole): largest |difference| "
+            f"{max(r['weights_gap'] for r in result.ranks):.2e}"
+        )
     )
     return "\n".join(lines)
 
 
+def _bytes_row(rank: int, part: str, sizes: str) -> str:
+    return f"rank {rank:<3}{ljust(tr(PART_NAMES[part]), 16)}{sizes}"
+
+
+def _counts(sent) -> str:
+    """'all_reduce of 19,210, ...': each collective and how many numbers it carried."""
+    return ", ".join(f"{name} of {n:,}" for name, n in sent)
+
+
 def bytes_report(result: ddp_worker.LaunchResult) -> str:
     """Per rank and part: bytes under DDP, under FSDP, and their ratio (chapter 08)."""
-    lines = [f"{'':8}{'part':<16}{'DDP':>12}{'FSDP':>12}{'FSDP / DDP':>12}"]
+    lines = [f"{'':8}{ljust(tr('part'), 16)}{'DDP':>12}{'FSDP':>12}{'FSDP / DDP':>12}"]
     for r in result.ranks:
         for part in sharding.PARTS:
             ddp, fsdp = r["holds"]["DDP"][part], r["holds"]["FSDP"][part]
             sizes = f"{format_bytes(ddp):>12}{format_bytes(fsdp):>12}{fsdp / ddp:>12.3f}"
-            lines.append(f"rank {r['rank']:<3}{PART_NAMES[part]:<16}{sizes}")
+            lines.append(_bytes_row(r["rank"], part, sizes))
     return "\n".join(lines)
 
 
@@ -139,14 +156,14 @@ def plot_bytes(result: ddp_worker.LaunchResult, rank: int = 0):
     """Bars: what one rank holds per part, DDP beside FSDP, in KiB (chapter 08)."""
     holds = result.ranks[rank]["holds"]
     rows = {
-        PART_NAMES[part]: (holds["DDP"][part] / 1024, holds["FSDP"][part] / 1024)
+        plot_text(PART_NAMES[part]): (holds["DDP"][part] / 1024, holds["FSDP"][part] / 1024)
         for part in sharding.PARTS
     }
     return measure.plot_grouped(
         rows,
         parts=("DDP", "FSDP"),
-        ylabel="KiB on this rank",
-        title=f"what rank {rank} of {len(result.ranks)} holds after its steps",
+        ylabel=plot_text("KiB on this rank"),
+        title=plot_text(f"what rank {rank} of {len(result.ranks)} holds after its steps"),
     )
 
 
@@ -156,8 +173,8 @@ def collectives_report(result: ddp_worker.LaunchResult, rank: int = 0) -> str:
     per run, with the numbers in each (chapter 08)."""
     lines = []
     for run, sent in result.ranks[rank]["sent"].items():
-        counts = ", ".join(f"{name} of {n:,}" for name, n in sent) or "none"
-        lines.append(f"{run}: {len(sent)} collective(s): {counts}")
+        counts = _counts(sent) or tr("none")
+        lines.append(tr(f"{run}: {len(sent)} collective(s): {counts}"))
     return "\n".join(lines)
 
 
@@ -186,14 +203,16 @@ ZERO_STAGES = (
 def zero_table(parameters: int, world_size: int) -> str:
     """Bytes per rank for each ZeRO stage, float32
     with Adam (step counters left out) (chapter 08)."""
+    head = [("weights", 11), ("grads", 11), ("Adam", 11), ("per rank", 12)]
     lines = [
-        f"{parameters:,} parameters on {world_size} ranks, float32, Adam:",
-        f"  {'stage':<20}{'shards':<15}{'weights':>11}{'grads':>11}{'Adam':>11}{'per rank':>12}",
+        tr(f"{parameters:,} parameters on {world_size} ranks, float32, Adam:"),
+        f"  {ljust(tr('stage'), 20)}{ljust(tr('shards'), 15)}"
+        + "".join(rjust(tr(name), n) for name, n in head),
     ]
     for stage, what, per_parameter in ZERO_STAGES:
         parts = [b * parameters for b in per_parameter(world_size)]
         lines.append(
-            f"  {stage:<20}{what:<15}"
+            f"  {ljust(tr(stage), 20)}{ljust(tr(what), 15)}"
             + "".join(f"{format_bytes(b):>11}" for b in parts)
             + f"{format_bytes(sum(parts)):>12}"
         )

@@ -14,6 +14,8 @@ from pathlib import Path
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from .i18n.plots import plot_text
+
 DIGITS_FILE = Path(__file__).with_name("assets") / "digits.csv.gz"
 DIGITS_SHA256 = "09f66e6debdee2cd2b5ae59e0d6abbb73fc2b0e0185d2e1957e9ebb51e23aa22"
 N_FEATURES = 64  # 8 x 8 pixels, flattened
@@ -115,6 +117,6 @@ def show_digits(dataset, n: int = 12, title: str = ""):
         ax.set_title(str(int(y)))
         ax.axis("off")
     if title:
-        fig.suptitle(title)
+        fig.suptitle(plot_text(title))
     plt.close(fig)  # returned, so it is shown once (as the cell's value), not twice
     return fig

@@ -82,12 +82,14 @@ def forced_device():
         device = torch.device(name)
     except RuntimeError as err:
         raise ValueError(
-            f"{ENV_VAR}={name!r} is not a device name; use cpu, cuda, cuda:1, mps or auto"
+            tr(f"{ENV_VAR}={name!r} is not a device name; use cpu, cuda, cuda:1, mps or auto")
         ) from err
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"{ENV_VAR}={name!r} but this PyTorch sees no CUDA GPU; use cpu or auto")
+        raise ValueError(
+            tr(f"{ENV_VAR}={name!r} but this PyTorch sees no CUDA GPU; use cpu or auto")
+        )
     if device.type == "mps" and not mps_available():
-        raise ValueError(f"{ENV_VAR}={name!r} but MPS is not available here; use cpu or auto")
+        raise ValueError(tr(f"{ENV_VAR}={name!r} but MPS is not available here; use cpu or auto"))
     return device
 
 

@@ -5,6 +5,8 @@ import re
 from contextlib import contextmanager
 from types import SimpleNamespace
 
+from .i18n import tr
+
 ANSI_CODES = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -16,7 +18,8 @@ class ExpectationFailed(AssertionError):
 def who_raised(err: BaseException) -> str:
     """'The course' for the course's own errors (its
     memory budget), else 'PyTorch' (chapters 01-07)."""
-    return "The course" if type(err).__module__.split(".")[0] == "course_lib" else "PyTorch"
+    course = type(err).__module__.split(".")[0] == "course_lib"
+    return tr("The course") if course else "PyTorch"
 
 
 @contextmanager
@@ -35,11 +38,15 @@ def expect_error(types, *fragments: str):
         missing = [f for f in fragments if f.lower() not in message.lower()]
         if missing:
             raise ExpectationFailed(
-                f"{who_raised(err)} raised {type(err).__name__}, but its message no longer "
-                f"mentions {missing}: {message}"
+                tr(
+                    f"{who_raised(err)} raised {type(err).__name__}, but its message no longer "
+                    f"mentions {missing}: {message}"
+                )
             ) from err
         first_lines = "\n".join(message.splitlines()[:4])
-        print(f"{who_raised(err)} raised, as expected:\n{type(err).__name__}: {first_lines}")
+        print(
+            tr(f"{who_raised(err)} raised, as expected:") + f"\n{type(err).__name__}: {first_lines}"
+        )
         caught.error = err.with_traceback(
             None
         )  # kept to be read; its frames (and tensors) are freed
@@ -47,7 +54,9 @@ def expect_error(types, *fragments: str):
         names = (
             types.__name__ if isinstance(types, type) else " or ".join(t.__name__ for t in types)
         )
-        raise ExpectationFailed(f"expected this cell to raise {names}, but it ran without an error")
+        raise ExpectationFailed(
+            tr(f"expected this cell to raise {names}, but it ran without an error")
+        )
 
 
 @contextmanager
@@ -64,9 +73,13 @@ def expect_warning(category, *fragments: str):
     for w in caught:
         text = ANSI_CODES.sub("", str(w.message))
         if issubclass(w.category, category) and all(f.lower() in text.lower() for f in fragments):
-            print(f"PyTorch warned, as expected:\n{w.category.__name__}: {text.splitlines()[0]}")
+            said = tr("PyTorch warned, as expected:")
+            print(f"{said}\n{w.category.__name__}: {text.splitlines()[0]}")
             return
-    seen = "; ".join(f"{w.category.__name__}: {w.message}" for w in caught) or "no warning at all"
+    seen = "; ".join(f"{w.category.__name__}: {w.message}" for w in caught)
     raise ExpectationFailed(
-        f"expected a {category.__name__} mentioning {list(fragments)}, got {seen}"
+        tr(
+            f"expected a {category.__name__} mentioning {list(fragments)}, got "
+            f"{seen or tr('no warning at all')}"
+        )
     )

@@ -20,6 +20,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
 
 from . import ddp_worker, profiling, training
+from .i18n import tr
 
 PARTS = ("parameters", "gradients", "optimizer_state")  # what a rank holds between steps
 
@@ -201,7 +202,7 @@ def _holdings(shapes: tuple, world_size: int) -> tuple:
     results = ddp_worker.run_in_group(HoldingsTask(shapes), world_size=world_size)
     failed = [value for status, value in results if status != "ok"]
     if failed:
-        raise RuntimeError(f"the measuring run failed: {failed[0]}")
+        raise RuntimeError(tr(f"the measuring run failed: {failed[0]}"))
     return tuple(value for _, value in results)
 
 

@@ -12,6 +12,8 @@ import torch
 from torch import nn
 
 from .data import N_CLASSES, N_FEATURES
+from .i18n import tr
+from .i18n.plots import plot_text
 
 
 def digits_mlp(
@@ -150,8 +152,8 @@ class History:
 
     def summary(self) -> str:
         if not self.epochs:
-            return "no epochs yet"
-        return (
+            return tr("no epochs yet")
+        return tr(
             f"{self.epochs} epochs: train loss {self.train_loss[0]:.3f} -> "
             f"{self.train_loss[-1]:.3f}, test loss {self.test_loss[-1]:.3f}, test accuracy "
             f"{self.test_accuracy[-1]:.1%}"
@@ -198,7 +200,7 @@ def fit(
 
     history = History()
     with tqdm(
-        total=epochs * len(train_loader), desc="training", unit="batch", disable=not progress
+        total=epochs * len(train_loader), desc=tr("training"), unit="batch", disable=not progress
     ) as bar:
         ticking = TickingLoader(train_loader, bar)
         for _ in range(epochs):
@@ -215,15 +217,20 @@ def plot_history(history: History, title: str = ""):
 
     epochs = range(1, history.epochs + 1)
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2), layout="constrained")
-    left.plot(epochs, history.train_loss, "o-", label="train (mean over the epoch)")
-    left.plot(epochs, history.test_loss, "s-", label="test (after the epoch)")
-    left.set(xlabel="epoch", ylabel="cross-entropy loss", title="loss")
+    left.plot(epochs, history.train_loss, "o-", label=plot_text("train (mean over the epoch)"))
+    left.plot(epochs, history.test_loss, "s-", label=plot_text("test (after the epoch)"))
+    left.set(xlabel="epoch", ylabel=plot_text("cross-entropy loss"), title=plot_text("loss"))
     left.legend()
     right.plot(epochs, [100 * a for a in history.test_accuracy], "s-", color="tab:green")
-    right.set(xlabel="epoch", ylabel="accuracy (%)", title="test accuracy", ylim=(0, 100))
+    right.set(
+        xlabel="epoch",
+        ylabel=plot_text("accuracy (%)"),
+        title=plot_text("test accuracy"),
+        ylim=(0, 100),
+    )
     for ax in (left, right):
         ax.grid(alpha=0.3)
     if title:
-        fig.suptitle(title)
+        fig.suptitle(plot_text(title))
     plt.close(fig)  # returned, so it is shown once (as the cell's value), not twice
     return fig

@@ -19,6 +19,7 @@ from torch.utils._pytree import tree_flatten
 from torch.utils.data import DataLoader, TensorDataset
 
 from ..exercises.spec import Fail
+from ..i18n import tr
 from .base import Check, check, error_record
 
 N_IN, N_HIDDEN, N_OUT = 12, 16, 4  # the checker's tiny classification problem
@@ -46,7 +47,8 @@ class DeviceLog(TorchDispatchMode):
 
     def report(self) -> str:
         return "\n".join(
-            f"  {op:<12} -> made a {list(shape)} tensor on {dev}" for op, dev, shape in self.ops
+            "  " + tr(f"{op:<12} -> made a {list(shape)} tensor on {dev}")
+            for op, dev, shape in self.ops
         )
 
 
@@ -54,7 +56,7 @@ def trace_devices(fn):
     """Run fn() and print which operations made tensors on which device (chapter 01)."""
     with DeviceLog() as log:
         fn()
-    print(log.report() or "  (no tensor operations)")
+    print(log.report() or "  " + tr("(no tensor operations)"))
     return log
 
 

@@ -422,7 +422,7 @@ def table_markdown(entries=ENTRIES) -> str:
         code = [
             line.split("  #")[0].rstrip() for line in e.fix.split("\n") if not line.startswith("#")
         ]
-        fix = "<br>".join(f"`{line}`" for line in code) or _cell(e.fix.lstrip("# "))
+        fix = "<br>".join(f"`{line}`" for line in code) or _cell(tr(e.fix.lstrip("# ")))
         section = taught_section(e)
         where = (
             (

@@ -75,6 +75,43 @@ STATIC_SOURCES = {
     "course_lib/grading/judge.py": ("function", "quiz"),
     "course_lib/grading/cells.py": ("read_cells",),
     "course_lib/grading/intake.py": ("read", "refusal", "mark_failed"),
+    # what the chapters' widgets, demos and prints say (their notebooks show it; leftovers.py)
+    "course_lib/ch01_device_check.py": ("verdict_on", "machine_explorer", "DEVICE_CHOICES"),
+    "course_lib/ch02_same_device_rule.py": (
+        "_loss_text",
+        "run_step",
+        "rooms",
+        "outcome_html",
+        "placements_table",
+        "__init__",  # WarehouseAndWorkshop's
+        "_on_change",
+        "_on_click",
+        "placements_reveal",
+    ),
+    "course_lib/errors.py": ("who_raised", "expect_error", "expect_warning"),
+    "course_lib/checks/rig.py": ("report", "trace_devices"),
+    "course_lib/ch03_training_template.py": (
+        "yours_or_reference",
+        "describe_run",
+        "plot_zero_grad",
+        "forward",
+        "graph_follows_python",
+        "trainable_report",
+    ),
+    "course_lib/training.py": ("summary", "fit", "plot_history"),
+    "course_lib/ch08_sharding.py": (
+        "show_one_process",
+        "describe_shards",
+        "losses_report",
+        "bytes_report",
+        "plot_bytes",
+        "collectives_report",
+        "zero_table",
+        "ZERO_STAGES",
+        "PART_NAMES",
+    ),
+    "course_lib/sharding.py": ("_holdings",),
+    "course_lib/device.py": ("forced_device",),
 }
 
 
