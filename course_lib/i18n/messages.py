@@ -72,8 +72,43 @@ STATIC_SOURCES = {
     "course_lib/grading/scheduler.py": ("_deadlines", "stop"),
     "course_lib/grading/protocol.py": ("exit_text",),
     "course_lib/grading/judge.py": ("function", "quiz"),
-    "course_lib/grading/cells.py": ("read_cells",),
-    "course_lib/grading/intake.py": ("read", "refusal", "mark_failed"),
+    "course_lib/grading/cells.py": ("read_cells", "run_cell", "describe_error"),
+    "course_lib/grading/intake.py": ("read", "refusal", "mark_failed", "read_all", "assign"),
+    "course_lib/grading/child.py": ("define",),  # why a function could not be checked
+    "course_lib/grading/parent.py": (  # reasons in feedback; what `grade` prints
+        "_failed",
+        "_guard_check",
+        "_drop",
+        "_intake",
+        "_isolation_notes",
+        "_specs",
+        "run",
+    ),
+    # What the teachers' commands print (python -m course_lib grade/release/collect/...).
+    "course_lib/__main__.py": (
+        "cmd_release",
+        "cmd_grade",
+        "_grade_exporter",
+        "cmd_collect",
+        "cmd_gradescope",
+        "cmd_explain",
+    ),
+    "course_lib/classroom/collect.py": ("lines", "from_home", "from_exchange", "_place", "collect"),
+    "course_lib/classroom/exports.py": (
+        "lines",
+        "read_scores",
+        "_duplicate",
+        "entries",
+        "export",
+        "from_args",
+        "run",
+    ),
+    "course_lib/classroom/roster.py": ("_rows", "_student", "__init__", "read"),
+    "course_lib/classroom/gradescope.py": ("files", "build"),
+    "course_lib/classroom/assignments.py": ("assignment",),
+    "course_lib/grading/gradebook.py": ("_load",),
+    "course_lib/grading/isolation.py": ("LOST_WITHOUT", "guarantees"),
+    "course_lib/grading/release.py": ("edition_notebooks", "release"),
 }
 
 
