@@ -1,5 +1,10 @@
 """Command line: python -m course_lib {doctor, exercises, digest, grade, release, explain,
-collect, gradescope}."""
+collect, gradescope}.
+
+What a command prints (summaries, progress, errors) is in the course's language: --lang where a
+command has it, else $COURSE_LANG, else English. Files it writes (gradebooks, exports, manifests)
+keep their English columns; each student's feedback is in the language of their notebook.
+"""
 
 import argparse
 import json
@@ -12,6 +17,20 @@ def _speak(args) -> None:
         from .i18n import use_language
 
         use_language(args.lang)
+
+
+def _say(text) -> str:
+    """A line this command prints, in the course's language."""
+    from .i18n import tr
+
+    return tr(text)
+
+
+def _why(what: str, err) -> str:
+    """'nothing collected: <the reason>', each part said in the course's language."""
+    from .i18n.catalogue import join
+
+    return join([_say(what), _say(str(err))])
 
 
 def _lang_option(parser, what: str) -> None:
@@ -32,6 +51,7 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_exercises(args) -> int:
+    _speak(args)
     from .exercises import all_exercises
 
     rows = [ex.info() for ex in all_exercises()]
@@ -41,9 +61,9 @@ def cmd_exercises(args) -> int:
         for r in rows:
             print(
                 f"{r['id']:<34} chapter {r['chapter']}  {r['kind']:<8} {r['points']:>2} pt  "
-                f"{r['title']}"
+                f"{_say(r['title'])}"
             )
-        print(f"{len(rows)} exercises, {sum(r['points'] for r in rows)} points")
+        print(_say(f"{len(rows)} exercises, {sum(r['points'] for r in rows)} points"))
     return 0
 
 
@@ -59,28 +79,35 @@ def cmd_release(args) -> int:
     try:
         from .grading.release import release
     except ImportError:
-        print("release is part of the teacher's copy of the course, not of the student bundle")
+        print(
+            _say("release is part of the teacher's copy of the course, not of the student bundle")
+        )
         return 2
     try:
         report = release(args.out_dir, force=args.force, lang=args.lang)
     except (ValueError, FileExistsError) as err:
-        print(f"no bundle written: {err}", file=sys.stderr)
+        print(_why("no bundle written:", err), file=sys.stderr)
         return 2
     editions = ", ".join(f"{n} {lang}" for lang, n in report["editions"].items())
     print(
-        f"student bundle written to {report['out']}: {report['notebooks']} notebooks ({editions}), "
-        f"{report['files']} files (answer key and grader left out)"
+        _say(
+            f"student bundle written to {report['out']}: {report['notebooks']} notebooks "
+            f"({editions}), {report['files']} files (answer key and grader left out)"
+        )
     )
     return 0
 
 
 def cmd_grade(args) -> int:
+    _speak(args)
     try:
         from .grading.gradebook import NotAGradebook
         from .grading.grader import Grader
         from .grading.sandbox import Limits
     except ImportError:
-        print("grading is part of the teacher's copy of the course, not of the student bundle")
+        print(
+            _say("grading is part of the teacher's copy of the course, not of the student bundle")
+        )
         return 2
     exporter = _grade_exporter(args)
     if exporter is False:
@@ -112,17 +139,21 @@ def cmd_grade(args) -> int:
     try:
         report = grader.run()
     except NotAGradebook as err:
-        print(err, file=sys.stderr)
+        print(_say(str(err)), file=sys.stderr)
         return 2
     print(
         json.dumps(report, indent=1)
         if args.json
-        else f"graded {report['graded']} submission(s) in {report['seconds']:g} s"
-        f" ({report['skipped']} already graded); gradebook: {report['gradebook']}"
+        else _say(
+            f"graded {report['graded']} submission(s) in {report['seconds']:g} s"
+            f" ({report['skipped']} already graded); gradebook: {report['gradebook']}"
+        )
     )
     status = 1 if report["key_problems"] else 0
     return (
-        max(status, exporter.run(lambda line: print(line, file=sys.stderr))) if exporter else status
+        max(status, exporter.run(lambda line: print(_say(line), file=sys.stderr)))
+        if exporter
+        else status
     )
 
 
@@ -135,13 +166,14 @@ def _grade_exporter(args):
     try:
         return Exporter.from_args(args)
     except (ExportError, RosterError) as err:
-        print(f"nothing graded: {err}", file=sys.stderr)
+        print(_why("nothing graded:", err), file=sys.stderr)
         return False
 
 
 def cmd_collect(args) -> int:
     """Copy every hub user's chapter notebook into
     SUBMISSIONS_DIR (course_lib/classroom/collect.py)."""
+    _speak(args)
     from .classroom.assignments import NoSuchChapter
     from .classroom.collect import CollectError, collect
 
@@ -157,14 +189,15 @@ def cmd_collect(args) -> int:
             update=args.update,
         )
     except (CollectError, NoSuchChapter) as err:
-        print(f"nothing collected: {err}", file=sys.stderr)
+        print(_why("nothing collected:", err), file=sys.stderr)
         return 2
-    print("\n".join(collection.lines()))
+    print("\n".join(collection.lines()))  # in the course's language
     return 1 if collection.problems() else 0
 
 
 def cmd_gradescope(args) -> int:
     """Write the Gradescope autograder zip of one chapter (course_lib/classroom/gradescope.py)."""
+    _speak(args)
     from .classroom.assignments import NoSuchChapter
     from .classroom.gradescope import NotTheTeachersCopy, build
 
@@ -173,12 +206,14 @@ def cmd_gradescope(args) -> int:
             args.chapter, args.out_zip, cell_timeout=args.cell_timeout, timeout=args.timeout
         )
     except (NoSuchChapter, NotTheTeachersCopy) as err:
-        print(f"no autograder written: {err}", file=sys.stderr)
+        print(_why("no autograder written:", err), file=sys.stderr)
         return 2
     print(
-        f"Gradescope autograder for chapter {info['chapter']} ({info['notebook']}): {info['zip']}, "
-        f"{info['files']} files, {info['bytes'] // 1024} KiB; it holds the answer key: "
-        "upload it to Gradescope only"
+        _say(
+            f"Gradescope autograder for chapter {info['chapter']} ({info['notebook']}): "
+            f"{info['zip']}, {info['files']} files, {info['bytes'] // 1024} KiB; it holds the "
+            "answer key: upload it to Gradescope only"
+        )
     )
     return 0
 
@@ -198,7 +233,7 @@ def cmd_explain(args) -> int:
                 else open(name, encoding="utf-8", errors="replace").read()
             )
         except OSError as err:
-            print(f"cannot read {name}: {err.strerror}", file=sys.stderr)
+            print(_say(f"cannot read {name}: {err.strerror}"), file=sys.stderr)
             status = 2
             continue
         inputs.append((name, explain_text(text)))
@@ -225,6 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_doctor)
     p = sub.add_parser("exercises", help="list every exercise: id, chapter, kind, points")
     p.add_argument("--json", action="store_true")
+    _lang_option(p, "the titles and the summary (--json stays English)")
     p.set_defaults(run=cmd_exercises)
     p = sub.add_parser(
         "digest", help="(authors) the fingerprint of a quiz answer for the chapter module"
@@ -292,6 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--roster",
         help="CSV of id, name, email (optional username, section): who each submission is",
     )
+    _lang_option(p, "the progress, summary and errors printed (feedback: each notebook's own)")
     p.set_defaults(run=cmd_grade)
     p = sub.add_parser(
         "collect",
@@ -328,6 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="replace copies collected before (kept in OUT_DIR.replaced)",
     )
+    _lang_option(p, "the summary and errors printed")
     p.set_defaults(run=cmd_collect)
     p = sub.add_parser("gradescope", help="(teachers) write a chapter's Gradescope autograder zip")
     p.add_argument("chapter", help="the chapter to grade, e.g. 01")
@@ -338,6 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--timeout", type=float, default=600.0, help="seconds per notebook (default 600)"
     )
+    _lang_option(p, "the summary and errors printed")
     p.set_defaults(run=cmd_gradescope)
     p = sub.add_parser(
         "explain",

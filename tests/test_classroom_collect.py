@@ -48,12 +48,13 @@ def put(path, text="x = 1", mtime=None):
     return path
 
 
-def collect(*args):
+def collect(*args, env=None):
     return subprocess.run(
         [sys.executable, "-m", "course_lib", "collect", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=120,
+        env=dict(os.environ, **(env or {"COURSE_LANG": "en"})),
     )
 
 
@@ -215,3 +216,27 @@ def test_a_missing_source_or_an_output_inside_it_is_refused(homes, tmp_path):
     assert proc.returncode == 2 and "is not a folder" in proc.stderr
     proc = collect(homes, homes / "jupyter-alice" / "subs", "--chapter", "01")
     assert proc.returncode == 2 and "must not be inside" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "how",
+    [{"env": {"COURSE_LANG": "zh"}}, {"args": ["--lang", "zh"]}],
+    ids=["COURSE_LANG", "--lang"],
+)
+def test_a_chinese_teacher_reads_the_summary_and_the_errors_in_chinese(homes, tmp_path, how):
+    """COURSE_LANG=zh (or --lang zh): the summary, each user to look at and the reason nothing was
+    collected are Chinese; the manifest keeps its English columns and statuses."""
+    out = tmp_path / "submissions"
+    args = [homes, out, "--chapter", "1", "--user-prefix", "jupyter-", *how.get("args", [])]
+    proc = collect(*args, env=how.get("env"))
+    assert proc.returncode == 1, proc.stderr
+    assert f"4 个用户中有 2 个的笔记本已在 {out} 里（这次拷贝了 2 个，0 个原本就在）" in proc.stdout
+    assert f"carol：缺失：{homes / 'jupyter-carol'} 里哪儿也没有 {NB}" in proc.stdout
+    assert "dave：不唯一：01_device_check.ipynb 有 2 份" in proc.stdout and "--path" in proc.stdout
+    assert "user(s)" not in proc.stdout and "missing" not in proc.stdout
+    assert {r["status"] for r in manifest(out).values()} == {"collected", "missing", "ambiguous"}
+    proc = collect(
+        tmp_path / "nowhere", tmp_path / "subs", "--chapter", "01", *args[6:], env=how.get("env")
+    )
+    assert proc.returncode == 2
+    assert f"什么也没有收取：{tmp_path / 'nowhere'} 不是文件夹" in proc.stderr, proc.stderr

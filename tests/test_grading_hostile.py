@@ -10,14 +10,28 @@ import json
 from pathlib import Path
 
 import pytest
+from test_zh_messages import english_sentences
 
-from course_lib.grading import landlock
+from course_lib.grading import feedback, landlock
 from course_lib.grading.grader import scratch_root_for
+from course_lib.i18n import editions
+from course_lib.i18n.catalogue import CJK, in_language, keeping
 from support import submissions  # noqa: E402
 
 NO_ISOLATION = {"COURSE_GRADER_NO_LANDLOCK": "1", "COURSE_GRADER_NO_NAMESPACES": "1"}
 LIMITS = ["--workers", 2, "--cell-timeout", 3, "--test-timeout", 3, "--memory-mb", 1024]
 FULL, FUNCTION_POINTS = 13.0, 3.0
+# Handed in from the Chinese edition too: their feedback files must say in Chinese what went wrong.
+ZH_TWINS = (
+    "infinite_loop",
+    "stubborn_loop",
+    "sys_exit",
+    "os_exit",
+    "segfault",
+    "big_output",
+    "crash_in_function",
+    "memory_hog",
+)
 
 
 def _tree(folder: Path) -> dict:
@@ -44,6 +58,9 @@ def graded(tmp_path_factory):
     bases = submissions.bases()
     for name in ("reference", "blank"):
         (subs / f"{name}.ipynb").write_text(json.dumps(bases[name]))
+    for name in ZH_TWINS:  # the same notebooks handed in from the Chinese edition
+        twin = editions.synced(json.loads((subs / f"{name}.ipynb").read_text()))
+        (subs / f"zh_{name}.ipynb").write_text(json.dumps(twin, ensure_ascii=False))
     lib = submissions.course_copy(tmp)
     before = _tree(lib / "course_lib")
     out = tmp / "out" / "gradebook.csv"
@@ -134,6 +151,34 @@ def test_what_went_wrong_is_said(graded):
     assert "UserWarning" in graded["records"]["torch_warning"]["output"]["stderr"]
     assert graded["records"]["big_output"]["output"]["characters"] > 10_000_000
     assert len(graded["records"]["big_output"]["output"]["stdout"]) < 30_000
+
+
+# What a Chinese student's feedback file says went wrong (the reason, in Chinese).
+ZH_REASONS = {
+    "infinite_loop": "单元格 12：已中断：这个单元格超过了时限",
+    "stubborn_loop": "超过了 3 秒的时限，而且没有理会中断",
+    "sys_exit": "这个单元格调用了 sys.exit()；笔记本接着往下运行",
+    "os_exit": "笔记本的进程在单元格 12 结束：以退出码 3 退出",
+    "segfault": "笔记本的进程在单元格 12 结束：崩溃了（SIGSEGV）",
+    "big_output": "个字符（保留了开头和结尾部分）",
+    "crash_in_function": "测试你的函数时，检查进程崩溃了",
+    "memory_hog": "MemoryError（单元格",
+}
+
+
+@pytest.mark.parametrize("name", ZH_TWINS)
+def test_a_chinese_student_is_told_in_chinese_what_went_wrong(graded, name):
+    """The same broken notebook handed in from the Chinese edition: the same points and status,
+    and a feedback file that says why in Chinese (Python's and PyTorch's own messages aside)."""
+    assert total(graded, f"zh_{name}")[:2] == total(graded, name)[:2]
+    record = graded["records"][f"zh_{name}"]
+    assert record["language"] == "zh"
+    text = graded["out"].with_name("gradebook_feedback").joinpath(f"zh_{name}.md").read_text()
+    with in_language("zh"), keeping() as kept:  # what the translation kept as it is
+        assert feedback.render(record) == text
+    left = english_sentences(text, kept)
+    assert CJK.search(text) and not left, "English sentences left:\n" + "\n".join(left)
+    assert ZH_REASONS[name] in text, text
 
 
 @pytest.mark.parametrize(

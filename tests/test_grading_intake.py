@@ -356,3 +356,41 @@ def test_a_rerun_after_the_grader_died_on_a_file_makes_progress(tmp_path):
     book = submissions.read_gradebook(out)
     assert float(book["first"]["TOTAL"]["points"]) == float(book["last"]["TOTAL"]["points"]) == 13.0
     assert book["killer"]["TOTAL"]["status"] == "stopped the grader"
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_a_notebook_whose_language_cannot_be_read_gets_the_class_language(tmp_path, lang):
+    """A link, a FIFO, a file that is not JSON and one whose reading stopped the grader cannot say
+    which edition they are: in a class that handed in the Chinese edition their feedback, reasons
+    included, is Chinese; in an English class, English."""
+    from test_zh_messages import english_sentences
+
+    from course_lib.grading import outcome, record
+    from course_lib.grading.feedback import render
+    from course_lib.i18n import editions
+    from course_lib.i18n.catalogue import CJK, in_language, keeping
+
+    handed_out = json.loads(_nb("import torch\nx = 1"))
+    for name in ("a", "b"):
+        nb = editions.synced(handed_out) if lang == "zh" else handed_out
+        (tmp_path / f"{name}.ipynb").write_text(json.dumps(nb, ensure_ascii=False))
+    (tmp_path / "link.ipynb").symlink_to(tmp_path / "a.ipynb")
+    os.mkfifo(tmp_path / "pipe.ipynb")
+    (tmp_path / "broken.ipynb").write_bytes(b"{not json")
+    (tmp_path / "killer.ipynb").write_bytes(_nb())
+    journal = tmp_path / "gb.journal"
+    journal.write_text("reading\tkiller\nreading\tkiller\n")
+    subs = intake.read_all(intake.find_submissions(tmp_path, []), journal, fresh=False)
+    intake.assign(subs, {"01"})
+    assert {s.name: s.language for s in subs} == dict.fromkeys(
+        ["a", "b", "broken", "killer", "link", "pipe"], lang
+    )
+    for sub in (s for s in subs if s.analysis is None):
+        outcome.decide_statically(sub, {ex.id: 1 for ex in sub.exercises})
+        with in_language("en"), keeping() as kept:  # the grader's own language does not matter
+            text = render(record.build(sub)[1])
+        if lang == "zh":
+            left = english_sentences(text, kept)
+            assert CJK.search(text) and not left, f"{sub.name}: English left: {left}\n{text}"
+        else:
+            assert not CJK.search(text) and sub.unreadable in text

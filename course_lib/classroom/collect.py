@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..i18n import tr
+from ..i18n.catalogue import join
 from .assignments import assignment
 
 COURSE_FOLDER = "pytorch-gpu-course"  # the nbgitpuller link's targetpath (README, docs)
@@ -68,13 +70,16 @@ class Collection:
         return [f for f in self.found if f.status in ("missing", "ambiguous", "kept")]
 
     def lines(self) -> list:
+        """The summary, then one line per user to look at, in the course's language."""
         done = self.count("collected", "updated", "unchanged")
         copied, there = self.count("collected", "updated"), self.count("unchanged")
         out = [
-            f"{done} of {len(self.found)} user(s) have their notebook in {self.out} "
-            f"({copied} copied now, {there} already there)"
+            tr(
+                f"{done} of {len(self.found)} user(s) have their notebook in {self.out} "
+                f"({copied} copied now, {there} already there)"
+            )
         ]
-        out += [f"  {f.user}: {f.status}: {f.note}" for f in self.problems()]
+        out += [f"  {join([f.user, tr(f.status), tr(f.note)], ': ')}" for f in self.problems()]
         return out
 
 
@@ -97,7 +102,7 @@ def from_home(user: str, home: Path, notebook: str, path: str = None) -> Found:
     if expected.is_file():
         return Found(user, "found", str(expected))
     if path:
-        return Found(user, "missing", note=f"no {expected}")
+        return Found(user, "missing", note=f"not found: {expected}")
     candidates = _candidates(home, notebook)
     if len(candidates) == 1:
         return Found(user, "found", str(candidates[0]))

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from ..grading.gradebook import TOTAL, clean
 from ..grading.intake import find_submissions
+from ..i18n import tr
+from ..i18n.catalogue import join
 from .assignments import all_assignments, chapter_of
 
 NBGRADER_COLUMNS = [
@@ -302,7 +304,7 @@ class Exporter:
         try:
             report = export(self.gradebook_csv, self.formats, self.roster, self.submissions_dir)
         except ExportError as err:
-            log(f"export not written: {err}")
+            log(join([tr("export not written:"), tr(str(err))]))
             return 2
         for line in report.lines():
             log(line)

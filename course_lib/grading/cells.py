@@ -217,8 +217,8 @@ def describe_error(err: BaseException, limit: int = 600) -> str:
     text = f"{type(err).__name__}: {err}".strip().rstrip(":")
     if len(text) > limit:
         text = text[:limit] + " ..."
-    if where:
-        text += f" ({where[-1].filename[1:-1]}, line {where[-1].lineno})"
+    if where:  # its file name is "<cell N>"
+        text += f" (cell {where[-1].filename[6:-1]}, line {where[-1].lineno})"
     return text
 
 

@@ -349,4 +349,17 @@ def read_all(entries: list, journal: Path, fresh: bool) -> list:
             if entry.name not in read_ok:
                 _append(journal, "read", entry.name)
         subs.append(sub)
+    class_language(subs)
     return subs
+
+
+def class_language(subs: list) -> None:
+    """A notebook whose language cannot be read (refused, unreadable) gets its feedback in the
+    language most of the class handed in, else in the grader's own ($COURSE_LANG, --lang)."""
+    from ..i18n import language
+
+    read = Counter(s.language for s in subs if s.analysis is not None)
+    lang = read.most_common(1)[0][0] if read else language()
+    for sub in subs:
+        if sub.analysis is None:
+            sub.language = lang

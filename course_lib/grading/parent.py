@@ -21,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 from .. import notebooks
+from ..i18n import tr
 from . import gradebook, intake, isolation, outcome, record
 from .analyze import check_source
 from .guard import Guard
@@ -59,7 +60,7 @@ class Grader:
         self.chapters = set(chapters or [])
         self.limits = limits or Limits()
         self.progress, self.fresh, self.keep_scratch = progress, fresh, keep_scratch
-        self.log = log or (lambda text: print(text, file=sys.stderr))
+        self.log = log or (lambda text: print(tr(text), file=sys.stderr))  # the course's language
         self.paths = gradebook.paths(self.out)
         self.queue, self.stats, self.notes = [], Counter(), []
         self.totals, self.run_specs, self.key_problems, self.bar = {}, {}, [], None
@@ -333,7 +334,7 @@ class Grader:
 
                 self.bar = tqdm.tqdm(
                     total=len(pending),
-                    desc="grading",
+                    desc=tr("grading"),
                     unit="notebook",
                     file=sys.stderr,
                     mininterval=0.5,

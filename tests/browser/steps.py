@@ -1,11 +1,14 @@
 """What a learner does to a widget, and what they then read on the screen: the steps of chapters.py.
 
 Each step acts inside one cell's output (the widget's cell) and returns None when it went as
-expected, or a sentence saying what did not.
+expected, or a sentence saying what did not. `step.said(say)` is the same step on a page of
+another language: its captions, options and expected text said by `say` (speech.py); a step
+without text to say (RunCell, ExpectImages, ExpectFits) is the same in every language.
 """
 
 import re
 import time
+import warnings
 from dataclasses import dataclass
 
 
@@ -23,6 +26,14 @@ class Select:
     def __str__(self):
         return f"select {self.option!r} in the {self.label!r} dropdown"
 
+    def said(self, say):
+        return Either(Select(say(self.label), say(self.option)), self)
+
+    def present(self, page, index):
+        box = page.cell_locator(index).locator(".widget-dropdown", has_text=self.label)
+        options = "s => Array.from(s.options).map(o => o.label.replace(/\\s/g, ' '))"  # nbsp
+        return box.count() > 0 and self.option in box.first.locator("select").evaluate(options)
+
 
 @dataclass(frozen=True)
 class Choose:
@@ -35,6 +46,12 @@ class Choose:
 
     def __str__(self):
         return f"choose {self.text!r}"
+
+    def said(self, say):
+        return Either(Choose(say.choice(self.text)), self)
+
+    def present(self, page, index):
+        return page.cell_locator(index).locator("label", has_text=self.text).count() > 0
 
 
 @dataclass(frozen=True)
@@ -54,6 +71,13 @@ class Toggle:
     def __str__(self):
         return f"press {self.option!r} in {self.label!r}"
 
+    def said(self, say):
+        return Either(Toggle(say(self.label), say.choice(self.option)), self)
+
+    def present(self, page, index):
+        group = page.cell_locator(index).locator(".widget-toggle-buttons", has_text=self.label)
+        return group.count() > 0 and group.first.get_by_role("button", name=self.option).count() > 0
+
 
 @dataclass(frozen=True)
 class Click:
@@ -66,6 +90,13 @@ class Click:
 
     def __str__(self):
         return f"press {self.caption!r}"
+
+    def said(self, say):
+        return Either(Click(say(self.caption)), self)
+
+    def present(self, page, index):
+        button = page.cell_locator(index).get_by_role("button", name=self.caption, exact=True)
+        return button.count() > 0
 
 
 @dataclass(frozen=True)
@@ -96,6 +127,9 @@ class Expect:
     def __str__(self):
         return f"read /{self.pattern}/"
 
+    def said(self, say):
+        return Either(Expect(say.pattern(self.pattern), self.timeout), self)
+
 
 @dataclass(frozen=True)
 class ExpectNot:
@@ -111,6 +145,10 @@ class ExpectNot:
 
     def __str__(self):
         return f"no longer read /{self.pattern}/"
+
+    def said(self, say):
+        said = say.pattern(self.pattern)
+        return self if said == self.pattern else ExpectNot(f"(?:{said})|(?:{self.pattern})")
 
 
 @dataclass(frozen=True)
@@ -178,3 +216,39 @@ class ExpectFits:
 
     def __str__(self):
         return f"fit a {self.window_px} px window with every label whole"
+
+
+class EnglishOnTranslatedPage(UserWarning):
+    """A widget of a translated page still shows an English caption or message."""
+
+
+@dataclass(frozen=True)
+class Either:
+    """A step said in the page's language; where the page still shows the English of a text that
+    has a translation (a widget not yet put through tr()), the English step does, with a warning
+    naming it (the leftover-English checks are what fail on it)."""
+
+    said: object
+    english: object
+
+    def __call__(self, page, index):
+        if str(self.said) == str(self.english):
+            return self.said(page, index)
+        if isinstance(self.said, Expect):
+            both = f"(?:{self.said.pattern})|(?:{self.english.pattern})"
+            if Expect(both, self.said.timeout)(page, index) is not None:
+                return f"/{self.said.pattern}/ did not appear within {self.said.timeout:g} s"
+            if re.search(self.said.pattern, page.output_text(index)):
+                return None
+        elif self.said.present(page, index) or not self.english.present(page, index):
+            return self.said(page, index)
+        else:
+            self.english(page, index)
+        warnings.warn(
+            f"[{page.name}] shows English where the catalogue has a translation: {self.english}",
+            EnglishOnTranslatedPage,
+            stacklevel=2,
+        )
+
+    def __str__(self):
+        return str(self.said)

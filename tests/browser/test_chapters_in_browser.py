@@ -17,10 +17,22 @@ from support import NOTEBOOKS
 
 from .chapters import CHAPTERS, BrowserSpec
 from .lab import BROKEN_ON_PAGE, FIGURE_AS_TEXT, ChapterFailure, describe, short
+from .speech import Speaker
 from .steps import Choose, Click, Expect, RunCell
 
 pytestmark = pytest.mark.browser
 ids = [p.stem for p in NOTEBOOKS]
+
+
+def speaker(page) -> Speaker:
+    """The page's language, for the texts of chapters.py (speech.py): English unless the fixture
+    opened another edition."""
+    return Speaker(getattr(page, "lang", "en"))
+
+
+def said(step, say):
+    """A step of chapters.py as it reads in the page's language."""
+    return step.said(say) if hasattr(step, "said") else step
 
 
 def spec_of(page) -> BrowserSpec:
@@ -178,11 +190,13 @@ def test_main_widgets_respond(chapter_page):
     spec = spec_of(chapter_page)
     if not spec.interactions:
         pytest.skip(f"{chapter_page.name}: {spec.why_no_interaction}")
+    say = speaker(chapter_page)
     for interaction in spec.interactions:
         cell = chapter_page.find_cell(interaction.cell)
         chapter_page.cell_locator(cell["index"]).scroll_into_view_if_needed()
         errors_before = len(chapter_page.kernel_errors())
         for number, step in enumerate(interaction.steps, 1):
+            step = said(step, say)
             where = f"widget '{interaction.widget}' ({describe(cell)}), step {number} ({step})"
             try:
                 problem = step(chapter_page, cell["index"])
@@ -222,10 +236,15 @@ def test_exercise_wrong_then_right(chapter_page):
     stub = chapter_page.find_cell(f"def {exercise.name}(")
     check = chapter_page.find_cell(f".{exercise.name}.check(", after=stub["index"])
     where = f"exercise {exercise.name} ({describe(stub)}, checked by {describe(check)})"
-    wrong_patterns = [r"Incorrect", r"Hint: \S+", *exercise.wrong_feedback]
+    say = speaker(chapter_page)
+    wrong_patterns = [
+        say.pattern("Incorrect"),
+        re.escape(say("Hint:")) + r"\s*\S+",
+        *map(say.pattern, exercise.wrong_feedback),
+    ]
     for answer, patterns in [
         (exercise.wrong, wrong_patterns),
-        (right_answer(chapter_page.name, exercise), [r"Correct: "]),
+        (right_answer(chapter_page.name, exercise), [say.pattern("Correct: ")]),
     ]:
         chapter_page.type_into_cell(stub["index"], answer)
         chapter_page.run_cell(stub["index"])
@@ -310,11 +329,9 @@ def test_wrong_quiz_answer_says_why_without_naming_the_right_option(chapter_page
     cell, quiz = sorted(candidates, key=lambda cq: _wrong_choice(cq[1])[0] not in cq[1].why)[0]
     letter, right_texts = _wrong_choice(quiz)
     where = f"quiz {quiz.name} ({describe(cell)})"
-    steps = [
-        Choose(f"{letter}) {short_text(quiz.options[letter])}"),
-        Click("Check"),
-        Expect(r"Incorrect"),
-    ]
+    say = speaker(chapter_page)
+    choose = Choose(f"{letter}) {short_text(say(quiz.options[letter]))}")
+    steps = [choose, Click(say("Check")), Expect(say.pattern("Incorrect"))]
     for step in steps:
         problem = step(chapter_page, cell["index"])
         if problem:
@@ -322,21 +339,21 @@ def test_wrong_quiz_answer_says_why_without_naming_the_right_option(chapter_page
     verdict = " ".join(
         chapter_page.cell_locator(cell["index"]).locator(".course-check").last.inner_text().split()
     )
-    wanted = short_text(quiz.why[letter]) if letter in quiz.why else "Hint 1 of"
+    hint = say(f"Hint 1 of {len(quiz.hints)}:")
+    wanted = short_text(say(quiz.why[letter])) if letter in quiz.why else hint
     problems = [] if wanted in verdict else [f"the verdict does not show {wanted!r}"]
     problems += [
-        f"the verdict names the right option {short_text(t)!r}"
+        f"the verdict names the right option {short_text(say(t))!r}"
         for t in right_texts
-        if short_text(t) in verdict
+        if short_text(say(t)) in verdict
     ]
-    if quiz.kind == "error" and "raised" in verdict:
+    raised = re.compile(say.pattern("the code raised"))
+    if quiz.kind == "error" and raised.search(verdict):
         problems.append("a wrong answer is told what the code raised")
     if problems:
         chapter_page.fail(where, f"after choosing {letter}): " + "; ".join(problems), verdict)
     if quiz.kind == "multiple":
-        Choose(f"{letter}) {short_text(quiz.options[letter])}")(
-            chapter_page, cell["index"]
-        )  # untick it again
+        choose(chapter_page, cell["index"])  # untick it again
 
 
 def short_text(text: str, limit: int = 40) -> str:
@@ -345,8 +362,8 @@ def short_text(text: str, limit: int = 40) -> str:
 
 
 def test_hints_come_one_at_a_time_and_stay(chapter_page):
-    """Run All shows the hint button and no hint; clicks show hint 1, then hints 1 and 2 together;
-    re-running the cell keeps them."""
+    """Run All shows the hint button and no hint; each click shows the next hint beside the ones
+    before, to the last; re-running the cell keeps them all."""
     spec = spec_of(chapter_page)
     if spec.exercise is None:
         pytest.skip(f"{chapter_page.name} names no exercise in tests/browser/chapters.py")
@@ -354,27 +371,26 @@ def test_hints_come_one_at_a_time_and_stay(chapter_page):
     exercise = getattr(chapter_module(chapter_page), name)
     cell = chapter_page.find_cell(f".{name}.hint()")
     where, total = f"hints of {name} ({describe(cell)})", len(exercise.hints)
+    say = speaker(chapter_page)
+    show = lambda k: say(f"Show a hint ({k} of {total})")
+    shown = lambda k: re.escape(say(f"Hint {k} of {total}:"))
     after_run = " ".join(
         d["text"]
         for c in chapter_page.code_cells_after_run()
         if c["index"] == cell["index"]
         for d in c["dom"]
     )
-    if f"Show a hint (1 of {total})" not in after_run or "Hint 1 of" in after_run:
+    if show(1) not in after_run or re.search(shown(1), after_run):
         chapter_page.fail(
             where,
-            f"after Run All the cell must offer 'Show a hint (1 of {total})' and show no hint yet",
+            f"after Run All the cell must offer {show(1)!r} and show no hint yet",
             after_run,
         )
-    steps = [Click(f"Show a hint (1 of {total})"), Expect(rf"Hint 1 of {total}:")]
+    steps = [Click(show(1)), Expect(shown(1))]
+    for k in range(2, total + 1):  # every level, each keeping the ones before
+        steps += [Click(show(k)), Expect(shown(k)), Expect(shown(k - 1))]
     if total >= 2:
-        steps += [
-            Click(f"Show a hint (2 of {total})"),
-            Expect(rf"Hint 2 of {total}:"),
-            Expect(rf"Hint 1 of {total}:"),
-            RunCell(),
-            Expect(rf"Hint 1 of {total}:[\s\S]*Hint 2 of {total}:"),
-        ]
+        steps += [RunCell(), Expect(r"[\s\S]*".join(shown(k) for k in range(1, total + 1)))]
     for number, step in enumerate(steps, 1):
         problem = step(chapter_page, cell["index"])
         if problem:

@@ -1,8 +1,10 @@
 """The Chinese chapters (notebooks/zh/) as a learner sees them in JupyterLab: each runs with no
 error, its widgets and plots are drawn, and its Chinese text renders as characters, not boxes.
 
-The checks that need no clicking are the English suite's own, run on each Chinese chapter (the
-widgets' labels are Chinese there, so the click-through steps stay with the English suite).
+The English suite's tests run on each Chinese chapter, the learner's click-through included: the
+steps of chapters.py are said in Chinese through the course's catalogue (speech.py), so a Chinese
+learner checks an exercise wrong then right, opens every hint, answers the quizzes and reads each
+verdict in Chinese.
 Screenshots: test-artifacts/browser/zh/. CI installs a CJK font (Debian's fonts-wqy-zenhei).
 """
 
@@ -12,11 +14,16 @@ from support import ZH_NOTEBOOKS
 
 from .conftest import clear_screenshots
 from .lab import NotebookPage
-from .test_chapters_in_browser import (  # collected here too, on the Chinese pages
-    test_every_plot_rendered_as_image,  # noqa: F401
-    test_every_widget_rendered,  # noqa: F401
-    test_no_cell_error_output,  # noqa: F401
-    test_no_widget_render_error,  # noqa: F401
+from .test_chapters_in_browser import (  # collected here too, on the Chinese pages  # noqa: F401
+    test_every_plot_rendered_as_image,
+    test_every_widget_rendered,
+    test_exercise_wrong_then_right,
+    test_hints_come_one_at_a_time_and_stay,
+    test_main_widgets_respond,
+    test_no_cell_error_output,
+    test_no_widget_render_error,
+    test_quiz_options_do_not_overlap,
+    test_wrong_quiz_answer_says_why_without_naming_the_right_option,
 )
 
 pytestmark = pytest.mark.browser
@@ -52,6 +59,7 @@ def chapter_page(request, lab, chromium, artifacts):
     shots.mkdir(exist_ok=True)
     clear_screenshots(shots, request.param.stem)
     page = NotebookPage(lab, chromium, lab.root / "zh" / request.param.name, shots)
+    page.lang = "zh"  # the steps of chapters.py are said in Chinese (speech.py)
     try:
         page.open()
         page.run_all(spec.run_timeout)
@@ -61,6 +69,7 @@ def chapter_page(request, lab, chromium, artifacts):
         )
         page.screenshot("")
         yield page
+        page.screenshot("after-interactions")
     finally:
         page.close()
 
