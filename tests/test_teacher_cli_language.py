@@ -5,6 +5,7 @@ COURSE_LANG=zh or `--lang zh`, English otherwise; the gradebook's columns stay t
 """
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -108,3 +109,26 @@ def test_the_graders_log_is_said_in_the_course_language(tmp_path, capsys):
         for line in lines:
             grader.log(line)
     assert capsys.readouterr().err.splitlines() == lines
+
+
+def test_graded_notebooks_speak_their_own_language_not_the_teachers(tmp_path):
+    """A teacher grading with COURSE_LANG=zh: an English notebook still runs in English (what it
+    prints, its checks' output), a Chinese one in Chinese; the grader's own summary is Chinese."""
+    from support import submissions
+
+    subs, out = tmp_path / "subs", tmp_path / "out" / "gradebook.csv"
+    subs.mkdir()
+    probe = "from course_lib.i18n import language\nprint('LANGUAGE', language())"
+    for name, first_line in (("english", ""), ("chinese", "import course_lib.zh  # noqa: F401\n")):
+        nb = json.loads(json.dumps(submissions.bases()["blank"]))
+        nb["cells"].append(submissions._cell("code", first_line + probe))
+        (subs / f"{name}.ipynb").write_text(json.dumps(nb))
+    proc = submissions.run_grader(subs, out, "--workers", 2, env={"COURSE_LANG": "zh"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "评完 2 份作业" in proc.stdout, proc.stdout
+    said = {
+        p.stem: json.loads(p.read_text())["output"]["stdout"]
+        for p in out.with_name("gradebook_feedback").glob("*.json")
+    }
+    assert "LANGUAGE en" in said["english"] and "LANGUAGE zh" in said["chinese"], said
+    assert not CJK.search(said["english"]), said["english"]  # its check cells spoke English too

@@ -12,7 +12,10 @@ import os
 import pkgutil
 import warnings
 
-LEFT_OUT = ("course_lib.key", "course_lib.grading")
+# Left out: the key and the grader (never in a graded process before its job), and the Chinese
+# edition's switch, whose import turns Chinese on for every process forked after it: each
+# notebook imports it itself, or not.
+LEFT_OUT = ("course_lib.key", "course_lib.grading", "course_lib.zh")
 
 
 def public_modules(package_path, prefix: str = "course_lib.") -> list:

@@ -27,6 +27,8 @@ import traceback
 import warnings
 from pathlib import Path
 
+from ..i18n import ENV_VAR
+
 _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
 MAX_MESSAGE = 1 << 20
 # What the zygote warms for each kind of graded process (functions of warmup.py, public data only):
@@ -62,7 +64,9 @@ class ZygoteClient:
     def __init__(self, scratch_root: Path, env=None):
         self.scratch_root = Path(scratch_root)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        environ = dict(env or os.environ, **HIDDEN_GPUS)
+        # graded notebooks speak their own edition's language (a Chinese one turns it on in its
+        # first cell), never the teacher's COURSE_LANG
+        environ = {k: v for k, v in (env or os.environ).items() if k != ENV_VAR} | HIDDEN_GPUS
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -177,6 +181,8 @@ class Zygote:
         self.info["pid"] = os.getpid()
         if "course_lib.key" in sys.modules:  # never: the zygote imports the public course only
             raise RuntimeError("the answer key was imported in a grading zygote")
+        if "course_lib.zh" in sys.modules:  # it would make every graded notebook Chinese
+            raise RuntimeError("the Chinese edition's switch was imported in a grading zygote")
 
     def warm(self, kind: str, what: list) -> None:
         """One of WARM_UPS on `what`, then the heap is frozen (children do not copy it on gc)."""
