@@ -24,6 +24,10 @@ def rjust(text: str, columns: int) -> str:
     return " " * max(0, columns - width(text)) + text
 
 
+def ljust(text: str, columns: int) -> str:
+    return text + " " * max(0, columns - width(text))
+
+
 def wrap(line: str, columns: int, indent: str = "    ") -> str:
     """`line` broken into lines of at most `columns` columns (a longer word stays whole), between
     words
@@ -50,4 +54,4 @@ def wrap(line: str, columns: int, indent: str = "    ") -> str:
     return "\n".join(lines)
 
 
-__all__ = ["width", "rjust", "wrap"]
+__all__ = ["width", "rjust", "ljust", "wrap"]
