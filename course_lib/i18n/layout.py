@@ -25,6 +25,7 @@ def rjust(text: str, columns: int) -> str:
 
 
 def ljust(text: str, columns: int) -> str:
+    """`text` padded on the right to `columns` display columns (str.ljust for Chinese too)."""
     return text + " " * max(0, columns - width(text))
 
 
