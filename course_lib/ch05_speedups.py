@@ -10,6 +10,7 @@ clock stands in for a GPU that runs asynchronously.
 import functools
 import math
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -29,7 +30,7 @@ from .checks.speedups import TimeIt
 from .device import amp_dtype, gpu_only, mps_available
 from .exercises import Test
 from .i18n import tr
-from .i18n.catalogue import CJK, join
+from .i18n.catalogue import CJK, join, listing
 from .i18n.layout import ljust, rjust
 from .i18n.layout import width as text_width
 from .sections import section
@@ -544,11 +545,18 @@ def benchmark_measurements(
     ]
 
 
+class CourseCompare(benchmark.Compare):
+    """benchmark.Compare whose line under the table (the time unit) is in the course's language."""
+
+    def __str__(self) -> str:
+        return re.sub(r"(?m)^Times are in .*$", lambda m: tr(m.group(0)), super().__str__())
+
+
 def benchmark_compare(
     device, sizes=(64, 256), dtypes=(torch.float32, torch.bfloat16), min_run_time: float = 0.05
 ) -> benchmark.Compare:
     """The same measurements laid out in one Compare table (chapter 05)."""
-    table = benchmark.Compare(benchmark_measurements(device, sizes, dtypes, min_run_time))
+    table = CourseCompare(benchmark_measurements(device, sizes, dtypes, min_run_time))
     table.trim_significant_figures()
     return table
 
@@ -689,7 +697,7 @@ def show_autocast_ops(device_type: str, dtype) -> str:
         for name, a, b in rows
     ]
     for what, names in autocast_groups(rows, dtype).items():
-        lines.append(join([tr(what), ", ".join(names) or tr("none")], ": "))
+        lines.append(join([tr(what), listing(names) or tr("none")], ": "))
     return "\n".join(lines)
 
 
@@ -860,7 +868,9 @@ def show_precision_runs(runs: list, every: int = 10) -> str:
     """Losses side by side every `every` steps, the
     largest relative gap, accuracy, scaler (chapter 05)."""
     base = runs[0]
-    head = rjust(tr("step"), 5) + " " + "".join(rjust(tr(r.label), 32) for r in runs)
+    # "step" stays as it is: the word names a phase elsewhere (an optimizer's step), and tr() has
+    # one translation per word
+    head = f"{'step':>5} " + "".join(rjust(tr(r.label), 32) for r in runs)
     rows = [head] + [
         f"{i + 1:>5} " + "".join(f"{r.losses[i]:>32.5f}" for r in runs)
         for i in range(every - 1, len(base.losses), every)
@@ -1068,14 +1078,9 @@ class LoopNet(nn.Module):
 class PrintingNet(LoopNet):
     """LoopNet with a print inside forward (chapter 05)."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        # translated here, not in forward: TorchDynamo would trace tr() and break the graph more
-        self.says = tr("    (PrintingNet.forward prints) h has shape")
-
     def forward(self, x, depth: int = 2):
         h = torch.relu(self.first(x))
-        print(self.says, tuple(h.shape))
+        print(tr("    (PrintingNet.forward prints) h has shape"), tuple(h.shape))
         return self.last(h)
 
 
