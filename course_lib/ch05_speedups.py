@@ -10,6 +10,7 @@ clock stands in for a GPU that runs asynchronously.
 import functools
 import math
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -28,6 +29,10 @@ from .checks import speedups
 from .checks.speedups import TimeIt
 from .device import amp_dtype, gpu_only, mps_available
 from .exercises import Test
+from .i18n import tr
+from .i18n.catalogue import CJK, join, listing
+from .i18n.layout import ljust, rjust
+from .i18n.layout import width as text_width
 from .sections import section
 from .widgets import reveal, text_table
 
@@ -189,8 +194,10 @@ def nvidia_smi() -> None:
     exe = shutil.which("nvidia-smi")
     if exe is None:
         print(
-            "[GPU only] nvidia-smi is not on this machine's PATH (a container without the "
-            "NVIDIA tools?)"
+            tr(
+                "[GPU only] nvidia-smi is not on this machine's PATH (a container without the "
+                "NVIDIA tools?)"
+            )
         )
         return
     query = "index,name,utilization.gpu,memory.used,memory.total"
@@ -284,7 +291,7 @@ def workers_notes(results: dict) -> str:
         ):
             a, b = results[this][i], results[other][j]
             verdict = measure.speed_ratio(measure.Timing(other, [b]), measure.Timing(this, [a]))
-            lines.append(f"- {what}\n    {a:.0f} ms vs {b:.0f} ms: {verdict}")
+            lines.append(f"- {tr(what)}\n    " + tr(f"{a:.0f} ms vs {b:.0f} ms: {verdict}"))
     return "\n".join(lines)
 
 
@@ -329,7 +336,7 @@ def start_method_note() -> str:
         ((w, m) for name, w, m in START_METHODS if name == method),
         ("set explicitly", "see Python's multiprocessing documentation"),
     )
-    return (
+    return tr(
         f"Here (Python {platform.python_version()} on {sys.platform}) workers start with "
         f"{method!r}, the default on {where}: {means}."
     )
@@ -338,7 +345,7 @@ def start_method_note() -> str:
 def machine_cores() -> str:
     """How many CPU cores this process may use, and torch's compute threads (chapter 05)."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return (
+    return tr(
         f"CPU cores usable here: {usable}; torch compute threads in this process: "
         f"{torch.get_num_threads()}"
     )
@@ -398,11 +405,14 @@ def pin_memory_demo(dataset) -> torch.Tensor:
     known = {k: (d, w) for k, d, w in PINNING}
     does, why = known.get(kind, known["cuda"])  # another accelerator (xpu, ...) pins as CUDA does
     print(
-        f"accelerator PyTorch sees: {kind or 'none'} | batch in pinned memory: {batch.is_pinned()}"
+        tr(
+            f"accelerator PyTorch sees: {kind or 'none'} | batch in pinned memory: "
+            f"{batch.is_pinned()}"
+        )
     )
     for w in caught:
-        print(f"PyTorch warned: {str(w.message).splitlines()[0]}")
-    print(f"Here DataLoader(pin_memory=True) {does}. Why: {why}.")
+        print(tr(f"PyTorch warned: {str(w.message).splitlines()[0]}"))
+    print(tr(f"Here DataLoader(pin_memory=True) {does}. Why: {why}."))
     return batch
 
 
@@ -415,7 +425,9 @@ def is_cuda_or_say_so(device, what: str) -> bool:
     device = torch.device(device)
     if device.type == "cuda":
         return True
-    print(f"[GPU only] {what}: the course device is {device}, not a CUDA GPU; nothing was timed")
+    print(
+        tr(f"[GPU only] {what}: the course device is {device}, not a CUDA GPU; nothing was timed")
+    )
     return False
 
 
@@ -448,8 +460,10 @@ def copy_benchmark(device, megabytes: int = 64, repeats: int = 5) -> dict:
         done = (time.perf_counter() - start) * 1000
         out[f"non_blocking {label}"] = (returned, done)
         print(
-            f".to(device, non_blocking=True) from {label}: back in Python after {returned:.2f} ms, "
-            f"copy finished after {done:.2f} ms"
+            tr(
+                f".to(device, non_blocking=True) from {label}: back in Python after "
+                f"{returned:.2f} ms, copy finished after {done:.2f} ms"
+            )
         )
     return out
 
@@ -467,8 +481,10 @@ def async_demo(device, n: int = 4096) -> None:
     measure.synchronize(device)
     finished = (time.perf_counter() - start) * 1000
     print(
-        f"{n}x{n} matmul: the Python line returned after {launched:.3f} ms; "
-        f"the GPU finished after {finished:.3f} ms"
+        tr(
+            f"{n}x{n} matmul: the Python line returned after {launched:.3f} ms; "
+            f"the GPU finished after {finished:.3f} ms"
+        )
     )
 
 
@@ -496,11 +512,11 @@ def timer_vs_time_fn(device, n: int = 256, min_run_time: float = 0.05) -> dict:
 def show_timer_vs_time_fn(result: dict) -> str:
     """Both timings, and what the Timer's Measurement knows besides its median (chapter 05)."""
     ours, m = result["time_fn"], result["Timer"]
-    spread = f"IQR {m.iqr * 1e3:.4f} ms" + (
-        " (the Measurement warns: a wide spread)" if m.has_warnings else ""
-    )
+    iqr = f"IQR {m.iqr * 1e3:.4f} ms"
+    spread = tr(f"{iqr} (the Measurement warns: a wide spread)") if m.has_warnings else iqr
     return "\n".join(
-        [
+        tr(line)
+        for line in [
             (
                 f"measure.time_fn:  median {ours.median:.4f} ms over {len(ours.ms)} single timed "
                 "calls (1 warm-up call)"
@@ -522,18 +538,25 @@ def benchmark_measurements(
     and dtype: a list of Measurements (chapter 05)."""
     return [
         matmul_timer(
-            torch.randn(n, n, device=device, dtype=dtype), label=f"matmul on {device}"
+            torch.randn(n, n, device=device, dtype=dtype), label=tr(f"matmul on {device}")
         ).blocked_autorange(min_run_time=min_run_time)
         for n in sizes
         for dtype in dtypes
     ]
 
 
+class CourseCompare(benchmark.Compare):
+    """benchmark.Compare whose line under the table (the time unit) is in the course's language."""
+
+    def __str__(self) -> str:
+        return re.sub(r"(?m)^Times are in .*$", lambda m: tr(m.group(0)), super().__str__())
+
+
 def benchmark_compare(
     device, sizes=(64, 256), dtypes=(torch.float32, torch.bfloat16), min_run_time: float = 0.05
 ) -> benchmark.Compare:
     """The same measurements laid out in one Compare table (chapter 05)."""
-    table = benchmark.Compare(benchmark_measurements(device, sizes, dtypes, min_run_time))
+    table = CourseCompare(benchmark_measurements(device, sizes, dtypes, min_run_time))
     table.trim_significant_figures()
     return table
 
@@ -542,9 +565,8 @@ def benchmark_compare(
 def float_formats() -> str:
     """float32, float16 and bfloat16 side by side: bits,
     largest value, smallest normal, precision (chapter 05)."""
-    lines = [
-        f"{'dtype':>15} {'bits':>4} {'largest':>11} {'smallest normal':>16} {'eps (precision)':>16}"
-    ]
+    head = (("dtype", 15), ("bits", 4), ("largest", 11), ("smallest normal", 16))
+    lines = [" ".join(rjust(tr(h), w) for h, w in head + (("eps (precision)", 16),))]
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         info = torch.finfo(dtype)
         lines.append(
@@ -598,15 +620,18 @@ def precision_rows() -> dict:
 
 def precision_pitfalls() -> str:
     """Where 16-bit arithmetic goes wrong, computed on this machine in three dtypes (chapter 05)."""
-    rows = precision_rows()
-    width = max(len(what) for what in rows)
+    rows = {tr(what): values for what, values in precision_rows().items()}
+    width = max(text_width(what) for what in rows)
     lines = [
         f"{'':<{width}}  "
         + "".join(f"{str(d).replace('torch.', ''):>12}" for d in PRECISION_DTYPES)
     ]
     for i, (what, values) in enumerate(rows.items(), 1):
         lines.append(
-            f"{what:<{width}}  " + "".join(f"{v:>12.6g}" for v in values) + f"   (row {i})"
+            f"{ljust(what, width)}  "
+            + "".join(f"{v:>12.6g}" for v in values)
+            + "   "
+            + tr(f"(row {i})")
         )
     return "\n".join(lines)
 
@@ -664,15 +689,15 @@ def show_autocast_ops(device_type: str, dtype) -> str:
     rows = autocast_op_dtypes(device_type, dtype)
     low = str(dtype).replace("torch.", "")
     lines = [
-        f"torch.autocast({device_type!r}, {low}), measured here:",
-        f"{'op':<16}{'float32 input ->':>20}{low + ' input ->':>22}",
+        tr(f"torch.autocast({device_type!r}, {low}), measured here:"),
+        ljust(tr("op"), 16) + rjust(tr("float32 input ->"), 20) + rjust(tr(low + " input ->"), 22),
     ]
     lines += [
         f"{name:<16}{str(a).replace('torch.', ''):>20}{str(b).replace('torch.', ''):>22}"
         for name, a, b in rows
     ]
     for what, names in autocast_groups(rows, dtype).items():
-        lines.append(f"{what}: {', '.join(names) or 'none'}")
+        lines.append(join([tr(what), listing(names) or tr("none")], ": "))
     return "\n".join(lines)
 
 
@@ -682,7 +707,7 @@ def autocast_dtypes(model: nn.Module, x, y, criterion, device_type: str, dtype) 
     rows, handles = [], []
     for name, module in model.named_modules():
         if not list(module.children()):
-            label = f"layer {name} ({type(module).__name__}) output"
+            label = tr(f"layer {name} ({type(module).__name__}) output")
             handles.append(
                 module.register_forward_hook(
                     lambda m, i, o, label=label: rows.append((label, o.dtype))
@@ -694,10 +719,13 @@ def autocast_dtypes(model: nn.Module, x, y, criterion, device_type: str, dtype) 
     finally:
         for h in handles:
             h.remove()
-    rows.append(("loss (computed inside autocast)", loss.dtype))
+    rows.append((tr("loss (computed inside autocast)"), loss.dtype))
     loss.backward()
     weight = next(model.parameters())
-    rows += [("weights (parameters)", weight.dtype), ("gradients (.grad)", weight.grad.dtype)]
+    rows += [
+        (tr("weights (parameters)"), weight.dtype),
+        (tr("gradients (.grad)"), weight.grad.dtype),
+    ]
     return rows
 
 
@@ -758,8 +786,8 @@ def compare(timings: list) -> str:
     lines = [str(base) + _surprise(base)]
     for t in timings[1:]:
         lines.append(
-            f"{t}{_surprise(t)}\n    -> {measure.speed_ratio(base, t)} than {base.label} on "
-            "this machine"
+            f"{t}{_surprise(t)}\n    "
+            + tr(f"-> {measure.speed_ratio(base, t)} than {base.label} on this machine")
         )
     return "\n".join(lines)
 
@@ -768,7 +796,8 @@ def _surprise(timing) -> str:
     """A word under a timing whose first call beat its
     median (after the warm-up lesson, that needs one)."""
     faster = timing.warmup_ms and timing.warmup_ms[0] < timing.median
-    return f"\n    ({measure.first_call_note(timing)})" if faster else ""
+    note = measure.first_call_note(timing)
+    return ("\n    " + (f"（{note}）" if CJK.search(note) else f"({note})")) if faster else ""
 
 
 @dataclass
@@ -839,19 +868,24 @@ def show_precision_runs(runs: list, every: int = 10) -> str:
     """Losses side by side every `every` steps, the
     largest relative gap, accuracy, scaler (chapter 05)."""
     base = runs[0]
-    head = f"{'step':>5} " + "".join(f"{r.label:>32}" for r in runs)
+    # "step" stays as it is: the word names a phase elsewhere (an optimizer's step), and tr() has
+    # one translation per word
+    head = f"{'step':>5} " + "".join(rjust(tr(r.label), 32) for r in runs)
     rows = [head] + [
         f"{i + 1:>5} " + "".join(f"{r.losses[i]:>32.5f}" for r in runs)
         for i in range(every - 1, len(base.losses), every)
     ]
     for r in runs[1:]:
         gap = max(abs(a - b) / abs(a) for a, b in zip(base.losses, r.losses))
-        rows.append(f"{r.label}: largest loss difference from float32 {gap:.2%} of the loss")
+        rows.append(tr(f"{r.label}: largest loss difference from float32 {gap:.2%} of the loss"))
     rows += [
-        f"test accuracy after {len(r.losses)} steps, {r.label}: {r.accuracy:.1%}" for r in runs
+        tr(f"test accuracy after {len(r.losses)} steps, {r.label}: {r.accuracy:.1%}") for r in runs
     ]
     rows += [
-        f"{r.label}: scale now {r.scales[-1]:g}, steps skipped for inf/nan gradients: {r.skipped}"
+        tr(
+            f"{r.label}: scale now {r.scales[-1]:g}, steps skipped for inf/nan gradients: "
+            f"{r.skipped}"
+        )
         for r in runs
         if r.scales
     ]
@@ -872,8 +906,10 @@ def scaler_demo(device_type: str = "cpu", init_scale: float = 2.0**16) -> None:
         if attempt != "a normal step":
             w.grad[0] = math.inf  # as if float16 had overflowed
         print(
-            f"{attempt}: loss {loss.item():.4g}, scaled loss {scaled.item():.6g}, "
-            f"gradient as stored {[round(g, 3) for g in w.grad.tolist()]}"
+            tr(
+                f"{attempt}: loss {loss.item():.4g}, scaled loss {scaled.item():.6g}, "
+                f"gradient as stored {[round(g, 3) for g in w.grad.tolist()]}"
+            )
         )
         before = w.detach().clone()
         scale = scaler.get_scale()
@@ -881,8 +917,10 @@ def scaler_demo(device_type: str = "cpu", init_scale: float = 2.0**16) -> None:
         scaler.update()  # halves the scale after an overflow, grows it slowly otherwise
         moved = "updated" if not torch.equal(before, w.detach()) else "NOT updated (step skipped)"
         print(
-            f"    weights {moved}: {[round(v, 5) for v in w.detach().tolist()]}; "
-            f"scale {scale:g} -> {scaler.get_scale():g}"
+            tr(
+                f"    weights {moved}: {[round(v, 5) for v in w.detach().tolist()]}; "
+                f"scale {scale:g} -> {scaler.get_scale():g}"
+            )
         )
 
 
@@ -921,7 +959,7 @@ def compile_call_cost(model: nn.Module) -> str:
             "nothing is compiled until the first forward.",
         ),
     )
-    return "\n".join(lines + [next(text for hit, text in notes if hit)])
+    return "\n".join(tr(line) for line in lines + [next(text for hit, text in notes if hit)])
 
 
 def cxx_compiler():
@@ -936,12 +974,12 @@ def payback_note(eager: measure.Timing, compiled: measure.Timing) -> str:
     extra = compiled.warmup_ms[0] - eager.warmup_ms[0]
     saved = eager.median - compiled.median
     if saved <= 0:
-        return (
+        return tr(
             f"the compiled step is not faster here ({compiled.median:.2f} ms vs "
             f"{eager.median:.2f} ms): the {extra / 1000:.1f} s of compiling never pays back "
             "for this model on this device"
         )
-    return (
+    return tr(
         f"each compiled step saves {saved:.2f} ms: the {extra / 1000:.1f} s of compiling pays "
         f"back after about {math.ceil(extra / saved)} steps"
     )
@@ -991,21 +1029,27 @@ def compile_experiment(
     device = torch.device(device)
     if not run:
         print(
-            "[skipped] the torch.compile measurement is switched off. Set RUN_COMPILE = True "
-            "in this cell and run it again: the first compile takes tens of seconds on a "
-            "laptop CPU (a minute or more on a slow or busy one)."
+            tr(
+                "[skipped] the torch.compile measurement is switched off. Set RUN_COMPILE = True "
+                "in this cell and run it again: the first compile takes tens of seconds on a "
+                "laptop CPU (a minute or more on a slow or busy one)."
+            )
         )
         return {}
     if device.type == "cpu" and cxx_compiler() is None:
         print(
-            "[skipped] torch.compile's CPU backend needs a C++ compiler (g++ or clang++), "
-            "and none was found on this machine."
+            tr(
+                "[skipped] torch.compile's CPU backend needs a C++ compiler (g++ or clang++), "
+                "and none was found on this machine."
+            )
         )
         return {}
     results = compile_timings(device, batch, width, repeats)
     print(
-        f"first call (compiling): {results['torch.compile'].warmup_ms[0] / 1000:.1f} s; "
-        f"eager first call: {results['eager'].warmup_ms[0]:.1f} ms"
+        tr(
+            f"first call (compiling): {results['torch.compile'].warmup_ms[0] / 1000:.1f} s; "
+            f"eager first call: {results['eager'].warmup_ms[0]:.1f} ms"
+        )
     )
     print(compare([results["eager"], results["torch.compile"]]))
     print(payback_note(results["eager"], results["torch.compile"]))
@@ -1036,7 +1080,7 @@ class PrintingNet(LoopNet):
 
     def forward(self, x, depth: int = 2):
         h = torch.relu(self.first(x))
-        print("    (PrintingNet.forward prints) h has shape", tuple(h.shape))
+        print(tr("    (PrintingNet.forward prints) h has shape"), tuple(h.shape))
         return self.last(h)
 
 
@@ -1072,11 +1116,11 @@ def explain_forwards(x=None) -> str:
         report = torch._dynamo.explain(net)(x, **kwargs)
         reasons = "; ".join(_first_lines(str(b.reason)) for b in report.break_reasons)
         lines.append(
-            (
+            tr(
                 f"{call}:\n    {report.graph_count} graph(s), {report.graph_break_count} graph "
                 f"break(s), {report.op_count} ops"
             )
-            + (f"\n    why it broke: {reasons}" if reasons else "")
+            + (tr(f"\n    why it broke: {reasons}") if reasons else "")
         )
     return "\n".join(lines)
 
@@ -1112,15 +1156,15 @@ def recompiles_per_depth(depths=(2, 2, 3, 3, 4, 2)) -> str:
             if len(graphs) > before
             else "reused a graph"
         )
-        lines.append(f"depth={depth}: {what} (graphs so far: {len(graphs)})")
+        lines.append(tr(f"depth={depth}: {what} (graphs so far: {len(graphs)})"))
     return "\n".join(lines)
 
 
 def control_flow_demo() -> None:
     """What TorchDynamo made of three forwards, then recompiles per depth (chapter 05)."""
-    print("torch._dynamo.explain, one call each:")
+    print(tr("torch._dynamo.explain, one call each:"))
     print(explain_forwards())
-    print("\nA compiled LoopNet called with these depths, in this order:")
+    print("\n" + tr("A compiled LoopNet called with these depths, in this order:"))
     print(recompiles_per_depth())
 
 
@@ -1158,7 +1202,7 @@ def item_loops(device, steps: int = 30, batch: int = 256, width: int = 128, seed
 def show_item_loops(timings: dict) -> str:
     """The two loops' medians and how the second compares with the first (chapter 05)."""
     (_, every), (_, once) = timings.items()
-    return f"{every}\n{once}\nsumming on the device: {measure.speed_ratio(every, once)}"
+    return f"{every}\n{once}\n" + tr(f"summing on the device: {measure.speed_ratio(every, once)}")
 
 
 def readback_race(device, n: int = 2**22, rounds: int = 5, work: int = 4096) -> list:
@@ -1187,7 +1231,7 @@ def readback_race(device, n: int = 2**22, rounds: int = 5, work: int = 4096) -> 
 def show_readback_race(counts: list, n: int = 2**22) -> str:
     """Per round: how many of the n values were wrong before and after the event (chapter 05)."""
     lines = [
-        (
+        tr(
             f"round {i + 1}: read at once {early:>8} of {n} values wrong; after "
             f"event.synchronize() {late}"
         )

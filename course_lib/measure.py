@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .i18n import tr
+from .i18n.catalogue import join
+from .i18n.plots import plot_text
+
 
 def synchronize(device) -> None:
     """Wait until every kernel queued on `device` has finished; no-op on the CPU (chapters 05+)."""
@@ -56,11 +60,12 @@ class Timing:
         return statistics.median(self.ms)
 
     def __str__(self) -> str:
-        first = f"; first call {self.warmup_ms[0]:.1f} ms" if self.warmup_ms else ""
-        return (
+        first = tr(f"first call {self.warmup_ms[0]:.1f} ms") if self.warmup_ms else ""
+        summary = tr(
             f"{self.label}: median {self.median:.2f} ms over {len(self.ms)} runs "
-            f"(min {min(self.ms):.2f}, max {max(self.ms):.2f}){first}"
+            f"(min {min(self.ms):.2f}, max {max(self.ms):.2f})"
         )
+        return join([summary, first], "; ")
 
 
 def time_fn(fn, device="cpu", repeats: int = 5, warmup: int = 1, label: str = "") -> Timing:
@@ -119,14 +124,16 @@ def first_call_note(timing: Timing) -> str:
         return ""
     first, median = timing.warmup_ms[0], timing.median
     ratio = first / median if median else float("inf")
-    return next(text.format(ratio=ratio) for test, text in FIRST_CALL_NOTES if test(first, median))
+    return tr(
+        next(text.format(ratio=ratio) for test, text in FIRST_CALL_NOTES if test(first, median))
+    )
 
 
 def timing_notes(timing: Timing) -> str:
     """What a Timing's own numbers say about warm-up and noise, one line each (chapters 05+)."""
     lines = [first_call_note(timing)] if timing.warmup_ms else []
     spread = max(timing.ms) / min(timing.ms) if timing.ms and min(timing.ms) > 0 else float("nan")
-    lines += [text.format(spread=spread) for test, text in TIMING_NOTES if test(timing)]
+    lines += [tr(text.format(spread=spread)) for test, text in TIMING_NOTES if test(timing)]
     return "\n".join(f"  - {line}" for line in lines)
 
 
@@ -134,7 +141,7 @@ def speed_ratio(baseline: Timing, other: Timing) -> str:
     """'2.10x faster' / '1.30x slower': how `other`
     compares with `baseline`, by median (chapters 05+)."""
     ratio = baseline.median / other.median
-    return f"{ratio:.2f}x faster" if ratio >= 1 else f"{1 / ratio:.2f}x slower"
+    return tr(f"{ratio:.2f}x faster") if ratio >= 1 else tr(f"{1 / ratio:.2f}x slower")
 
 
 @dataclass
@@ -154,7 +161,7 @@ class LoopTimes:
         return sum(self.wait_ms) / self.total_ms if self.total_ms else float("nan")
 
     def __str__(self) -> str:
-        return (
+        return tr(
             f"{self.label}: {len(self.wait_ms)} steps, {self.total_ms:.0f} ms in all; waiting "
             f"for data {sum(self.wait_ms):.0f} ms ({self.wait_share:.0%}), computing "
             f"{sum(self.compute_ms):.0f} ms"
@@ -197,7 +204,7 @@ def plot_stacked(rows: dict, parts=("wait", "compute"), title: str = "", ylabel:
     bottom = [0.0] * len(labels)
     for i, part in enumerate(parts):
         values = [rows[label][i] for label in labels]
-        ax.bar(labels, values, bottom=bottom, label=part)
+        ax.bar([plot_text(label) for label in labels], values, bottom=bottom, label=plot_text(part))
         bottom = [b + v for b, v in zip(bottom, values)]
     return _finish_bars(fig, ax, title, ylabel)
 
@@ -206,7 +213,7 @@ def _finish_bars(fig, ax, title: str, ylabel: str):
     """Title, grid, and the legend below the axes, where it cannot cover a bar."""
     import matplotlib.pyplot as plt
 
-    ax.set(ylabel=ylabel, title=title)
+    ax.set(ylabel=plot_text(ylabel), title=plot_text(title))
     ax.legend(
         loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1, frameon=False, fontsize="small"
     )
@@ -225,9 +232,10 @@ def plot_grouped(rows: dict, parts=("epoch 1", "epoch 2"), title: str = "", ylab
     width = 0.8 / len(parts)
     for i, part in enumerate(parts):
         positions = [j + (i - (len(parts) - 1) / 2) * width for j in range(len(labels))]
-        bars = ax.bar(positions, [rows[label][i] for label in labels], width=width, label=part)
+        values = [rows[label][i] for label in labels]
+        bars = ax.bar(positions, values, width=width, label=plot_text(part))
         ax.bar_label(bars, fmt="%.0f", fontsize="small")
-    ax.set_xticks(range(len(labels)), labels)
+    ax.set_xticks(range(len(labels)), [plot_text(label) for label in labels])
     ax.margins(y=0.15)
     return _finish_bars(fig, ax, title, ylabel)
 

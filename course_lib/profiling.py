@@ -21,6 +21,8 @@ import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from . import measure
+from .i18n import tr
+from .i18n.plots import plot_text
 
 PHASES = ("data", "forward", "backward", "step")  # the record_function labels of one training step
 PHASE_COLORS = {
@@ -188,8 +190,9 @@ def plot_timeline(events, title: str = "the profiled steps, from the trace file"
     fig, ax = plt.subplots(figsize=(9.5, 0.6 + 0.55 * len(rows)), layout="constrained")
     for i, (lane, bars) in enumerate(reversed(list(rows.items()))):
         ax.broken_barh(bars, (i - 0.4, 0.8), color=PHASE_COLORS.get(lane, "tab:gray"))
-    ax.set_yticks(range(len(rows)), list(reversed(list(rows))))
-    ax.set(xlabel="ms since the first event", title=title)
+    names = [lane if lane in PHASES else plot_text(lane) for lane in reversed(list(rows))]
+    ax.set_yticks(range(len(rows)), names)  # the phases keep their record_function names
+    ax.set(xlabel=plot_text("ms since the first event"), title=plot_text(title))
     ax.grid(axis="x", alpha=0.3)
     plt.close(fig)  # returned, so it is shown once (as the cell's value), not twice
     return fig
@@ -229,7 +232,8 @@ def compare_splits(totals: dict, times: measure.LoopTimes) -> str:
     compute = sum(v for k, v in totals.items() if k != "data")
     wait, work = sum(times.wait_ms), sum(times.compute_ms)
     return "\n".join(
-        [
+        tr(line)
+        for line in [
             (
                 f"torch.profiler (labels): data {totals['data']:.1f} ms "
                 f"({data_share(totals):.0%}), forward + backward + step {compute:.1f} ms"
@@ -336,7 +340,7 @@ def plot_memory_timeline(
     ax.stackplot(
         timeline["ms"],
         *mib,
-        labels=[name.replace("_", " ") for name in shown],
+        labels=[plot_text(name.replace("_", " ")) for name in shown],
         step="post",
         alpha=0.8,
     )
@@ -345,9 +349,9 @@ def plot_memory_timeline(
             sum(estimate.values()) / 2**20,
             color="black",
             linestyle="--",
-            label="the course's estimate",
+            label=plot_text("the course's estimate"),
         )
-    ax.set(xlabel="ms since the first allocation", ylabel="MiB", title=title)
+    ax.set(xlabel=plot_text("ms since the first allocation"), ylabel="MiB", title=plot_text(title))
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
     ax.grid(alpha=0.3)
     plt.close(fig)  # returned, so it is shown once (as the cell's value), not twice

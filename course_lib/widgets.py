@@ -18,6 +18,7 @@ from html import escape
 from .exercises.results import CORRECT
 from .exercises.text import html as text_html
 from .i18n import tr
+from .i18n.layout import ljust, width
 
 
 def result_html(result):
@@ -237,13 +238,13 @@ def table(header, rows, **options):
 def text_table(rows, header=None, gap: int = 2) -> str:
     """Rows as plain-text columns, each as wide as its widest cell (the last one not padded)."""
     rows = [[str(c) for c in row] for row in ([header] if header else []) + list(rows)]
-    widths = [
-        max(len(row[i]) for row in rows if i < len(row))
+    widths = [  # display columns: a Chinese character takes two
+        max(width(row[i]) for row in rows if i < len(row))
         for i in range(max(map(len, rows), default=0))
     ]
     pad = " " * gap
     return "\n".join(
-        pad.join(c.ljust(widths[i]) if i < len(row) - 1 else c for i, c in enumerate(row))
+        pad.join(ljust(c, widths[i]) if i < len(row) - 1 else c for i, c in enumerate(row))
         for row in rows
     )
 
@@ -272,8 +273,9 @@ def reveal(show, *args, label: str = "Show the result", after=None, **kwargs):
     """
     if after is not None and after.answered():
         return show(*args, **kwargs)
+    label = tr(label)
     note = (
-        (
+        tr(
             f'Answer the quiz "{after.title}" above first; then click the button (or run this '
             "cell again)."
         )
@@ -283,7 +285,7 @@ def reveal(show, *args, label: str = "Show the result", after=None, **kwargs):
     try:
         import ipywidgets as W
     except ImportError:  # a terminal or a plain script
-        print(note or f"({label}: a button in JupyterLab)")
+        print(note or tr(f"({label}: a button in JupyterLab)"))
         return None
     button, area = (
         W.Button(description=label, button_style="primary", layout=W.Layout(width="auto")),

@@ -273,6 +273,11 @@ def join(parts, sep: str = " ") -> str:
     return Said(out) if all(isinstance(p, Said) for p in parts if p) else out
 
 
+def listing(items) -> str:
+    """Items named one after another, "a, b, c"; in Chinese "a、b、c" (enumeration comma)."""
+    return ("、" if current() == "zh" else ", ").join(str(item) for item in items)
+
+
 def labelled(label: str, text, value: bool = False) -> str:
     """A label and its text, each translated ("Expected:" + "a float" -> "期望：一个 float");
     `value`: see `tr`."""
@@ -391,6 +396,7 @@ __all__ = [
     "tr",
     "tr_join",
     "join",
+    "listing",
     "labelled",
     "untranslated",
     "problems",

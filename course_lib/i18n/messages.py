@@ -59,10 +59,55 @@ STATIC_SOURCES = {
         "triton_build_tools_missing",
         "NEEDS",
     ),
-    "course_lib/measure.py": ("speed_ratio",),  # parts of those figure lines
+    "course_lib/measure.py": (  # parts of those figure lines; a timing and its notes
+        "speed_ratio",
+        "__str__",
+        "first_call_note",
+        "timing_notes",
+        "FIRST_CALL_NOTES",
+        "TIMING_NOTES",
+    ),
+    "course_lib/profiling.py": ("compare_splits", "TIMELINE_PARTS"),
+    "course_lib/ch05_speedups.py": (  # what chapter 05's measurements print (GPU-only ones too)
+        "starving_experiment",
+        "profile_steps",
+        "nvidia_smi",
+        "plot_epochs",
+        "WORKER_COMPARISONS",
+        "workers_notes",
+        "START_METHODS",
+        "start_method_note",
+        "machine_cores",
+        "PINNING",
+        "pin_memory_demo",
+        "is_cuda_or_say_so",
+        "copy_benchmark",
+        "async_demo",
+        "show_timer_vs_time_fn",
+        "benchmark_measurements",
+        "float_formats",
+        "PRECISION_CASES",
+        "precision_pitfalls",
+        "show_autocast_ops",
+        "autocast_groups",
+        "autocast_dtypes",
+        "amp_settings",
+        "compare",
+        "show_precision_runs",
+        "scaler_demo",
+        "compile_call_cost",
+        "payback_note",
+        "compile_experiment",
+        "forward",  # PrintingNet's line
+        "explain_forwards",
+        "recompiles_per_depth",
+        "control_flow_demo",
+        "item_loops",
+        "show_item_loops",
+        "show_readback_race",
+    ),
+    "course_lib/widgets.py": ("reveal",),  # its button's default label, its terminal line
     "course_lib/ddp_worker.py": ("main",),  # a torchrun line pasted into a terminal
-    "course_lib/profiling.py": ("compare_splits",),
-    "course_lib/ch05_speedups.py": ("show_readback_race",),
     "course_lib/grading/outcome.py": (
         "_run_summary",
         "_stopped_summary",
@@ -347,8 +392,10 @@ def doctor() -> None:
     )
 
 
-def notebook_calls(function: str) -> list:
-    """The literal arguments of every `function(...)` call in the chapter notebooks' code cells."""
+def notebook_calls(function: str, keywords_only: bool = False) -> list:
+    """The literal arguments of every `function(...)` call in the chapter notebooks' code cells
+    (`keywords_only`: only its keyword arguments, each as its literal value or, for an f-string, as
+    a template)."""
     calls = []
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
@@ -368,7 +415,10 @@ def notebook_calls(function: str) -> list:
             for node in ast.walk(tree):
                 name = getattr(node, "func", None)
                 name = getattr(name, "attr", None) or getattr(name, "id", None)
-                if isinstance(node, ast.Call) and name == function:
+                if isinstance(node, ast.Call) and name == function and keywords_only:
+                    said = {k.arg: template_text(k.value) for k in node.keywords}
+                    calls.append(([], {k: v for k, v in said.items() if v is not None}))
+                elif isinstance(node, ast.Call) and name == function:
                     try:
                         args = [ast.literal_eval(a) for a in node.args]
                         kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
@@ -388,7 +438,7 @@ def skip_lines() -> None:
 
     from .. import device
 
-    calls = notebook_calls("gpu_only")
+    calls = notebook_calls("gpu_only") + notebook_calls("gpu_reference")  # (what, figure)
     calls += [([calls[0][0][0] if calls else "..."], {"figure": key}) for key in device.FIGURE_KEYS]
     with tempfile.TemporaryDirectory() as folder:
         recorded = Path(folder) / "figures.json"
@@ -431,6 +481,40 @@ def widgets() -> None:
         progress_table(
             [dict(r, done=done if done == 0 else r["total"], attempted=attempted) for r in rows]
         )
+    from ..widgets import reveal
+
+    quiz = next(ex for ex in all_exercises() if ex.kind != "function")
+    for _, kwargs in notebook_calls("reveal", keywords_only=True):  # the notebooks' buttons
+        reveal(print, label=kwargs.get("label", "Show the result"), after=quiz)
+
+
+def measurements() -> None:
+    """The figures of measure and profiling (chapters 05, 06), drawn from made-up numbers with the
+    notebooks' titles, and the notebooks' labels of timings."""
+    import torch
+
+    from .. import ch05_speedups, measure, profiling
+
+    runs = [measure.LoopTimes("x1", [1.0], [2.0]), measure.LoopTimes("x2", [3.0], [1.0])]
+    titles = lambda name: [k["title"] for _, k in notebook_calls(name, True) if "title" in k]
+    for title in [None] + titles("plot_breakdowns"):
+        measure.plot_breakdowns(runs, **({"title": title} if title else {}))
+    measure.plot_stacked({"x1": (1, 2)})
+    measure.plot_grouped({"x1": (1, 2)})
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "data", "ts": 0, "dur": 5},
+        {"ph": "X", "cat": "kernel", "name": "k", "ts": 5, "dur": 2},
+    ]
+    for title in [None] + titles("plot_timeline"):
+        profiling.plot_timeline(events, **({"title": title} if title else {}))
+    timeline = {"ms": [0.0, 1.0], "parts": {p: [1, 2] for p in profiling.TIMELINE_PARTS.values()}}
+    for title in [None] + titles("plot_memory_timeline"):
+        kwargs = {"title": title} if title else {}
+        profiling.plot_memory_timeline(timeline, estimate={"x1": 1}, **kwargs)
+    for _, kwargs in notebook_calls("time_fn", keywords_only=True):
+        if "label" in kwargs:
+            str(measure.Timing(kwargs["label"], [1.0], [2.0]))
+    str(ch05_speedups.benchmark_compare("cpu", sizes=(2,), dtypes=(torch.float32,), min_run_time=0))
 
 
 def feedback_files() -> None:
@@ -597,7 +681,16 @@ def chapters_06_07() -> None:
                     ch07.phase_html(strategy, index, work, n, 32)
 
 
-SOURCES = (exercises, explainer, doctor, skip_lines, widgets, feedback_files, chapters_06_07)
+SOURCES = (
+    exercises,
+    explainer,
+    doctor,
+    skip_lines,
+    widgets,
+    measurements,
+    feedback_files,
+    chapters_06_07,
+)
 
 
 def collect(sources=SOURCES, progress=None, static: bool = True) -> dict:

@@ -6,6 +6,7 @@ empty boxes and a "Glyph ... missing" warning per character. `plot_text(text)` t
 first in matplotlib's sans-serif list, once); without one it keeps the English and says so once.
 """
 
+import logging
 import warnings
 from functools import cache
 
@@ -49,6 +50,11 @@ def _use_font(font: str) -> None:
     rc = matplotlib.rcParams
     rc["font.sans-serif"] = [font, *[f for f in rc["font.sans-serif"] if f != font]]
     rc["axes.unicode_minus"] = False  # CJK fonts often lack U+2212
+    # matplotlib logs "findfont: Failed to find font weight normal for <font>, now using 500." under
+    # a figure drawn with a CJK font that has only one weight (WenQuanYi Zen Hei is "medium")
+    logging.getLogger("matplotlib.font_manager").addFilter(
+        lambda record: not str(record.msg).startswith("findfont: Failed to find font weight")
+    )
 
 
 @cache
