@@ -47,3 +47,25 @@ def test_the_no_font_message_is_translated(chinese):
     from course_lib.i18n import tr
 
     assert tr(plots.NO_FONT) != plots.NO_FONT
+
+
+def test_a_font_installed_after_matplotlibs_cache_is_found(tmp_path):
+    """matplotlib caches the system's font list; a CJK font installed later must still be used."""
+    from types import SimpleNamespace
+
+    added = []
+    font = SimpleNamespace(name="WenQuanYi Zen Hei", fname=str(tmp_path / "wqy-zenhei.ttc"))
+    manager = SimpleNamespace(
+        ttflist=[SimpleNamespace(name="DejaVu Sans", fname="/fonts/DejaVuSans.ttf")],
+        addfont=lambda path: (added.append(path), manager.ttflist.append(font)),
+    )
+    with (
+        mock.patch("matplotlib.font_manager.fontManager", manager),
+        mock.patch("matplotlib.font_manager.findSystemFonts", lambda: [font.fname]),
+    ):
+        plots.cjk_font.cache_clear()
+        try:
+            assert plots.cjk_font() == "WenQuanYi Zen Hei"
+        finally:
+            plots.cjk_font.cache_clear()
+    assert added == [font.fname]

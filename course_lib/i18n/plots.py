@@ -35,11 +35,32 @@ NO_FONT = (
 
 @cache
 def cjk_font() -> str | None:
-    """The first installed font of CJK_FONTS that matplotlib knows, or None."""
+    """The first installed font of CJK_FONTS that matplotlib knows, or None; a font installed
+    after matplotlib cached its font list is added to the list first."""
     from matplotlib import font_manager
 
-    known = {f.name for f in font_manager.fontManager.ttflist}
+    manager = font_manager.fontManager
+    found = _first_cjk(manager)
+    if found is None:
+        _add_fonts_installed_since(manager, font_manager.findSystemFonts())
+        found = _first_cjk(manager)
+    return found
+
+
+def _first_cjk(manager) -> str | None:
+    known = {f.name for f in manager.ttflist}
     return next((name for name in CJK_FONTS if name in known), None)
+
+
+def _add_fonts_installed_since(manager, paths) -> None:
+    """matplotlib reads the system's fonts once and caches the list: add the files it lacks."""
+    cached = {f.fname for f in manager.ttflist}
+    for path in paths:
+        if path not in cached:
+            try:
+                manager.addfont(path)
+            except (OSError, RuntimeError, ValueError):  # a file FreeType cannot read
+                pass
 
 
 @cache
