@@ -310,7 +310,14 @@ def memory_timeline(prof, device="cpu") -> dict:
     start = times[0] if times else 0
     names = [TIMELINE_PARTS.get(c, str(c)) for c in timeline_columns()]
     parts = {name: [row[i + 1] for row in sizes] for i, name in enumerate(names)}
-    said = next((str(w.message) for w in caught if issubclass(w.category, FutureWarning)), "")
+    said = next(
+        (
+            f"{w.category.__name__}: {w.message}"
+            for w in caught
+            if issubclass(w.category, FutureWarning)
+        ),
+        "",
+    )
     return {"ms": [(t - start) / 1000 for t in times], "parts": parts, "said": said}
 
 

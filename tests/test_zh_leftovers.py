@@ -243,3 +243,34 @@ def test_pytorchs_cpp_log_lines_stay_english():
         "allocated before the profiling started, profiler results will not include it"
     )
     assert english_prose(line) == []
+
+
+def test_a_quotation_wrapped_over_lines_stays_english_and_prose_beside_it_does_not():
+    quoted = (
+        "它会释放缓存分配器手里所有没被占用的缓存显存（'all unoccupied cached memory\n"
+        "currently held by the caching allocator so that those can be used in\n"
+        "other GPU application'），但不会增加 PyTorch 可用的显存（'doesn't increase the\n"
+        "amount of GPU memory available for PyTorch'）。\n"
+        "（'doesn't increase the amount of GPU memory available for PyTorch'）。\n"
+        "出处：教程 “A guide on good usage of non_blocking and pin_memory() in\n"
+        "PyTorch”。\n"
+    )
+    assert english_prose(quoted) == []
+    assert english_prose(quoted + "and this line was never translated\n") == [
+        "and this line was never translated"
+    ]
+
+
+def test_python_source_printed_after_other_output_is_code():
+    output = (
+        "节点 0：rank 0-3\n\n"
+        "def local_device(local_rank: int, backend: str) -> torch.device:\n"
+        '    """This process\'s device: with nccl GPU `local_rank`\n'
+        "    of this machine, made current; else the CPU.\n"
+        '    """\n'
+        "    torch.cuda.set_device(local_rank)  # this process's default GPU\n"
+        "    return torch.device('cpu')\n"
+    )
+    assert english_prose(output) == []
+    broken = output.replace("    return torch.device('cpu')\n", "    return the device we use\n")
+    assert english_prose(broken)  # not source once it no longer parses: its prose is found

@@ -50,6 +50,15 @@ _SPANS = re.compile(
     r"`[^`\n]*`|'[^'\n]*'|\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|「[^」\n]*」|<[^<>\s]+@[^<>\s]+>"
     r"|\b(?:https?|file)://\S+|\b[\w.-]+/[\w./-]+"  # URLs and paths
 )
+# A quotation that a line break wrapped: 'the docs' words ...\n... more words' (an apostrophe
+# inside a word, as in doesn't, is not its end), or the same in “”, ‘’, 「」 or "".
+_WRAPPED_QUOTE = re.compile(
+    r"(?<!\w)'(?=\w)(?:[^'\n]|\n(?![ \t]*\n)|(?<=\w)'(?=\w)){1,600}?'(?!\w)"
+    r"|“[^”]{1,600}?”|‘[^’]{1,600}?’|「[^」]{1,600}?」|\"[^\"]{1,600}?\""
+)
+_APOSTROPHE = re.compile(r"\w'\w")
+# The first line of Python source printed in an output (inspect.getsource, say)
+_SOURCE_START = re.compile(r"^(?:@[\w.]+|(?:async\s+)?def\s+\w+\s*\(|class\s+\w+\b)")
 _WORD = re.compile(r"^[(\[]?[A-Za-z][a-z]+(?:[-'][A-Za-z]+)*[)\]]?[,.;:!?)]*$")
 _HTML_DROP = re.compile(
     r"(?is)<(style|script|pre|code|kbd|samp)\b[^>]*>.*?</\1\s*>|<!--.*?-->"
@@ -164,6 +173,39 @@ def _without(text: str, kept) -> str:
     return text
 
 
+def _mask(text: str) -> str:
+    """`text` with each match of a pattern blanked out, its lines kept where they were."""
+    return re.sub(r"\S+", "\0", text)
+
+
+def _without_wrapped_quotes(text: str) -> str:
+    """`text` with its quotations blanked out, those a line break wrapped and those with an
+    apostrophe inside ('doesn't ...'), which _SPANS would end early."""
+    return _WRAPPED_QUOTE.sub(
+        lambda m: (
+            _mask(m.group()) if "\n" in m.group() or _APOSTROPHE.search(m.group()) else m.group()
+        ),
+        text,
+    )
+
+
+def _source_blocks(lines: list) -> set:
+    """Indices of the lines that are Python source printed among other output: a block from a
+    `def`, `class` or decorator line through its indented lines, if the block parses."""
+    kept, index = set(), 0
+    while index < len(lines):
+        if not _SOURCE_START.match(lines[index]):
+            index += 1
+            continue
+        end = index + 1
+        while end < len(lines) and (not lines[end].strip() or lines[end][:1] in " \t"):
+            end += 1
+        if is_python_source("\n".join(lines[index:end])):
+            kept.update(range(index, end))
+        index = end
+    return kept
+
+
 def english_prose(text, run: int = RUN, kept=()) -> list:
     """The lines of `text` (a cell's output, as plain text) that are untranslated English prose.
 
@@ -177,7 +219,8 @@ def english_prose(text, run: int = RUN, kept=()) -> list:
       error explainer knows (its patterns of PyTorch's wording), the lines that follow it up to a
       blank line or one with Chinese (the message's own continuation), and tracebacks;
     - PyTorch's own text tables (profiler key_averages, memory_summary, nvidia-smi), known by their
-      rule lines and headers;
+      rule lines and headers; Python source printed among the output (a `def` or `class` block
+      that parses); quotations of English sources, also where a line break wrapped them;
     - numbers, units, dtype and device names, identifiers (CamelCase, snake_case, dotted names);
     - the texts in `kept`: what the cell's own code writes (`source_literals`), as the code of a
       Chinese notebook is the English notebook's.
@@ -187,10 +230,12 @@ def english_prose(text, run: int = RUN, kept=()) -> list:
     from .catalogue import CJK
 
     text = ANSI.sub("", "" if text is None else str(text))
-    lines, masked = text.splitlines(), _without(text, kept).splitlines()
+    lines = text.splitlines()
+    masked = _without_wrapped_quotes(_without(text, kept)).splitlines()
     if run < RUN and any(CJK.search(line) for line in lines):
         run = RUN
     tables, found, in_error, in_traceback = _torch_tables(lines), [], False, False
+    tables |= _source_blocks(lines)
     for index, line in enumerate(lines):
         if not line.strip() or CJK.search(line):  # the end of an error's message or traceback
             in_error = in_traceback = False
