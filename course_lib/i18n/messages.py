@@ -488,12 +488,23 @@ def widgets() -> None:
         reveal(print, label=kwargs.get("label", "Show the result"), after=quiz)
 
 
+def _chapter(number: str):
+    """A chapter's module, imported by name as a notebook does (shared code never imports one)."""
+    import importlib
+
+    from ..chapters import get
+
+    return importlib.import_module(get(number).module)
+
+
 def measurements() -> None:
     """The figures of measure and profiling (chapters 05, 06), drawn from made-up numbers with the
     notebooks' titles, and the notebooks' labels of timings."""
     import torch
 
-    from .. import ch05_speedups, measure, profiling
+    from .. import measure, profiling
+
+    ch05_speedups = _chapter("05")
 
     runs = [measure.LoopTimes("x1", [1.0], [2.0]), measure.LoopTimes("x2", [3.0], [1.0])]
     titles = lambda name: [k["title"] for _, k in notebook_calls(name, True) if "title" in k]
@@ -567,8 +578,7 @@ def chapters_06_07() -> None:
 
     import torch
 
-    from .. import ch06_out_of_memory as ch06
-    from .. import ch07_dp_vs_ddp as ch07
+    ch06, ch07 = _chapter("06"), _chapter("07")
     from .. import data, ddp_worker, memory, profiling
 
     digits = data.digits_split(test_fraction=0.2, seed=0)[0]
