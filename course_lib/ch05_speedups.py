@@ -1078,9 +1078,14 @@ class LoopNet(nn.Module):
 class PrintingNet(LoopNet):
     """LoopNet with a print inside forward (chapter 05)."""
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # said here, not in forward: TorchDynamo would trace into the catalogue
+        self.says = tr("    (PrintingNet.forward prints) h has shape")
+
     def forward(self, x, depth: int = 2):
         h = torch.relu(self.first(x))
-        print(tr("    (PrintingNet.forward prints) h has shape"), tuple(h.shape))
+        print(self.says, tuple(h.shape))
         return self.last(h)
 
 

@@ -98,7 +98,8 @@ STATIC_SOURCES = {
         "compile_call_cost",
         "payback_note",
         "compile_experiment",
-        "forward",  # PrintingNet's line
+        "__init__",  # PrintingNet's line
+        "forward",
         "explain_forwards",
         "recompiles_per_depth",
         "control_flow_demo",

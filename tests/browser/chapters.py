@@ -60,9 +60,9 @@ CHAPTERS = {
                 (
                     Select("Machine:", "4-GPU server"),
                     Expect(r"cuda:0 -> ok"),
-                    ExpectNot("CRASHES"),
-                    Select("Machine:", "CPU-only laptop"),
-                    Expect(r"cuda:0 -> CRASHES"),
+                    ExpectNot("-> CRASHES at the first"),  # a whole phrase of the message, so
+                    Select("Machine:", "CPU-only laptop"),  # the Chinese page is read in Chinese
+                    Expect(r"-> CRASHES at the first"),
                 ),
             ),
             Interaction(
@@ -122,9 +122,9 @@ CHAPTERS = {
                     Toggle("model:", "workshop"),
                     Toggle("You predict:", "it will raise an error"),
                     Click("Run the step for real"),
-                    Expect(r"really did:\s*raised"),
+                    Expect(r"really did:\s*raised", zh=r"实际的结果：\s*报错了"),
                     Expect(r"RuntimeError"),
-                    Expect(r"✔ right"),
+                    Expect(r"✔ right", zh=r"✔ 猜对了"),
                     Toggle("inputs:", "workshop"),
                     Expect(r"Changed: press the button"),
                     ExpectNot(r"RuntimeError"),
@@ -132,9 +132,9 @@ CHAPTERS = {
                     Toggle("loss:", "workshop"),
                     Toggle("You predict:", "it will run"),
                     Click("Run the step for real"),
-                    Expect(r"really did:\s*ran"),
+                    Expect(r"really did:\s*ran", zh=r"实际的结果：\s*跑通了"),
                     ExpectNot(r"RuntimeError"),
-                    Expect(r"✔ right"),
+                    Expect(r"✔ right", zh=r"✔ 猜对了"),
                 ),
             ),
             Interaction(
@@ -161,9 +161,9 @@ CHAPTERS = {
                 "history = training.fit(",
                 (
                     RunCell(),
-                    Expect(r"training: 100%"),
+                    Expect(r"training: 100%", zh=r"训练: 100%"),
                     Expect(r"\b(\d+)/\1 \["),
-                    Expect(r"\d+ epochs: train loss"),
+                    Expect(r"\d+ epochs: train loss", zh=r"\d+ 个 epoch：训练损失"),
                 ),
             ),
             Interaction(
@@ -351,8 +351,8 @@ CHAPTERS = {
                 "after=ch.compile_control_flow",
                 (
                     Click("Show what TorchDynamo did"),
-                    Expect(r"1 graph\(s\), 0 graph break\(s\)"),
-                    Expect(r"depth=3: compiled a new graph"),
+                    Expect(r"1 graph\(s\), 0 graph break\(s\)", zh=r"1 张计算图，0 处图中断"),
+                    Expect(r"depth=3: compiled a new graph", zh=r"depth=3：编译了一张新图"),
                 ),
             ),
         ),
@@ -434,7 +434,10 @@ CHAPTERS = {
                     Choose("d) torch.cuda.empty_cache()"),
                     Click("Check"),
                     Expect(r"Incorrect"),
-                    Expect(r"saved activations are tensors in use"),
+                    Expect(
+                        r"saved activations are tensors in use",
+                        zh=r"保存下来的激活值是正在使用的张量",
+                    ),
                     Choose("d) torch.cuda.empty_cache()"),  # a checkbox: untick it again
                     Choose("a) a smaller batch"),
                     Choose("b) gradient accumulation"),
@@ -467,7 +470,9 @@ CHAPTERS = {
                 "the run, launched with torchrun",
                 "result = ddp_worker.launch_torchrun(config)",
                 (
-                    Expect(r"torchrun: 2 processes, backend gloo"),
+                    Expect(
+                        r"torchrun: 2 processes, backend gloo", zh=r"torchrun：2 个进程，后端 gloo"
+                    ),
                     Expect(r"rank 1 got from torchrun: \{'RANK': '1'"),
                 ),
             ),
@@ -480,16 +485,19 @@ CHAPTERS = {
                     ExpectFits(1000),
                     ExpectFits(800),
                     Click("next ▶"),
-                    Expect(r"phase 2 of 8: replicate"),
+                    Expect(r"phase 2 of 8: replicate", zh=r"第 2 阶段（共 8 个）：复制模型"),
                     Expect(r"cuda:0 \(main\)"),
                     Toggle("strategy:", "DistributedDataParallel"),
-                    Expect(r"phase 1 of 4: load"),
+                    Expect(r"phase 1 of 4: load", zh=r"第 1 阶段（共 4 个）：读取数据"),
                     Click("next ▶"),
                     Click("next ▶"),
-                    Expect(r"phase 3 of 4: backward \+ all-reduce"),
+                    Expect(
+                        r"phase 3 of 4: backward \+ all-reduce",
+                        zh=r"第 3 阶段（共 4 个）：反向传播 \+ all-reduce",
+                    ),
                     Expect(r"cuda:3 → cuda:0"),
                     Select("model:", "digits MLP (this chapter's, hidden 64)"),
-                    Expect(r"4,810 float32 parameters"),
+                    Expect(r"4,810 float32 parameters", zh=r"4,810 个 float32 参数"),
                 ),
             ),
             Interaction(
@@ -522,8 +530,13 @@ CHAPTERS = {
                 "the sharded run, launched with torchrun",
                 "print(ch.describe_shards(result))",
                 (
-                    Expect(r"rank 0: 9,605 of 19,210 parameters \(50\.0%\)"),
-                    Expect(r"rank 1: 9,605 of 19,210"),
+                    Expect(
+                        r"rank 0: 9,605 of 19,210 parameters \(50\.0%\)",
+                        zh=r"rank 0：持有 19,210 个参数中的 9,605 个（50\.0%）",
+                    ),
+                    Expect(
+                        r"rank 1: 9,605 of 19,210", zh=r"rank 1：持有 19,210 个参数中的 9,605 个"
+                    ),
                 ),
             ),
             Interaction(

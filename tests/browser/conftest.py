@@ -96,6 +96,7 @@ def chapter_page(request, lab, chromium, artifacts):
 
     spec = CHAPTERS.get(request.param.stem, BrowserSpec())
     clear_screenshots(artifacts, request.param.stem)
+    lab.forget_progress()
     page = NotebookPage(lab, chromium, lab.root / request.param.name, artifacts)
     try:
         page.open()

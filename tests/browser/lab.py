@@ -100,6 +100,11 @@ class LabServer:
         self.port = None
         self.process = None
 
+    def forget_progress(self) -> None:
+        """A chapter opens as for a learner who never answered it: the two editions share quiz
+        ids, and a quiz answered on one page would change what the other shows (reveal())."""
+        (self.workdir / "progress.json").unlink(missing_ok=True)
+
     def _env(self) -> dict:
         env = dict(os.environ)
         env.pop(

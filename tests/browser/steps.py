@@ -119,6 +119,8 @@ class Expect:
 
     pattern: str
     timeout: float = 30
+    zh: str = ""  # the Chinese page's pattern, where the catalogue cannot say this one (a value
+    # inside a template's sentence, tqdm's bar): checked alone, no English fallback
 
     def __call__(self, page, index):
         if page.wait_for_text(index, self.pattern, self.timeout) is None:
@@ -128,6 +130,8 @@ class Expect:
         return f"read /{self.pattern}/"
 
     def said(self, say):
+        if self.zh and say.lang == "zh":
+            return Expect(self.zh, self.timeout)
         return Either(Expect(say.pattern(self.pattern), self.timeout), self)
 
 

@@ -58,6 +58,7 @@ def chapter_page(request, lab, chromium, artifacts):
     shots = artifacts / "zh"
     shots.mkdir(exist_ok=True)
     clear_screenshots(shots, request.param.stem)
+    lab.forget_progress()
     page = NotebookPage(lab, chromium, lab.root / "zh" / request.param.name, shots)
     page.lang = "zh"  # the steps of chapters.py are said in Chinese (speech.py)
     try:
