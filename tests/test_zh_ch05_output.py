@@ -145,7 +145,9 @@ def test_printing_net_still_breaks_its_graph_once_in_chinese(zh):
     assert "（PrintingNet.forward 打印）h 的形状是" in text
 
 
-def test_the_reveal_buttons_speak_chinese(zh):
+def test_the_reveal_buttons_speak_chinese(zh, tmp_path, monkeypatch):
+    # a learner who has not answered the quiz yet (another test of this process may have)
+    monkeypatch.setenv("COURSE_PROGRESS_FILE", str(tmp_path / "progress.json"))
     box = widgets.reveal(print, label="Show the scaler at work", after=ch.scale_after_overflow)
     note, button = box.children[0], box.children[1]
     assert button.description == "看 scaler 怎么工作"
