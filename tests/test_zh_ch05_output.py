@@ -5,7 +5,6 @@ and numbers kept; tables line up by display width; the English is what it always
 import contextlib
 import io
 import types
-from unittest import mock
 
 import pytest
 import torch
@@ -13,28 +12,9 @@ from test_zh_messages import english_sentences
 from torch import nn
 
 from course_lib import ch05_speedups as ch
-from course_lib import data, measure, profiling, widgets
-from course_lib.i18n import catalogue, plots
+from course_lib import measure, profiling, widgets
 from course_lib.i18n.catalogue import CJK, in_language
 from course_lib.i18n.layout import width
-
-
-@pytest.fixture
-def zh():
-    with in_language("zh"), catalogue.keeping() as kept:
-        yield kept
-
-
-@pytest.fixture
-def with_cjk_font():
-    """A CJK font, as the course's machines have one (the figure labels are then Chinese)."""
-    with mock.patch.object(plots, "cjk_font", lambda: "WenQuanYi Zen Hei"):
-        yield
-
-
-@pytest.fixture(scope="module")
-def digits():
-    return data.digits_split(test_fraction=0.2, seed=0)[0]
 
 
 def printed(call, *args, **kwargs) -> str:

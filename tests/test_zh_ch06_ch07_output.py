@@ -11,29 +11,11 @@ from test_zh_messages import english_sentences
 
 from course_lib import ch06_out_of_memory as ch06
 from course_lib import ch07_dp_vs_ddp as ch07
-from course_lib import data, memory
-from course_lib.i18n import catalogue, plots
+from course_lib import memory
+from course_lib.i18n import plots
 from course_lib.i18n.catalogue import CJK, in_language
 
 BIG_MODEL = list(ch07.MODELS)[2]
-
-
-@pytest.fixture
-def zh():
-    with in_language("zh"), catalogue.keeping() as kept:
-        yield kept
-
-
-@pytest.fixture
-def with_cjk_font():
-    """A CJK font, as the course's machines have one (the figure labels are then Chinese)."""
-    with mock.patch.object(plots, "cjk_font", lambda: "WenQuanYi Zen Hei"):
-        yield
-
-
-@pytest.fixture(scope="module")
-def digits():
-    return data.digits_split(test_fraction=0.2, seed=0)[0]
 
 
 def shown(html) -> str:
