@@ -7,6 +7,7 @@ with the install command, except in CI (CI=true), where that is a failure.
 
 import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -95,9 +96,16 @@ def chapter_page(request, lab, chromium, artifacts):
     from .chapters import CHAPTERS, BrowserSpec
 
     spec = CHAPTERS.get(request.param.stem, BrowserSpec())
-    clear_screenshots(artifacts, request.param.stem)
+    yield from opened_chapter(lab, chromium, request.param.name, artifacts, spec)
+
+
+def opened_chapter(lab, chromium, name: str, shots, spec, lang: str = "en"):
+    """Open notebook `name` (under the lab's root) as a learner who never answered it, run all
+    its cells and settle its widgets; yield the page, screenshot it after the tests, close it."""
+    clear_screenshots(shots, Path(name).stem)
     lab.forget_progress()
-    page = NotebookPage(lab, chromium, lab.root / request.param.name, artifacts)
+    page = NotebookPage(lab, chromium, lab.root / name, shots)
+    page.lang = lang  # the language chapters.py's steps are said in (speech.py)
     try:
         page.open()
         page.run_all(spec.run_timeout)

@@ -12,8 +12,7 @@ import pytest
 
 from support import ZH_NOTEBOOKS
 
-from .conftest import clear_screenshots
-from .lab import NotebookPage
+from .conftest import opened_chapter
 from .test_chapters_in_browser import (  # collected here too, on the Chinese pages  # noqa: F401
     test_every_plot_rendered_as_image,
     test_every_widget_rendered,
@@ -57,22 +56,7 @@ def chapter_page(request, lab, chromium, artifacts):
     spec = CHAPTERS.get(request.param.stem, BrowserSpec())
     shots = artifacts / "zh"
     shots.mkdir(exist_ok=True)
-    clear_screenshots(shots, request.param.stem)
-    lab.forget_progress()
-    page = NotebookPage(lab, chromium, lab.root / "zh" / request.param.name, shots)
-    page.lang = "zh"  # the steps of chapters.py are said in Chinese (speech.py)
-    try:
-        page.open()
-        page.run_all(spec.run_timeout)
-        page.settle_widgets()
-        page.kernel_tree = page.kernel_widget_tree(
-            [o["widget"] for c in page.code_cells() for o in c["outputs"] if o["widget"]]
-        )
-        page.screenshot("")
-        yield page
-        page.screenshot("after-interactions")
-    finally:
-        page.close()
+    yield from opened_chapter(lab, chromium, f"zh/{request.param.name}", shots, spec, lang="zh")
 
 
 def test_chinese_text_renders_as_characters(chapter_page):
