@@ -30,6 +30,13 @@ STAMP_NAME = ".course-installed"  # in the venv; holds install_fingerprint() onc
 # class graded once) each on one worker; conftest.py says how. Left out when the caller gives -n,
 # --dist or -p no:xdist.
 PARALLEL = ["-n", "auto", "--dist", "loadgroup", "--no-loadscope-reorder"]
+# The venv's bytecode, compiled in parallel (what pip does per package, one file at a time; a file
+# that does not compile, such as torch's Python 3.12-only test helper, is skipped as pip skips it).
+COMPILE_ALL = (
+    "import compileall, sysconfig; "
+    "[compileall.compile_dir(d, quiet=2, workers=0) "
+    "for d in sorted({sysconfig.get_path('purelib'), sysconfig.get_path('platlib')})]"
+)
 USAGE = "usage: python course.py [start|test|doctor] [extra arguments]  (or ./course.sh ...)"
 
 
@@ -65,12 +72,17 @@ def install_steps(venv: Path, os_name: str = os.name) -> list:
     """The commands of a first install, in order: make
     the venv, torch pinned first, then the course."""
     python = str(venv_python(venv, os_name))
-    pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    # pip compiles each package's bytecode on one core; COMPILE_ALL does it once, on every core.
+    pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-compile"]
     make_venv = (
         [] if venv_python(venv, os_name).exists() else [[sys.executable, "-m", "venv", str(venv)]]
     )
     # torch first and pinned: on Linux an unpinned torch could pull another (multi-GB) CUDA build.
-    return make_venv + [pip + [f"torch=={TORCH_VERSION}"], pip + ["-e", ".[test]"]]
+    return make_venv + [
+        pip + [f"torch=={TORCH_VERSION}"],
+        pip + ["-e", ".[test]"],
+        [python, "-c", COMPILE_ALL],
+    ]
 
 
 def install(
