@@ -6,6 +6,7 @@ optimizer hold, activations counted by saved-tensor hooks (any device), the CUDA
 counters on a GPU, and a memory budget that stands in for a small GPU on the CPU.
 """
 
+import functools
 import math
 import os
 import pickle
@@ -22,6 +23,7 @@ from .device import amp_dtype
 from .exercises import Test
 from .i18n import tr
 from .i18n.catalogue import join
+from .i18n.layout import ljust
 from .i18n.plots import plot_text
 from .measure import Timer
 from .memory import BUDGET, OUT_OF_MEMORY, format_bytes, step_in_budget
@@ -79,6 +81,7 @@ __all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
     "eval_memory_over_batches",
     "leak_experiment",
     "usual_loop_peak",
+    "leak_lines",
     "plot_leak",
     "empty_cache_demo",
     "amp_compare",
@@ -296,6 +299,8 @@ def profiled_step(device, dataset, batch_size: int = 1024, steps: int = 2) -> tu
     prof = profiling.memory_profile(
         lambda: training.train_step(model, optimizer, criterion, x, y), steps=steps, device=device
     )
+    # torch analyses the recording anew for each view of it (the timeline, the HTML page): once here
+    prof._memory_profile = functools.cache(prof._memory_profile)
     return prof, estimate(model, batch_size)
 
 
@@ -672,6 +677,20 @@ def leak_experiment(device, dataset, n_batches: int = 8, batch_size: int = 256) 
         tr(label): eval_memory_over_batches(model, batches, criterion, keep, no_grad)
         for label, (keep, no_grad) in LEAK_RUNS.items()
     }
+
+
+def leak_lines(runs: dict) -> str:
+    """Each evaluation loop's live saved activations after its first and its last batch, a line
+    per loop (chapter 06)."""
+    return "\n".join(
+        ljust(label, 40)
+        + " "
+        + tr(
+            f"after batch 1: {format_bytes(live[0]):>11}   "
+            f"after batch {len(live)}: {format_bytes(live[-1]):>11}"
+        )
+        for label, live in runs.items()
+    )
 
 
 def usual_loop_peak(device, dataset, n_batches: int = 4, batch_size: int = 256) -> str:

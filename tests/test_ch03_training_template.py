@@ -9,6 +9,7 @@ from course_lib import notebooks, training
 from course_lib.checks.rig import make_rig
 from course_lib.errors import expect_error
 from course_lib.exercises import CORRECT, INCORRECT
+from course_lib.i18n import tr
 
 
 def check(exercise, candidate):
@@ -345,6 +346,6 @@ def test_linear2_twice_is_one_linear_map_not_the_same_as_once(capsys):
     """Article B: "linear2 twice without ReLU equals
     linear2 once". The notebook shows what is true."""
     cell = next(c for c in notebooks.code("03") if "one_map" in c)
-    exec(cell, {"torch": torch, "nn": torch.nn})
+    exec(cell, {"torch": torch, "nn": torch.nn, "tr": tr})
     out = capsys.readouterr().out
     assert "applied once?      False" in out and "one linear layer?  True" in out

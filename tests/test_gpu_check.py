@@ -176,12 +176,23 @@ def dry_run_on_the_simulated_h200(tmp_path, **env):
     return report_rows(tmp_path / "out"), (tmp_path / "out" / "report.md").read_text()
 
 
+@pytest.fixture(scope="module")
+def full_dry_run(tmp_path_factory):
+    """One whole dry run on the simulated H200 (every step's selection), read by the tests of what
+    its steps select: (rows, report, logs folder)."""
+    if shutil.which("bash") is None or os.name != "posix":
+        pytest.skip("gpu_check.sh is a bash script for the (Linux) GPU machine")
+    tmp = tmp_path_factory.mktemp("dry-run")
+    rows, report = dry_run_on_the_simulated_h200(tmp)
+    return rows, report, tmp / "out" / "logs"
+
+
 @needs_bash
-def test_a_dry_run_on_the_simulated_h200_goes_through_every_step(tmp_path):
+def test_a_dry_run_on_the_simulated_h200_goes_through_every_step(full_dry_run):
     """GPU_CHECK_SIMULATE=1: torch says H200, nvidia-smi is the fake; every step runs its selection
     (pytest --collect-only, the scripts' --dry-run) and the budget is planned as if each step took
     all its time: the notebooks get the group's full time first, the figures the rest."""
-    rows, report = dry_run_on_the_simulated_h200(tmp_path)
+    rows, report, logs = full_dry_run
     assert list(rows) == STEPS
     limits = planned_limits(rows)
     assert set(limits) == set(STEPS), rows
@@ -201,7 +212,6 @@ def test_a_dry_run_on_the_simulated_h200_goes_through_every_step(tmp_path):
     assert limits["wheels"] == 45 and limits["figures"] == 70
     assert "NVIDIA H200, 580.95.05, 143771 MiB, Default" in report and "SIMULATED" in report
     assert "GPU 0: NVIDIA H200, 140 GiB, capability 9.0" in report
-    logs = tmp_path / "out" / "logs"
     # cuda-tests: only the tests that need a CUDA GPU, and none the grader step or the check runs
     selected = [line for line in (logs / "cuda-tests.log").read_text().splitlines() if "::" in line]
     assert "tests/test_memory.py::test_small_gpu_gives_a_real_oom_and_lifts_the_cap" in selected
@@ -429,44 +439,21 @@ def test_only_tests_that_need_a_cuda_gpu_are_selected():
     )
 
 
-def collected_cuda_tests(*files) -> list:
-    env = dict(
-        os.environ,
-        PYTHONPATH=f"{ROOT / 'benchmarks'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-    )
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "gpu_cuda_tests",
-            "-p",
-            "no:cacheprovider",
-            "-o",
-            "addopts=",
-            "--collect-only",
-            "-q",
-            *files,
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return [line for line in proc.stdout.splitlines() if "::" in line]
-
-
-def test_cuda_tests_collected_from_the_suite():
-    """Every file that says "needs a CUDA GPU": exactly the tests skipped for that reason."""
+@needs_bash
+def test_cuda_tests_collected_from_the_suite(full_dry_run):
+    """Every file that says "needs a CUDA GPU": exactly the tests skipped for that reason. Read from
+    the dry run's cuda-tests step: `pytest -p gpu_cuda_tests --collect-only` over those files."""
     files = sorted(
         str(p.relative_to(ROOT))
         for p in (ROOT / "tests").glob("test_*.py")
         if "needs a CUDA GPU" in p.read_text()
     )
-    found = collected_cuda_tests(*files)
+    rows, _, logs = full_dry_run
+    log = (logs / "cuda-tests.log").read_text()
+    command = next(line for line in log.splitlines() if line.startswith("# COURSE_PROGRESS_FILE="))
+    assert files and all(f" {name}" in command for name in files), command
+    assert "--collect-only" in command and rows["cuda-tests"][0].startswith("dry run")  # exit 0
+    found = [line for line in log.splitlines() if "::" in line]
     assert "tests/test_memory.py::test_small_gpu_gives_a_real_oom_and_lifts_the_cap" in found
     assert "tests/test_ch06_out_of_memory.py::test_gpu_oom_demo_raises_the_real_error" in found
     assert not [t for t in found if "test_gpu_check.py" in t or "test_grading" in t]
@@ -680,9 +667,11 @@ def run_ddp_script(*args, env=None):
     )
 
 
-def test_the_ddp_script_runs_chapter_07s_worker_at_world_size_1(tmp_path):
+def test_the_ddp_script_runs_chapter_07s_worker_at_world_size_1(tmp_path, full_dry_run, capsys):
     """The nccl step's code, with gloo on the CPU: both launchers of chapter 07's worker, world
-    size 1, checked against one process; nccl without a GPU is skipped (77) with the reason."""
+    size 1, checked against one process; nccl without a GPU is skipped (77) with the reason (its
+    main() here: the script's exit code is what main returns); on the simulated H200 the dry run's
+    ddp-nccl step plans nccl."""
     proc = run_ddp_script(tmp_path, "--backend", "gloo")
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
@@ -707,10 +696,10 @@ def test_the_ddp_script_runs_chapter_07s_worker_at_world_size_1(tmp_path):
         "rank 0 ran with backend gloo on cpu, not nccl on cuda:0"
     ]
     if not torch.cuda.is_available():
-        skipped = run_ddp_script(tmp_path / "nccl")
-        assert skipped.returncode == 77 and skipped.stdout.startswith(
-            "skipped: nccl needs a CUDA GPU"
-        )
-    planned = run_ddp_script(tmp_path / "plan", "--dry-run", env=simulated_h200())
-    assert planned.returncode == 0 and "would launch course_lib.ddp_worker" in planned.stdout
-    assert "backend nccl" in planned.stdout
+        capsys.readouterr()
+        assert gpu_ddp.main([str(tmp_path / "nccl")]) == 77
+        assert capsys.readouterr().out.startswith("skipped: nccl needs a CUDA GPU")
+    rows, _, logs = full_dry_run
+    planned = (logs / "ddp-nccl.log").read_text()
+    assert rows["ddp-nccl"][0].startswith("dry run")  # the script exited 0
+    assert "would launch course_lib.ddp_worker" in planned and "backend nccl" in planned

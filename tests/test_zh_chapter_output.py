@@ -1,8 +1,11 @@
 """What chapters 01-04 and 08 show a learner comes out in Chinese where nbval cannot see it: the
-widgets' labels, options and answers after a click, and the figures' text (the nbval hook in
-conftest.py reads every printed line and HTML output of notebooks/zh/). Each check also reads the
+widgets' labels, options and answers after a click, the figures' text, and what the notebooks' own
+cells print (also in the GPU-only cells, and in lines too short for the nbval hook in conftest.py,
+which reads every printed line and HTML output of notebooks/zh/). Each check also reads the
 English edition and finds English there, so it can fail."""
 
+import ast
+import json
 from types import SimpleNamespace
 from unittest import mock
 
@@ -15,8 +18,10 @@ from course_lib import ch03_training_template as ch03
 from course_lib import ch08_sharding as ch08
 from course_lib import data, sharding, training
 from course_lib.i18n import plots
-from course_lib.i18n.catalogue import in_language
-from course_lib.i18n.leftovers import english_prose, live_widget_prose
+from course_lib.i18n.catalogue import in_language, is_prose, tr, untranslated
+from course_lib.i18n.leftovers import OWN_ENGLISH, english_prose, live_widget_prose
+from course_lib.i18n.messages import template_text
+from support import NOTEBOOKS
 
 
 def both_editions(show):
@@ -116,3 +121,51 @@ def test_figures(index):
         zh, en = both_editions(shown)
     assert zh == []
     assert en
+
+
+# ---------------------------------------------------------------- what the cells print themselves
+SAID_THROUGH_TR = [nb for nb in NOTEBOOKS if nb.stem not in OWN_ENGLISH]
+
+
+def cell_calls(path, function: str) -> list:
+    """(cell id, call) of every `function(...)` call in the code cells of the notebook at `path`
+    (the English edition: the Chinese one has the same code)."""
+    found = []
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        if cell["cell_type"] == "code":
+            lines = "".join(cell["source"]).splitlines()
+            tree = ast.parse("\n".join(x for x in lines if not x.lstrip().startswith(("%", "!"))))
+            found += [
+                (cell["id"], node)
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == function
+            ]
+    return found
+
+
+@pytest.mark.parametrize("path", SAID_THROUGH_TR, ids=lambda p: p.stem)
+def test_the_cells_own_prints_say_their_words_through_tr(path):
+    """A cell's print() of English words says them through tr() (in a chapter not in OWN_ENGLISH),
+    or the Chinese edition prints them in English."""
+    english = [
+        (cell, text)
+        for cell, call in cell_calls(path, "print")
+        for text in map(template_text, call.args)
+        if text is not None and is_prose(text)
+    ]
+    assert english == [], "printed in English in both editions; print(tr(...)) them"
+
+
+@pytest.mark.parametrize("path", SAID_THROUGH_TR, ids=lambda p: p.stem)
+def test_what_the_cells_say_through_tr_has_its_chinese(path):
+    """Every text a cell passes to tr() has its Chinese entry (for an f-string: a template that
+    reads it whole), and comes out in Chinese; in English it stays as it is."""
+    texts = [template_text(call.args[0]) for _, call in cell_calls(path, "tr")]
+    assert texts and None not in texts
+    assert {text: untranslated(text, "zh") for text in texts if untranslated(text, "zh")} == {}
+    for text in texts:
+        with in_language("zh"):
+            said = tr(text)
+        with in_language("en"):
+            assert tr(text) == text
+        assert said != text and english_prose(said, run=2) == [], (text, said)

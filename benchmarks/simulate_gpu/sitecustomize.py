@@ -85,3 +85,9 @@ class _SimulateOnImport(importlib.abc.MetaPathFinder):
 
 if os.environ.get("GPU_CHECK_SIMULATE") and "torch" not in sys.modules:
     sys.meta_path.insert(0, _SimulateOnImport())
+if os.environ.get("GPU_CHECK_SIMULATE"):
+    # As on the lent machine, whose notebook tools come from the wheels (gpu_wheels.NEEDED and what
+    # they need): no rfc3987-syntax, an optional format checker of jsonschema that JupyterLab's
+    # jupyter-events pulls in here. Its grammar takes about a CPU-second to build in every process
+    # that imports nbformat (each pytest of the check); jsonschema goes on without it.
+    sys.modules.setdefault("rfc3987_syntax", None)

@@ -26,6 +26,10 @@ from pathlib import Path
 from .catalogue import NAMES
 
 RUN = 3  # English words in a row that make a line prose
+# Chapters whose code cells still print English of their own: there the texts a cell's code writes
+# (`source_literals`) are not leftovers. In every other chapter a cell says its words through
+# `tr()`, so what its code writes in English is found like any other English.
+OWN_ENGLISH = ("05_speedups", "07_dp_vs_ddp", "08_sharding")
 # An error's, warning's or exception's name, wherever it starts a message: "RuntimeError: ...",
 # "/x/y.py:3: UserWarning: ...", "torch.OutOfMemoryError: ...", "Caught: ValueError: ...".
 ERROR_NAME = re.compile(
@@ -222,8 +226,9 @@ def english_prose(text, run: int = RUN, kept=()) -> list:
       rule lines and headers; Python source printed among the output (a `def` or `class` block
       that parses); quotations of English sources, also where a line break wrapped them;
     - numbers, units, dtype and device names, identifiers (CamelCase, snake_case, dotted names);
-    - the texts in `kept`: what the cell's own code writes (`source_literals`), as the code of a
-      Chinese notebook is the English notebook's.
+    - the texts in `kept`: what the cell's own code writes (`source_literals`) in a chapter whose
+      cells still print English of their own (`OWN_ENGLISH`), as the code of a Chinese notebook is
+      the English notebook's.
     A short text (run=1: a label, a button, an option) that holds Chinese is read with `RUN`: its
     words are names (Mac, Apple), not an untranslated label.
     """
@@ -336,10 +341,18 @@ def notebook_widget_state(nb: dict) -> dict:
     return stored.get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
 
 
-def cell_prose(cell: dict, state=None) -> list:
-    """The English prose lines of a code cell's outputs, its widgets' included."""
-    found, source = [], cell.get("source", "")
-    kept = source_literals("".join(source) if isinstance(source, list) else source)
+def own_literals(source, notebook: str = "") -> list:
+    """What a cell's own code writes that stays English: its literals in a chapter of OWN_ENGLISH
+    (`notebook`: the notebook's file name or path), else none."""
+    source = "".join(source) if isinstance(source, list) else source
+    return source_literals(source) if Path(notebook).stem in OWN_ENGLISH else []
+
+
+def cell_prose(cell: dict, state=None, notebook: str = "") -> list:
+    """The English prose lines of a code cell's outputs, its widgets' included; `notebook`: the
+    chapter it is from (`own_literals`)."""
+    found = []
+    kept = own_literals(cell.get("source", ""), notebook)
     for output in cell.get("outputs", []):
         found += output_prose(output, kept)
         view = output.get("data", {}).get(VIEW) if output.get("output_type") != "stream" else None
@@ -377,14 +390,14 @@ def executed(path: Path, timeout: int = 900) -> dict:
     return nb
 
 
-def notebook_leftovers(nb: dict) -> dict:
+def notebook_leftovers(nb: dict, notebook: str = "") -> dict:
     """cell id -> its English prose lines, for every code cell of an executed notebook that has
-    any."""
+    any; `notebook`: its file name (`own_literals`)."""
     state = notebook_widget_state(nb)
     out = {}
     for number, cell in enumerate(nb.get("cells", [])):
         if cell.get("cell_type") == "code":
-            found = cell_prose(cell, state)
+            found = cell_prose(cell, state, notebook)
             if found:
                 out[cell.get("id") or f"#{number}"] = found
     return out
@@ -400,7 +413,7 @@ def report(cell: str, lines: list) -> str:
 def nbval_leftovers(item) -> str:
     """What an nbval cell of a Chinese notebook left in English (its outputs as nbval read them;
     widgets' state does not reach nbval), as `report` says it; "" when nothing."""
-    kept = source_literals(item.cell.source)
+    kept = own_literals(item.cell.source, item.path.name)
     outputs = item.test_outputs or []
     found = list(dict.fromkeys(line for out in outputs for line in output_prose(out, kept)))
     return report(item.cell.get("id") or f"#{item.cell_num}", found) if found else ""
@@ -417,7 +430,7 @@ def main(argv=None) -> int:
     found = {}
     for path in args.notebooks:
         print(f"running {path} ...", file=sys.stderr)
-        found[str(path)] = notebook_leftovers(executed(path, args.timeout))
+        found[str(path)] = notebook_leftovers(executed(path, args.timeout), path.name)
     if args.json:
         print(json.dumps(found, ensure_ascii=False, indent=1))
     else:

@@ -158,6 +158,7 @@ STATIC_SOURCES = {
     "course_lib/grading/release.py": ("edition_notebooks", "release"),
     # what the chapters' widgets, demos and prints say (their notebooks show it; leftovers.py)
     "course_lib/ch01_device_check.py": ("verdict_on", "machine_explorer", "DEVICE_CHOICES"),
+    "course_lib/ch06_out_of_memory.py": ("leak_lines",),
     "course_lib/ch02_same_device_rule.py": (
         "_loss_text",
         "run_step",
