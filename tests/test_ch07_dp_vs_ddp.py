@@ -4,6 +4,7 @@ the widget."""
 
 import multiprocessing
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -91,7 +92,9 @@ def test_a_failing_rank_fails_the_launch_quickly_and_leaves_no_process():
     assert not multiprocessing.active_children()
 
 
-def test_a_failed_torchrun_is_an_error_with_its_output():
+def test_a_failed_torchrun_is_an_error_with_its_output(monkeypatch):
+    """Launched as macOS and Windows launch it, a subprocess (the other tests fork on Linux)."""
+    monkeypatch.setattr(ddp_worker, "torchrun_start_method", lambda: "subprocess")
     with pytest.raises(ddp_worker.TorchrunFailed) as caught:
         ddp_worker.launch_torchrun(ddp_worker.DDPConfig(fail_rank=0, timeout_s=20))
     assert caught.value.returncode != 0 and "rank 0 failed on purpose" in caught.value.output
@@ -102,6 +105,27 @@ def test_a_run_past_its_deadline_is_killed():
     with pytest.raises(TimeoutError, match="killed"):
         ddp_worker.launch_spawn(deadline_s=0.3)
     assert not multiprocessing.active_children()
+
+
+def processes_naming(text: str) -> list:
+    """Pids of the running processes whose command line holds `text` (Linux's /proc)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text in cmdline.read_bytes().decode(errors="replace"):
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            pass
+    return found
+
+
+def test_a_torchrun_past_its_deadline_is_killed_with_its_workers(tmp_path):
+    """torchrun starts each worker in a session of its own: they must die with it."""
+    with pytest.raises(TimeoutError, match="killed its process group"):
+        ddp_worker.launch_torchrun(ddp_worker.DDPConfig(out_dir=str(tmp_path)), deadline_s=1.5)
+    assert not multiprocessing.active_children()
+    time.sleep(0.2)  # SIGKILL is delivered at once; the kernel may take a moment to reap
+    assert not processes_naming(f"--out\0{tmp_path}\0"), "a worker outlived its torchrun"
 
 
 def test_the_notebook_run_is_torchrun_and_spawn_trains_the_same(run):
