@@ -21,6 +21,7 @@ What a rank does in the group is its task (``config.task``): "ddp", chapter 07's
 """
 
 import argparse
+import gc
 import importlib
 import inspect
 import multiprocessing
@@ -496,7 +497,11 @@ def _start_torchrun(line: list, log) -> object:
         process = multiprocessing.get_context("fork").Process(
             target=_torchrun_main, args=(arguments, log.fileno()), daemon=False
         )
-        process.start()
+        gc.freeze()  # the child's collections leave the objects it shares with us (their pages) be
+        try:
+            process.start()
+        finally:
+            gc.unfreeze()
         return process
     return subprocess.Popen(
         line,
