@@ -120,6 +120,11 @@ def run_ddp(**options) -> ddp_worker.LaunchResult:
 def failure_demo(deadline_s: float = 60.0) -> str:
     """Launch once with torchrun, rank 1 failing on purpose;
     say what torchrun reported and what is left running."""
+    return failure_report(*failing_launch(deadline_s))
+
+
+def failing_launch(deadline_s: float = 60.0) -> tuple:
+    """The failure demo's launch, rank 1 raising on purpose: (TorchrunFailed, seconds it took)."""
     import time
 
     start = time.perf_counter()
@@ -128,24 +133,28 @@ def failure_demo(deadline_s: float = 60.0) -> str:
             ddp_worker.DDPConfig(fail_rank=1, timeout_s=20), deadline_s=deadline_s
         )
     except ddp_worker.TorchrunFailed as err:
-        said = re.search(r"\[rank1\]: (\w+(?:Error|Exception): .*)", err.output)
-        stopped = "SIGTERM" in err.output
-        lines = [
-            tr(f"torchrun exited with {err.returncode} after {time.perf_counter() - start:.1f} s"),
-            tr(f"rank 1's error: {said.group(1) if said else tr('(not in the output)')}"),
-        ]
-        if stopped:
-            lines.append(
-                tr(
-                    "rank 0: stopped by torchrun with SIGTERM while it waited for rank 1 inside a "
-                    "collective; torchrun's report calls rank 1 the root cause "
-                    "(ChildFailedError)"
-                )
-            )
-        alive = int(ddp_worker.group_alive(err.pgid))
-        lines.append(tr(f"processes of that launch still running: {alive}"))
-        return "\n".join(lines)
+        return err, time.perf_counter() - start
     raise AssertionError("the launch with a failing rank did not raise")
+
+
+def failure_report(err: "ddp_worker.TorchrunFailed", seconds: float) -> str:
+    """What torchrun reported about the failing launch, and what is left running (chapter 07)."""
+    said = re.search(r"\[rank1\]: (\w+(?:Error|Exception): .*)", err.output)
+    lines = [
+        tr(f"torchrun exited with {err.returncode} after {seconds:.1f} s"),
+        tr(f"rank 1's error: {said.group(1) if said else tr('(not in the output)')}"),
+    ]
+    if "SIGTERM" in err.output:
+        lines.append(
+            tr(
+                "rank 0: stopped by torchrun with SIGTERM while it waited for rank 1 inside a "
+                "collective; torchrun's report calls rank 1 the root cause "
+                "(ChildFailedError)"
+            )
+        )
+    alive = int(ddp_worker.group_alive(err.pgid))
+    lines.append(tr(f"processes of that launch still running: {alive}"))
+    return "\n".join(lines)
 
 
 def sync_batchnorm_on_cpu(world_size: int = 2) -> list:

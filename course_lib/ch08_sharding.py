@@ -14,6 +14,7 @@ from . import chapters, ddp_worker, measure, sharding, training
 from .checks.sharding import RankBytes
 from .exercises import Test
 from .i18n import tr
+from .i18n.catalogue import listing
 from .i18n.layout import ljust, rjust
 from .i18n.plots import plot_text
 from .memory import format_bytes, state_bytes
@@ -137,8 +138,13 @@ def _bytes_row(rank: int, part: str, sizes: str) -> str:
 
 
 def _counts(sent) -> str:
-    """'all_reduce of 19,210, ...': each collective and how many numbers it carried."""
-    return ", ".join(f"{name} of {n:,}" for name, n in sent)
+    """'gloo:all_reduce of 19,210, ...': each collective and how many numbers it carried."""
+    return listing(tr(f"{backend}:{op} of {n:,}") for (backend, _, op), n in _split(sent))
+
+
+def _split(sent) -> list:
+    """[((backend, ":", collective), numbers)] of [("gloo:all_reduce", numbers), ...]."""
+    return [(name.partition(":"), n) for name, n in sent]
 
 
 def bytes_report(result: ddp_worker.LaunchResult) -> str:

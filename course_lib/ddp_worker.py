@@ -8,7 +8,8 @@ that import the worker by name; a function defined in a notebook cannot be found
 - ``launch_spawn(config)``: ``torch.multiprocessing`` starts the processes from Python.
 - ``python -m course_lib.ddp_worker --out DIR`` under ``torchrun --nproc-per-node 2``:
   torchrun starts them and passes RANK / LOCAL_RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT
-  in the environment (``torchrun_command`` builds the line, ``launch_torchrun`` runs it).
+  in the environment (``torchrun_command`` builds the line, ``launch_torchrun`` runs it: on
+  Linux torchrun's own ``main`` in a process forked from this one, else the line itself).
 - ``run_in_group(task)``: a few processes forming a gloo group run ``task`` (the checks of
   chapter 07's exercise run a learner's function under a real process group this way).
 
@@ -20,6 +21,7 @@ What a rank does in the group is its task (``config.task``): "ddp", chapter 07's
 """
 
 import argparse
+import gc
 import importlib
 import inspect
 import multiprocessing
@@ -465,32 +467,107 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
+def torchrun_start_method() -> str:
+    """How launch_torchrun starts torchrun's agent: "fork" on Linux, else "subprocess" (chapter 07).
+
+    Forked from this process, the agent is torchrun's own ``main`` given the same line, with
+    PyTorch already imported: one fresh interpreter less. The workers it starts are fresh
+    interpreters either way (torchrun runs ``python -m course_lib.ddp_worker``), so a CUDA
+    context in this process never reaches them; the agent itself touches no GPU.
+    """
+    return "fork" if sys.platform.startswith("linux") else "subprocess"
+
+
+def _torchrun_main(arguments: list, log_fd: int) -> None:
+    """In the forked process: a session of its own, output to `log_fd`, torchrun's main."""
+    os.setsid()  # one process group to kill past the deadline, as start_new_session gives
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    sys.stdout = sys.stderr = open(1, "w", buffering=1, closefd=False)
+    os.environ["OMP_NUM_THREADS"] = "1"  # the workers inherit it
+    from torch.distributed.run import main as torchrun_main
+
+    torchrun_main(arguments)
+
+
+def _start_torchrun(line: list, log) -> object:
+    """Start the torchrun `line` writing to the file `log`: a forked process or a subprocess."""
+    if torchrun_start_method() == "fork":
+        arguments = line[line.index("torch.distributed.run") + 1 :]
+        process = multiprocessing.get_context("fork").Process(
+            target=_torchrun_main, args=(arguments, log.fileno()), daemon=False
+        )
+        gc.freeze()  # the child's collections leave the objects it shares with us (their pages) be
+        try:
+            process.start()
+        finally:
+            gc.unfreeze()
+        return process
+    return subprocess.Popen(
+        line,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        start_new_session=True,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+
+def _wait(process, deadline_s: float):
+    """The exit code of `process`, or None while it still runs after `deadline_s`."""
+    if isinstance(process, subprocess.Popen):
+        try:
+            return process.wait(timeout=deadline_s)
+        except subprocess.TimeoutExpired:
+            return None
+    process.join(deadline_s)
+    return process.exitcode
+
+
+def _children(pid: int) -> list:
+    """The pids of `pid`'s children (Linux's /proc; elsewhere none are found)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            found += [int(child) for child in task.read_text().split()]
+        except OSError:
+            pass
+    return found
+
+
+def _kill_group(process) -> None:
+    """SIGKILL the process group `process` leads and the sessions of its workers, and reap it.
+
+    torchrun starts each worker in a session of its own: killing torchrun's group alone would
+    leave them running (chapter 07)."""
+    if hasattr(os, "killpg"):  # POSIX; on Windows the process alone
+        for pid in [*_children(process.pid), process.pid]:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    process.kill()
+    _wait(process, 10.0)
+
+
 def launch_torchrun(config: DDPConfig = None, deadline_s: float = 90.0) -> LaunchResult:
-    """Run the worker under torchrun in a subprocess;
+    """Run the worker under torchrun (torchrun_command's line);
     kill its whole process group past the deadline.
 
     A failed run raises TorchrunFailed (a RuntimeError) with torchrun's output (chapter 07)."""
     config = (config or DDPConfig()).resolved()
     start = time.perf_counter()
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    process = subprocess.Popen(
-        torchrun_command(config, sys.executable),
-        env=env,
-        start_new_session=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        output, _ = process.communicate(timeout=deadline_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        raise TimeoutError(
-            f"torchrun did not finish within {deadline_s:g} s; killed its process group"
-        ) from None
-    if process.returncode != 0:
-        raise TorchrunFailed(process.returncode, output, process.pid)
+    with tempfile.TemporaryFile("w+") as log:
+        process = _start_torchrun(torchrun_command(config, sys.executable), log)
+        returncode = _wait(process, deadline_s)
+        if returncode is None:
+            _kill_group(process)
+            raise TimeoutError(
+                f"torchrun did not finish within {deadline_s:g} s; killed its process group"
+            )
+        log.seek(0)
+        output = log.read()
+    if returncode != 0:
+        raise TorchrunFailed(returncode, output, process.pid)
     return LaunchResult(config, _read_ranks(config), time.perf_counter() - start, "torchrun")
 
 

@@ -261,3 +261,64 @@ def test_chinese_paragraphs_are_wrapped_by_display_width(zh, capsys):
         capsys.readouterr().out
         == textwrap.fill(english, 96, break_long_words=False, break_on_hyphens=False) + "\n"
     )
+
+
+# ------------------------------------------- what chapters 05, 07 and 08's cells print themselves
+# Their code cells are the same in both editions: each English word they print goes through tr().
+SAID_THROUGH_TR = ("05_speedups", "07_dp_vs_ddp", "08_sharding")
+
+
+def cell_calls(name: str, function: str) -> list:
+    """(cell id, call node) of every `function(...)` call in the English notebook's code cells."""
+    import ast
+    import json
+
+    from support import ROOT
+
+    nb = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8"))
+    found = []
+    for cell in (c for c in nb["cells"] if c["cell_type"] == "code"):
+        lines = "".join(cell["source"]).splitlines()
+        tree = ast.parse("\n".join(x for x in lines if not x.lstrip().startswith(("%", "!"))))
+        found += [
+            (cell["id"], node)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == function
+        ]
+    return found
+
+
+@pytest.mark.parametrize("name", SAID_THROUGH_TR)
+def test_the_cells_print_no_english_of_their_own(name):
+    from course_lib.i18n.messages import template_text
+
+    english = [
+        (cell, text)
+        for cell, call in cell_calls(name, "print")
+        for text in map(template_text, call.args)
+        if text is not None and english_sentences(text) + english_words(text)
+    ]
+    assert english == [], "printed in English in both editions: print(tr(...)) it"
+
+
+@pytest.mark.parametrize("name", SAID_THROUGH_TR)
+def test_what_the_cells_say_through_tr_comes_out_in_chinese(name):
+    from course_lib.i18n.catalogue import tr, untranslated
+    from course_lib.i18n.messages import template_text
+
+    texts = [template_text(call.args[0]) for _, call in cell_calls(name, "tr")]
+    assert texts and None not in texts
+    assert {text: untranslated(text, "zh") for text in texts if untranslated(text, "zh")} == {}
+    for text in texts:
+        with in_language("zh"):
+            said = tr(text)
+        with in_language("en"):
+            assert tr(text) == text
+        assert said != text and CJK.search(said) and not english_words(said, 2), (text, said)
+
+
+def english_words(text: str, run: int = 1) -> list:
+    """Runs of `run` English words in `text` outside code spans, quotes and names (cpu, torch)."""
+    from course_lib.i18n.catalogue import is_prose
+
+    return [text] if is_prose(text, phrase=run > 1) else []
