@@ -17,8 +17,9 @@ from .lab import CHROMIUM_ARGS, ChapterFailure, LabServer, NotebookPage, find_ch
 
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 INSTALL = (
-    "to run it: `apt-get install chromium` (Debian/Ubuntu; or set COURSE_CHROMIUM to a "
-    "Chromium/Chrome binary) and `pip install -e '.[test]'` (brings playwright); "
+    "to run it: `apt-get install chromium-headless-shell` (Debian; or chromium, or set "
+    "COURSE_CHROMIUM to a Chromium/Chrome binary) and `pip install -e '.[test]'` (brings "
+    "playwright); "
     "`playwright install` is not needed"
 )
 
@@ -37,7 +38,7 @@ def in_ci() -> bool:
 
 def missing_browser(reason: str):
     if in_ci():
-        pytest.fail(f"CI must run the browser suite, but {reason}; .ci/run installs chromium")
+        pytest.fail(f"CI must run the browser suite, but {reason}; .ci/run installs it")
     pytest.skip(f"browser suite skipped: {reason}; {INSTALL}")
 
 
@@ -51,7 +52,9 @@ def chromium():
     except ImportError:
         missing_browser("the Python package playwright is not installed")
     if executable is None:
-        missing_browser("Chromium was not found (/usr/bin/chromium)")
+        missing_browser(
+            "Chromium was not found (/usr/bin/chromium-headless-shell or /usr/bin/chromium)"
+        )
     driver = sync_playwright().start()
     try:
         browser = driver.chromium.launch(

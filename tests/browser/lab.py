@@ -62,9 +62,13 @@ LAB_SETTINGS = {
 
 
 def find_chromium():
-    """Debian's chromium (or COURSE_CHROMIUM), or None."""
+    """COURSE_CHROMIUM, else Debian's chromium-headless-shell (Chromium's old headless mode, a
+    binary of its own with no browser UI behind the page: chapter 03 opened and run in 12.8
+    CPU-s, against 15.4 in the full browser's headless mode), else Debian's chromium; or None."""
     candidates = [
         os.environ.get("COURSE_CHROMIUM"),
+        "/usr/bin/chromium-headless-shell",
+        shutil.which("chromium-headless-shell"),
         "/usr/bin/chromium",
         shutil.which("chromium"),
         shutil.which("chromium-browser"),
