@@ -1,5 +1,5 @@
 """Fixtures of the browser suite: Chromium, one JupyterLab
-server per session, one opened chapter at a time.
+server and one browser tab per session (per xdist worker), one opened chapter at a time.
 
 Deselect the suite with `-m "not browser"`. Without Chromium or playwright the suite is skipped
 with the install command, except in CI (CI=true), where that is a failure.
@@ -13,7 +13,7 @@ import pytest
 
 from support import NOTEBOOKS, ROOT
 
-from .lab import CHROMIUM_ARGS, ChapterFailure, LabServer, NotebookPage, find_chromium
+from .lab import CHROMIUM_ARGS, BrowserTab, ChapterFailure, LabServer, NotebookPage, find_chromium
 
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 INSTALL = (
@@ -69,6 +69,16 @@ def chromium():
 
 
 @pytest.fixture(scope="session")
+def tab(chromium):
+    """The tab the chapters open in, one after another (JupyterLab loads once: lab.BrowserTab)."""
+    tab = BrowserTab(chromium)
+    try:
+        yield tab
+    finally:
+        tab.discard()
+
+
+@pytest.fixture(scope="session")
 def artifacts():
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
@@ -93,21 +103,24 @@ def lab(chromium, tmp_path_factory):
 
 
 @pytest.fixture(scope="module", params=NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def chapter_page(request, lab, chromium, artifacts):
+def chapter_page(request, lab, tab, artifacts):
     """One chapter opened, all cells run, widgets
-    rendered; screenshots after the run and at the end."""
+    rendered; a screenshot at the end (and at each failure)."""
     from .chapters import CHAPTERS, BrowserSpec
 
     spec = CHAPTERS.get(request.param.stem, BrowserSpec())
-    yield from opened_chapter(lab, chromium, request.param.name, artifacts, spec)
+    yield from opened_chapter(lab, tab, request.param.name, artifacts, spec)
 
 
-def opened_chapter(lab, chromium, name: str, shots, spec, lang: str = "en"):
+def opened_chapter(lab, tab, name: str, shots, spec, lang: str = "en"):
     """Open notebook `name` (under the lab's root) as a learner who never answered it, run all
-    its cells and settle its widgets; yield the page, screenshot it after the tests, close it."""
+    its cells and settle its widgets; yield the page, screenshot it after the tests, close it.
+    The page as Run All left it is photographed only when a check fails (the checks of the
+    after-run page come first, so their FAILED- screenshot shows it): a full-notebook capture
+    costs seconds of CPU."""
     clear_screenshots(shots, Path(name).stem)
     lab.forget_progress()
-    page = NotebookPage(lab, chromium, lab.root / name, shots)
+    page = NotebookPage(lab, tab, lab.root / name, shots)
     page.lang = lang  # the language chapters.py's steps are said in (speech.py)
     try:
         page.open()
@@ -130,6 +143,8 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     page = getattr(item, "funcargs", {}).get("chapter_page")
+    if report.failed and page is not None:
+        page.failed = True  # the next chapter opens in a fresh tab
     if (
         report.failed
         and page is not None
