@@ -86,7 +86,7 @@ def artifacts():
 
 def clear_screenshots(artifacts, name: str) -> None:
     """A chapter's screenshots of an earlier run (each worker clears only the chapters it opens)."""
-    for old in [*artifacts.glob(f"{name}.png"), *artifacts.glob(f"{name}--*.png")]:
+    for old in [p for g in (name, f"{name}--*") for p in artifacts.glob(f"{g}.[pj][np]g")]:
         old.unlink(missing_ok=True)
 
 
@@ -129,7 +129,6 @@ def opened_chapter(lab, tab, name: str, shots, spec, lang: str = "en"):
         page.kernel_tree = page.kernel_widget_tree(
             [o["widget"] for c in page.code_cells() for o in c["outputs"] if o["widget"]]
         )
-        page.screenshot("")
         yield page
         page.screenshot("after-interactions")
     finally:

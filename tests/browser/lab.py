@@ -634,8 +634,11 @@ class NotebookPage:
 
     def screenshot(self, label: str) -> str:
         """The whole notebook as the learner scrolls through it: a viewport as tall as the notebook
-        (in parts of SHOT_LIMIT px when it is longer), then back to the normal size."""
-        path = self.artifacts / f"{self.name}{'--' + label if label else ''}.png"
+        (in parts of SHOT_LIMIT px when it is longer), then back to the normal size. A failure's
+        (label FAILED-...) is a PNG, every pixel kept; the others are JPEGs, which Chromium encodes
+        in half the CPU time."""
+        kind, ext = ("png", "png") if label.startswith("FAILED") else ("jpeg", "jpg")
+        path = self.artifacts / f"{self.name}{'--' + label if label else ''}.{ext}"
         paths = [path]
         try:
             layout = self.page.evaluate(JS_LAYOUT)
@@ -644,12 +647,13 @@ class NotebookPage:
             )
             step = height - layout["top"]
             parts = max(1, -(-layout["height"] // step))
-            paths += [path.with_name(f"{path.stem}--part{k + 1}.png") for k in range(1, parts)]
+            paths += [path.with_name(f"{path.stem}--part{k + 1}.{ext}") for k in range(1, parts)]
             self.page.set_viewport_size({"width": self.VIEWPORT["width"], "height": height})
             for k, part in enumerate(paths):
                 self.page.evaluate(JS_SCROLL, k * step)
                 self.page.wait_for_timeout(400)
-                self.page.screenshot(path=str(part), timeout=60_000)
+                quality = {"quality": 80} if kind == "jpeg" else {}
+                self.page.screenshot(path=str(part), type=kind, timeout=60_000, **quality)
         except Exception as err:  # evidence must never hide the real failure
             return f"{path} (screenshot failed: {str(err).splitlines()[0]})"
         finally:
