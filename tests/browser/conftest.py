@@ -1,5 +1,5 @@
 """Fixtures of the browser suite: Chromium, one JupyterLab
-server per session, one opened chapter at a time.
+server and one browser tab per session (per xdist worker), one opened chapter at a time.
 
 Deselect the suite with `-m "not browser"`. Without Chromium or playwright the suite is skipped
 with the install command, except in CI (CI=true), where that is a failure.
@@ -13,12 +13,13 @@ import pytest
 
 from support import NOTEBOOKS, ROOT
 
-from .lab import CHROMIUM_ARGS, ChapterFailure, LabServer, NotebookPage, find_chromium
+from .lab import CHROMIUM_ARGS, BrowserTab, ChapterFailure, LabServer, NotebookPage, find_chromium
 
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 INSTALL = (
-    "to run it: `apt-get install chromium` (Debian/Ubuntu; or set COURSE_CHROMIUM to a "
-    "Chromium/Chrome binary) and `pip install -e '.[test]'` (brings playwright); "
+    "to run it: `apt-get install chromium-headless-shell` (Debian; or chromium, or set "
+    "COURSE_CHROMIUM to a Chromium/Chrome binary) and `pip install -e '.[test]'` (brings "
+    "playwright); "
     "`playwright install` is not needed"
 )
 
@@ -37,7 +38,7 @@ def in_ci() -> bool:
 
 def missing_browser(reason: str):
     if in_ci():
-        pytest.fail(f"CI must run the browser suite, but {reason}; .ci/run installs chromium")
+        pytest.fail(f"CI must run the browser suite, but {reason}; .ci/run installs it")
     pytest.skip(f"browser suite skipped: {reason}; {INSTALL}")
 
 
@@ -51,7 +52,9 @@ def chromium():
     except ImportError:
         missing_browser("the Python package playwright is not installed")
     if executable is None:
-        missing_browser("Chromium was not found (/usr/bin/chromium)")
+        missing_browser(
+            "Chromium was not found (/usr/bin/chromium-headless-shell or /usr/bin/chromium)"
+        )
     driver = sync_playwright().start()
     try:
         browser = driver.chromium.launch(
@@ -66,6 +69,16 @@ def chromium():
 
 
 @pytest.fixture(scope="session")
+def tab(chromium):
+    """The tab the chapters open in, one after another (JupyterLab loads once: lab.BrowserTab)."""
+    tab = BrowserTab(chromium)
+    try:
+        yield tab
+    finally:
+        tab.discard()
+
+
+@pytest.fixture(scope="session")
 def artifacts():
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
@@ -73,7 +86,7 @@ def artifacts():
 
 def clear_screenshots(artifacts, name: str) -> None:
     """A chapter's screenshots of an earlier run (each worker clears only the chapters it opens)."""
-    for old in [*artifacts.glob(f"{name}.png"), *artifacts.glob(f"{name}--*.png")]:
+    for old in [p for g in (name, f"{name}--*") for p in artifacts.glob(f"{g}.[pj][np]g")]:
         old.unlink(missing_ok=True)
 
 
@@ -90,21 +103,24 @@ def lab(chromium, tmp_path_factory):
 
 
 @pytest.fixture(scope="module", params=NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def chapter_page(request, lab, chromium, artifacts):
+def chapter_page(request, lab, tab, artifacts):
     """One chapter opened, all cells run, widgets
-    rendered; screenshots after the run and at the end."""
+    rendered; a screenshot at the end (and at each failure)."""
     from .chapters import CHAPTERS, BrowserSpec
 
     spec = CHAPTERS.get(request.param.stem, BrowserSpec())
-    yield from opened_chapter(lab, chromium, request.param.name, artifacts, spec)
+    yield from opened_chapter(lab, tab, request.param.name, artifacts, spec)
 
 
-def opened_chapter(lab, chromium, name: str, shots, spec, lang: str = "en"):
+def opened_chapter(lab, tab, name: str, shots, spec, lang: str = "en"):
     """Open notebook `name` (under the lab's root) as a learner who never answered it, run all
-    its cells and settle its widgets; yield the page, screenshot it after the tests, close it."""
+    its cells and settle its widgets; yield the page, screenshot it after the tests, close it.
+    The page as Run All left it is photographed only when a check fails (the checks of the
+    after-run page come first, so their FAILED- screenshot shows it): a full-notebook capture
+    costs seconds of CPU."""
     clear_screenshots(shots, Path(name).stem)
     lab.forget_progress()
-    page = NotebookPage(lab, chromium, lab.root / name, shots)
+    page = NotebookPage(lab, tab, lab.root / name, shots)
     page.lang = lang  # the language chapters.py's steps are said in (speech.py)
     try:
         page.open()
@@ -113,7 +129,6 @@ def opened_chapter(lab, chromium, name: str, shots, spec, lang: str = "en"):
         page.kernel_tree = page.kernel_widget_tree(
             [o["widget"] for c in page.code_cells() for o in c["outputs"] if o["widget"]]
         )
-        page.screenshot("")
         yield page
         page.screenshot("after-interactions")
     finally:
@@ -127,6 +142,8 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     page = getattr(item, "funcargs", {}).get("chapter_page")
+    if report.failed and page is not None:
+        page.failed = True  # the next chapter opens in a fresh tab
     if (
         report.failed
         and page is not None

@@ -49,14 +49,14 @@ CHARS = ["显", "存", "设", "备"]
 
 
 @pytest.fixture(scope="module", params=ZH_NOTEBOOKS, ids=[f"zh-{p.stem}" for p in ZH_NOTEBOOKS])
-def chapter_page(request, lab, chromium, artifacts):
+def chapter_page(request, lab, tab, artifacts):
     """One Chinese chapter opened from notebooks/zh/, all cells run, widgets rendered."""
     from .chapters import CHAPTERS, BrowserSpec
 
     spec = CHAPTERS.get(request.param.stem, BrowserSpec())
     shots = artifacts / "zh"
     shots.mkdir(exist_ok=True)
-    yield from opened_chapter(lab, chromium, f"zh/{request.param.name}", shots, spec, lang="zh")
+    yield from opened_chapter(lab, tab, f"zh/{request.param.name}", shots, spec, lang="zh")
 
 
 def test_chinese_text_renders_as_characters(chapter_page):
