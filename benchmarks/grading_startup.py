@@ -6,9 +6,9 @@ The suite starts the grader about thirty times (fixture classes of a few noteboo
 cost counts more there than in a class of forty. This grades the chosen cases of one chapter (the
 answer key's reference, blank and known-wrong notebooks, `grading.selftest.chapter_cases`) with
 `python -m course_lib grade` run in this process, and prints the CPU seconds of the parent (this
-process: intake, scheduling, records; it never imports torch), the judge, and the zygote with
-every graded process it forked. Prints the load average beside the figures; a measurement, not
-a pass/fail test.
+process: intake, scheduling, records; it never imports torch) and the zygote with the judge and
+every graded process it forked (the judge is forked by the zygote after torch's import). Prints
+the load average beside the figures; a measurement, not a pass/fail test.
 """
 
 import argparse

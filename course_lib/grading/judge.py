@@ -1,10 +1,13 @@
 """The judge: every verdict, decided from data in a process that never runs student code (judge).
 
-    python -m course_lib.grading.judge REQUEST_FD REPLY_FD     (started by the grader)
+    python -m course_lib.grading.judge REQUEST_FD REPLY_FD     (a restarted judge)
 
-A fresh interpreter, started with every GPU hidden like the zygotes (so "this machine" means
-the same thing to the judge as to a graded process). It is the only grading process that
-imports the answer key. At `prepare` it builds every test of the exercises to grade, computes
+Forked by the zygote (zygote.py) once torch and the public course are imported and before any
+warm-up or job, so the run imports torch once; a judge that dies is restarted as a fresh
+interpreter by the grader. Either way it starts with every GPU hidden like the zygote (so "this
+machine" means the same thing to the judge as to a graded process). It is the only grading
+process that imports the answer key, after it is forked: nothing forked from the zygote ever
+held it. At `prepare` it builds every test of the exercises to grade, computes
 each test's reference data once (`Check.reference`: trusted code, and the key's reference
 solution for tests that compare with it) and proves the key right (every reference solution
 through its own checks, here). Then, for each function exercise of each submission, it
@@ -243,6 +246,12 @@ def serve(requests, replies) -> None:
 
 
 def main(argv) -> None:
+    run(int(argv[0]), int(argv[1]))
+
+
+def run(request_fd: int, reply_fd: int) -> None:
+    """The judge process's life: dies with its parent, ignores ^C, answers until the grader
+    closes its pipe (a fresh interpreter, or forked by the zygote before it warms up)."""
     import signal
     import warnings
 
@@ -254,7 +263,7 @@ def main(argv) -> None:
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     warnings.simplefilter("ignore")
-    requests, replies = os.fdopen(int(argv[0]), "r", encoding="utf-8"), os.fdopen(int(argv[1]), "w")
+    requests, replies = os.fdopen(request_fd, "r", encoding="utf-8"), os.fdopen(reply_fd, "w")
     import torch
 
     torch.set_num_threads(1)
@@ -266,16 +275,30 @@ class JudgeDied(RuntimeError):
     """The judge process ended or stopped answering."""
 
 
+def judge_pipes() -> tuple:
+    """((to_judge, from_judge), (requests, replies)): the grader's ends and the judge's ends of
+    the two pipes of a judge that the zygote forks (the judge's ends go to the zygote)."""
+    requests, to_judge = os.pipe()
+    from_judge, replies = os.pipe()
+    return (to_judge, from_judge), (requests, replies)
+
+
 class JudgeClient:
     """The grader's handle on the judge process: start, ask, restart (parent side)."""
 
-    def __init__(self, env=None, cwd=None):
+    def __init__(self, env=None, cwd=None, forked=None):
+        """`forked`: this end's two fds of a judge the zygote forks (`judge_pipes`); else (and
+        for every restart) the judge is a fresh interpreter started here."""
         from .zygote import HIDDEN_GPUS
 
         self.env = dict(env or os.environ, **HIDDEN_GPUS)
         self.cwd, self.process, self.counter, self.prepared = cwd, None, 0, None
         self.restarts, self.preparing, self.prepare_reply = 0, None, None
-        self.start()
+        if forked is None:
+            self.start()
+        else:
+            self.to_judge, self.from_judge = forked
+            self.buffer = b""
 
     def start(self) -> None:
         to_judge_r, self.to_judge = os.pipe()
@@ -319,7 +342,8 @@ class JudgeClient:
                 raise JudgeDied(f"the judge did not answer within {timeout:g} s")
             chunk = os.read(self.from_judge, 1 << 20)
             if not chunk:
-                raise JudgeDied(f"the judge process ended (exit status {self.process.wait()})")
+                status = self.process.wait() if self.process is not None else "unknown"
+                raise JudgeDied(f"the judge process ended (exit status {status})")
             self.buffer += chunk
         reply, _, self.buffer = self.buffer.partition(b"\n")
         reply = json.loads(reply)
@@ -332,7 +356,13 @@ class JudgeClient:
     def prepare(self, exercise_ids: list) -> dict:
         """Ask the judge to prepare these exercises and return at once; `finish_prepare` waits."""
         self.prepared = list(exercise_ids)
-        self.preparing = self._send("prepare", exercises=self.prepared)
+        try:
+            self.preparing = self._send("prepare", exercises=self.prepared)
+        except JudgeDied:  # a forked judge that never started (its zygote failed): a fresh one
+            self.close()
+            self.restarts += 1
+            self.start()
+            self.preparing = self._send("prepare", exercises=self.prepared)
 
     def ready(self) -> bool:
         """Has the judge's answer to `prepare` arrived (or been read)? Never blocks."""
@@ -344,7 +374,10 @@ class JudgeClient:
         """The answer to `prepare` ({"specs", "problems"}), waiting for it if need be."""
         if self.preparing is not None:
             number, self.preparing = self.preparing, None
-            self.prepare_reply = self._reply(number, 1800)
+            try:
+                self.prepare_reply = self._reply(number, 1800)
+            except JudgeDied:  # it ended while preparing: a fresh one prepares again
+                self.restart()
         return self.prepare_reply
 
     def ask(self, op: str, **data):

@@ -25,7 +25,7 @@ from ..i18n import tr
 from . import gradebook, intake, isolation, outcome, record
 from .analyze import check_source
 from .guard import Guard
-from .judge import JudgeClient
+from .judge import JudgeClient, judge_pipes
 from .records import RunReport
 from .scheduler import Scheduler
 
@@ -266,8 +266,11 @@ class Grader:
         self.scheduler = Scheduler(
             root, self.limits, self.workers, self._on_message, self.keep_scratch
         )
-        self.scheduler.start_zygote()  # it imports and warms up while the submissions are read
-        self.judge = JudgeClient(cwd=str(root))  # so does the judge
+        ours, judges = judge_pipes()
+        # it imports torch and the public course, forks the judge (which then imports the key
+        # and prepares), and warms up, while the submissions are read
+        self.scheduler.start_zygote(judge_fds=judges)
+        self.judge = JudgeClient(cwd=str(root), forked=ours)
         pending = self._intake()
         needed = sorted({ex.id for s in pending for ex in s.exercises})
         self.judge.prepare(needed)  # notebooks start meanwhile

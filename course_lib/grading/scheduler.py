@@ -33,11 +33,12 @@ class Scheduler:
         self.zygote = None
 
     # ------------------------------------------------------------------ the zygote
-    def start_zygote(self) -> None:
+    def start_zygote(self, judge_fds=()) -> None:
+        """Start the zygote; with `judge_fds` (the judge's ends of its pipes) it forks the judge."""
         shutil.rmtree(self.root, ignore_errors=True)  # a killed run's leftovers go too
         self.root.mkdir(parents=True)
         self.root.chmod(0o755)
-        self.zygote = ZygoteClient(self.root)
+        self.zygote = ZygoteClient(self.root, judge_fds=judge_fds)
         self.selector.register(self.zygote.sock, selectors.EVENT_READ, None)  # exits wake step()
 
     def isolation(self) -> dict:

@@ -1,10 +1,12 @@
 """The zygote: the warm fork server from which every graded process is forked (zygote).
 
-    python -m course_lib.grading.zygote SOCKET_FD SCRATCH_ROOT
+    python -m course_lib.grading.zygote SOCKET_FD SCRATCH_ROOT [JUDGE_REQUESTS_FD JUDGE_REPLIES_FD]
 
 The grader starts one fresh interpreter, which imports torch and the public course (chapters,
-engine, checks) once for every notebook and check process of the run; it never imports the
-answer key and never reads a submission. It warms up twice, with public data only: the visible
+engine, checks) once for every notebook and check process of the run, and for the judge: given
+the judge's pipes, it forks the judge (judge.run) right after those imports, before any warm-up;
+the judge imports the answer key in its own process. The zygote never imports the answer key
+and never reads a submission. It warms up twice, with public data only: the visible
 tests' reference data (for the notebooks' own `check` cells) and each needed test's run half
 once on a function that does nothing (for the check processes); a job's content (cells, source,
 test inputs) is read by the forked child itself. It starts with every GPU hidden, so a graded
@@ -61,27 +63,34 @@ def receive(sock):
 class ZygoteClient:
     """The grader's handle on the zygote process."""
 
-    def __init__(self, scratch_root: Path, env=None):
+    def __init__(self, scratch_root: Path, env=None, judge_fds=()):
+        """`judge_fds`: the judge's ends of its two pipes (judge.judge_pipes); the zygote then
+        forks the judge once torch and the public course are imported, before any warm-up."""
         self.scratch_root = Path(scratch_root)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # graded notebooks speak their own edition's language (a Chinese one turns it on in its
         # first cell), never the teacher's COURSE_LANG
         environ = {k: v for k, v in (env or os.environ).items() if k != ENV_VAR} | HIDDEN_GPUS
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "course_lib.grading.zygote",
-                str(theirs.fileno()),
-                str(scratch_root),
-            ],
-            pass_fds=[theirs.fileno()],
-            env=environ,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            cwd=str(scratch_root),
-        )
-        theirs.close()
+        try:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "course_lib.grading.zygote",
+                    str(theirs.fileno()),
+                    str(scratch_root),
+                    *map(str, judge_fds),
+                ],
+                pass_fds=[theirs.fileno(), *judge_fds],
+                env=environ,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                cwd=str(scratch_root),
+            )
+        finally:
+            theirs.close()
+            for fd in judge_fds:  # the zygote (then the judge alone) holds them now
+                os.close(fd)
         self.sock = ours
         self.exits = {}
         self.info = None
@@ -164,11 +173,12 @@ def warm_common() -> None:
 class Zygote:
     """The fork server's loop."""
 
-    def __init__(self, sock, scratch_root: Path):
+    def __init__(self, sock, scratch_root: Path, judge_fds=()):
         self.sock, self.scratch_root = sock, Path(scratch_root)
         self.jobs, self.pidfds = {}, {}
         self.info = {}
         self.selector = None
+        self.judge_fds, self.judge_pid = list(judge_fds), None
 
     def prepare(self) -> None:
         import torch
@@ -177,12 +187,48 @@ class Zygote:
 
         torch.set_num_threads(1)
         warm_common()
+        self.fork_judge()
         self.info = isolation.probe(self.scratch_root)
         self.info["pid"] = os.getpid()
         if "course_lib.key" in sys.modules:  # never: the zygote imports the public course only
             raise RuntimeError("the answer key was imported in a grading zygote")
         if "course_lib.zh" in sys.modules:  # it would make every graded notebook Chinese
             raise RuntimeError("the Chinese edition's switch was imported in a grading zygote")
+
+    def fork_judge(self) -> None:
+        """Fork the judge (judge.run) from this process while it holds torch and the public
+        course only: it imports the answer key itself, after the fork, so the key is never in
+        this process or in anything forked from it later, and the run pays torch's import once.
+        The judge dies with this process, as this process dies with the grader."""
+        if not self.judge_fds:
+            return
+        if "course_lib.key" in sys.modules:  # never: checked again at the end of prepare()
+            raise RuntimeError("the answer key was imported in a grading zygote")
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                self.sock.close()
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):  # as the judge started by the grader: no terminal output
+                    os.dup2(null, fd)
+                from .judge import run
+
+                run(*self.judge_fds)
+            except BaseException:  # noqa: BLE001 - the grader sees the pipe close and restarts it
+                code = 70
+            finally:
+                os._exit(code)
+        self.judge_pid = pid
+        self.close_judge_fds()
+
+    def close_judge_fds(self) -> None:
+        for fd in self.judge_fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.judge_fds = []
 
     def warm(self, kind: str, what: list) -> None:
         """One of WARM_UPS on `what`, then the heap is frozen (children do not copy it on gc)."""
@@ -248,7 +294,9 @@ class Zygote:
                 break
             if pid == 0:
                 break
-            if pid in self.jobs:
+            if pid == self.judge_pid:  # the judge ended (the grader closed its pipe)
+                self.judge_pid = None
+            elif pid in self.jobs:
                 del self.jobs[pid]
                 pidfd = self.pidfds.pop(pid)
                 self.selector.unregister(pidfd)
@@ -261,7 +309,7 @@ class Zygote:
     def kill_orphans(self) -> None:
         me = str(os.getpid())
         for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) in self.jobs:
+            if not entry.isdigit() or int(entry) in self.jobs or int(entry) == self.judge_pid:
                 continue
             try:
                 with open(f"/proc/{entry}/stat") as f:
@@ -276,18 +324,19 @@ class Zygote:
 
 
 def main(argv) -> None:
-    fd, scratch_root = int(argv[0]), argv[1]
+    fd, scratch_root, judge_fds = int(argv[0]), argv[1], [int(a) for a in argv[2:4]]
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() == 1:
         os._exit(70)
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sock = socket.socket(fileno=fd)
-    zygote = Zygote(sock, Path(scratch_root))
+    zygote = Zygote(sock, Path(scratch_root), judge_fds)
     try:
         zygote.prepare()
     except BaseException:  # noqa: BLE001 - tell the grader why, then stop
         zygote.info = {"error": traceback.format_exc(limit=6)[-3000:]}
+    zygote.close_judge_fds()  # not forked: the grader's judge sees its pipe close, starts afresh
     zygote.serve()
 
 
