@@ -8,7 +8,9 @@ Each notebook, the floor first, runs as `pytest --nbval-lax NOTEBOOK` in its own
 after another, `--repeat` times (the best time counts: the machine is shared); the figure is
 each chapter's time over the floor's (goal: within 1.5x, none over 2x). `--cells N` then runs
 each chapter once more with nbclient and lists its N slowest cells, to say where time goes.
-Prints the load average beside each figure; a measurement, not a pass/fail test.
+Prints the load average beside each figure, and the CPU-seconds of each run (user + system of
+pytest, its kernel and what they started and reaped): on a shared machine wall time follows the
+load, CPU-seconds much less. A measurement, not a pass/fail test.
 """
 
 import argparse
@@ -71,8 +73,8 @@ def environment(folder: Path) -> dict:
     )
 
 
-def nbval_seconds(path: Path, env: dict) -> float:
-    """Wall seconds of `pytest --nbval-lax path` in a fresh process (it must pass)."""
+def nbval_seconds(path: Path, env: dict) -> tuple:
+    """(wall seconds, CPU-seconds) of `pytest --nbval-lax path` in a new process (it must pass)."""
     cmd = [
         sys.executable,
         "-m",
@@ -89,12 +91,15 @@ def nbval_seconds(path: Path, env: dict) -> float:
         str(path.parent),
         str(path),
     ]
-    start = time.perf_counter()
+    start, before = time.perf_counter(), os.times()
     proc = subprocess.run(cmd, cwd=str(path.parent), env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+    seconds, after = time.perf_counter() - start, os.times()
     if proc.returncode != 0:
         raise SystemExit(f"{path.name} failed under nbval:\n{proc.stdout[-3000:]}")
-    return seconds
+    cpu = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
+    return seconds, cpu
 
 
 def slowest_cells(path: Path, env: dict, n: int) -> list:
@@ -146,20 +151,27 @@ def main() -> int:
         copies.append(copy)
     floor = floor_notebook(folder)
     print(f"{os.cpu_count()} CPUs; load average {load()}; best of {args.repeat} run(s) each")
-    best = {}
+    best, cpu = {}, {}
     for path in [floor, *copies]:
         runs = []
         for _ in range(args.repeat):
             before = load()
             runs.append(nbval_seconds(path, env))
-            print(f"  {path.stem:<22} {runs[-1]:6.1f} s   (load before {before})", flush=True)
-        best[path] = min(runs)
+            print(
+                f"  {path.stem:<22} {runs[-1][0]:6.1f} s  {runs[-1][1]:5.1f} CPU-s  "
+                f"(load before {before})",
+                flush=True,
+            )
+        best[path], cpu[path] = min(r[0] for r in runs), min(r[1] for r in runs)
     base = best[floor]
-    print(f"\nfloor (imports torch, matplotlib, ipywidgets): {base:.1f} s")
+    print(f"\nfloor (imports torch, matplotlib, ipywidgets): {base:.1f} s, {cpu[floor]:.1f} CPU-s")
     for path in copies:
         ratio = best[path] / base
         mark = "" if ratio <= 1.5 else ("  over 1.5x" if ratio <= 2 else "  OVER 2x")
-        print(f"  {path.stem:<22} {best[path]:6.1f} s  {ratio:4.2f}x the floor{mark}")
+        print(
+            f"  {path.stem:<22} {best[path]:6.1f} s  {ratio:4.2f}x the floor{mark}; "
+            f"{cpu[path]:5.1f} CPU-s, {cpu[path] / cpu[floor]:4.2f}x the floor's"
+        )
     total = sum(best[p] for p in copies)
     print(
         f"all {len(copies)} chapters: {total:.1f} s, {total / (base * len(copies)):.2f}x the floor "
