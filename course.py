@@ -37,6 +37,10 @@ COMPILE_ALL = (
     "[compileall.compile_dir(d, quiet=2, workers=0) "
     "for d in sorted({sysconfig.get_path('purelib'), sysconfig.get_path('platlib')})]"
 )
+# Optional extras that JupyterLab's dependencies pull in and nothing here uses, removed after the
+# install: rfc3987-syntax (jsonschema's IRI format check, via jupyter-events) builds a grammar on
+# import, 1.2 CPU-s in every process that imports nbformat (each pytest process, each server).
+UNNEEDED = ["rfc3987-syntax"]
 USAGE = "usage: python course.py [start|test|doctor] [extra arguments]  (or ./course.sh ...)"
 
 
@@ -81,6 +85,7 @@ def install_steps(venv: Path, os_name: str = os.name) -> list:
     return make_venv + [
         pip + [f"torch=={TORCH_VERSION}"],
         pip + ["-e", ".[test]"],
+        [python, "-m", "pip", "uninstall", "--disable-pip-version-check", "-y", "-q", *UNNEEDED],
         [python, "-c", COMPILE_ALL],
     ]
 

@@ -104,7 +104,7 @@ def test_launcher_installs_torch_first_then_the_course_once(tmp_path, os_name):
             fake_venv(venv, os_name)
 
     assert course.install(venv, run=run, os_name=os_name, root=root)
-    make_venv, torch_step, course_step, compile_step = calls
+    make_venv, torch_step, course_step, trim_step, compile_step = calls
     assert make_venv[1:] == ["-m", "venv", str(venv)]
     python = str(course.venv_python(venv, os_name))
     assert (
@@ -112,6 +112,7 @@ def test_launcher_installs_torch_first_then_the_course_once(tmp_path, os_name):
         and torch_step[-1] == f"torch=={course.TORCH_VERSION}"
     )
     assert course_step[0] == python and course_step[-2:] == ["-e", ".[test]"]
+    assert trim_step[:4] == [python, "-m", "pip", "uninstall"] and "rfc3987-syntax" in trim_step
     # pip leaves the bytecode to one parallel compile of the venv, last
     assert "--no-compile" in torch_step and "--no-compile" in course_step
     assert compile_step == [python, "-c", course.COMPILE_ALL]
@@ -123,6 +124,7 @@ def test_launcher_installs_torch_first_then_the_course_once(tmp_path, os_name):
     assert [c[-1] for c in calls] == [
         f"torch=={course.TORCH_VERSION}",
         ".[test]",
+        *course.UNNEEDED[-1:],
         course.COMPILE_ALL,
     ]
 
