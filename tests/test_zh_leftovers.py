@@ -3,6 +3,7 @@ may and may not show in English, and its hook on the nbval cells of notebooks/zh
 
 import pytest
 
+from course_lib.i18n import leftovers
 from course_lib.i18n.leftovers import (
     cell_prose,
     english_prose,
@@ -173,11 +174,15 @@ def test_widgets_labels_count_from_one_word():
     assert notebook_leftovers(nb) == {"c07": ["Machine:", "CPU-only laptop"]}
 
 
-def test_what_the_cells_own_code_prints_stays_english_only_where_it_is_not_translated_yet():
+def test_what_the_cells_own_code_prints_stays_english_only_where_it_is_not_translated_yet(
+    monkeypatch,
+):
     """A notebook's code is the same in both editions: in a chapter whose cells still print English
     of their own (OWN_ENGLISH) their literals are not leftovers, but course_lib's English around
     them still is; in every other chapter a cell's own English print is a leftover (it says its
     words through tr())."""
+    assert leftovers.OWN_ENGLISH == ()  # every chapter's cells say their words through tr()
+    monkeypatch.setattr(leftovers, "OWN_ENGLISH", ("05_speedups",))
     source = 'other = "meta"\nprint("all on the CPU: loss =", round(loss, 4))\n%time f(x)'
     stream = {"output_type": "stream", "name": "stdout", "text": "all on the CPU: loss = 0.9661\n"}
     cell = {"cell_type": "code", "id": "c05", "source": source, "outputs": [stream]}

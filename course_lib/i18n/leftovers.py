@@ -26,10 +26,10 @@ from pathlib import Path
 from .catalogue import NAMES
 
 RUN = 3  # English words in a row that make a line prose
-# Chapters whose code cells still print English of their own: there the texts a cell's code writes
-# (`source_literals`) are not leftovers. In every other chapter a cell says its words through
-# `tr()`, so what its code writes in English is found like any other English.
-OWN_ENGLISH = ("05_speedups", "07_dp_vs_ddp", "08_sharding")
+# Chapters whose code cells still print English of their own (none now: every chapter's cells say
+# their words through `tr()`): there the texts a cell's code writes (`source_literals`) are not
+# leftovers; elsewhere what a cell's code writes in English is found like any other English.
+OWN_ENGLISH = ()
 # An error's, warning's or exception's name, wherever it starts a message: "RuntimeError: ...",
 # "/x/y.py:3: UserWarning: ...", "torch.OutOfMemoryError: ...", "Caught: ValueError: ...".
 ERROR_NAME = re.compile(
