@@ -473,7 +473,10 @@ CHAPTERS = {
                     Expect(
                         r"torchrun: 2 processes, backend gloo", zh=r"torchrun：2 个进程，后端 gloo"
                     ),
-                    Expect(r"rank 1 got from torchrun: \{'RANK': '1'"),
+                    Expect(
+                        r"rank 1 got from torchrun: \{'RANK': '1'",
+                        zh=r"rank 1 从 torchrun 得到的环境变量：\{'RANK': '1'",
+                    ),
                 ),
             ),
             Interaction(
