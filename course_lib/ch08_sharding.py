@@ -138,13 +138,8 @@ def _bytes_row(rank: int, part: str, sizes: str) -> str:
 
 
 def _counts(sent) -> str:
-    """'gloo:all_reduce of 19,210, ...': each collective and how many numbers it carried."""
-    return listing(tr(f"{backend}:{op} of {n:,}") for (backend, _, op), n in _split(sent))
-
-
-def _split(sent) -> list:
-    """[((backend, ":", collective), numbers)] of [("gloo:all_reduce", numbers), ...]."""
-    return [(name.partition(":"), n) for name, n in sent]
+    """'gloo:all_reduce (19,210 numbers), ...': each collective and how many numbers it carried."""
+    return listing(tr(f"{collective} ({n:,} numbers)") for collective, n in sent)
 
 
 def bytes_report(result: ddp_worker.LaunchResult) -> str:
