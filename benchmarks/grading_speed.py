@@ -12,7 +12,8 @@ key's known-wrong answers, untouched notebooks), then, in one run on this machin
   3. compares the verdicts (status and points per submission and exercise);
   4. grades them again, kills the grader with SIGKILL part-way, reruns it, and counts the
      gradebook rows lost or duplicated.
-Prints the figures (and the load average seen); it is a measurement, not a pass/fail test.
+Prints the figures, wall and CPU seconds (and the load average seen): with other work on the
+machine, CPU seconds still compare; it is a measurement, not a pass/fail test.
 The goal (issue 20): the grader at most 0.10 of sequential nbclient on 40 chapter-03 submissions.
 """
 
@@ -20,6 +21,7 @@ import argparse
 import csv
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -47,6 +49,25 @@ print("GRADES " + _json.dumps(_rows))
 
 def load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def cpu_seconds(who) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+class CpuClock:
+    """CPU seconds of this process and of the children it reaped (the grader with its zygote,
+    judge and graded processes; nbclient's kernels) between start and stop: robust to other
+    work on the machine, where wall time is not."""
+
+    def __enter__(self):
+        self.start = cpu_seconds(resource.RUSAGE_SELF), cpu_seconds(resource.RUSAGE_CHILDREN)
+        return self
+
+    def __exit__(self, *exc):
+        mine, theirs = cpu_seconds(resource.RUSAGE_SELF), cpu_seconds(resource.RUSAGE_CHILDREN)
+        self.seconds = mine - self.start[0] + theirs - self.start[1]
 
 
 def make_class(chapter: str, folder: Path, right: int, wrong: int, blank: int) -> dict:
@@ -218,11 +239,13 @@ def main() -> int:
 
     print(f"[1] grader ... (load before: {load()})", flush=True)
     out = work / "grader" / "gradebook.csv"
-    grader_s, proc = grade(folder, out, args.workers, ["--fresh", "--json"])
+    with CpuClock() as grader_cpu:
+        grader_s, proc = grade(folder, out, args.workers, ["--fresh", "--json"])
     report = json.loads(proc.stdout)
     book = read_book(out)
     print(
         f"    {grader_s:.1f} s wall ({grader_s / n:.2f} s per submission), "
+        f"{grader_cpu.seconds:.1f} CPU-s, "
         f"{report['processes']} graded processes; load after: {load()}"
     )
     right_verdicts = sum(book.get(s) == e for s, e in expected.items())
@@ -231,8 +254,12 @@ def main() -> int:
 
     if not args.skip_nbclient:
         print(f"[2] nbclient, one notebook after another ... (load before: {load()})", flush=True)
-        nbc_s, nbc = nbclient_sequential(folder, args.chapter, args.cell_timeout)
-        print(f"    {nbc_s:.1f} s wall ({nbc_s / n:.2f} s per submission); load after: {load()}")
+        with CpuClock() as nbc_cpu:
+            nbc_s, nbc = nbclient_sequential(folder, args.chapter, args.cell_timeout)
+        print(
+            f"    {nbc_s:.1f} s wall ({nbc_s / n:.2f} s per submission), "
+            f"{nbc_cpu.seconds:.1f} CPU-s; load after: {load()}"
+        )
         same = sum(book.get(s) == nbc.get(s) for s in expected)
         diffs = [
             (s, ex, book.get(s, {}).get(ex), nbc.get(s, {}).get(ex))
@@ -245,7 +272,8 @@ def main() -> int:
             print(f"      differs: {d}")
         print(
             f"[3] ratio grader / sequential nbclient = {grader_s / nbc_s:.3f} "
-            f"(goal: at most 0.10); speed-up {nbc_s / grader_s:.1f}x"
+            f"(goal: at most 0.10); speed-up {nbc_s / grader_s:.1f}x; in CPU-s "
+            f"{grader_cpu.seconds / nbc_cpu.seconds:.3f} (the grader uses every core, nbclient one)"
         )
 
     print(f"[4] kill-and-resume ... (load before: {load()})", flush=True)

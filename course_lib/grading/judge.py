@@ -2,18 +2,18 @@
 
     python -m course_lib.grading.judge REQUEST_FD REPLY_FD     (a restarted judge)
 
-Forked by the zygote (zygote.py) once torch and the public course are imported and before any
-warm-up or job, so the run imports torch once; a judge that dies is restarted as a fresh
-interpreter by the grader. Either way it starts with every GPU hidden like the zygote (so "this
-machine" means the same thing to the judge as to a graded process). It is the only grading
-process that imports the answer key, after it is forked: nothing forked from the zygote ever
-held it. At `prepare` it builds every test of the exercises to grade, computes
-each test's reference data once (`Check.reference`: trusted code, and the key's reference
-solution for tests that compare with it) and proves the key right (every reference solution
-through its own checks, here). Then, for each function exercise of each submission, it
-receives the observations a check process reported (plain data, parsed strictly) and returns
-the verdict; for each quiz, the answer the notebook gave. It sends the grader each test's
-builder name and inputs, never a reference or an expected value.
+Forked by the zygote (zygote.py) once torch and the public course are imported (and torch's first
+use), before matplotlib and any job, so the run imports torch once; a judge that dies is restarted
+as a fresh interpreter by the grader. Either way it starts with every GPU hidden like the zygote
+(so "this machine" means the same thing to the judge as to a graded process). It is the only
+grading process that imports the answer key, after it is forked: nothing forked from the zygote
+ever held it. At `prepare` it builds every test of the exercises to grade, computes each test's
+reference data once (`Check.reference`: trusted code, and the key's reference solution for tests
+that compare with it) and proves the key right (every reference solution through its own checks,
+here). Then, for each function exercise of each submission, it receives the observations a check
+process reported (plain data, parsed strictly) and returns the verdict; for each quiz, the answer
+the notebook gave. It sends the grader each test's builder name and inputs, never a reference or an
+expected value.
 
 `Judge` is the pure part (unit-tested in process); `serve` is the process's loop; `JudgeClient`
 is the grader's handle on the process (parent side).

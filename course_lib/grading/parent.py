@@ -296,21 +296,26 @@ class Grader:
                 self._failed(sub, "reading", err)
         self.queue.reverse()  # pop() from the end = submission order
 
+    def _fill(self) -> None:
+        """Start queued tasks while there is room."""
+        while self.queue and self.scheduler.has_room():
+            task = self._next_task()
+            if task is None:
+                break
+            if task.submission.failed:
+                continue
+            try:
+                self._start(task)
+            except (OSError, ValueError, TypeError, KeyError) as err:
+                self._drop(task.submission, "starting a process for", err)
+
     def _loop(self) -> None:
         while self.queue or self.scheduler.running:
-            while self.queue and self.scheduler.has_room():
-                task = self._next_task()
-                if task is None:
-                    break
-                if task.submission.failed:
-                    continue
-                try:
-                    self._start(task)
-                except (OSError, ValueError, TypeError, KeyError) as err:
-                    self._drop(task.submission, "starting a process for", err)
+            self._fill()
             finished = self.scheduler.step()
             if finished:
-                self._guard_check(finished)
+                self._guard_check(finished)  # before anything starts: its window is exact
+                self._fill()  # the freed cores work while the judge judges what finished
             for child in finished:
                 sub = child.task.submission
                 if sub.failed:

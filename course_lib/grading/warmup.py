@@ -34,7 +34,8 @@ def public_modules(package_path, prefix: str = "course_lib.") -> list:
 
 
 def import_everything() -> None:
-    """Every course_lib module except the key and the grader, and what notebooks use at once."""
+    """Every course_lib module except the key and the grader, and what notebooks use at once
+    (then the zygote forks the judge, which needs no more: `draw_and_read` follows)."""
     import course_lib
 
     os.environ.setdefault("MPLBACKEND", "Agg")
@@ -48,6 +49,10 @@ def import_everything() -> None:
             importlib.import_module(name)
         except ImportError:
             pass
+
+
+def draw_and_read() -> None:
+    """What only graded notebooks use: matplotlib drawn once, the digits table read once."""
     _draw_once()
     _read_data_once()
 

@@ -1,20 +1,20 @@
 """The zygote: the warm fork server from which every graded process is forked (zygote).
 
-    python -m course_lib.grading.zygote SOCKET_FD SCRATCH_ROOT [JUDGE_REQUESTS_FD JUDGE_REPLIES_FD]
+    python -m course_lib.grading.zygote SOCKET_FD SCRATCH_ROOT [JUDGE_IN_FD JUDGE_OUT_FD]
 
 The grader starts one fresh interpreter, which imports torch and the public course (chapters,
-engine, checks) once for every notebook and check process of the run, and for the judge: given
-the judge's pipes, it forks the judge (judge.run) right after those imports, before any warm-up;
-the judge imports the answer key in its own process. The zygote never imports the answer key
-and never reads a submission. It warms up twice, with public data only: the visible
-tests' reference data (for the notebooks' own `check` cells) and each needed test's run half
-once on a function that does nothing (for the check processes); a job's content (cells, source,
-test inputs) is read by the forked child itself. It starts with every GPU hidden, so a graded
-process behaves the same on a GPU machine as on a CPU-only one and never inherits a CUDA
-context ("Cannot re-initialize CUDA in forked subprocess"). For each job the grader sends a
-small JSON message (the job file's path, the role, the scratch folder, the limits) and the
-write end of its report pipe; the zygote forks, and sends back the child's pid, a pidfd to
-signal it by, and later its exit status. No pickle: every message is JSON.
+engine, checks) once for every notebook and check process of the run, and for the judge: given the
+judge's pipes, it forks the judge (judge.run) right after those imports and torch's first use,
+before matplotlib, the tests' warm-ups and any job; the judge imports the answer key in its own
+process. The zygote never imports the answer key and never reads a submission. It warms up twice,
+with public data only: the visible tests' reference data (for the notebooks' own `check` cells) and
+each needed test's run half once on a function that does nothing (for the check processes); a job's
+content (cells, source, test inputs) is read by the forked child itself. It starts with every GPU
+hidden, so a graded process behaves the same on a GPU machine as on a CPU-only one and never
+inherits a CUDA context ("Cannot re-initialize CUDA in forked subprocess"). For each job the grader
+sends a small JSON message (the job file's path, the role, the scratch folder, the limits) and the
+write end of its report pipe; the zygote forks, and sends back the child's pid, a pidfd to signal it
+by, and later its exit status. No pickle: every message is JSON.
 """
 
 import gc
@@ -65,7 +65,7 @@ class ZygoteClient:
 
     def __init__(self, scratch_root: Path, env=None, judge_fds=()):
         """`judge_fds`: the judge's ends of its two pipes (judge.judge_pipes); the zygote then
-        forks the judge once torch and the public course are imported, before any warm-up."""
+        forks the judge once torch and the public course are imported, before any job."""
         self.scratch_root = Path(scratch_root)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # graded notebooks speak their own edition's language (a Chinese one turns it on in its
@@ -159,15 +159,18 @@ def _prctl(option, value) -> None:
     ctypes.CDLL(None).prctl(option, value, 0, 0, 0)
 
 
-def warm_common() -> None:
-    """Every course_lib module but the key and the
-    grader, widgets, matplotlib, torch's first use."""
-    from .warmup import import_everything, torch_first_use
+def warm_common(between=None) -> None:
+    """Every course_lib module but the key and the grader, widgets, torch's first use; then
+    `between()` (the judge's fork: all it needs is there); then matplotlib and the digits."""
+    from .warmup import draw_and_read, import_everything, torch_first_use
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import_everything()
         torch_first_use()
+        if between is not None:
+            between()
+        draw_and_read()
 
 
 class Zygote:
@@ -186,8 +189,7 @@ class Zygote:
         from . import child, isolation, sandbox  # noqa: F401 - loaded before any fork
 
         torch.set_num_threads(1)
-        warm_common()
-        self.fork_judge()
+        warm_common(between=self.fork_judge)  # the judge prepares while the zygote draws
         self.info = isolation.probe(self.scratch_root)
         self.info["pid"] = os.getpid()
         if "course_lib.key" in sys.modules:  # never: the zygote imports the public course only
@@ -307,20 +309,38 @@ class Zygote:
             self.kill_orphans()
 
     def kill_orphans(self) -> None:
-        me = str(os.getpid())
+        for pid in self.children():
+            if pid in self.jobs or pid == self.judge_pid:
+                continue
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    @staticmethod
+    def children() -> list:
+        """Pids of this process's children: its threads' `children` files (a few short reads),
+        or, where the kernel has none, every process's parent in /proc. A child that a read
+        misses while the list changes is found by the next call."""
+        try:
+            found = []
+            for tid in os.listdir("/proc/self/task"):
+                with open(f"/proc/self/task/{tid}/children") as f:
+                    found += [int(pid) for pid in f.read().split()]
+            return found
+        except OSError:
+            pass
+        me, found = str(os.getpid()), []
         for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) in self.jobs or int(entry) == self.judge_pid:
+            if not entry.isdigit():
                 continue
             try:
                 with open(f"/proc/{entry}/stat") as f:
-                    parent = f.read().rsplit(")", 1)[1].split()[1]
+                    if f.read().rsplit(")", 1)[1].split()[1] == me:
+                        found.append(int(entry))
             except (OSError, IndexError):
                 continue
-            if parent == me:
-                try:
-                    os.kill(int(entry), signal.SIGKILL)
-                except OSError:
-                    pass
+        return found
 
 
 def main(argv) -> None:
