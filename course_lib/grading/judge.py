@@ -301,8 +301,7 @@ class JudgeClient:
             self.buffer = b""
 
     def start(self) -> None:
-        to_judge_r, self.to_judge = os.pipe()
-        self.from_judge, from_judge_w = os.pipe()
+        (self.to_judge, self.from_judge), (to_judge_r, from_judge_w) = judge_pipes()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "course_lib.grading.judge", str(to_judge_r), str(from_judge_w)],
             pass_fds=[to_judge_r, from_judge_w],
