@@ -462,3 +462,37 @@ def test_the_zygote_pays_torch_compiles_first_use_only_for_chapters_that_call_it
         env={**__import__("os").environ, "OMP_NUM_THREADS": "1"},
     ).stdout
     assert out.split() == ["True", "1"]  # imported, and no thread started before the forks
+
+
+# ------------------------------------------------- the judge the zygote forks, and its fallback
+def forked_judge_that_is_gone(read_first: bool):
+    """A JudgeClient on the pipes of a forked judge that never started (the zygote failed before
+    forking it: both far ends closed), or that died while preparing (its request read, no reply)."""
+    import os
+
+    from course_lib.grading.judge import JudgeClient, judge_pipes
+
+    ours, theirs = judge_pipes()
+    if read_first:  # keep the request end open until prepare has written to it, then die
+        client = JudgeClient(forked=ours)
+        client.prepare(["ch01.choose_device"])
+        for fd in theirs:
+            os.close(fd)
+        return client
+    for fd in theirs:
+        os.close(fd)
+    client = JudgeClient(forked=ours)
+    client.prepare(["ch01.choose_device"])
+    return client
+
+
+@pytest.mark.parametrize("read_first", [False, True], ids=["never-started", "died-preparing"])
+def test_a_forked_judge_that_is_gone_is_replaced_by_a_fresh_interpreter(read_first):
+    client = forked_judge_that_is_gone(read_first)
+    try:
+        prepared = client.finish_prepare()
+        assert client.restarts == 1 and client.process is not None  # a fresh `-m judge`
+        assert [len(specs) > 0 for specs in prepared["specs"].values()] == [True]
+        assert prepared["problems"] == []
+    finally:
+        client.close()
