@@ -587,3 +587,26 @@ def test_a_quiz_hint_revealed_by_a_wrong_answer_shows_in_its_widget():
     hints = next(w for w in _descendants(box) if "course-hints" in w._dom_classes)
     button, shown = _hint_parts(hints)
     assert "Hint 1 of 1: look again" in shown and button.disabled
+
+
+WARM_UP_PROBE = """
+import gc, json, sys
+import torch
+from course_lib.exercises.runner import warm_up
+full = []
+gc.callbacks.append(lambda phase, info: phase == "start" and info["generation"] == 2 and full.append(1))
+warm_up()
+print(json.dumps({"dynamo": "torch._dynamo" in sys.modules, "full": len(full),
+                  "enabled": gc.isenabled()}))
+"""
+
+
+def test_warm_up_imports_dynamo_without_full_collections_and_leaves_the_collector_on():
+    """torch._dynamo's import set off full collections that freed nothing; warm_up pauses them."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", WARM_UP_PROBE], capture_output=True, text=True, check=True
+    ).stdout
+    assert json.loads(out.strip().splitlines()[-1]) == {"dynamo": True, "full": 0, "enabled": True}

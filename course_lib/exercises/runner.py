@@ -3,6 +3,7 @@ runs a test's run half and returns what it saw as plain data (the learner's chec
 child process both call it)."""
 
 import functools
+import gc
 import signal
 import threading
 import time
@@ -22,9 +23,17 @@ def warm_up() -> None:
     """Import what torch loads lazily on first use, once, before any timed check (all chapters).
 
     The first optimizer or dispatch mode imports torch._dynamo (seconds); an alarm that fires
-    inside that import leaves it half done and breaks every later check in the process.
+    inside that import leaves it half done and breaks every later check in the process. The
+    collector is paused meanwhile: the import's ~10**5 new objects set off full collections of
+    everything torch holds, which free nothing (~0.3 of its ~1.1 CPU-s).
     """
-    import torch._dynamo  # noqa: F401
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        import torch._dynamo  # noqa: F401
+    finally:
+        if collecting:
+            gc.enable()
 
 
 REPEAT_S = (
