@@ -594,7 +594,10 @@ import gc, json, sys
 import torch
 from course_lib.exercises.runner import warm_up
 full = []
-gc.callbacks.append(lambda phase, info: phase == "start" and info["generation"] == 2 and full.append(1))
+def count(phase, info):
+    if phase == "start" and info["generation"] == 2:
+        full.append(1)
+gc.callbacks.append(count)
 warm_up()
 print(json.dumps({"dynamo": "torch._dynamo" in sys.modules, "full": len(full),
                   "enabled": gc.isenabled()}))
