@@ -3,12 +3,13 @@ runs a test's run half and returns what it saw as plain data (the learner's chec
 child process both call it)."""
 
 import functools
-import gc
 import signal
 import threading
 import time
 import traceback
 from contextlib import contextmanager
+
+from ..collector import collector_paused
 
 
 class CheckTimeout(BaseException):
@@ -27,13 +28,8 @@ def warm_up() -> None:
     collector is paused meanwhile: the import's ~10**5 new objects set off full collections of
     everything torch holds, which free nothing (~0.3 of its ~1.1 CPU-s).
     """
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         import torch._dynamo  # noqa: F401
-    finally:
-        if collecting:
-            gc.enable()
 
 
 REPEAT_S = (
