@@ -173,6 +173,31 @@ def test_the_notebook_run_is_torchrun_and_spawn_trains_the_same(run):
     assert ch.max_abs_diff(by_spawn.ranks[0]["weights"], run.ranks[0]["weights"]) == 0
 
 
+def _print_and_end(write_fd):
+    os.dup2(write_fd, 1)
+    import sys
+
+    sys.stdout = open(1, "w", closefd=False)  # buffered: nothing reaches the pipe before a flush
+    print("rank 0: done", end="")
+    ddp_worker.end_process()
+    raise AssertionError("end_process returned")
+
+
+def test_a_worker_ends_with_its_output_flushed_and_exit_code_0():
+    """end_process (the worker's last line, skipping Python's teardown) loses no output and
+    exits 0; the worker also collects garbage less often while it imports."""
+    read_fd, write_fd = os.pipe()
+    child = multiprocessing.get_context("fork").Process(target=_print_and_end, args=(write_fd,))
+    child.start()
+    os.close(write_fd)
+    with os.fdopen(read_fd) as pipe:
+        said = pipe.read()
+    child.join(10)
+    assert (said, child.exitcode) == ("rank 0: done", 0)
+    main_block = Path(ddp_worker.__file__).read_text().split('if __name__ == "__main__":')[-1]
+    assert main_block.split() == ["collect_less_often()", "main()", "end_process()"]
+
+
 def test_torchrun_command_names_the_module_and_the_port():
     config = ddp_worker.DDPConfig(out_dir="/tmp/x", port=29511, backend="gloo")
     line = " ".join(ddp_worker.torchrun_command(config))
