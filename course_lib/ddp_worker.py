@@ -44,7 +44,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
 
 from . import data, training
-from .exercises.runner import describe_exception
+from .exercises.runner import describe_exception, warm_up
 from .i18n import tr
 from .seed import seed_everything
 
@@ -449,6 +449,19 @@ def torchrun_command(config: DDPConfig, python: str = "") -> list:
     )
 
 
+def warm_up_without_collecting() -> None:
+    """exercises.runner.warm_up (it imports torch._dynamo) with the garbage collector paused: the
+    import's ~10**5 new objects would trigger full collections of all this process holds, which
+    free nothing (~0.25 of its ~1.1 CPU-s in a notebook's kernel) (chapters 07, 08)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        warm_up()
+    finally:
+        if collecting:
+            gc.enable()
+
+
 class TorchrunFailed(RuntimeError):
     """torchrun exited with an error: its exit code,
     its output, and its process group id (chapter 07)."""
@@ -553,12 +566,15 @@ def launch_torchrun(config: DDPConfig = None, deadline_s: float = 90.0) -> Launc
     """Run the worker under torchrun (torchrun_command's line);
     kill its whole process group past the deadline.
 
-    A failed run raises TorchrunFailed (a RuntimeError) with torchrun's output (chapter 07)."""
+    A failed run raises TorchrunFailed (a RuntimeError) with torchrun's output (chapter 07).
+    While torchrun's workers start, this process imports torch._dynamo, which its own first
+    optimizer (or check) would import later: the two overlap where a core is free."""
     config = (config or DDPConfig()).resolved()
     start = time.perf_counter()
     with tempfile.TemporaryFile("w+") as log:
         process = _start_torchrun(torchrun_command(config, sys.executable), log)
-        returncode = _wait(process, deadline_s)
+        warm_up_without_collecting()
+        returncode = _wait(process, max(0.0, deadline_s - (time.perf_counter() - start)))
         if returncode is None:
             _kill_group(process)
             raise TimeoutError(
