@@ -573,8 +573,12 @@ def launch_torchrun(config: DDPConfig = None, deadline_s: float = 90.0) -> Launc
     start = time.perf_counter()
     with tempfile.TemporaryFile("w+") as log:
         process = _start_torchrun(torchrun_command(config, sys.executable), log)
-        warm_up_without_collecting()
-        returncode = _wait(process, max(0.0, deadline_s - (time.perf_counter() - start)))
+        try:
+            warm_up_without_collecting()
+            returncode = _wait(process, max(0.0, deadline_s - (time.perf_counter() - start)))
+        except BaseException:  # an interrupted cell (or a failed import) leaves nothing running
+            _kill_group(process)
+            raise
         if returncode is None:
             _kill_group(process)
             raise TimeoutError(

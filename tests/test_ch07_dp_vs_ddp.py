@@ -131,6 +131,19 @@ def test_a_torchrun_past_its_deadline_is_killed(monkeypatch):
     assert collecting == [False] and gc.isenabled()
 
 
+def test_an_interrupted_torchrun_launch_leaves_no_process(monkeypatch):
+    started = []
+
+    def interrupted():
+        started.append(multiprocessing.active_children()[0].pid)
+        raise KeyboardInterrupt  # the learner stopped the cell while torchrun ran
+
+    monkeypatch.setattr(ddp_worker, "warm_up", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ddp_worker.launch_torchrun(ddp_worker.DDPConfig())
+    assert not multiprocessing.active_children() and not ddp_worker.group_alive(started[0])
+
+
 def test_warm_up_without_collecting_turns_the_collector_back_on_even_after_an_error(monkeypatch):
     def fails():
         raise ImportError("half an import")
