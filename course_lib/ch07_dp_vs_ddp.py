@@ -7,6 +7,7 @@ process on the full batch, models the bytes each GPU moves per step under DP and
 widget), and holds the chapter's exercises.
 """
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -397,8 +398,10 @@ def build_on_meta(name: str) -> nn.Module:
         return MODELS[name][0]()
 
 
+@functools.cache
 def workload(name: str) -> Workload:
-    """The real sizes of MODELS[name]: its parameters counted, float32 samples (chapter 07)."""
+    """The real sizes of MODELS[name]: its parameters counted, float32 samples (built once per
+    name: the widget asks on every redraw) (chapter 07)."""
     _, sample_in, sample_out = MODELS[name]
     return Workload(
         name, weight_bytes(build_on_meta(name)), 4 * math.prod(sample_in), 4 * math.prod(sample_out)

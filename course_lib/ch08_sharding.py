@@ -61,6 +61,7 @@ PART_NAMES = {
 def one_process(hidden: int = RUN["hidden"], batch: int = 32, seed: int = 0) -> tuple:
     """The chapter's model after one Adam step in this process:
     (parameter count, memory.state_bytes) (chapter 08)."""
+    ddp_worker.warm_up_without_collecting()  # what Adam's constructor would import, sooner
     torch.manual_seed(seed)
     model = training.digits_mlp(hidden=hidden, dropout=0.0)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)

@@ -2,6 +2,7 @@
 clean-up, the device each rank picks, the gloo group behind exercise 2, and the traffic model behind
 the widget."""
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -120,10 +121,44 @@ def test_a_run_past_its_deadline_is_killed():
     assert not multiprocessing.active_children()
 
 
-def test_a_torchrun_past_its_deadline_is_killed():
+def test_a_torchrun_past_its_deadline_is_killed(monkeypatch):
+    """...and while torchrun ran, this process warmed up (torch._dynamo) with the collector off."""
+    collecting = []
+    monkeypatch.setattr(ddp_worker, "warm_up", lambda: collecting.append(gc.isenabled()))
     with pytest.raises(TimeoutError, match="killed its process group"):
         ddp_worker.launch_torchrun(ddp_worker.DDPConfig(), deadline_s=0.3)
     assert not multiprocessing.active_children()
+    assert collecting == [False] and gc.isenabled()
+
+
+def test_an_interrupted_torchrun_launch_leaves_no_process(monkeypatch):
+    started = []
+
+    def interrupted():
+        started.append(multiprocessing.active_children()[0].pid)
+        raise KeyboardInterrupt  # the learner stopped the cell while torchrun ran
+
+    monkeypatch.setattr(ddp_worker, "warm_up", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ddp_worker.launch_torchrun(ddp_worker.DDPConfig())
+    assert not multiprocessing.active_children() and not ddp_worker.group_alive(started[0])
+
+
+def test_warm_up_without_collecting_turns_the_collector_back_on_even_after_an_error(monkeypatch):
+    def fails():
+        raise ImportError("half an import")
+
+    monkeypatch.setattr(ddp_worker, "warm_up", fails)
+    with pytest.raises(ImportError):
+        ddp_worker.warm_up_without_collecting()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        monkeypatch.setattr(ddp_worker, "warm_up", lambda: None)
+        ddp_worker.warm_up_without_collecting()
+        assert not gc.isenabled()  # off before, off after: the caller's choice stays
+    finally:
+        gc.enable()
 
 
 def sleeping_launcher(ready):
@@ -171,6 +206,31 @@ def test_the_notebook_run_is_torchrun_and_spawn_trains_the_same(run):
         None
     }  # spawn sets no RANK variable
     assert ch.max_abs_diff(by_spawn.ranks[0]["weights"], run.ranks[0]["weights"]) == 0
+
+
+def _print_and_end(write_fd):
+    os.dup2(write_fd, 1)
+    import sys
+
+    sys.stdout = open(1, "w", closefd=False)  # buffered: nothing reaches the pipe before a flush
+    print("rank 0: done", end="")
+    ddp_worker.end_process()
+    raise AssertionError("end_process returned")
+
+
+def test_a_worker_ends_with_its_output_flushed_and_exit_code_0():
+    """end_process (the worker's last line, skipping Python's teardown) loses no output and
+    exits 0; the worker also collects garbage less often while it imports."""
+    read_fd, write_fd = os.pipe()
+    child = multiprocessing.get_context("fork").Process(target=_print_and_end, args=(write_fd,))
+    child.start()
+    os.close(write_fd)
+    with os.fdopen(read_fd) as pipe:
+        said = pipe.read()
+    child.join(10)
+    assert (said, child.exitcode) == ("rank 0: done", 0)
+    main_block = Path(ddp_worker.__file__).read_text().split('if __name__ == "__main__":')[-1]
+    assert main_block.split() == ["collect_less_often()", "main()", "end_process()"]
 
 
 def test_torchrun_command_names_the_module_and_the_port():
