@@ -13,6 +13,7 @@ from torch import nn
 from . import chapters, ddp_worker, measure, sharding, training
 from .checks.sharding import RankBytes
 from .exercises import Test
+from .exercises.runner import warm_up
 from .i18n import tr
 from .i18n.catalogue import listing
 from .i18n.layout import ljust, rjust
@@ -61,7 +62,7 @@ PART_NAMES = {
 def one_process(hidden: int = RUN["hidden"], batch: int = 32, seed: int = 0) -> tuple:
     """The chapter's model after one Adam step in this process:
     (parameter count, memory.state_bytes) (chapter 08)."""
-    ddp_worker.warm_up_without_collecting()  # what Adam's constructor would import, sooner
+    warm_up()  # what Adam's constructor would import, with the collector paused
     torch.manual_seed(seed)
     model = training.digits_mlp(hidden=hidden, dropout=0.0)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)

@@ -449,19 +449,6 @@ def torchrun_command(config: DDPConfig, python: str = "") -> list:
     )
 
 
-def warm_up_without_collecting() -> None:
-    """exercises.runner.warm_up (it imports torch._dynamo) with the garbage collector paused: the
-    import's ~10**5 new objects would trigger full collections of all this process holds, which
-    free nothing (~0.25 of its ~1.1 CPU-s in a notebook's kernel) (chapters 07, 08)."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        warm_up()
-    finally:
-        if collecting:
-            gc.enable()
-
-
 class TorchrunFailed(RuntimeError):
     """torchrun exited with an error: its exit code,
     its output, and its process group id (chapter 07)."""
@@ -574,7 +561,7 @@ def launch_torchrun(config: DDPConfig = None, deadline_s: float = 90.0) -> Launc
     with tempfile.TemporaryFile("w+") as log:
         process = _start_torchrun(torchrun_command(config, sys.executable), log)
         try:
-            warm_up_without_collecting()
+            warm_up()  # torch._dynamo, with the collector paused
             returncode = _wait(process, max(0.0, deadline_s - (time.perf_counter() - start)))
         except BaseException:  # an interrupted cell (or a failed import) leaves nothing running
             _kill_group(process)

@@ -1,11 +1,13 @@
 """Unit tests of the exercise engine, on a throwaway chapter (no real chapter involved)."""
 
+import gc
 import json
 import time
 
 import pytest
 
 from course_lib.chapters import Chapter
+from course_lib.collector import collector_paused
 from course_lib.exercises import (
     CORRECT,
     INCORRECT,
@@ -613,3 +615,18 @@ def test_warm_up_imports_dynamo_without_full_collections_and_leaves_the_collecto
         [sys.executable, "-c", WARM_UP_PROBE], capture_output=True, text=True, check=True
     ).stdout
     assert json.loads(out.strip().splitlines()[-1]) == {"dynamo": True, "full": 0, "enabled": True}
+
+
+def test_a_paused_collector_is_back_on_even_after_an_error():
+    with pytest.raises(ImportError):
+        with collector_paused():
+            assert not gc.isenabled()
+            raise ImportError("half an import")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # off before, off after: the caller's choice stays
+    finally:
+        gc.enable()
