@@ -43,11 +43,36 @@ def explain_errors():
     """Turn on the explainer: a panel under every cell that fails with an error the course knows,
     and under the first warning of each kind it knows.
 
-    Every notebook calls it in its first cell; it is idempotent and does nothing outside IPython.
+    Every notebook calls it in its first cell, after its imports; it is idempotent and does
+    nothing outside IPython. In a kernel it also calls `freeze_imports()`.
     """
     from .explainer import enable
 
-    enable()
+    if enable():
+        freeze_imports()
 
 
-__all__ = ["pick_device", "seed_everything", "progress", "explain", "explain_errors", "__version__"]
+_FROZEN = []  # True once freeze_imports() has run in this process
+
+
+def freeze_imports() -> None:
+    """Once per process: gc.freeze() the objects made so far, the imports' (with torch, hundreds
+    of thousands), so that the collector's full passes (0.05-0.2 s each) stop scanning them.
+
+    torch._dynamo is imported first, with the collector paused: every chapter imports it anyway
+    (torch's first optimizer does, and the first check), and its import alone set off two full
+    passes. They live as long as the kernel; what the notebook makes later is collected as usual.
+    """
+    import gc
+    import sys
+
+    if _FROZEN:
+        return
+    if "torch" in sys.modules:
+        gc.disable()
+        try:
+            import torch._dynamo  # noqa: F401
+        finally:
+            gc.enable()
+    gc.freeze()
+    _FROZEN.append(True)

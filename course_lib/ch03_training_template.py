@@ -301,7 +301,7 @@ class StepLog:
 
 
 def zero_grad_experiment(
-    train_set, test_set, device, epochs=6, lr=0.5, batch_size=64, seed=0
+    train_set, test_set, device, epochs=3, lr=0.5, batch_size=64, seed=0
 ) -> dict:
     """Train the same model from the same start twice, with and without zero_grad (chapter 03)."""
     runs = {}

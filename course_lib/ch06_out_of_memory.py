@@ -183,8 +183,14 @@ def compare(estimated: dict, measured: dict):
 
 
 def activation_curve(device, dataset, batch_sizes=(32, 128, 512, 1024, 2048)) -> dict:
-    """Measured bytes per component for each batch size (chapter 06)."""
-    return {b: measured_step_bytes(device, b, dataset) for b in batch_sizes}
+    """Measured bytes per component of a mid-training step at each batch size (chapter 06): one
+    model and optimizer for all (their bytes do not depend on the batch), each batch its own."""
+    batches = {b: digit_batch(dataset, b, device) for b in batch_sizes}
+    model, optimizer, criterion = mid_training(device, *batches[min(batch_sizes)])
+    return {
+        b: memory.training_step_memory(model, optimizer, criterion, x, y)
+        for b, (x, y) in batches.items()
+    }
 
 
 def plot_curve(curve: dict):

@@ -106,16 +106,24 @@ def make_loader(
 
 
 def show_digits(dataset, n: int = 12, title: str = ""):
-    """A row of `n` digits with their labels, as a matplotlib Figure (chapters 03+)."""
+    """A row of `n` digits with their labels, as a matplotlib Figure (chapters 03+).
+
+    One image of the digits side by side (a column of blank pixels between them) on one axes, a
+    label above each: one axes draws in a fraction of the time of one axes per digit.
+    """
     import matplotlib.pyplot as plt
 
     n = min(n, len(dataset))
-    fig, axes = plt.subplots(1, n, figsize=(1.1 * n, 1.5), squeeze=False, layout="constrained")
-    for ax, i in zip(axes[0], range(n)):
-        x, y = dataset[i]
-        ax.imshow(x.reshape(8, 8).cpu().numpy(), cmap="gray_r", vmin=0, vmax=1)
-        ax.set_title(str(int(y)))
-        ax.axis("off")
+    samples = [dataset[i] for i in range(n)]
+    strip = torch.zeros(8, 9 * n - 1)  # 0 draws white, as a digit's background does
+    for i, (x, _) in enumerate(samples):
+        strip[:, 9 * i : 9 * i + 8] = x.detach().reshape(8, 8).cpu()
+    fig, ax = plt.subplots(figsize=(1.1 * n, 1.5), layout="constrained")
+    ax.imshow(strip.numpy(), cmap="gray_r", vmin=0, vmax=1)
+    for i, (_, y) in enumerate(samples):
+        ax.text(9 * i + 3.5, -1, str(int(y)), ha="center", va="bottom", fontsize="large")
+    ax.set_ylim(7.5, -2.8)  # room above the digits for their labels
+    ax.axis("off")
     if title:
         fig.suptitle(plot_text(title))
     plt.close(fig)  # returned, so it is shown once (as the cell's value), not twice

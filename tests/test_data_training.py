@@ -95,7 +95,12 @@ def test_shuffled_loader_repeats_with_its_seed():
 def test_show_digits_returns_a_figure():
     train, _ = data.digits_split()
     fig = data.show_digits(train, n=5, title="t")
-    assert len(fig.axes) == 5
+    (ax,) = fig.axes  # one axes: the digits side by side in one image, a label above each
+    assert [t.get_text() for t in ax.texts] == [str(int(train[i][1])) for i in range(5)]
+    (image,) = ax.images
+    strip = torch.as_tensor(image.get_array())
+    assert strip.shape == (8, 5 * 9 - 1)
+    assert torch.equal(strip[:, 9:17], train[1][0].reshape(8, 8))
 
 
 # ---------------------------------------------------------------- model and helpers

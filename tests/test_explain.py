@@ -1247,11 +1247,34 @@ def test_explain_without_argument_explains_the_last_error(shell, capsys):
     assert course_lib.explain().entry.id == "linear_shape"
 
 
-def test_enable_outside_ipython_does_nothing():
+def test_enable_outside_ipython_does_nothing(monkeypatch):
+    import gc
+
     from IPython.core.interactiveshell import InteractiveShell
 
+    monkeypatch.setattr(course_lib, "_FROZEN", [])
     assert not InteractiveShell.initialized()
-    course_lib.explain_errors()  # no shell: no error, nothing registered
+    frozen = gc.get_freeze_count()
+    course_lib.explain_errors()  # no shell: no error, nothing registered, nothing frozen
+    assert gc.get_freeze_count() == frozen
+
+
+@pytest.fixture
+def unfrozen(monkeypatch):
+    import gc
+
+    monkeypatch.setattr(course_lib, "_FROZEN", [])
+    gc.unfreeze()
+    yield gc
+    gc.unfreeze()
+
+
+def test_explain_errors_in_a_kernel_freezes_the_imports_once(shell, unfrozen):
+    shell.run_cell("from course_lib import explain_errors\nexplain_errors()")
+    frozen = unfrozen.get_freeze_count()
+    assert frozen > 10_000, "the imports' objects (torch's) are frozen"
+    shell.run_cell("made_after = [[] for _ in range(1000)]\nexplain_errors()")
+    assert unfrozen.get_freeze_count() < frozen + 1000, "a second call freezes nothing made since"
 
 
 def test_explain_accepts_exceptions_and_text():

@@ -283,12 +283,12 @@ def explain(error=None) -> Explanation:
     return explain_text(str(error))
 
 
-def enable(shell=None) -> None:
+def enable(shell=None) -> bool:
     """Show an explanation panel under every cell that fails with an error the
-    course knows, and under the first warning of each kind it knows (idempotent)."""
+    course knows, and under the first warning of each kind it knows (idempotent); True if on."""
     from .notebook import enable as _enable
 
-    _enable(shell)
+    return _enable(shell)
 
 
 # ---------------------------------------------------------------- rendering

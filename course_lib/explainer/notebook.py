@@ -85,20 +85,20 @@ def _current_shell():
     return get_ipython()
 
 
-def enable(shell=None) -> None:
-    """Register the panel once with this IPython shell; outside IPython do nothing."""
+def enable(shell=None) -> bool:
+    """Register the panel once with this IPython shell; outside IPython do nothing. True if on."""
     shell = shell or _current_shell()
     if shell is None or not hasattr(shell, "events"):
-        return
+        return False
     _hook_warnings()
     callbacks = shell.events.callbacks.get("post_run_cell", [])
-    if any(
+    if not any(
         getattr(cb, "__qualname__", "") == _panel_after_cell.__qualname__
         and getattr(cb, "__module__", "") == __name__
         for cb in callbacks
     ):
-        return
-    shell.events.register("post_run_cell", _panel_after_cell)
+        shell.events.register("post_run_cell", _panel_after_cell)
+    return True
 
 
 def disable(shell=None) -> None:
