@@ -59,9 +59,10 @@ def freeze_imports() -> None:
     """Once per process: gc.freeze() the objects made so far, the imports' (with torch, hundreds
     of thousands), so that the collector's full passes (0.05-0.2 s each) stop scanning them.
 
-    torch._dynamo is imported first, with the collector paused: every chapter imports it anyway
-    (torch's first optimizer does, and the first check), and its import alone set off two full
-    passes. They live as long as the kernel; what the notebook makes later is collected as usual.
+    torch._dynamo is imported first (exercises.runner.warm_up, the collector paused): every
+    chapter imports it anyway (torch's first optimizer does, and the first check), and its import
+    alone set off two full passes. They live as long as the kernel; what the notebook makes later
+    is collected as usual.
     """
     import gc
     import sys
@@ -69,10 +70,8 @@ def freeze_imports() -> None:
     if _FROZEN:
         return
     if "torch" in sys.modules:
-        gc.disable()
-        try:
-            import torch._dynamo  # noqa: F401
-        finally:
-            gc.enable()
+        from .exercises.runner import warm_up
+
+        warm_up()
     gc.freeze()
     _FROZEN.append(True)
