@@ -16,10 +16,10 @@ import subprocess
 import time
 import warnings
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
-import torch.utils.benchmark as benchmark
 from torch import nn
 from torch.profiler import record_function
 from torch.utils.data import Dataset, Subset
@@ -35,6 +35,9 @@ from .i18n.layout import ljust, rjust
 from .i18n.layout import width as text_width
 from .sections import section
 from .widgets import reveal, text_table
+
+if TYPE_CHECKING:  # imported on first use (`_benchmark`): it pulls in setuptools, 0.1-0.3 s
+    import torch.utils.benchmark as benchmark
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
 
@@ -489,10 +492,18 @@ def async_demo(device, n: int = 4096) -> None:
 
 
 # ---------------------------------------------------------------- 1b. torch.utils.benchmark
-def matmul_timer(a: torch.Tensor, label: str = "matmul") -> benchmark.Timer:
+def _benchmark():
+    """torch.utils.benchmark, imported at its first use: at module level, progress() (which
+    imports every chapter's module) would pay its 0.1-0.3 s in every notebook."""
+    import torch.utils.benchmark
+
+    return torch.utils.benchmark
+
+
+def matmul_timer(a: torch.Tensor, label: str = "matmul") -> "benchmark.Timer":
     """A torch.utils.benchmark.Timer of ``a @ a``,
     labelled by size and dtype for Compare (chapter 05)."""
-    return benchmark.Timer(
+    return _benchmark().Timer(
         "a @ a",
         globals={"a": a},
         label=label,
@@ -545,18 +556,23 @@ def benchmark_measurements(
     ]
 
 
-class CourseCompare(benchmark.Compare):
-    """benchmark.Compare whose line under the table (the time unit) is in the course's language."""
+@functools.cache
+def course_compare() -> type:
+    """benchmark.Compare whose line under the table (the time unit) is in the course's language
+    (the class is made at first use, as torch.utils.benchmark is imported then)."""
 
-    def __str__(self) -> str:
-        return re.sub(r"(?m)^Times are in .*$", lambda m: tr(m.group(0)), super().__str__())
+    class CourseCompare(_benchmark().Compare):
+        def __str__(self) -> str:
+            return re.sub(r"(?m)^Times are in .*$", lambda m: tr(m.group(0)), super().__str__())
+
+    return CourseCompare
 
 
 def benchmark_compare(
     device, sizes=(64, 256), dtypes=(torch.float32, torch.bfloat16), min_run_time: float = 0.05
-) -> benchmark.Compare:
+) -> "benchmark.Compare":
     """The same measurements laid out in one Compare table (chapter 05)."""
-    table = CourseCompare(benchmark_measurements(device, sizes, dtypes, min_run_time))
+    table = course_compare()(benchmark_measurements(device, sizes, dtypes, min_run_time))
     table.trim_significant_figures()
     return table
 

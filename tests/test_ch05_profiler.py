@@ -2,7 +2,9 @@
 the course's timer), torch.utils.benchmark, and the sync points (CPU parts here, CUDA parts on a
 GPU). No timing is asserted: only what the tools record and how the course reads it."""
 
+import ast
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -135,6 +137,40 @@ def test_benchmark_compare_has_a_cell_per_size_and_dtype():
     )
     for text in ("8x8", "16x16", "float32", "bfloat16", "matmul on cpu"):
         assert text in table
+
+
+def module_level_imports(source: str) -> set:
+    """The modules a file imports when it is imported: its top-level imports, those inside
+    top-level `if`/`try` blocks too, but not under `if TYPE_CHECKING:`."""
+    found, todo = set(), list(ast.parse(source).body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" not in ast.unparse(node.test):
+            todo += node.body + node.orelse
+        elif isinstance(node, ast.Try):
+            todo += node.body + node.orelse + node.finalbody
+    return found
+
+
+def test_no_course_module_imports_torch_utils_benchmark_when_imported():
+    """progress(), in every notebook's last cell, imports every chapter module: at module level,
+    torch.utils.benchmark (which pulls in setuptools) would cost each notebook 0.1-0.3 s."""
+    package = Path(ch.__file__).parent
+    heavy = {
+        str(path.relative_to(package)): sorted(
+            m
+            for m in module_level_imports(path.read_text(encoding="utf-8"))
+            if m.startswith("torch.utils.benchmark")
+        )
+        for path in sorted(package.rglob("*.py"))
+    }
+    assert {path: names for path, names in heavy.items() if names} == {}
+    sample = "from torch.utils import benchmark\nif TYPE_CHECKING:\n    import setuptools\n"
+    assert module_level_imports(sample) == {"torch.utils", "torch.utils.benchmark"}
 
 
 def test_the_timer_threads_are_restored():
