@@ -135,11 +135,11 @@ class AugmentedDigits(Dataset):
         return len(self.base)
 
     def _theta(self) -> torch.Tensor:
-        angle = math.radians(self.degrees) * (2 * torch.rand(()).item() - 1)
-        scale = 1 + self.zoom * (2 * torch.rand(()).item() - 1)
-        dx, dy = (self.shift * (2 * torch.rand(2) - 1)).tolist()
+        # the four random numbers in one draw: each torch call is an event in a profile
+        turn, zoom, dx, dy = (2 * torch.rand(4) - 1).tolist()
+        angle, scale = math.radians(self.degrees) * turn, 1 + self.zoom * zoom
         cos, sin = math.cos(angle) * scale, math.sin(angle) * scale
-        return torch.tensor([[[cos, -sin, dx], [sin, cos, dy]]])
+        return torch.tensor([[[cos, -sin, self.shift * dx], [sin, cos, self.shift * dy]]])
 
     def __getitem__(self, index):
         x, y = self.base[index]
