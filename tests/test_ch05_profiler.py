@@ -3,6 +3,7 @@ the course's timer), torch.utils.benchmark, and the sync points (CPU parts here,
 GPU). No timing is asserted: only what the tools record and how the course reads it."""
 
 import ast
+import gc
 import math
 from pathlib import Path
 
@@ -102,6 +103,23 @@ def test_the_table_is_sorted_by_self_time(profiled):
     assert "Self CPU" in table
     rows = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
     assert rows[0].key[:30] in table.splitlines()[3]
+
+
+@pytest.mark.parametrize("collector_on", [True, False])
+def test_the_averages_are_read_with_the_collector_paused_and_it_is_restored(profiled, collector_on):
+    class Spy:  # stands in for a profile: records whether the collector ran during the call
+        def key_averages(self):
+            self.seen = gc.isenabled()
+            return profiled[0].key_averages()
+
+    spy, was_on = Spy(), gc.isenabled()
+    (gc.enable if collector_on else gc.disable)()
+    try:
+        averages = profiling.averages(spy)
+        assert spy.seen is False and gc.isenabled() is collector_on
+    finally:
+        (gc.enable if was_on else gc.disable)()
+    assert {e.key for e in averages} == {e.key for e in profiled[0].key_averages()}
 
 
 def test_profiling_leaves_no_kineto_lines_on_stderr(capfd):
