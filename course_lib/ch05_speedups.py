@@ -234,10 +234,12 @@ def time_epochs(
 
 
 def workers_experiment(
-    dataset, device, settings=((0, False), (2, False), (2, True)), epochs: int = 2
+    dataset, device, settings=((0, False), (2, False), (2, True)), epochs: int = 2, items=None
 ) -> dict:
-    """Epoch times for each (num_workers, persistent_workers)
-    setting: label -> [ms per epoch] (chapter 05)."""
+    """Epoch times for each (num_workers, persistent_workers) setting, on the first `items` of
+    `dataset` (all by default): label -> [ms per epoch] (chapter 05)."""
+    if items is not None:
+        dataset = Subset(dataset, range(min(items, len(dataset))))
     results = {}
     for workers, persistent in settings:
         label = f"num_workers={workers}" + (", persistent" if persistent else "")
