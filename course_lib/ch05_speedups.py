@@ -545,10 +545,10 @@ def show_timer_vs_time_fn(result: dict) -> str:
 
 
 def benchmark_measurements(
-    device, sizes=(64, 256), dtypes=(torch.float32, torch.bfloat16), min_run_time: float = 0.05
+    device, sizes=(64, 256), dtypes=(torch.float32, torch.bfloat16), min_run_time: float = 0.02
 ) -> list:
-    """Timer.blocked_autorange of a matmul for each size
-    and dtype: a list of Measurements (chapter 05)."""
+    """Timer.blocked_autorange of a matmul for each size and dtype: a list of Measurements
+    (chapter 05). A table shows medians only: 0.02 s of blocks each is enough for them."""
     return [
         matmul_timer(
             torch.randn(n, n, device=device, dtype=dtype), label=tr(f"matmul on {device}")
@@ -571,7 +571,7 @@ def course_compare() -> type:
 
 
 def benchmark_compare(
-    device, sizes=(64, 256), dtypes=(torch.float32, torch.bfloat16), min_run_time: float = 0.05
+    device, sizes=(64, 256), dtypes=(torch.float32, torch.bfloat16), min_run_time: float = 0.02
 ) -> "benchmark.Compare":
     """The same measurements laid out in one Compare table (chapter 05)."""
     table = course_compare()(benchmark_measurements(device, sizes, dtypes, min_run_time))
