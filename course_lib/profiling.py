@@ -120,8 +120,11 @@ def export_trace(prof, name: str = "trace.json") -> Path:
 
 
 def trace_events(path) -> list:
-    """The events of a trace file (its "traceEvents" list), parsed once (chapter 05)."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))["traceEvents"]
+    """The events of a trace file (its "traceEvents" list), parsed once, with the collector
+    paused (chapter 05)."""
+    text = Path(path).read_text(encoding="utf-8")
+    with collector_paused():
+        return json.loads(text)["traceEvents"]
 
 
 def events_of(prof) -> list:
@@ -207,21 +210,29 @@ def sort_key(device) -> str:
     )
 
 
-def averages(prof):
-    """``prof.key_averages()``, with Python's garbage collector paused while it runs (chapters
-    05, 06).
+@contextlib.contextmanager
+def collector_paused():
+    """Python's garbage collector off for a block that builds many objects and no garbage
+    (chapters 05, 06).
 
-    Its first call turns every recorded event into Python objects (11,000 events for chapter
-    05's four steps) and leaves no garbage; with the collector on, each time the heap has grown
-    by a quarter a full collection scans a kernel that holds torch: a third of the call's time.
+    Reading a profile turns every recorded event into Python objects (11,000 events for chapter
+    05's four steps, as FunctionEvents or as the trace file's dicts); with the collector on, each
+    time the heap has grown by a quarter a full collection scans a kernel that holds torch, which
+    was a third of key_averages' time and most of the trace file's parse.
     """
     was_on = gc.isenabled()
     gc.disable()
     try:
-        return prof.key_averages()
+        yield
     finally:
         if was_on:
             gc.enable()
+
+
+def averages(prof):
+    """``prof.key_averages()``, read with the collector paused (chapters 05, 06)."""
+    with collector_paused():
+        return prof.key_averages()
 
 
 def top_operators(prof, device, rows: int = 8) -> str:

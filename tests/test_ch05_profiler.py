@@ -122,6 +122,21 @@ def test_the_averages_are_read_with_the_collector_paused_and_it_is_restored(prof
     assert {e.key for e in averages} == {e.key for e in profiled[0].key_averages()}
 
 
+def test_the_trace_file_is_parsed_with_the_collector_paused(profiled, monkeypatch):
+    seen, loads = [], profiling.json.loads
+    monkeypatch.setattr(
+        profiling.json, "loads", lambda text: seen.append(gc.isenabled()) or loads(text)
+    )
+    was_on = gc.isenabled()
+    gc.enable()
+    try:
+        events = profiling.trace_events(profiled[2])
+        assert seen == [False] and gc.isenabled()
+    finally:
+        (gc.enable if was_on else gc.disable)()
+    assert len(events) == len(profiled[3])
+
+
 def test_profiling_leaves_no_kineto_lines_on_stderr(capfd):
     with profiling.profiled("cpu") as prof:
         torch.randn(8, 8) @ torch.randn(8, 8)
