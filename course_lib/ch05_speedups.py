@@ -16,10 +16,10 @@ import subprocess
 import time
 import warnings
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
-import torch.utils.benchmark as benchmark
 from torch import nn
 from torch.profiler import record_function
 from torch.utils.data import Dataset, Subset
@@ -35,6 +35,9 @@ from .i18n.layout import ljust, rjust
 from .i18n.layout import width as text_width
 from .sections import section
 from .widgets import reveal, text_table
+
+if TYPE_CHECKING:  # imported on first use (`_benchmark`): it pulls in setuptools, 0.1-0.3 s
+    import torch.utils.benchmark as benchmark
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
 
@@ -132,11 +135,11 @@ class AugmentedDigits(Dataset):
         return len(self.base)
 
     def _theta(self) -> torch.Tensor:
-        angle = math.radians(self.degrees) * (2 * torch.rand(()).item() - 1)
-        scale = 1 + self.zoom * (2 * torch.rand(()).item() - 1)
-        dx, dy = (self.shift * (2 * torch.rand(2) - 1)).tolist()
+        # the four random numbers in one draw: each torch call is an event in a profile
+        turn, zoom, dx, dy = (2 * torch.rand(4) - 1).tolist()
+        angle, scale = math.radians(self.degrees) * turn, 1 + self.zoom * zoom
         cos, sin = math.cos(angle) * scale, math.sin(angle) * scale
-        return torch.tensor([[[cos, -sin, dx], [sin, cos, dy]]])
+        return torch.tensor([[[cos, -sin, self.shift * dx], [sin, cos, self.shift * dy]]])
 
     def __getitem__(self, index):
         x, y = self.base[index]
@@ -231,10 +234,12 @@ def time_epochs(
 
 
 def workers_experiment(
-    dataset, device, settings=((0, False), (2, False), (2, True)), epochs: int = 2
+    dataset, device, settings=((0, False), (2, False), (2, True)), epochs: int = 2, items=None
 ) -> dict:
-    """Epoch times for each (num_workers, persistent_workers)
-    setting: label -> [ms per epoch] (chapter 05)."""
+    """Epoch times for each (num_workers, persistent_workers) setting, on the first `items` of
+    `dataset` (all by default): label -> [ms per epoch] (chapter 05)."""
+    if items is not None:
+        dataset = Subset(dataset, range(min(items, len(dataset))))
     results = {}
     for workers, persistent in settings:
         label = f"num_workers={workers}" + (", persistent" if persistent else "")
@@ -489,10 +494,18 @@ def async_demo(device, n: int = 4096) -> None:
 
 
 # ---------------------------------------------------------------- 1b. torch.utils.benchmark
-def matmul_timer(a: torch.Tensor, label: str = "matmul") -> benchmark.Timer:
+def _benchmark():
+    """torch.utils.benchmark, imported at its first use: at module level, progress() (which
+    imports every chapter's module) would pay its 0.1-0.3 s in every notebook."""
+    import torch.utils.benchmark
+
+    return torch.utils.benchmark
+
+
+def matmul_timer(a: torch.Tensor, label: str = "matmul") -> "benchmark.Timer":
     """A torch.utils.benchmark.Timer of ``a @ a``,
     labelled by size and dtype for Compare (chapter 05)."""
-    return benchmark.Timer(
+    return _benchmark().Timer(
         "a @ a",
         globals={"a": a},
         label=label,
@@ -532,10 +545,10 @@ def show_timer_vs_time_fn(result: dict) -> str:
 
 
 def benchmark_measurements(
-    device, sizes=(64, 256), dtypes=(torch.float32, torch.bfloat16), min_run_time: float = 0.05
+    device, sizes=(64, 256), dtypes=(torch.float32, torch.bfloat16), min_run_time: float = 0.02
 ) -> list:
-    """Timer.blocked_autorange of a matmul for each size
-    and dtype: a list of Measurements (chapter 05)."""
+    """Timer.blocked_autorange of a matmul for each size and dtype: a list of Measurements
+    (chapter 05). A table shows medians only: 0.02 s of blocks each is enough for them."""
     return [
         matmul_timer(
             torch.randn(n, n, device=device, dtype=dtype), label=tr(f"matmul on {device}")
@@ -545,18 +558,23 @@ def benchmark_measurements(
     ]
 
 
-class CourseCompare(benchmark.Compare):
-    """benchmark.Compare whose line under the table (the time unit) is in the course's language."""
+@functools.cache
+def course_compare() -> type:
+    """benchmark.Compare whose line under the table (the time unit) is in the course's language
+    (the class is made at first use, as torch.utils.benchmark is imported then)."""
 
-    def __str__(self) -> str:
-        return re.sub(r"(?m)^Times are in .*$", lambda m: tr(m.group(0)), super().__str__())
+    class CourseCompare(_benchmark().Compare):
+        def __str__(self) -> str:
+            return re.sub(r"(?m)^Times are in .*$", lambda m: tr(m.group(0)), super().__str__())
+
+    return CourseCompare
 
 
 def benchmark_compare(
-    device, sizes=(64, 256), dtypes=(torch.float32, torch.bfloat16), min_run_time: float = 0.05
-) -> benchmark.Compare:
+    device, sizes=(64, 256), dtypes=(torch.float32, torch.bfloat16), min_run_time: float = 0.02
+) -> "benchmark.Compare":
     """The same measurements laid out in one Compare table (chapter 05)."""
-    table = CourseCompare(benchmark_measurements(device, sizes, dtypes, min_run_time))
+    table = course_compare()(benchmark_measurements(device, sizes, dtypes, min_run_time))
     table.trim_significant_figures()
     return table
 

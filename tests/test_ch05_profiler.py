@@ -2,7 +2,10 @@
 the course's timer), torch.utils.benchmark, and the sync points (CPU parts here, CUDA parts on a
 GPU). No timing is asserted: only what the tools record and how the course reads it."""
 
+import ast
+import gc
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -102,6 +105,38 @@ def test_the_table_is_sorted_by_self_time(profiled):
     assert rows[0].key[:30] in table.splitlines()[3]
 
 
+@pytest.mark.parametrize("collector_on", [True, False])
+def test_the_averages_are_read_with_the_collector_paused_and_it_is_restored(profiled, collector_on):
+    class Spy:  # stands in for a profile: records whether the collector ran during the call
+        def key_averages(self):
+            self.seen = gc.isenabled()
+            return profiled[0].key_averages()
+
+    spy, was_on = Spy(), gc.isenabled()
+    (gc.enable if collector_on else gc.disable)()
+    try:
+        averages = profiling.averages(spy)
+        assert spy.seen is False and gc.isenabled() is collector_on
+    finally:
+        (gc.enable if was_on else gc.disable)()
+    assert {e.key for e in averages} == {e.key for e in profiled[0].key_averages()}
+
+
+def test_the_trace_file_is_parsed_with_the_collector_paused(profiled, monkeypatch):
+    seen, loads = [], profiling.json.loads
+    monkeypatch.setattr(
+        profiling.json, "loads", lambda text: seen.append(gc.isenabled()) or loads(text)
+    )
+    was_on = gc.isenabled()
+    gc.enable()
+    try:
+        events = profiling.trace_events(profiled[2])
+        assert seen == [False] and gc.isenabled()
+    finally:
+        (gc.enable if was_on else gc.disable)()
+    assert len(events) == len(profiled[3])
+
+
 def test_profiling_leaves_no_kineto_lines_on_stderr(capfd):
     with profiling.profiled("cpu") as prof:
         torch.randn(8, 8) @ torch.randn(8, 8)
@@ -135,6 +170,40 @@ def test_benchmark_compare_has_a_cell_per_size_and_dtype():
     )
     for text in ("8x8", "16x16", "float32", "bfloat16", "matmul on cpu"):
         assert text in table
+
+
+def module_level_imports(source: str) -> set:
+    """The modules a file imports when it is imported: its top-level imports, those inside
+    top-level `if`/`try` blocks too, but not under `if TYPE_CHECKING:`."""
+    found, todo = set(), list(ast.parse(source).body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" not in ast.unparse(node.test):
+            todo += node.body + node.orelse
+        elif isinstance(node, ast.Try):
+            todo += node.body + node.orelse + node.finalbody
+    return found
+
+
+def test_no_course_module_imports_torch_utils_benchmark_when_imported():
+    """progress(), in every notebook's last cell, imports every chapter module: at module level,
+    torch.utils.benchmark (which pulls in setuptools) would cost each notebook 0.1-0.3 s."""
+    package = Path(ch.__file__).parent
+    heavy = {
+        str(path.relative_to(package)): sorted(
+            m
+            for m in module_level_imports(path.read_text(encoding="utf-8"))
+            if m.startswith("torch.utils.benchmark")
+        )
+        for path in sorted(package.rglob("*.py"))
+    }
+    assert {path: names for path, names in heavy.items() if names} == {}
+    sample = "from torch.utils import benchmark\nif TYPE_CHECKING:\n    import setuptools\n"
+    assert module_level_imports(sample) == {"torch.utils", "torch.utils.benchmark"}
 
 
 def test_the_timer_threads_are_restored():

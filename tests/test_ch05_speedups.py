@@ -77,6 +77,20 @@ def test_workers_experiment_has_each_setting_and_epoch(train_set):
     assert len(ch.plot_epochs(results).axes[0].patches) == 4
 
 
+def test_workers_experiment_reads_only_the_first_items():
+    class Counted(torch.utils.data.TensorDataset):
+        reads = []
+
+        def __getitem__(self, index):
+            self.reads.append(index)
+            return super().__getitem__(index)
+
+    counted = Counted(torch.randn(40, 64), torch.randint(0, 10, (40,)))
+    results = ch.workers_experiment(counted, "cpu", settings=((0, False),), epochs=2, items=24)
+    assert len(results["num_workers=0"]) == 2
+    assert sorted(Counted.reads) == sorted(list(range(24)) * 2)
+
+
 def test_train_step_trains():
     torch.manual_seed(0)
     model = nn.Linear(4, 3)
