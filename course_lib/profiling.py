@@ -10,7 +10,6 @@ state, activations...) set beside the course's own estimate.
 """
 
 import contextlib
-import gc
 import json
 import os
 import sys
@@ -22,6 +21,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from . import measure
+from .collector import collector_paused
 from .i18n import tr
 from .i18n.plots import plot_text
 
@@ -208,25 +208,6 @@ def sort_key(device) -> str:
     return (
         "self_device_time_total" if torch.device(device).type == "cuda" else "self_cpu_time_total"
     )
-
-
-@contextlib.contextmanager
-def collector_paused():
-    """Python's garbage collector off for a block that builds many objects and no garbage
-    (chapters 05, 06).
-
-    Reading a profile turns every recorded event into Python objects (11,000 events for chapter
-    05's four steps, as FunctionEvents or as the trace file's dicts); with the collector on, each
-    time the heap has grown by a quarter a full collection scans a kernel that holds torch, which
-    was a third of key_averages' time and most of the trace file's parse.
-    """
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
 
 
 def averages(prof):
