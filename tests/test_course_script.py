@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -127,6 +128,19 @@ def test_launcher_installs_torch_first_then_the_course_once(tmp_path, os_name):
         *course.UNNEEDED[-1:],
         course.COMPILE_ALL,
     ]
+
+
+def test_launcher_compiles_the_course_s_bytecode_even_where_python_writes_none(tmp_path):
+    course, calls = launcher(), []
+    course.compile_course(Path("/venv/bin/python"), run=lambda cmd, cwd: calls.append(cmd))
+    assert calls == [["/venv/bin/python", "-c", course.COMPILE_COURSE]]
+    (tmp_path / "course_lib" / "sub").mkdir(parents=True)
+    for name in ("__init__.py", "sub/__init__.py", "sub/m.py"):
+        (tmp_path / "course_lib" / name).write_text("X = 1\n")
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    subprocess.run([sys.executable, "-c", course.COMPILE_COURSE], cwd=tmp_path, env=env, check=True)
+    compiled = sorted(p.name.split(".")[0] for p in tmp_path.rglob("*.pyc"))
+    assert compiled == ["__init__", "__init__", "m"]
 
 
 def test_launcher_passes_the_learners_arguments_on():
