@@ -148,9 +148,9 @@ def failure_report(err: "ddp_worker.TorchrunFailed", seconds: float) -> str:
     if "SIGTERM" in err.output:
         lines.append(
             tr(
-                "rank 0: stopped by torchrun with SIGTERM while it waited for rank 1 inside a "
-                "collective; torchrun's report calls rank 1 the root cause "
-                "(ChildFailedError)"
+                "rank 0: stopped by torchrun with SIGTERM while still in DDP's constructor, "
+                "whose first collective waits for every rank; torchrun's report calls rank 1 "
+                "the root cause (ChildFailedError)"
             )
         )
     alive = int(ddp_worker.group_alive(err.pgid))
