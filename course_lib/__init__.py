@@ -4,6 +4,8 @@ Notebooks import their chapter module (``from course_lib import ch01_device_chec
 the shared parts are `device`, `seed`, `doctor`, `widgets` and the `exercises` engine.
 """
 
+import functools
+
 __version__ = "0.1.0"
 LAZY = {"pick_device": "device", "seed_everything": "seed"}  # imported (with torch) on first use
 
@@ -52,9 +54,7 @@ def explain_errors():
         freeze_imports()
 
 
-_FROZEN = []  # True once freeze_imports() has run in this process
-
-
+@functools.cache
 def freeze_imports() -> None:
     """Once per process: gc.freeze() the objects made so far, the imports' (with torch, hundreds
     of thousands), so that the collector's full passes (0.05-0.2 s each) stop scanning them.
@@ -67,11 +67,11 @@ def freeze_imports() -> None:
     import gc
     import sys
 
-    if _FROZEN:
-        return
     if "torch" in sys.modules:
         from .exercises.runner import warm_up
 
         warm_up()
     gc.freeze()
-    _FROZEN.append(True)
+
+
+__all__ = ["pick_device", "seed_everything", "progress", "explain", "explain_errors", "__version__"]

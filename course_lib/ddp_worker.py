@@ -554,8 +554,9 @@ def launch_torchrun(config: DDPConfig = None, deadline_s: float = 90.0) -> Launc
     kill its whole process group past the deadline.
 
     A failed run raises TorchrunFailed (a RuntimeError) with torchrun's output (chapter 07).
-    While torchrun's workers start, this process imports torch._dynamo, which its own first
-    optimizer (or check) would import later: the two overlap where a core is free."""
+    While torchrun's workers start, this process imports torch._dynamo if it has not yet (a
+    notebook's first cell has, through explain_errors; a script or test has not): its own first
+    optimizer (or check) would import it later, and the two overlap where a core is free."""
     config = (config or DDPConfig()).resolved()
     start = time.perf_counter()
     with tempfile.TemporaryFile("w+") as log:

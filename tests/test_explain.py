@@ -1247,12 +1247,12 @@ def test_explain_without_argument_explains_the_last_error(shell, capsys):
     assert course_lib.explain().entry.id == "linear_shape"
 
 
-def test_enable_outside_ipython_does_nothing(monkeypatch):
+def test_enable_outside_ipython_does_nothing():
     import gc
 
     from IPython.core.interactiveshell import InteractiveShell
 
-    monkeypatch.setattr(course_lib, "_FROZEN", [])
+    course_lib.freeze_imports.cache_clear()
     assert not InteractiveShell.initialized()
     frozen = gc.get_freeze_count()
     course_lib.explain_errors()  # no shell: no error, nothing registered, nothing frozen
@@ -1263,10 +1263,11 @@ def test_enable_outside_ipython_does_nothing(monkeypatch):
 def unfrozen(monkeypatch):
     import gc
 
-    monkeypatch.setattr(course_lib, "_FROZEN", [])
+    course_lib.freeze_imports.cache_clear()
     gc.unfreeze()
     yield gc
     gc.unfreeze()
+    course_lib.freeze_imports.cache_clear()
 
 
 def test_explain_errors_in_a_kernel_freezes_the_imports_once(shell, unfrozen):
