@@ -998,7 +998,7 @@ def compile_call_cost(model: nn.Module, x: torch.Tensor) -> str:
     ]
     notes = (
         (
-            first > 5 * max(second, 1.0),
+            first > max(10 * second, 50.0),  # an import takes ~10**2 ms; a wrap ~1
             (
                 "the first call imported the rest of TorchDynamo's backend machinery into this "
                 "process; the second only wrapped the model. Neither compiled anything: the first "

@@ -734,6 +734,8 @@ def test_compile_call_cost_says_nothing_was_compiled():
     assert "graphs compiled by the two calls: 0" in text
     assert "graphs compiled so far: 1 (the first: 1 ops)" in text
     assert text.splitlines()[4].endswith("graphs compiled so far: 1")
+    again = ch.compile_call_cost(nn.Linear(3, 3), torch.randn(2, 3))  # imports done: a wrap only
+    assert again.splitlines()[-1].startswith("both calls only wrapped the model")
 
 
 def test_payback_note_from_the_numbers():
