@@ -727,9 +727,15 @@ def test_control_flow_on_ints_is_unrolled_and_guarded_not_broken():
 
 
 def test_compile_call_cost_says_nothing_was_compiled():
-    text = ch.compile_call_cost(nn.Linear(3, 3))
+    text = ch.compile_call_cost(nn.Linear(3, 3), torch.randn(2, 3))
     assert "wraps your model: True" in text and "same parameters: True" in text
-    assert "compiled anything" in text or "nothing is compiled" in text
+    assert "compiled anything" in text or "compiled nothing" in text
+    # counted, not asserted: no graph after the calls, one after the first forward, reused after
+    assert "graphs compiled by the two calls: 0" in text
+    assert "graphs compiled so far: 1 (the first: 1 ops)" in text
+    assert text.splitlines()[4].endswith("graphs compiled so far: 1")
+    again = ch.compile_call_cost(nn.Linear(3, 3), torch.randn(2, 3))  # imports done: a wrap only
+    assert again.splitlines()[-1].startswith("both calls only wrapped the model")
 
 
 def test_payback_note_from_the_numbers():
