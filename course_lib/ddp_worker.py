@@ -479,7 +479,9 @@ def torchrun_start_method() -> str:
 
 
 def _torchrun_main(arguments: list, log_fd: int) -> None:
-    """In the forked process: a session of its own, output to `log_fd`, torchrun's main."""
+    """In the forked process: what it shares with its parent frozen, a session of its own, output
+    to `log_fd`, torchrun's main."""
+    gc.freeze()  # its collections leave the objects (and pages) it shares with the kernel be
     os.setsid()  # one process group to kill past the deadline, as start_new_session gives
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
@@ -497,11 +499,7 @@ def _start_torchrun(line: list, log) -> object:
         process = multiprocessing.get_context("fork").Process(
             target=_torchrun_main, args=(arguments, log.fileno()), daemon=False
         )
-        gc.freeze()  # the child's collections leave the objects it shares with us (their pages) be
-        try:
-            process.start()
-        finally:
-            gc.unfreeze()
+        process.start()  # no freeze here: unfreeze() would also thaw the kernel's frozen imports
         return process
     return subprocess.Popen(
         line,
