@@ -144,6 +144,35 @@ def test_an_interrupted_torchrun_launch_leaves_no_process(monkeypatch):
     assert not multiprocessing.active_children() and not ddp_worker.group_alive(started[0])
 
 
+def test_meanwhile_a_kernel_imports_what_the_chapter_shows_next_and_freezes_it(monkeypatch):
+    """While torchrun runs: torch._dynamo's warm-up, and in a kernel pyplot and ipywidgets with the
+    collector paused; a process that froze its imports (a notebook's) freezes them too."""
+    import gc
+    import sys
+    import types
+
+    seen = []
+    monkeypatch.setattr(ddp_worker, "warm_up", lambda: seen.append("torch._dynamo"))
+    imports = types.SimpleNamespace(import_module=lambda name: seen.append((name, gc.isenabled())))
+    monkeypatch.setattr(ddp_worker, "importlib", imports)
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    was_frozen = gc.get_freeze_count()
+    ddp_worker.meanwhile()  # a script or a test: the warm-up alone, nothing frozen
+    assert seen == ["torch._dynamo"] and gc.get_freeze_count() == was_frozen
+    monkeypatch.setitem(sys.modules, "ipykernel", types.ModuleType("ipykernel"))
+    seen.clear()
+    gc.freeze()  # as freeze_imports leaves a kernel
+    try:
+        made_since = [[] for _ in range(1000)]
+        frozen = gc.get_freeze_count()
+        ddp_worker.meanwhile()
+        assert gc.get_freeze_count() >= frozen + len(made_since), "what it imported is frozen"
+    finally:
+        if not was_frozen:
+            gc.unfreeze()
+    assert seen == ["torch._dynamo", ("matplotlib.pyplot", False), ("ipywidgets", False)]
+
+
 def _say_frozen(arguments):
     import gc
 
