@@ -44,6 +44,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
 
 from . import data, training
+from .collector import collector_paused
 from .exercises.runner import describe_exception, warm_up
 from .i18n import tr
 from .seed import seed_everything
@@ -479,7 +480,9 @@ def torchrun_start_method() -> str:
 
 
 def _torchrun_main(arguments: list, log_fd: int) -> None:
-    """In the forked process: a session of its own, output to `log_fd`, torchrun's main."""
+    """In the forked process: what it shares with its parent frozen, a session of its own, output
+    to `log_fd`, torchrun's main."""
+    gc.freeze()  # its collections leave the objects (and pages) it shares with the kernel be
     os.setsid()  # one process group to kill past the deadline, as start_new_session gives
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
@@ -497,11 +500,7 @@ def _start_torchrun(line: list, log) -> object:
         process = multiprocessing.get_context("fork").Process(
             target=_torchrun_main, args=(arguments, log.fileno()), daemon=False
         )
-        gc.freeze()  # the child's collections leave the objects it shares with us (their pages) be
-        try:
-            process.start()
-        finally:
-            gc.unfreeze()
+        process.start()  # no freeze here: unfreeze() would also thaw the kernel's frozen imports
         return process
     return subprocess.Popen(
         line,
@@ -549,20 +548,37 @@ def _kill_group(process) -> None:
     _wait(process, 10.0)
 
 
+NEXT_IN_A_KERNEL = ("matplotlib.pyplot", "ipywidgets")  # chapters 07 and 08 plot and ask next
+
+
+def meanwhile() -> None:
+    """What this process does while torchrun's workers run, where a core is free (chapter 07).
+
+    It imports what it would import later anyway: torch._dynamo (its first optimizer or check),
+    if a notebook's first cell has not (explain_errors has; a script or test has not), and in a
+    kernel NEXT_IN_A_KERNEL (the chapter's figure and quizzes), the collector paused. A process
+    that froze its imports (freeze_imports) freezes these too, so later collections skip them."""
+    warm_up()  # torch._dynamo, with the collector paused
+    if "ipykernel" in sys.modules:
+        with collector_paused():
+            for name in NEXT_IN_A_KERNEL:
+                importlib.import_module(name)
+    if gc.get_freeze_count():
+        gc.freeze()
+
+
 def launch_torchrun(config: DDPConfig = None, deadline_s: float = 90.0) -> LaunchResult:
     """Run the worker under torchrun (torchrun_command's line);
     kill its whole process group past the deadline.
 
     A failed run raises TorchrunFailed (a RuntimeError) with torchrun's output (chapter 07).
-    While torchrun's workers start, this process imports torch._dynamo if it has not yet (a
-    notebook's first cell has, through explain_errors; a script or test has not): its own first
-    optimizer (or check) would import it later, and the two overlap where a core is free."""
+    While torchrun's workers run, this process does `meanwhile()`."""
     config = (config or DDPConfig()).resolved()
     start = time.perf_counter()
     with tempfile.TemporaryFile("w+") as log:
         process = _start_torchrun(torchrun_command(config, sys.executable), log)
         try:
-            warm_up()  # torch._dynamo, with the collector paused
+            meanwhile()
             returncode = _wait(process, max(0.0, deadline_s - (time.perf_counter() - start)))
         except BaseException:  # an interrupted cell (or a failed import) leaves nothing running
             _kill_group(process)

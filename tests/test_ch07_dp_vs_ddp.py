@@ -144,6 +144,68 @@ def test_an_interrupted_torchrun_launch_leaves_no_process(monkeypatch):
     assert not multiprocessing.active_children() and not ddp_worker.group_alive(started[0])
 
 
+def test_meanwhile_a_kernel_imports_what_the_chapter_shows_next_and_freezes_it(monkeypatch):
+    """While torchrun runs: torch._dynamo's warm-up, and in a kernel pyplot and ipywidgets with the
+    collector paused; a process that froze its imports (a notebook's) freezes them too."""
+    import gc
+    import sys
+    import types
+
+    seen = []
+    monkeypatch.setattr(ddp_worker, "warm_up", lambda: seen.append("torch._dynamo"))
+    imports = types.SimpleNamespace(import_module=lambda name: seen.append((name, gc.isenabled())))
+    monkeypatch.setattr(ddp_worker, "importlib", imports)
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    was_frozen = gc.get_freeze_count()
+    ddp_worker.meanwhile()  # a script or a test: the warm-up alone, nothing frozen
+    assert seen == ["torch._dynamo"] and gc.get_freeze_count() == was_frozen
+    monkeypatch.setitem(sys.modules, "ipykernel", types.ModuleType("ipykernel"))
+    seen.clear()
+    gc.freeze()  # as freeze_imports leaves a kernel
+    try:
+        made_since = [[] for _ in range(1000)]
+        frozen = gc.get_freeze_count()
+        ddp_worker.meanwhile()
+        assert gc.get_freeze_count() >= frozen + len(made_since), "what it imported is frozen"
+    finally:
+        if not was_frozen:
+            gc.unfreeze()
+    assert seen == ["torch._dynamo", ("matplotlib.pyplot", False), ("ipywidgets", False)]
+
+
+def _say_frozen(arguments):
+    import gc
+
+    print(f"{gc.get_freeze_count()} {arguments}", flush=True)
+
+
+def test_the_forked_agent_freezes_what_it_shares_and_the_kernel_keeps_its_frozen_imports(
+    monkeypatch,
+):
+    """The forked agent's collections leave the kernel's objects (and their pages) be; the
+    kernel's own gc.freeze() (freeze_imports, in every notebook's first cell) survives the launch:
+    a thawed kernel rescans ~4*10**5 objects in each later full collection (~0.25 s each)."""
+    import gc
+    import tempfile
+
+    monkeypatch.setattr("torch.distributed.run.main", _say_frozen)
+    monkeypatch.setattr(ddp_worker, "torchrun_start_method", lambda: "fork")
+    was_frozen = gc.get_freeze_count()
+    gc.freeze()  # as freeze_imports leaves a kernel
+    try:
+        frozen = gc.get_freeze_count()
+        with tempfile.TemporaryFile("w+") as log:
+            agent = ddp_worker._start_torchrun(["python", "-m", "torch.distributed.run", "x"], log)
+            assert ddp_worker._wait(agent, 20) == 0
+            log.seek(0)
+            in_agent, arguments = log.read().split(maxsplit=1)
+        assert gc.get_freeze_count() == frozen, "the launch thawed the kernel's frozen objects"
+        assert int(in_agent) > frozen and arguments.strip() == "['x']"
+    finally:
+        if not was_frozen:
+            gc.unfreeze()
+
+
 def sleeping_launcher(ready):
     """Stands in for torchrun: a session of its own, and a worker in a session of ITS own."""
     os.setsid()
