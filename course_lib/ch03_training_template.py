@@ -344,21 +344,28 @@ def plot_zero_grad(runs: dict):
     """Side by side: loss per step with and without
     zero_grad, and the gradient norms (log scale)."""
     import matplotlib.pyplot as plt
+    from matplotlib import ticker
 
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2), layout="constrained")
+    # fixed margins, not layout="constrained" (which measures every tick label again, half of the
+    # drawing); the notebook's display crops the figure to what it draws
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.16, top=0.9, wspace=0.2)
+    axes[1].sharey(axes[0])  # both loss panels on one scale, labelled once
+    axes[1].tick_params(labelleft=False)
     top = max(max(v for v in log.loss if math.isfinite(v)) for log in runs.values())
     for ax, (label, log) in zip(axes, runs.items()):
         ax.plot(range(1, len(log.loss) + 1), log.loss, lw=0.9)
-        ax.set(
-            title=plot_text(f"loss per step, {label}"),
-            xlabel=plot_text("step"),
-            ylabel=plot_text("batch loss"),
-            ylim=(0, 1.05 * top),
-        )
+        ax.set(title=plot_text(f"loss per step, {label}"), xlabel=plot_text("step"))
+    axes[0].set(ylabel=plot_text("batch loss"), ylim=(0, 1.05 * top))
     for label, log in runs.items():
         steps = range(1, len(log.grad_norm) + 1)
         axes[2].semilogy(steps, log.grad_norm, lw=0.9, label=plot_text(label))
     axes[2].set(title=plot_text("gradient norm at step()"), xlabel=plot_text("step"))
+    # ticks at 1 and 3 per decade as plain numbers (0.3, 1, 3, 10): the default 10^k labels start
+    # matplotlib's math-text parser, and its 8 minor ticks per decade cost as much again
+    axes[2].yaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 3.0)))
+    axes[2].yaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+    axes[2].yaxis.set_minor_locator(ticker.NullLocator())
     axes[2].legend()
     for ax in axes:
         ax.grid(alpha=0.3)

@@ -198,7 +198,8 @@ def plot_curve(curve: dict):
     import matplotlib.pyplot as plt
 
     sizes = list(curve)
-    fig, ax = plt.subplots(figsize=(6.5, 3.4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    fig.subplots_adjust(left=0.11, right=0.99, bottom=0.15, top=0.9)  # fixed: no layout engine
     for component in memory.COMPONENTS:
         ax.plot(
             sizes,
@@ -722,7 +723,8 @@ def plot_leak(runs: dict):
     """Live saved activations after each batch, one line per evaluation loop (chapter 06)."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.5, 3.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(6.5, 3.2))
+    fig.subplots_adjust(left=0.11, right=0.99, bottom=0.15, top=0.9)  # fixed: no layout engine
     # lines that lie on top of each other stay visible: a big hollow marker under a small filled one
     styles = (
         {"marker": "o", "ms": 6, "ls": "-"},

@@ -118,7 +118,8 @@ def show_digits(dataset, n: int = 12, title: str = ""):
     strip = torch.zeros(8, 9 * n - 1)  # 0 draws white, as a digit's background does
     for i, (x, _) in enumerate(samples):
         strip[:, 9 * i : 9 * i + 8] = x.detach().reshape(8, 8).cpu()
-    fig, ax = plt.subplots(figsize=(1.1 * n, 1.5), layout="constrained")
+    fig, ax = plt.subplots(figsize=(1.1 * n, 1.5))
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.8)  # fixed: no layout engine
     ax.imshow(strip.numpy(), cmap="gray_r", vmin=0, vmax=1)
     for i, (_, y) in enumerate(samples):
         ax.text(9 * i + 3.5, -1, str(int(y)), ha="center", va="bottom", fontsize="large")

@@ -259,6 +259,11 @@ def test_without_zero_grad_the_gradient_grows(zero_grad_runs):
 def test_zero_grad_plot_and_description(zero_grad_runs):
     fig = ch.plot_zero_grad(zero_grad_runs)
     assert len(fig.axes) == 3
+    fig.canvas.draw()
+    loss_with, loss_without, norms = fig.axes
+    assert loss_with.get_ylim() == loss_without.get_ylim(), "both loss panels on one scale"
+    labels = [t.get_text() for t in norms.get_yticklabels() if t.get_text()]
+    assert labels and not any("$" in t for t in labels), "log-axis ticks as plain numbers"
     line = ch.describe_run("without zero_grad", zero_grad_runs["without zero_grad"])
     assert "gradient norm" in line and "test accuracy" in line
 
