@@ -43,6 +43,21 @@ def timed(owner, name: str, label: str) -> None:
     setattr(owner, name, wrapper)
 
 
+def cpu_of(pid: int) -> float:
+    """User and system CPU seconds of a live process (not of its children)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_of(pid: int) -> list:
+    found = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/children") as f:
+            found += [int(p) for p in f.read().split()]
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chapter", default="03")
@@ -104,6 +119,18 @@ def main() -> int:
 
     scheduler.Scheduler.step = step_and_note
     timed(scheduler.selectors.DefaultSelector, "select", "waiting in select")
+    long_lived = {}  # the zygote's and the judge's CPU seconds, read just before the zygote stops
+    stop = scheduler.Scheduler.stop
+
+    def stop_and_read(self):
+        if self.zygote is not None and self.zygote.process.poll() is None:
+            zygote = self.zygote.process.pid
+            long_lived["zygote"] = cpu_of(zygote)
+            for pid in children_of(zygote):  # the judge: every graded process has ended
+                long_lived[f"judge (pid {pid})"] = cpu_of(pid)
+        return stop(self)
+
+    scheduler.Scheduler.stop = stop_and_read
     for owner, name, label in (
         (parent.Grader, "_prepare", "start-up: zygote, judge, intake"),
         (parent.Grader, "_specs", "judge's specs and check warm-up"),
@@ -141,6 +168,10 @@ def main() -> int:
         f"{report['graded']} submissions, {report['processes']} graded processes, "
         f"{wall:.2f} s wall; parent {own:.2f} CPU-s, zygote/judge/graded {kids:.2f} CPU-s; "
         f"load {' '.join(Path('/proc/loadavg').read_text().split()[:3])}"
+    )
+    print(
+        "long-lived processes at the end (own CPU-s): "
+        + ", ".join(f"{k} {v:.2f}" for k, v in long_lived.items())
     )
     print("\nparent steps (wall s, calls):")
     for label, seconds in sorted(SPENT.items(), key=lambda kv: -kv[1]):
