@@ -1,11 +1,12 @@
-"""The grader's own files, checked after every graded process and restored if changed (grader).
+"""The grader's own files, checked after graded processes and restored if changed (grader).
 
 With namespaces (read-only binds) or Landlock a graded process cannot write outside its
-scratch folder at all; this check is the last line of defence (and the only one on
-machines with neither): it compares size, mtime, inode and ctime, so no write goes unseen
-(ctime cannot be set back by a process), keeps the
-bytes of course_lib (answer key included) and of every output file the grader wrote, and
-puts back anything a graded process changed, added or deleted.
+scratch folder at all; this check is the last line of defence, run after every graded process
+on machines with neither (and there the only one), at most once a second and after the last
+process where the walls stand (parent.WALLED_GUARD_EVERY): it compares size, mtime, inode
+and ctime, so no write goes unseen (ctime cannot be set back by a process), keeps the bytes of
+course_lib (answer key included) and of every output file the grader wrote, and puts back
+anything a graded process changed, added or deleted.
 """
 
 import os

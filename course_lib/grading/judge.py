@@ -19,6 +19,7 @@ expected value.
 is the grader's handle on the process (parent side).
 """
 
+import gc
 import json
 import os
 import select
@@ -226,8 +227,10 @@ def serve(requests, replies) -> None:
     line out; a failing request gets an error reply."""
     judge = Judge()
     for line in requests:
+        op = None
         try:
             request = json.loads(line)
+            op = request.get("op") if isinstance(request, dict) else None
             reply = {"id": request.get("id"), "ok": judge.handle(request)}
         except Exception as err:  # noqa: BLE001 - the judge stays up; the grader decides what it means
             reply = {"id": None, "error": f"{type(err).__name__}: {err}"[:2000]}
@@ -243,6 +246,9 @@ def serve(requests, replies) -> None:
             )
         replies.write(text + "\n")
         replies.flush()
+        if op == "prepare":  # the key and its references stay: freeze them, and collect what
+            gc.freeze()  # judging makes from here on (the collector is off until now, see run)
+            gc.enable()
 
 
 def main(argv) -> None:
@@ -263,6 +269,7 @@ def run(request_fd: int, reply_fd: int) -> None:
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     warnings.simplefilter("ignore")
+    gc.disable()  # as in the zygote, until its prepare is done (serve turns it back on)
     requests, replies = os.fdopen(request_fd, "r", encoding="utf-8"), os.fdopen(reply_fd, "w")
     import torch
 

@@ -29,6 +29,11 @@ from .judge import JudgeClient, judge_pipes
 from .records import RunReport
 from .scheduler import Scheduler
 
+# With read-only binds or Landlock no graded process can write the grader's files; the guard then
+# only notices someone else's edits (and puts the grader's outputs back): a look a second is enough.
+# Without either it looks after every graded process, before the next one starts.
+WALLED_GUARD_EVERY = 1.0
+
 
 def hide_gpus() -> None:
     """This process sees no GPU either (if CUDA is not yet initialised here)."""
@@ -64,7 +69,7 @@ class Grader:
         self.paths = gradebook.paths(self.out)
         self.queue, self.stats, self.notes = [], Counter(), []
         self.totals, self.run_specs, self.key_problems, self.bar = {}, {}, [], None
-        self.judge, self.specs_ready = None, False
+        self.judge, self.specs_ready, self.guarded_at = None, False, 0.0
 
     # ------------------------------------------------------------------ step 1: intake
     def _intake(self) -> list:
@@ -201,11 +206,15 @@ class Grader:
         if sub.left == 0:
             self._record(sub)
 
+    def _walled(self) -> bool:
+        """Read-only binds or Landlock: no graded process can write outside its scratch."""
+        info = self.isolation_info
+        return bool(info.get("namespaces") or info.get("landlock_abi", 0) >= 1)
+
     def _guard_check(self, finished: list) -> None:
+        self.guarded_at = time.monotonic()
         window = finished + list(self.scheduler.running.values())
-        walled = (
-            self.isolation_info.get("namespaces") or self.isolation_info.get("landlock_abi", 0) >= 1
-        )
+        walled = self._walled()
         changed = self.guard.check(restore_trees=not walled)
         if not changed:
             return
@@ -313,7 +322,11 @@ class Grader:
         while self.queue or self.scheduler.running:
             self._fill()
             finished = self.scheduler.step()
-            if finished:
+            if finished and self._walled():  # no graded process can write the grader's files:
+                self._fill()  # the freed cores work first; the guard looks now and then
+                if time.monotonic() - self.guarded_at >= WALLED_GUARD_EVERY:
+                    self._guard_check(finished)
+            elif finished:
                 self._guard_check(finished)  # before anything starts: its window is exact
                 self._fill()  # the freed cores work while the judge judges what finished
             for child in finished:
@@ -324,6 +337,8 @@ class Grader:
                     self._finished(child)
                 except Exception as err:  # noqa: BLE001 - one submission's failure is its own
                     self._drop(sub, "judging", err)
+        if self._walled():
+            self._guard_check([])  # the last look, after the last graded process
 
     def _drop(self, sub, step: str, err: BaseException) -> None:
         """Stop grading `sub` (its other processes are killed), record the failure, go on."""

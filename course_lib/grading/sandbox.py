@@ -7,6 +7,7 @@ runs the job's body (child.notebook_body or child.check_body) and exits. It neve
 the zygote's code.
 """
 
+import gc
 import os
 import sys
 import tempfile
@@ -71,6 +72,7 @@ def run_child(meta: dict, report_fd: int, handshake) -> None:
 
     code = 0
     try:
+        gc.enable()  # off in the zygote (zygote.main); the heap it made is frozen
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)

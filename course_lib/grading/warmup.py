@@ -16,6 +16,16 @@ import warnings
 # edition's switch, whose import turns Chinese on for every process forked after it: each
 # notebook imports it itself, or not.
 LEFT_OUT = ("course_lib.key", "course_lib.grading", "course_lib.zh")
+# What graded notebooks import beyond the course, once here instead of in each notebook process:
+# widgets and display, progress bars, and what a DataLoader with workers loads (chapter 03 on).
+NOTEBOOK_IMPORTS = (
+    "ipywidgets",
+    "IPython.display",
+    "tqdm.auto",
+    "multiprocessing.popen_fork",
+    "multiprocessing.queues",
+    "multiprocessing.synchronize",
+)
 
 
 def public_modules(package_path, prefix: str = "course_lib.") -> list:
@@ -44,7 +54,7 @@ def import_everything() -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - a module that cannot load here is loaded by whoever needs it
             pass
-    for name in ("ipywidgets", "IPython.display", "tqdm.auto", "inspect", "logging", "typing"):
+    for name in (*NOTEBOOK_IMPORTS, "inspect", "logging", "typing"):
         try:
             importlib.import_module(name)
         except ImportError:
