@@ -59,15 +59,10 @@ def children_of(pid: int) -> list:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chapter", default="03")
-    parser.add_argument("--right", type=int, default=30)
-    parser.add_argument("--wrong", type=int, default=8)
-    parser.add_argument("--blank", type=int, default=2)
-    parser.add_argument("--workers", type=int, default=None)
-    args = parser.parse_args()
+    from grading_speed import class_arguments, make_class
 
-    from grading_speed import make_class
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args = class_arguments(parser).parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="grading-profile-"))
     (work / "subs").mkdir()

@@ -214,8 +214,8 @@ def kill_and_resume(folder: Path, out: Path, workers, kill_after: int) -> dict:
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def class_arguments(parser):
+    """The class's shape (chapter, right, wrong, blank) and the grader's workers, on `parser`."""
     parser.add_argument("--chapter", default="03")
     parser.add_argument("--right", type=int, default=30)
     parser.add_argument("--wrong", type=int, default=8)
@@ -223,6 +223,11 @@ def main() -> int:
     parser.add_argument(
         "--workers", type=int, default=None, help="grader workers (default: all cores)"
     )
+    return parser
+
+
+def main() -> int:
+    parser = class_arguments(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
     parser.add_argument("--cell-timeout", type=int, default=120, help="nbclient's per-cell limit")
     parser.add_argument("--skip-nbclient", action="store_true")
     parser.add_argument("--keep", help="keep the class and the results in this folder")
