@@ -8,11 +8,13 @@ clock stands in for a GPU that runs asynchronously.
 """
 
 import functools
+import importlib.util
 import math
 import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -497,9 +499,27 @@ def async_demo(device, n: int = 4096) -> None:
 
 
 # ---------------------------------------------------------------- 1b. torch.utils.benchmark
+def _lazy_module(name: str) -> None:
+    """Put module `name` in sys.modules unexecuted (importlib's LazyLoader): its code runs at the
+    first use of one of its names, not at its import (chapter 05)."""
+    if name in sys.modules:
+        return
+    spec = importlib.util.find_spec(name)
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    parent, _, child = name.rpartition(".")
+    setattr(sys.modules[parent], child, module)
+
+
 def _benchmark():
     """torch.utils.benchmark, imported at its first use: at module level, progress() (which
-    imports every chapter's module) would pay its 0.1-0.3 s in every notebook."""
+    imports every chapter's module) would pay for it in every notebook. Its C++ timer imports
+    torch.utils.cpp_extension, whose first line imports setuptools (0.2-0.3 s); the chapter times
+    Python statements only, so that module is loaded lazily, in full when a C++ timer needs it."""
+    if "torch.utils.benchmark" not in sys.modules:
+        _lazy_module("torch.utils.cpp_extension")
     import torch.utils.benchmark
 
     return torch.utils.benchmark

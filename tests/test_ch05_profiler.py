@@ -5,6 +5,8 @@ GPU). No timing is asserted: only what the tools record and how the course reads
 import ast
 import gc
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -204,6 +206,31 @@ def test_no_course_module_imports_torch_utils_benchmark_when_imported():
     assert {path: names for path, names in heavy.items() if names} == {}
     sample = "from torch.utils import benchmark\nif TYPE_CHECKING:\n    import setuptools\n"
     assert module_level_imports(sample) == {"torch.utils", "torch.utils.benchmark"}
+
+
+BENCHMARK_WITHOUT_SETUPTOOLS = """
+import sys
+from course_lib import ch05_speedups as ch
+ch.timer_vs_time_fn("cpu", n=8, min_run_time=0.001)
+print("setuptools" in sys.modules)
+from torch.utils import cpp_extension
+print(callable(cpp_extension.load), "setuptools" in sys.modules)
+"""
+
+
+def test_torch_utils_benchmark_leaves_setuptools_until_a_cpp_timer_needs_it():
+    """The chapter's Timer runs without setuptools; torch.utils.cpp_extension still loads in full
+    (and imports it) at the first use of one of its names. A fresh process: pytest has imported
+    setuptools already."""
+    out = subprocess.run(
+        [sys.executable, "-c", BENCHMARK_WITHOUT_SETUPTOOLS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(Path(ch.__file__).parent.parent),
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["False", "True", "True"]
 
 
 def test_the_timer_threads_are_restored():
