@@ -170,9 +170,13 @@ def fresh_step(device, seed: int = 0, phase=training.no_label):
     return training.stepper(model, optimizer, nn.CrossEntropyLoss(), device, phase)
 
 
-def starving_experiment(train_set, device, batch_size: int = 64, **loader_options) -> list:
-    """One epoch each on the plain and on the augmented
-    digits: data-wait vs compute per step (chapter 05)."""
+def starving_experiment(
+    train_set, device, batch_size: int = 64, items=None, **loader_options
+) -> list:
+    """One epoch each on the plain and on the augmented digits, the first `items` of them (all by
+    default): data-wait vs compute per step (chapter 05)."""
+    if items is not None:
+        train_set = Subset(train_set, range(min(items, len(train_set))))
     results = []
     for label, dataset in (
         ("digits in memory", train_set),

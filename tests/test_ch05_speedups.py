@@ -69,6 +69,20 @@ def test_starving_experiment_times_every_step(train_set):
     assert all(t >= 0 for r in results for t in r.wait_ms + r.compute_ms)
 
 
+def test_starving_experiment_reads_only_the_first_items():
+    class Counted(torch.utils.data.TensorDataset):
+        reads = []
+
+        def __getitem__(self, index):
+            self.reads.append(index)
+            return super().__getitem__(index)
+
+    counted = Counted(torch.randn(40, 64), torch.randint(0, 10, (40,)))
+    results = ch.starving_experiment(counted, "cpu", batch_size=8, items=24)
+    assert [len(r.wait_ms) for r in results] == [3, 3]
+    assert sorted(Counted.reads) == sorted(list(range(24)) * 2)  # plain, then augmented
+
+
 def test_workers_experiment_has_each_setting_and_epoch(train_set):
     small = torch.utils.data.Subset(ch.AugmentedDigits(train_set), range(128))
     results = ch.workers_experiment(small, "cpu", settings=((0, False), (2, True)), epochs=2)
