@@ -9,6 +9,7 @@ clock stands in for a GPU that runs asynchronously.
 
 import functools
 import importlib.util
+import itertools
 import math
 import os
 import re
@@ -856,38 +857,35 @@ class PrecisionRun:
     skipped: int = 0
 
 
+def shuffled_batches(dataset, steps: int, batch_size: int = 64, seed: int = 0) -> list:
+    """The first `steps` batches of shuffled epochs over `dataset`, one epoch after another, read
+    once: every precision's run trains on this same list (chapter 05)."""
+    loader = torch.utils.data.DataLoader(
+        dataset,
+        batch_size=batch_size,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(seed),
+    )
+    batches = []
+    while len(batches) < steps:
+        batches.extend(itertools.islice(loader, steps - len(batches)))
+    return batches
+
+
 def train_in_precision(
-    train_set,
-    test_set,
-    device,
-    label: str,
-    dtype,
-    scaled: bool,
-    steps: int,
-    batch_size: int = 64,
-    seed: int = 0,
+    batches, test_batches, device, label: str, dtype, scaled: bool, seed: int = 0
 ) -> PrecisionRun:
-    """`steps` training steps of the digits MLP from
-    a fixed start, in one precision (chapter 05)."""
+    """One training step per batch of the digits MLP
+    from a fixed start, in one precision (chapter 05)."""
     device = torch.device(device)
     torch.manual_seed(seed)
     model = training.digits_mlp().to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     scaler = torch.amp.GradScaler(device.type, enabled=scaled)
-    loader = torch.utils.data.DataLoader(
-        train_set,
-        batch_size=batch_size,
-        shuffle=True,
-        generator=torch.Generator().manual_seed(seed),
-    )
-    run, batches = PrecisionRun(label), iter(())
+    run = PrecisionRun(label)
     model.train()
-    while len(run.losses) < steps:
-        batch = next(batches, None)
-        if batch is None:
-            batches = iter(loader)
-            continue
-        x, y = batch[0].to(device), batch[1].to(device)
+    for x, y in batches:
+        x, y = x.to(device), y.to(device)
         before = scaler.get_scale() if scaled else None
         run.losses.append(precision_step(model, optimizer, scaler, device.type, dtype, x, y).item())
         if scaled:
@@ -895,16 +893,17 @@ def train_in_precision(
             run.skipped += (
                 scaler.get_scale() < before
             )  # update() lowers the scale after a skipped step
-    test_loader = torch.utils.data.DataLoader(test_set, batch_size=256)
-    run.accuracy = training.evaluate(model, test_loader, device, nn.CrossEntropyLoss())[1]
+    run.accuracy = training.evaluate(model, test_batches, device, nn.CrossEntropyLoss())[1]
     return run
 
 
 def amp_vs_fp32(train_set, test_set, device, steps: int = 60) -> list:
     """The same steps from the same start in float32 and
     in each autocast setting of the device (chapter 05)."""
+    batches = shuffled_batches(train_set, steps)  # read once, for every precision
+    test_batches = list(torch.utils.data.DataLoader(test_set, batch_size=256))
     return [
-        train_in_precision(train_set, test_set, device, label, dtype, scaled, steps)
+        train_in_precision(batches, test_batches, device, label, dtype, scaled)
         for label, dtype, scaled in amp_settings(device)
     ]
 

@@ -706,6 +706,17 @@ def test_precision_pitfalls_are_computed_live():
     )
 
 
+def test_shuffled_batches_run_on_into_the_next_epoch():
+    dataset = torch.utils.data.TensorDataset(torch.arange(10.0), torch.arange(10))
+    batches = ch.shuffled_batches(dataset, steps=5, batch_size=4)
+    assert [len(y) for _, y in batches] == [4, 4, 2, 4, 4]
+    first, second = (torch.cat([y for _, y in part]) for part in (batches[:3], batches[3:]))
+    assert sorted(first.tolist()) == list(range(10))  # one whole epoch, then a new shuffle
+    assert batches[3][1].tolist() != first[:4].tolist()
+    again = ch.shuffled_batches(dataset, steps=5, batch_size=4)
+    assert all(torch.equal(a[1], b[1]) for a, b in zip(batches, again))  # the same every time
+
+
 def test_amp_vs_fp32_trains_both_from_the_same_start(train_set):
     runs = ch.amp_vs_fp32(train_set, train_set, "cpu", steps=12)
     assert [r.label for r in runs] == ["float32 (no autocast)", "autocast bfloat16"]
@@ -718,9 +729,8 @@ def test_amp_vs_fp32_trains_both_from_the_same_start(train_set):
 
 
 def test_scaled_runs_report_the_scale_and_skipped_steps(train_set):
-    run = ch.train_in_precision(
-        train_set, train_set, "cpu", "bf16 + scaler", torch.bfloat16, True, steps=3
-    )
+    batches = ch.shuffled_batches(train_set, steps=3)
+    run = ch.train_in_precision(batches, batches, "cpu", "bf16 + scaler", torch.bfloat16, True)
     assert len(run.scales) == 3 and run.skipped == 0
     assert "scale now 65536" in ch.show_precision_runs(
         [ch.PrecisionRun("fp32", [1.0] * 3), run], every=1
