@@ -191,9 +191,8 @@ def starving_experiment(
 def profile_steps(dataset, device, steps: int = 4, batch_size: int = 16) -> tuple:
     """`steps` training steps on `dataset` under torch.profiler,
     phases labelled: (profiler, LoopTimes) (chapter 05). The profile holds an event for every
-    operator of every item's augmentation (~100 per item): batches of 16 keep it (and the time to
-    read it, ~0.05 s per 1,000 events) a quarter of 64's, with the data phase still the larger
-    one."""
+    operator of every item's augmentation (~100 per item): batches of 16 keep it (and the time
+    key_averages takes to read it) a quarter of 64's, with the data phase still the larger one."""
     loader = data.make_loader(dataset, device, batch_size, shuffle=True)
     step = fresh_step(device, phase=record_function)
     return profiling.profile_training(step, loader, device, steps=steps, label="profiled steps")
