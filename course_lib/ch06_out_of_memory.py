@@ -214,6 +214,7 @@ def plot_curve(curve: dict):
         title=plot_text("measured memory of one training step"),
     )
     ax.set_xticks(sizes, [str(b) for b in sizes])
+    ax.minorticks_off()  # the log axis's unlabelled minor ticks cost as much to draw as the rest
     ax.legend()
     ax.grid(alpha=0.3)
     plt.close(fig)
