@@ -200,7 +200,10 @@ def plot_stacked(rows: dict, parts=("wait", "compute"), title: str = "", ylabel:
     import matplotlib.pyplot as plt
 
     labels = list(rows)
-    fig, ax = plt.subplots(figsize=(1.8 + 1.9 * len(labels), 4.0), layout="constrained")
+    fig, ax = plt.subplots(figsize=(1.8 + 1.9 * len(labels), 4.0))
+    # fixed margins, not layout="constrained" (it measures every tick label again: about half of
+    # the drawing); the legend hangs below the axes and the notebook's display crops to it
+    fig.subplots_adjust(left=0.75 / fig.get_figwidth(), right=0.98, bottom=0.3, top=0.92)
     bottom = [0.0] * len(labels)
     for i, part in enumerate(parts):
         values = [rows[label][i] for label in labels]

@@ -191,7 +191,11 @@ def plot_timeline(events, title: str = "the profiled steps, from the trace file"
     import matplotlib.pyplot as plt
 
     rows = lanes(events)
-    fig, ax = plt.subplots(figsize=(9.5, 0.6 + 0.55 * len(rows)), layout="constrained")
+    fig, ax = plt.subplots(figsize=(9.5, 0.6 + 0.55 * len(rows)))
+    # fixed margins (in inches), not layout="constrained": it measures every label again, about
+    # half of the drawing; the notebook's display crops the figure to what it draws
+    height = fig.get_figheight()
+    fig.subplots_adjust(left=0.11, right=0.99, bottom=0.5 / height, top=1 - 0.3 / height)
     for i, (lane, bars) in enumerate(reversed(list(rows.items()))):
         ax.broken_barh(bars, (i - 0.4, 0.8), color=PHASE_COLORS.get(lane, "tab:gray"))
     names = [lane if lane in PHASES else plot_text(lane) for lane in reversed(list(rows))]
@@ -350,7 +354,10 @@ def plot_memory_timeline(
     import matplotlib.pyplot as plt
 
     shown = {name: values for name, values in timeline["parts"].items() if any(values)}
-    fig, ax = plt.subplots(figsize=(10, 3.8), layout="constrained")
+    fig, ax = plt.subplots(figsize=(10, 3.8))
+    # fixed margins, not layout="constrained" (it measures every label again: about half of the
+    # drawing); the legend hangs right of the axes and the notebook's display crops to it
+    fig.subplots_adjust(left=0.07, right=0.8, bottom=0.13, top=0.92)
     mib = [[v / 2**20 for v in values] for values in shown.values()]
     ax.stackplot(
         timeline["ms"],

@@ -199,15 +199,23 @@ def fit(
     from tqdm.auto import tqdm
 
     history = History()
+    # redrawn at most twice a second (a redraw in a notebook updates its widgets: ~5 ms each); the
+    # epoch's numbers join the bar at its next redraw, and the last ones when it closes
     with tqdm(
-        total=epochs * len(train_loader), desc=tr("training"), unit="batch", disable=not progress
+        total=epochs * len(train_loader),
+        desc=tr("training"),
+        unit="batch",
+        disable=not progress,
+        mininterval=0.5,
     ) as bar:
         ticking = TickingLoader(train_loader, bar)
         for _ in range(epochs):
             train_loss = train_fn(model, ticking, device, optimizer, criterion)
             test_loss, test_accuracy = eval_fn(model, test_loader, device, criterion)
             history.add(train_loss, test_loss, test_accuracy)
-            bar.set_postfix(train_loss=f"{train_loss:.3f}", test_acc=f"{test_accuracy:.1%}")
+            bar.set_postfix(
+                train_loss=f"{train_loss:.3f}", test_acc=f"{test_accuracy:.1%}", refresh=False
+            )
     return history
 
 
