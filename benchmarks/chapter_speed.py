@@ -4,8 +4,9 @@
 
 The floor is a notebook that only imports torch, matplotlib and ipywidgets: what any chapter
 pays before its first line of teaching (pytest and nbval start, a kernel starts, the imports).
-Each notebook, the floor first, runs as `pytest --nbval-lax NOTEBOOK` in its own process, one
-after another, `--repeat` times (the best time counts: the machine is shared); the figure is
+Each notebook runs as `pytest --nbval-lax NOTEBOOK` in its own process, one after another, the
+floor first, in `--repeat` rounds (the best time counts: the machine is shared; round by round,
+the floor meets the same load as the chapters); the figure is
 each chapter's time over the floor's (goal: within 1.5x, none over 2x). `--cells N` then runs
 each chapter once more with nbclient and lists its N slowest cells, to say where time goes.
 Prints the load average beside each figure, and the CPU-seconds of each run (user + system of
@@ -64,11 +65,13 @@ def floor_notebook(folder: Path) -> Path:
 
 
 def environment(folder: Path) -> dict:
-    """What the suite gives nbval's kernels (tests/conftest.py): one thread, no progress file."""
+    """What the suite gives nbval's kernels (tests/conftest.py): one thread, a throwaway progress
+    file, English unless the notebook turns Chinese on."""
     return dict(
         os.environ,
         OMP_NUM_THREADS="1",
         COURSE_PROGRESS_FILE=str(folder / "progress.json"),
+        COURSE_LANG="en",
         PYTHONDONTWRITEBYTECODE="1",
     )
 
@@ -152,17 +155,18 @@ def main() -> int:
     floor = floor_notebook(folder)
     print(f"{os.cpu_count()} CPUs; load average {load()}; best of {args.repeat} run(s) each")
     best, cpu = {}, {}
-    for path in [floor, *copies]:
-        runs = []
-        for _ in range(args.repeat):
+    runs = {path: [] for path in [floor, *copies]}
+    for _ in range(args.repeat):  # round by round: the floor is measured beside the chapters
+        for path in runs:
             before = load()
-            runs.append(nbval_seconds(path, env))
+            runs[path].append(nbval_seconds(path, env))
             print(
-                f"  {path.stem:<22} {runs[-1][0]:6.1f} s  {runs[-1][1]:5.1f} CPU-s  "
+                f"  {path.stem:<22} {runs[path][-1][0]:6.1f} s  {runs[path][-1][1]:5.1f} CPU-s  "
                 f"(load before {before})",
                 flush=True,
             )
-        best[path], cpu[path] = min(r[0] for r in runs), min(r[1] for r in runs)
+    for path, times in runs.items():
+        best[path], cpu[path] = min(r[0] for r in times), min(r[1] for r in times)
     base = best[floor]
     print(f"\nfloor (imports torch, matplotlib, ipywidgets): {base:.1f} s, {cpu[floor]:.1f} CPU-s")
     for path in copies:

@@ -13,7 +13,7 @@ from .doctor import doctor_widget
 from .exercises import Test
 from .i18n import tr
 from .sections import section
-from .widgets import code, html_table
+from .widgets import code, html_table, widget
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
 
@@ -298,12 +298,13 @@ def machine_explorer():
     """Pick a machine; see what three ways of choosing the device do there."""
     import ipywidgets as W
 
-    picker = W.Dropdown(
+    picker = widget(
+        W.Dropdown,
         options=[(tr(name), name) for name in MACHINES],
         description=tr("Machine:"),
-        layout=W.Layout(width="360px"),
+        layout={"width": "360px"},
     )
-    table = W.HTML()
+    table = widget(W.HTML)
 
     def redraw(_=None):
         rows = [
@@ -313,4 +314,4 @@ def machine_explorer():
 
     picker.observe(redraw, names="value")
     redraw()
-    return W.VBox([picker, table])
+    return widget(W.VBox, [picker, table])

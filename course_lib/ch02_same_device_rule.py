@@ -21,7 +21,7 @@ from .exercises import Test
 from .i18n import tr
 from .i18n.catalogue import join
 from .sections import section
-from .widgets import Html, code, html_table, reveal
+from .widgets import Html, code, html_table, reveal, widget
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
 
@@ -232,32 +232,37 @@ class WarehouseAndWorkshop:
         other = str(other or second_device())
         choices = [(tr("warehouse (cpu)"), "cpu"), (tr(f"workshop ({other})"), other)]
         self.pickers = {
-            p: W.ToggleButtons(options=choices, value="cpu", description=tr(f"{p}:")) for p in PARTS
+            p: widget(W.ToggleButtons, options=choices, value="cpu", description=tr(f"{p}:"))
+            for p in PARTS
         }
-        self.prediction = W.ToggleButtons(
+        self.prediction = widget(
+            W.ToggleButtons,
             options=[(tr("it will run"), True), (tr("it will raise an error"), False)],
             value=None,
             description=tr("You predict:"),
         )
-        self.button = W.Button(
+        self.button = widget(
+            W.Button,
             description=tr("Run the step for real"),
             button_style="primary",
-            layout=W.Layout(width="auto"),
+            layout={"width": "auto"},
         )
-        self.result = W.HTML()
+        self.result = widget(W.HTML)
         self.button.on_click(self._on_click)
         for toggle in [*self.pickers.values(), self.prediction]:
             toggle.observe(self._on_change, names="value")
-        intro = W.HTML(
+        intro = widget(
+            W.HTML,
             tr(
                 "<b>The warehouse and the workshop.</b> Put each part in the warehouse (the CPU) "
                 "or the workshop (the other device), predict, then run forward, loss and backward "
                 "for real."
-            )
+            ),
         )
-        self.box = W.VBox(
+        self.box = widget(
+            W.VBox,
             [intro, *self.pickers.values(), self.prediction, self.button, self.result],
-            layout=W.Layout(border="1px solid #d0d7de", padding="6px"),
+            layout={"border": "1px solid #d0d7de", "padding": "6px"},
         )
 
     def placement(self) -> dict:

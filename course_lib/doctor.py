@@ -208,9 +208,10 @@ def doctor_widget():
     """The report as a notebook panel with a Re-check button (chapter 01)."""
     import ipywidgets as W
 
-    from .widgets import report_table
+    from .widgets import report_table, widget
 
-    table = W.HTML(report_table(environment_report(), _cell))
-    button = W.Button(description=tr("Re-check"), icon="refresh")
+    table = widget(W.HTML, report_table(environment_report(), _cell))
+    button = widget(W.Button, description=tr("Re-check"), icon="refresh")
     button.on_click(lambda _: setattr(table, "value", report_table(environment_report(), _cell)))
-    return W.VBox([W.HTML(f"<b>{tr('Your PyTorch environment')}</b>"), table, button])
+    title = widget(W.HTML, f"<b>{tr('Your PyTorch environment')}</b>")
+    return widget(W.VBox, [title, table, button])

@@ -8,6 +8,10 @@
 
 ipywidgets and IPython are imported where a widget is made, so importing this module (as every
 chapter module does) costs a graded process nothing.
+
+Widgets are made with `widget()`: widgets that look alike share one Layout and one Style model,
+and the CSS classes come with the widget, so a quiz is a third of the models (and of the comm
+messages a kernel sends, and JupyterLab or nbval reads) that plain ipywidgets would make.
 """
 
 import contextlib
@@ -20,11 +24,37 @@ from .exercises.text import html as text_html
 from .i18n import tr
 from .i18n.layout import ljust, width
 
+_SHARED = {}  # (model class, traits) -> the Layout or Style model the widgets like it share
+
+
+def shared(cls, **traits):
+    """One `cls` (a Layout or a Style) with these traits, shared by every widget that asks for it
+    (a closed one is replaced). Never change a shared model's traits: make the widget its own."""
+    key = (cls, tuple(sorted(traits.items())))
+    model = _SHARED.get(key)
+    if model is None or model.comm is None:
+        model = _SHARED[key] = cls(**traits)
+    return model
+
+
+def widget(cls, *args, layout=None, classes=(), **traits):
+    """`cls(*args, **traits)` with a shared Layout (`layout`: its traits) and, unless given, the
+    class's default Style shared; `classes`: its CSS classes, sent with the widget itself."""
+    import ipywidgets as W
+
+    traits["layout"] = shared(W.Layout, **(layout or {}))
+    style = cls.class_traits().get("style")
+    if style is not None and "style" not in traits:
+        traits["style"] = shared(style.klass)
+    if classes:
+        traits["_dom_classes"] = tuple(classes)
+    return cls(*args, **traits)
+
 
 def result_html(result):
     import ipywidgets as W
 
-    return W.HTML(result._repr_html_())
+    return widget(W.HTML, result._repr_html_())
 
 
 # Options are rows of their own: a long option wraps inside its row (never over the next one) and
@@ -77,45 +107,57 @@ def hint_widget(exercise):
     import ipywidgets as W
 
     if not exercise.hints:
-        return W.VBox([W.HTML(tr("No hints for this one."))])
-    shown = W.HTML()
-    button = W.Button(layout=W.Layout(width="auto", align_self="flex-start"))
+        return widget(W.VBox, [widget(W.HTML, tr("No hints for this one."))])
+
+    def state() -> dict:
+        n, total = len(exercise.hints_shown()), len(exercise.hints)
+        return {
+            "value": "".join(
+                f"<div style='margin:2px 0'>{text_html(line)}</div>"
+                for line in exercise.hints_shown()
+            ),
+            "disabled": n >= total,
+            "description": tr(
+                f"Show a hint ({n + 1} of {total})" if n < total else f"All {total} hints shown"
+            ),
+        }
+
+    now = state()
+    shown = widget(W.HTML, now["value"])
+    button = widget(
+        W.Button,
+        description=now["description"],
+        disabled=now["disabled"],
+        layout={"width": "auto", "align_self": "flex-start"},
+    )
 
     def refresh():
-        n, total = len(exercise.hints_shown()), len(exercise.hints)
-        shown.value = "".join(
-            f"<div style='margin:2px 0'>{text_html(line)}</div>" for line in exercise.hints_shown()
-        )
-        button.disabled = n >= total
-        button.description = tr(
-            f"Show a hint ({n + 1} of {total})" if n < total else f"All {total} hints shown"
-        )
+        new = state()
+        shown.value = new["value"]
+        with button.hold_sync():
+            button.disabled, button.description = new["disabled"], new["description"]
 
     button.on_click(lambda _: exercise.reveal_hint())
     exercise._hint_views[:] = exercise._hint_views[-9:] + [refresh]
-    refresh()
-    box = W.VBox([button, shown])
-    box.add_class("course-hints")
-    return box
+    return widget(W.VBox, [button, shown], classes=["course-hints"])
 
 
 def _option_rows(quiz):
     """One checkbox per option, its text as HTML (code as code); single choice keeps one ticked."""
     import ipywidgets as W
 
+    single = quiz.kind in ("single", "error")
     rows = [
-        W.Checkbox(
+        widget(
+            W.Checkbox,
             description=f"{k}) {text_html(tr(v))}",
             description_allow_html=True,
             indent=False,
-            layout=W.Layout(width="auto"),
+            layout={"width": "auto"},
+            classes=["course-option", "course-single" if single else "course-multiple"],
         )
         for k, v in quiz.options.items()
     ]
-    single = quiz.kind in ("single", "error")
-    for row in rows:
-        row.add_class("course-option")
-        row.add_class("course-single" if single else "course-multiple")
 
     def keep_one(change):
         if single and change["new"]:
@@ -133,16 +175,16 @@ def quiz_widget(quiz):
     import ipywidgets as W
 
     if quiz.kind == "numeric":
-        chooser = W.Text(description=tr("Answer:"), placeholder=tr("a number"))
+        chooser = widget(W.Text, description=tr("Answer:"), placeholder=tr("a number"))
         read = lambda: chooser.value
         watched = [chooser]
     else:
         watched = _option_rows(quiz)
-        chooser = W.VBox(watched, layout=W.Layout(width="100%"))
+        chooser = widget(W.VBox, watched, layout={"width": "100%"})
         chosen = lambda: [k for k, row in zip(quiz.options, watched) if row.value]
         read = (lambda: (chosen() or [None])[0]) if quiz.kind in ("single", "error") else chosen
-    button = W.Button(description=tr("Check"), button_style="primary")
-    verdict = W.HTML()
+    button = widget(W.Button, description=tr("Check"), button_style="primary")
+    verdict = widget(W.HTML)
 
     def on_click(_):
         result = quiz.check(read(), empty=EMPTY_ANSWER.get(quiz.kind, CHOOSE_ONE))
@@ -154,26 +196,29 @@ def quiz_widget(quiz):
         verdict.value = ""
 
     button.on_click(on_click)
-    for widget in watched:
-        widget.observe(clear_verdict, names="value")
+    for watching in watched:
+        watching.observe(clear_verdict, names="value")
     parts = [
-        W.HTML(
-            QUIZ_CSS + f"<b>{text_html(tr(quiz.title))}</b><div>{text_html(tr(quiz.prompt))}</div>"
+        widget(
+            W.HTML,
+            QUIZ_CSS + f"<b>{text_html(tr(quiz.title))}</b><div>{text_html(tr(quiz.prompt))}</div>",
         )
     ]
     if quiz.code:
         parts.append(
-            W.HTML(
+            widget(
+                W.HTML,
                 "<pre "
-                f"style='background:#f6f8fa;color:#1f2328;padding:6px'>{escape(quiz.code)}</pre>"
+                f"style='background:#f6f8fa;color:#1f2328;padding:6px'>{escape(quiz.code)}</pre>",
             )
         )
     hints = [hint_widget(quiz)] if quiz.hints else []
-    box = W.VBox(
-        parts + [chooser, W.HBox([button]), verdict] + hints,
-        layout=W.Layout(border="1px solid #d0d7de", padding="6px"),
+    box = widget(
+        W.VBox,
+        parts + [chooser, widget(W.HBox, [button]), verdict] + hints,
+        layout={"border": "1px solid #d0d7de", "padding": "6px"},
+        classes=["course-quiz"],
     )
-    box.add_class("course-quiz")
 
     def answer(value):
         """Set the widget as a learner would (tests,
@@ -288,8 +333,8 @@ def reveal(show, *args, label: str = "Show the result", after=None, **kwargs):
         print(note or tr(f"({label}: a button in JupyterLab)"))
         return None
     button, area = (
-        W.Button(description=label, button_style="primary", layout=W.Layout(width="auto")),
-        W.HTML(),
+        widget(W.Button, description=label, button_style="primary", layout={"width": "auto"}),
+        widget(W.HTML),
     )
 
     def click(_=None):
@@ -302,7 +347,7 @@ def reveal(show, *args, label: str = "Show the result", after=None, **kwargs):
         )
 
     button.on_click(click)
-    return W.VBox(([W.HTML(note)] if note else []) + [button, area])
+    return widget(W.VBox, ([widget(W.HTML, note)] if note else []) + [button, area])
 
 
 # ---------------------------------------------------------------- the environment report, progress
@@ -344,6 +389,8 @@ def progress_table(rows) -> str:
 
 
 __all__ = [
+    "widget",
+    "shared",
     "quiz_widget",
     "hint_widget",
     "result_html",

@@ -511,6 +511,26 @@ def _descendants(widget):
         yield from _descendants(child)
 
 
+def test_alike_widgets_share_their_layout_and_style_and_get_their_classes_when_made():
+    """Every quiz of a kernel shares the same few Layout and Style models (each model is a comm
+    that the kernel opens and JupyterLab or nbval reads), and a closed one is made again."""
+    import ipywidgets as W
+
+    from course_lib.widgets import shared
+
+    boxes = [why_quiz.ask(), why_quiz.ask()]
+    parts = [w for box in boxes for w in _descendants(box)]
+    assert len(parts) > 20 and len({id(w.layout) for w in parts}) <= 5  # one per look
+    assert len({id(w.style) for w in parts if isinstance(w, W.Checkbox)}) == 1
+    rows = [w for w in parts if isinstance(w, W.Checkbox)]
+    assert all({"course-option", "course-single"} <= set(r._dom_classes) for r in rows)
+    assert {"course-quiz"} <= set(boxes[0]._dom_classes)
+    layout = shared(W.Layout, width="auto")
+    assert shared(W.Layout, width="auto") is layout and layout.width == "auto"
+    layout.close()
+    assert shared(W.Layout, width="auto") is not layout
+
+
 # ----------------------------------------------------------------- hints one at a time (issue 12.4)
 def _hinted(name):
     return chapter.function_exercise(

@@ -676,3 +676,13 @@ def test_the_release_command_with_lang(tmp_path):
         assert out.returncode == 2 and "the zh edition is incomplete" in out.stderr, (
             out.stdout + out.stderr
         )
+
+
+def test_a_template_is_compiled_only_once_a_text_could_be_made_from_it():
+    """Compiling all 536 templates' regexes at the first tr() cost each Chinese kernel ~0.09 s."""
+    from course_lib.i18n import catalogue
+
+    catalogue._patterns.cache_clear()
+    assert len(catalogue.templates("zh")) > 100 and catalogue._patterns.cache_info().currsize == 0
+    assert catalogue.translate("Show a hint (2 of 3)", "zh").startswith("显示提示")
+    assert 0 < catalogue._patterns.cache_info().currsize < 100  # of 536
