@@ -2,6 +2,7 @@
 clean-up, the device each rank picks, the gloo group behind exercise 2, and the traffic model behind
 the widget."""
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -276,6 +277,32 @@ def test_a_worker_ends_with_its_output_flushed_and_exit_code_0():
     assert (said, child.exitcode) == ("rank 0: done", 0)
     main_block = Path(ddp_worker.__file__).read_text().split('if __name__ == "__main__":')[-1]
     assert main_block.split() == ["collect_less_often()", "main()", "end_process()"]
+
+
+def _collector_after(write_fd: int) -> None:
+    """In a forked child: the collector off, as at a worker's start; then collect_less_often."""
+    gc.disable()
+    ddp_worker.collect_less_often()
+    os.write(
+        write_fd, repr((gc.isenabled(), gc.get_threshold()[0], gc.get_freeze_count() > 0)).encode()
+    )
+    os._exit(0)
+
+
+def test_a_worker_imports_torch_with_the_collector_off_and_then_turns_it_back_on():
+    """Run as a worker (python -m), the module turns the collector off before `import torch`;
+    collect_less_often, the main block's first line, freezes the imports and turns it back on."""
+    source = Path(ddp_worker.__file__).read_text()
+    head = source[: source.index("import torch")]
+    assert 'if __name__ == "__main__":' in head and "gc.disable()" in head
+    read_fd, write_fd = os.pipe()
+    child = multiprocessing.get_context("fork").Process(target=_collector_after, args=(write_fd,))
+    child.start()
+    os.close(write_fd)
+    with os.fdopen(read_fd) as pipe:
+        said = pipe.read()
+    child.join(10)
+    assert said == repr((True, 100_000, True))
 
 
 def test_torchrun_command_names_the_module_and_the_port():
