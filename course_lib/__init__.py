@@ -63,12 +63,13 @@ def freeze_imports() -> None:
     torch._dynamo is imported first (exercises.runner.warm_up, the collector paused): every
     chapter imports it anyway (torch's first optimizer does, and the first check), and its import
     alone set off two full passes. They live as long as the kernel; what the notebook makes later
-    is collected as usual.
+    is collected as usual. A kernel that imported ddp_worker (chapters 07, 08) imports it later,
+    while torchrun's workers start and a core is free (ddp_worker.meanwhile), or at its first check.
     """
     import gc
     import sys
 
-    if "torch" in sys.modules:
+    if "torch" in sys.modules and f"{__name__}.ddp_worker" not in sys.modules:
         from .exercises.runner import warm_up
 
         warm_up()

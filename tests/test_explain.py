@@ -1279,6 +1279,20 @@ def test_explain_errors_in_a_kernel_freezes_the_imports_once(shell, unfrozen):
     assert unfrozen.get_freeze_count() < frozen + 1000, "a second call freezes nothing made since"
 
 
+@pytest.mark.parametrize("launches_torchrun", [False, True])
+def test_freeze_imports_warms_up_dynamo_unless_torchrun_workers_start_later(launches_torchrun):
+    """Chapters 07 and 08 (ddp_worker imported) leave torch._dynamo to the launch's meanwhile()."""
+    code = (
+        "import sys, torch\n"
+        + ("import course_lib.ddp_worker\n" if launches_torchrun else "")
+        + "import course_lib\ncourse_lib.freeze_imports()\nprint('torch._dynamo' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout.split()
+    assert out == [str(not launches_torchrun)]
+
+
 def test_explain_accepts_exceptions_and_text():
     err = raised(lambda: nn.Linear(20, 5)(torch.zeros(4, 5)))
     assert (
