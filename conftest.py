@@ -14,9 +14,14 @@ Every other test is a unit of its own. Groups are handed out first, longest kind
 This file sits at the top of the checkout so that `pytest notebooks/` groups the cells too.
 """
 
+import json
+import os
+import time
+
 import pytest
 
 SHARED_SCOPES = ("module", "class")
+TIMING = pytest.StashKey[bool]()  # this process records the timeline (COURSE_TEST_TIMELINE)
 ORDER = ("browser", "shared", "nbval")  # kinds of group, handed out in this order; then the rest
 
 
@@ -46,6 +51,55 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "xdist_group(name): run on one pytest-xdist worker with the group's other tests"
     )
+    if getattr(config, "workerinput", {}).get("course_timeline"):  # an xdist worker
+        config.stash[TIMING] = True
+    elif os.environ.get("COURSE_TEST_TIMELINE"):  # the controller, or a run without xdist
+        config.stash[TIMING] = True  # (the variable is not passed on to pytest runs in tests)
+        config.pluginmanager.register(Timeline(os.environ.pop("COURSE_TEST_TIMELINE")))
+
+
+class Timeline:
+    """COURSE_TEST_TIMELINE=FILE: one JSON line per test phase (worker, start, stop, group, CPU
+    seconds of the worker and its reaped children), read by benchmarks/ci_speed.py."""
+
+    def __init__(self, path: str):
+        self.out = open(path, "a", encoding="utf-8")  # closed at the session's end
+        self.write({"event": "start", "time": time.time()})
+
+    def pytest_configure_node(self, node):
+        node.workerinput["course_timeline"] = True
+
+    def write(self, row: dict) -> None:
+        self.out.write(json.dumps(row) + "\n")
+        self.out.flush()
+
+    def pytest_runtest_logreport(self, report):
+        node = getattr(report, "node", None)
+        props = dict(report.user_properties)
+        self.write({
+            "worker": node.gateway.id if node is not None else "-",
+            "nodeid": report.nodeid, "when": report.when, "outcome": report.outcome,
+            "start": report.start, "stop": report.stop,
+            "group": props.get("timeline_group", ""), "cpu": props.get("timeline_cpu"),
+        })  # fmt: skip
+
+    def pytest_sessionfinish(self):
+        self.write({"event": "finish", "time": time.time()})
+        self.out.close()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """With COURSE_TEST_TIMELINE set, each report carries its group and the worker's CPU time."""
+    report = yield
+    if item.config.stash.get(TIMING, False):
+        t = os.times()
+        report.user_properties = [
+            *report.user_properties,
+            ("timeline_group", group_of(item)[1]),
+            ("timeline_cpu", [t.user + t.system, t.children_user + t.children_system]),
+        ]
+    return report
 
 
 def pytest_itemcollected(item):

@@ -1,6 +1,7 @@
 """How long a maintainer waits for CI: `.ci/run` on a clean clone, against the goals (issue 20).
 
     .venv/bin/python benchmarks/ci_speed.py [--keep DIR] [--ref HEAD] [-- PYTEST_ARGS...]
+    .venv/bin/python benchmarks/ci_speed.py --timeline FILE   (only read a recorded timeline)
 
 Clones the checkout's commit (`--ref`, default HEAD) into a fresh folder, runs `CI=true bash
 .ci/run` there as CI does (it installs everything into the clone's own .venv, then runs the
@@ -8,10 +9,13 @@ README's test command), and prints the whole run's time, pytest's own time (its 
 the install time (the rest), the test counts and the load average before and after, beside the
 goals: the whole run within 600 s on this 2-core machine, pytest within 360 s. Extra arguments
 after `--` go to the test command (e.g. `-- -m "not browser"`); without them it is CI's run.
-A measurement, not a pass/fail test.
+The run records its timeline (conftest.py's COURSE_TEST_TIMELINE: each test phase's worker,
+start, stop and CPU) and prints each worker's busy and idle time, the longest groups and tests
+and each worker's last ones. A measurement, not a pass/fail test.
 """
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -40,12 +44,87 @@ def clone(ref: str, folder: Path) -> Path:
     return target
 
 
+def read_timeline(path: Path) -> tuple:
+    """(phases, session start, session finish) of a COURSE_TEST_TIMELINE file (its last run)."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    starts = [i for i, r in enumerate(rows) if r.get("event") == "start"]
+    rows = rows[starts[-1] :] if starts else rows
+    begin = rows[0]["time"] if starts else min(r["start"] for r in rows if "start" in r)
+    finish = [r["time"] for r in rows if r.get("event") == "finish"]
+    phases = sorted((r for r in rows if "nodeid" in r), key=lambda r: r["start"])
+    end = finish[-1] if finish else max(r["stop"] for r in phases)
+    return phases, begin, end
+
+
+def units(phases: list) -> dict:
+    """{(worker, group or test id): [start, stop, wall in its phases, CPU-s]} in start order."""
+    out = {}
+    for r in phases:
+        unit = out.setdefault((r["worker"], r["group"] or r["nodeid"]), [r["start"], 0, 0, 0])
+        unit[1] = r["stop"]
+        unit[2] += r["stop"] - r["start"]
+    by_worker = {}
+    for r in phases:
+        by_worker.setdefault(r["worker"], []).append(r)
+    for rows in by_worker.values():
+        for before, r in zip(rows, rows[1:]):
+            if r["cpu"] and before["cpu"]:
+                cpu = sum(r["cpu"]) - sum(before["cpu"])
+                out[(r["worker"], r["group"] or r["nodeid"])][3] += cpu
+    return out
+
+
+def print_timeline(path: Path, top: int = 20) -> None:
+    """Each worker's busy and idle time, the longest groups and tests, each worker's last ones."""
+    phases, begin, end = read_timeline(path)
+    first = min(r["start"] for r in phases)
+    print(f"\ntimeline {path}: session {end - begin:.0f} s, first test after {first - begin:.1f} s")
+    at = lambda t: t - begin
+    by_worker = {}
+    for r in phases:
+        by_worker.setdefault(r["worker"], []).append(r)
+    for worker, rows in sorted(by_worker.items()):
+        busy = sum(r["stop"] - r["start"] for r in rows)
+        gaps = [(b["stop"], r["start"] - b["stop"]) for b, r in zip(rows, rows[1:])]
+        long = [g for g in gaps if g[1] > 0.5]
+        cpu = rows[-1]["cpu"] or [0, 0]
+        print(
+            f"  {worker}: {len(rows) // 3} tests, busy {busy:.0f} s,"
+            f" from {at(rows[0]['start']):.0f} to {at(rows[-1]['stop']):.0f} s"
+            f" (then idle {end - rows[-1]['stop']:.0f} s); gaps"
+            f" {sum(g for _, g in gaps):.1f} s, {len(long)} over 0.5 s"
+            f" ({sum(g for _, g in long):.1f} s); CPU {cpu[0]:.0f} s own, {cpu[1]:.0f} s children"
+        )
+        for t, gap in sorted(long, key=lambda g: -g[1])[:5]:
+            print(f"      gap {gap:5.1f} s at {at(t):.0f} s")
+    table = units(phases)
+    groups = sorted(
+        ((k, v) for k, v in table.items() if "::" not in k[1]), key=lambda kv: -kv[1][2]
+    )
+    print(f"  {len(groups)} groups, {sum(v[2] for _, v in groups):.0f} s; the longest:")
+    for (worker, name), (start, stop, wall, cpu) in groups[:top]:
+        span = f"{at(start):4.0f}-{at(stop):4.0f} s"
+        print(f"    {wall:6.1f} s  CPU {cpu:5.1f}  {worker} {span}  {name}")
+    singles = sorted(((k, v) for k, v in table.items() if "::" in k[1]), key=lambda kv: -kv[1][2])
+    print(f"  {len(singles)} single tests, {sum(v[2] for _, v in singles):.0f} s; the longest:")
+    for (worker, name), (start, _, wall, cpu) in singles[:top]:
+        print(f"    {wall:6.1f} s  CPU {cpu:5.1f}  {worker} {at(start):4.0f} s  {name}")
+    for worker in sorted(by_worker):
+        last = [kv for kv in table.items() if kv[0][0] == worker][-3:]
+        said = ", ".join(f"{n} ({v[2]:.0f} s from {at(v[0]):.0f} s)" for (_, n), v in last)
+        print(f"  {worker} ended with: {said}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", help="clone into this folder and keep it (default: a temp one)")
     parser.add_argument("--ref", default="HEAD", help="the commit to clone (default HEAD)")
+    parser.add_argument("--timeline", help="only print the timeline recorded in this file")
     parser.add_argument("pytest_args", nargs="*", help="after --: extra arguments for the tests")
     args = parser.parse_args()
+    if args.timeline:
+        print_timeline(Path(args.timeline))
+        return 0
     folder = Path(args.keep or tempfile.mkdtemp(prefix="ci-speed-"))
     folder.mkdir(parents=True, exist_ok=True)
     repo = clone(args.ref, folder)
@@ -57,6 +136,7 @@ def main() -> int:
     print(f"running: CI=true {' '.join(cmd)} (log: {log})", flush=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "COURSE_"))}
     env["CI"] = "true"
+    env["COURSE_TEST_TIMELINE"] = str(folder / "timeline.jsonl")
     start = time.perf_counter()
     with open(log, "w") as out:
         proc = subprocess.run(cmd, cwd=repo, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -69,6 +149,8 @@ def main() -> int:
     print(f"whole run (install + tests): {total:6.0f} s   goal: within {CI_GOAL_S} s")
     print(f"pytest:                      {pytest_s:6.0f} s   goal: within {PYTEST_GOAL_S} s")
     print(f"install and the rest:        {total - pytest_s:6.0f} s")
+    if (folder / "timeline.jsonl").exists():
+        print_timeline(folder / "timeline.jsonl")
     return 0
 
 
