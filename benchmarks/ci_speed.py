@@ -15,6 +15,7 @@ and each worker's last ones. A measurement, not a pass/fail test.
 """
 
 import argparse
+import bisect
 import json
 import os
 import re
@@ -45,7 +46,8 @@ def clone(ref: str, folder: Path) -> Path:
 
 
 def read_timeline(path: Path) -> tuple:
-    """(phases, session start, session finish) of a COURSE_TEST_TIMELINE file (its last run)."""
+    """(phases, samples, session start, session finish) of a COURSE_TEST_TIMELINE file (its
+    last run): the test phases in start order, and {worker: [(time, running threads)]}."""
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     starts = [i for i, r in enumerate(rows) if r.get("event") == "start"]
     rows = rows[starts[-1] :] if starts else rows
@@ -53,30 +55,54 @@ def read_timeline(path: Path) -> tuple:
     finish = [r["time"] for r in rows if r.get("event") == "finish"]
     phases = sorted((r for r in rows if "nodeid" in r), key=lambda r: r["start"])
     end = finish[-1] if finish else max(r["stop"] for r in phases)
-    return phases, begin, end
+    worker_of = {str(r.get("pid")): r["worker"] for r in phases}
+    samples = {}
+    for r in rows:
+        for pid, running in r.get("running", {}).items():
+            if pid in worker_of:
+                times, idle = samples.setdefault(worker_of[pid], ([], [0]))
+                times.append(r["time"])
+                idle.append(idle[-1] + (running == 0))
+    return phases, samples, begin, end
 
 
-def units(phases: list) -> dict:
-    """{(worker, group or test id): [start, stop, wall in its phases, CPU-s]} in start order."""
-    out = {}
+def waiting_s(samples: tuple, start: float, stop: float, step: float = 0.25) -> float:
+    """Seconds within [start, stop] in which none of the worker's threads ran or could run
+    (`samples`: the sample times, and how many of the first n samples saw none running)."""
+    times, idle = samples
+    low, high = bisect.bisect_left(times, start), bisect.bisect_right(times, stop)
+    return step * (idle[high] - idle[low])
+
+
+def units(phases: list, samples: dict) -> dict:
+    """{(worker, group or test id): [start, stop, wall in its phases, CPU-s, waiting s]}, in
+    start order: a group's tests as one unit (CPU: the worker's tree, tree_cpu of conftest.py)."""
+    out, last = {}, {}
     for r in phases:
-        unit = out.setdefault((r["worker"], r["group"] or r["nodeid"]), [r["start"], 0, 0, 0])
+        key = (r["worker"], r["group"] or r["nodeid"])
+        unit = out.setdefault(key, [r["start"], 0, 0, 0, 0])
         unit[1] = r["stop"]
         unit[2] += r["stop"] - r["start"]
-    by_worker = {}
-    for r in phases:
-        by_worker.setdefault(r["worker"], []).append(r)
-    for rows in by_worker.values():
-        for before, r in zip(rows, rows[1:]):
-            if r["cpu"] and before["cpu"]:
-                cpu = sum(r["cpu"]) - sum(before["cpu"])
-                out[(r["worker"], r["group"] or r["nodeid"])][3] += cpu
+        before = last.get(r["worker"])
+        if r["cpu"] and before and before["cpu"]:
+            unit[3] += sum(r["cpu"]) - sum(before["cpu"])
+        unit[4] += waiting_s(samples.get(r["worker"], ([], [0])), r["start"], r["stop"])
+        last[r["worker"]] = r
     return out
 
 
-def print_timeline(path: Path, top: int = 20) -> None:
-    """Each worker's busy and idle time, the longest groups and tests, each worker's last ones."""
-    phases, begin, end = read_timeline(path)
+def print_units(title: str, rows: list, top: int, at) -> None:
+    print(f"  {len(rows)} {title}, {sum(v[2] for _, v in rows):.0f} s; the longest:")
+    print("      wall    CPU   wait  worker  from-to s")
+    for (worker, name), (start, stop, wall, cpu, wait) in rows[:top]:
+        span = f"{at(start):4.0f}-{at(stop):4.0f}"
+        print(f"    {wall:6.1f} {cpu:6.1f} {wait:6.1f}  {worker:6}  {span}  {name[:110]}")
+
+
+def print_timeline(path: Path, top: int = 25) -> None:
+    """Each worker's busy, waiting and idle time, the longest groups and tests (wall, CPU-s of
+    the worker's processes, seconds in which none of them ran), each worker's last ones."""
+    phases, samples, begin, end = read_timeline(path)
     first = min(r["start"] for r in phases)
     print(f"\ntimeline {path}: session {end - begin:.0f} s, first test after {first - begin:.1f} s")
     at = lambda t: t - begin
@@ -85,30 +111,23 @@ def print_timeline(path: Path, top: int = 20) -> None:
         by_worker.setdefault(r["worker"], []).append(r)
     for worker, rows in sorted(by_worker.items()):
         busy = sum(r["stop"] - r["start"] for r in rows)
-        gaps = [(b["stop"], r["start"] - b["stop"]) for b, r in zip(rows, rows[1:])]
-        long = [g for g in gaps if g[1] > 0.5]
-        cpu = rows[-1]["cpu"] or [0, 0]
+        gaps = sum(max(0, r["start"] - b["stop"]) for b, r in zip(rows, rows[1:]))
+        wait = waiting_s(samples.get(worker, ([], [0])), rows[0]["start"], rows[-1]["stop"])
+        cpu = sum(rows[-1]["cpu"] or [0]) - sum(rows[0]["cpu"] or [0])
         print(
-            f"  {worker}: {len(rows) // 3} tests, busy {busy:.0f} s,"
-            f" from {at(rows[0]['start']):.0f} to {at(rows[-1]['stop']):.0f} s"
-            f" (then idle {end - rows[-1]['stop']:.0f} s); gaps"
-            f" {sum(g for _, g in gaps):.1f} s, {len(long)} over 0.5 s"
-            f" ({sum(g for _, g in long):.1f} s); CPU {cpu[0]:.0f} s own, {cpu[1]:.0f} s children"
+            f"  {worker}: {len(rows) // 3} tests from {at(rows[0]['start']):.0f} to"
+            f" {at(rows[-1]['stop']):.0f} s (then idle {end - rows[-1]['stop']:.0f} s):"
+            f" in tests {busy:.0f} s, between tests {gaps:.1f} s; CPU {cpu:.0f} s;"
+            f" waiting (no thread of its tree running) {wait:.0f} s"
         )
-        for t, gap in sorted(long, key=lambda g: -g[1])[:5]:
-            print(f"      gap {gap:5.1f} s at {at(t):.0f} s")
-    table = units(phases)
-    groups = sorted(
-        ((k, v) for k, v in table.items() if "::" not in k[1]), key=lambda kv: -kv[1][2]
+    table = units(phases, samples)
+    longest = lambda single: sorted(
+        ((k, v) for k, v in table.items() if ("::" in k[1]) == single), key=lambda kv: -kv[1][2]
     )
-    print(f"  {len(groups)} groups, {sum(v[2] for _, v in groups):.0f} s; the longest:")
-    for (worker, name), (start, stop, wall, cpu) in groups[:top]:
-        span = f"{at(start):4.0f}-{at(stop):4.0f} s"
-        print(f"    {wall:6.1f} s  CPU {cpu:5.1f}  {worker} {span}  {name}")
-    singles = sorted(((k, v) for k, v in table.items() if "::" in k[1]), key=lambda kv: -kv[1][2])
-    print(f"  {len(singles)} single tests, {sum(v[2] for _, v in singles):.0f} s; the longest:")
-    for (worker, name), (start, _, wall, cpu) in singles[:top]:
-        print(f"    {wall:6.1f} s  CPU {cpu:5.1f}  {worker} {at(start):4.0f} s  {name}")
+    print_units("groups", longest(False), top, at)
+    print_units("single tests", longest(True), top, at)
+    waits = sorted(table.items(), key=lambda kv: -kv[1][4])
+    print_units("units by waiting (same columns)", waits, top, at)
     for worker in sorted(by_worker):
         last = [kv for kv in table.items() if kv[0][0] == worker][-3:]
         said = ", ".join(f"{n} ({v[2]:.0f} s from {at(v[0]):.0f} s)" for (_, n), v in last)
