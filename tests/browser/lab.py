@@ -172,7 +172,7 @@ class LabServer:
                 self.api("GET", "/api/status")
                 return self
             except OSError:
-                time.sleep(0.25)
+                time.sleep(0.1)
         raise RuntimeError(
             f"JupyterLab did not answer on port {self.port} within {timeout:.0f} "
             f"s:\n{self.log_tail()}"
