@@ -133,7 +133,8 @@ def tree_cpu() -> list:
             continue
         seen.add(pid)
         try:
-            fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/stat") as f:  # closed here: no ResourceWarning in any test
+                fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
         live += sum(int(f) for f in fields[11:15]) / tick  # utime stime cutime cstime
