@@ -79,7 +79,7 @@ def run(tmp_path_factory):
     course = __import__("importlib.util").util.module_from_spec(spec)
     spec.loader.exec_module(course)
     options = [("2" if o == "auto" else o) for o in course.PARALLEL]  # two workers, always
-    env = dict(os.environ, NOTES=str(project))
+    env = dict(os.environ, NOTES=str(project), COURSE_TEST_TIMELINE=str(project / "timeline.jsonl"))
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", *options, "-p", "no:cacheprovider", "--nbval-lax", "-v"],
         cwd=project,
@@ -89,7 +89,7 @@ def run(tmp_path_factory):
         timeout=300,
     )
     notes = [line.split() for line in (project / "notes.txt").read_text().splitlines()]
-    return proc, notes
+    return proc, notes, project / "timeline.jsonl"
 
 
 def workers_of(notes, prefix: str) -> set:
@@ -97,22 +97,43 @@ def workers_of(notes, prefix: str) -> set:
 
 
 def test_the_run_passes_on_two_workers(run):
-    proc, notes = run
+    proc, notes, _ = run
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert workers_of(notes, "alone") == {"gw0", "gw1"}  # single tests are spread
 
 
 def test_a_notebooks_cells_share_one_kernel_on_one_worker(run):
-    proc, _ = run
+    proc, _, _ = run
     cells = [line for line in proc.stdout.splitlines() if "PASSED cells.ipynb::Cell" in line]
     assert len(cells) == len(CELLS) and all("PASSED" in line for line in cells), cells
     assert len({line.split("]")[0] for line in cells}) == 1, cells  # one [gwN] for all
 
 
 def test_a_module_fixture_is_set_up_once_and_its_tests_share_a_worker(run):
-    _, notes = run
+    _, notes, _ = run
     setups = [n for n in notes if n[0] == "setup"]
     assert sorted(n[1] for n in setups) == ["graded", "mode-full", "mode-neither"], setups
     assert len(workers_of(notes, "graded")) == 1
     for mode in ("full", "neither"):
         assert len(workers_of(notes, f"mode-{mode}")) == 1
+
+
+def test_the_timeline_records_each_phase_on_its_worker_and_samples_the_workers(run):
+    """COURSE_TEST_TIMELINE (conftest.py, read by benchmarks/ci_speed.py): every test's three
+    phases with the worker that ran them, its group and its process tree's CPU seconds."""
+    _, notes, timeline = run
+    rows = [json.loads(line) for line in timeline.read_text().splitlines()]
+    phases = [r for r in rows if "nodeid" in r]
+    assert len(phases) == 3 * (4 + 2 * 3 + 8 + len(CELLS)), len(phases)
+    assert {r["worker"] for r in phases} == {"gw0", "gw1"}
+    assert all(r["stop"] >= r["start"] and len(r["cpu"]) == 2 and r["pid"] for r in phases)
+    alone = {r["worker"] for r in phases if "test_alone" in r["nodeid"]}
+    assert alone == workers_of(notes, "alone")  # the worker the test itself saw
+    cells = {r["group"] for r in phases if "cells.ipynb" in r["nodeid"]}
+    assert len(cells) == 1 and cells.pop().startswith("nbval ") and alone != {""}
+    pids = {str(r["pid"]) for r in phases}
+    assert any(set(r.get("running", {})) == pids for r in rows), "no sample of both workers"
+    assert [r["event"] for r in rows if "event" in r and r["event"] != "sample"] == [
+        "start",
+        "finish",
+    ]

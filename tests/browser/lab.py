@@ -172,7 +172,7 @@ class LabServer:
                 self.api("GET", "/api/status")
                 return self
             except OSError:
-                time.sleep(0.25)
+                time.sleep(0.1)
         raise RuntimeError(
             f"JupyterLab did not answer on port {self.port} within {timeout:.0f} "
             f"s:\n{self.log_tail()}"
@@ -383,6 +383,16 @@ JS_LAYOUT = """() => {
   return {top: Math.ceil(top), height: Math.ceil(bottom - top + 80)};
 }"""
 
+# Two animation frames: the page has painted what the last change laid out (a fixed wait of
+# some hundred ms did the same on an idle machine and was too short or too long otherwise).
+JS_FRAMES = """() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"""
+
+# Every image of the page decoded (a broken one counts as done: the checks then report it).
+JS_IMAGES_DECODED = """async () => {
+  await Promise.all(Array.from(document.images).map(i => i.decode().catch(() => 0)));
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+}"""
+
 JS_SCROLL = """(y) => {
   window.jupyterapp.shell.currentWidget.node.querySelector('.jp-WindowedPanel-outer').scrollTop = y;
 }"""
@@ -497,7 +507,7 @@ class NotebookPage:
             settled = settled + 1 if done else 0
             if settled >= 3:
                 break
-            time.sleep(0.3)
+            time.sleep(0.1)
         else:
             ran = sum(c is not None for c in state.get("counts", []))
             self.fail(
@@ -520,8 +530,8 @@ class NotebookPage:
             ]
             if not pending or time.monotonic() - start > timeout:
                 break
-            time.sleep(0.3)
-        self.page.wait_for_timeout(300)  # let images decode and layouts settle
+            time.sleep(0.2)
+        self.page.evaluate(JS_IMAGES_DECODED)  # images decoded, the layout painted
         self.cells = self.after_run = self.page.evaluate(JS_CELLS)
         self.timings["widgets"] = time.monotonic() - start
 
@@ -651,7 +661,7 @@ class NotebookPage:
             self.page.set_viewport_size({"width": self.VIEWPORT["width"], "height": height})
             for k, part in enumerate(paths):
                 self.page.evaluate(JS_SCROLL, k * step)
-                self.page.wait_for_timeout(400)
+                self.page.evaluate(JS_FRAMES)
                 quality = {"quality": 80} if kind == "jpeg" else {}
                 self.page.screenshot(path=str(part), type=kind, timeout=60_000, **quality)
         except Exception as err:  # evidence must never hide the real failure

@@ -119,7 +119,7 @@ class Hub:
                     return
             except requests.RequestException:
                 pass
-            time.sleep(0.5)
+            time.sleep(0.1)
         raise RuntimeError(f"jupyterhub did not answer in {timeout} s:\n{self.log_tail()}")
 
     def log_tail(self, chars=4000) -> str:
@@ -148,7 +148,7 @@ class Hub:
             }
             if all(ready.values()):
                 return
-            time.sleep(0.5)
+            time.sleep(0.2)
         raise RuntimeError(f"user servers not ready in {timeout} s: {ready}\n{self.log_tail()}")
 
     def stop(self) -> None:
