@@ -325,6 +325,9 @@ def _group_child(rank: int, world_size: int, port: int, timeout_s: float, task, 
             world_size=world_size,
             timeout=timedelta(seconds=timeout_s),
         )
+        # every rank connected before any runs the task: a rank that finishes at once and leaves
+        # would break a peer still connecting, whose error would then replace its own
+        dist.barrier()
         try:
             channel.send(("ok", task(rank, world_size)))
         finally:
