@@ -496,3 +496,78 @@ def test_a_forked_judge_that_is_gone_is_replaced_by_a_fresh_interpreter(read_fir
         assert prepared["problems"] == []
     finally:
         client.close()
+
+
+# ------------------------------------------------- huge pages for the zygote's memory
+def test_the_malloc_tunable_reaches_the_zygote_only():
+    """The grader adds glibc's huge-page tunable to the zygote's environment and keeps the
+    teacher's own tunables; the zygote takes it out again, so no graded process inherits it."""
+    from course_lib.grading import hugepages
+
+    env = hugepages.with_tunable({"GLIBC_TUNABLES": "glibc.malloc.arena_max=2", "X": "1"})
+    assert env["GLIBC_TUNABLES"] == f"glibc.malloc.arena_max=2:{hugepages.TUNABLE}"
+    hugepages.drop_tunable(env)
+    assert env == {"GLIBC_TUNABLES": "glibc.malloc.arena_max=2", "X": "1"}
+    alone = hugepages.with_tunable({})
+    hugepages.drop_tunable(alone)
+    assert alone == {}
+
+
+SMAPS = """\
+55d0c0000000-55d0c8000000 rw-p 00000000 00:00 0                          [heap]
+Rss:              131072 kB
+Anonymous:        131072 kB
+AnonHugePages:     65536 kB
+7f0000000000-7f0001000000 rw-p 00000000 00:00 0
+Anonymous:         16384 kB
+AnonHugePages:         0 kB
+7f0002000000-7f0002400000 rw-p 00000000 08:01 42                         /usr/lib/libx.so
+Anonymous:          4096 kB
+7f0003000000-7f0003400000 r--p 00000000 00:00 0
+Anonymous:          4096 kB
+7f0004000000-7f0004400000 rw-s 00000000 00:01 7                          /dev/zero (deleted)
+Anonymous:          4096 kB
+"""
+
+
+def test_only_private_anonymous_memory_is_collapsed(tmp_path):
+    from course_lib.grading import hugepages
+
+    smaps = tmp_path / "smaps"
+    smaps.write_text(SMAPS)
+    assert hugepages.small_page_regions(str(smaps)) == [
+        (0x55D0C0000000, 0x55D0C8000000, 64 << 20),
+        (0x7F0000000000, 0x7F0001000000, 16 << 20),
+    ]
+
+
+COLLAPSE = """\
+import mmap, sys
+from course_lib.grading import hugepages
+def huge_kb():
+    with open("/proc/self/smaps_rollup") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("AnonHugePages:"))
+block = mmap.mmap(-1, 64 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+for i in range(0, len(block), 4096):
+    block[i] = i // 4096 % 251
+before = huge_kb()
+asked = hugepages.collapse()
+assert all(block[i] == i // 4096 % 251 for i in range(0, len(block), 4096)), "memory changed"
+print(hugepages.huge_page_size(), asked, before, huge_kb())
+"""
+
+
+def test_collapsing_keeps_every_byte_and_maps_huge_pages_where_the_kernel_can(tmp_path):
+    """In a fresh interpreter with 64 MB written: the contents survive; on a kernel with
+    transparent huge pages and MADV_COLLAPSE, most of it is then mapped in huge pages."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", COLLAPSE], capture_output=True, text=True, check=True, cwd=tmp_path
+    ).stdout.split()
+    size, asked, before, after = map(int, out)
+    if size and asked:  # the kernel did collapse: the block is now (mostly) huge pages
+        assert after - before >= 32 << 10, out
+    else:
+        assert asked == 0, out

@@ -14,7 +14,8 @@ hidden, so a graded process behaves the same on a GPU machine as on a CPU-only o
 inherits a CUDA context ("Cannot re-initialize CUDA in forked subprocess"). For each job the grader
 sends a small JSON message (the job file's path, the role, the scratch folder, the limits) and the
 write end of its report pipe; the zygote forks, and sends back the child's pid, a pidfd to signal it
-by, and later its exit status. No pickle: every message is JSON.
+by, and later its exit status. No pickle: every message is JSON. Its memory is mapped in huge pages
+once it is warm (hugepages.py): forks and exits of graded processes get cheaper.
 """
 
 import gc
@@ -30,6 +31,7 @@ import warnings
 from pathlib import Path
 
 from ..i18n import ENV_VAR
+from . import hugepages
 
 _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
 MAX_MESSAGE = 1 << 20
@@ -37,6 +39,9 @@ MAX_MESSAGE = 1 << 20
 # a notebook's own `check` cells find the visible tests' references ready; a check process finds
 # each test's run half (rigs, loaders, dispatch modes) already used once.
 WARM_UPS = {"notebook": "visible_references", "check": "warm_run_halves"}
+# After the last warm-up (and its answer: graded notebooks already run), the zygote's memory is
+# collapsed into huge pages: each later fork and exit handles ~130 page-table entries, not ~65,000.
+LAST_WARM_UP = "check"
 HIDDEN_GPUS = {
     "CUDA_VISIBLE_DEVICES": "",
     "HIP_VISIBLE_DEVICES": "",
@@ -71,6 +76,7 @@ class ZygoteClient:
         # graded notebooks speak their own edition's language (a Chinese one turns it on in its
         # first cell), never the teacher's COURSE_LANG
         environ = {k: v for k, v in (env or os.environ).items() if k != ENV_VAR} | HIDDEN_GPUS
+        environ = hugepages.with_tunable(environ)  # its own heap only: it takes the tunable out
         try:
             self.process = subprocess.Popen(
                 [
@@ -262,6 +268,8 @@ class Zygote:
         elif kind == "warm":
             self.warm(message[1], json.loads(Path(message[2]).read_text(encoding="utf-8")))
             send(self.sock, ["warmed"])
+            if message[1] == LAST_WARM_UP:  # after the answer: a spawn asked meanwhile waits
+                hugepages.collapse()
         elif kind == "spawn":
             self.fork(message[1], fds[0])
 
@@ -350,6 +358,7 @@ def main(argv) -> None:
     # 0.1-0.3 s on the path to the first graded process. Each warm-up ends in gc.freeze(); every
     # process forked from here turns the collector back on (sandbox.run_child, judge.serve).
     gc.disable()
+    hugepages.drop_tunable()  # glibc read it at start; graded processes and their children never
     fd, scratch_root, judge_fds = int(argv[0]), argv[1], [int(a) for a in argv[2:4]]
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() == 1:
