@@ -36,6 +36,17 @@ def raised(fn) -> BaseException:
     raise AssertionError("expected an error")
 
 
+def all_batches(dataset) -> list:
+    """list(DataLoader(dataset, num_workers=1)), its worker shut down before the error leaves: the
+    traceback keeps the iterator alive, and its shutdown in a later garbage collection waited
+    torch's 5-s status interval inside whichever test ran then."""
+    batches = iter(torch.utils.data.DataLoader(dataset, num_workers=1))
+    try:
+        return list(batches)
+    finally:
+        batches._shutdown_workers()
+
+
 def explained_as(err_or_text, entry_id):
     exp = explain(err_or_text)
     assert exp.known and exp.entry.id == entry_id, (entry_id, str(exp), err_or_text)
@@ -186,15 +197,15 @@ REAL = [
     ("cpu_oom", lambda: torch.empty(2**62, dtype=torch.uint8)),
     (
         "dataloader_worker_died",
-        lambda: list(torch.utils.data.DataLoader(Dataset4(_kill_self), num_workers=1)),
+        lambda: all_batches(Dataset4(_kill_self)),
     ),
     (
         "index_out_of_range",
-        lambda: list(torch.utils.data.DataLoader(Dataset4(_bad_label), num_workers=1)),
+        lambda: all_batches(Dataset4(_bad_label)),
     ),
     (
         "dataloader_worker_raised",
-        lambda: list(torch.utils.data.DataLoader(Dataset4(_plain_bug), num_workers=1)),
+        lambda: all_batches(Dataset4(_plain_bug)),
     ),
     # distributed setup
     ("no_process_group", lambda: torch.distributed.get_rank()),
@@ -1014,7 +1025,7 @@ def test_unknown_final_exception_with_a_known_error_earlier_says_so():
 
 
 def test_dataloader_worker_error_explains_the_original_error():
-    err = raised(lambda: list(torch.utils.data.DataLoader(Dataset4(_plain_bug), num_workers=1)))
+    err = raised(lambda: all_batches(Dataset4(_plain_bug)))
     exp = explain(err)
     assert exp.entry.id == "dataloader_worker_raised" and "ValueError: bad sample" in exp.context
 
