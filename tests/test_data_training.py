@@ -280,3 +280,21 @@ def test_plot_history_has_loss_and_accuracy(digits_run):
     _, history = digits_run
     fig = training.plot_history(history, title="t")
     assert [ax.get_title() for ax in fig.axes] == ["loss", "test accuracy"]
+
+
+def test_manual_seed_is_torchs_and_skips_absent_accelerators(monkeypatch):
+    """seed.manual_seed gives torch.manual_seed's stream; it calls torch.manual_seed (which also
+    seeds CUDA) exactly where an accelerator is there, and never queues a seed elsewhere."""
+    from course_lib import seed
+
+    torch.manual_seed(3)
+    expected = torch.randn(4)
+    calls = []
+    real = torch.manual_seed
+    monkeypatch.setattr(torch, "manual_seed", lambda s: calls.append(s) or real(s))
+    for present in (False, True):
+        monkeypatch.setattr(torch.accelerator, "is_available", lambda: present)
+        generator = seed.manual_seed(3)
+        assert generator is torch.random.default_generator
+        assert torch.equal(torch.randn(4), expected)
+    assert calls == [3], "torch.manual_seed only where an accelerator is available"

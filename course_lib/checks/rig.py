@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from ..exercises.spec import Fail
 from ..i18n import tr
+from ..seed import manual_seed
 from .base import Check, check, error_record
 
 N_IN, N_HIDDEN, N_OUT = 12, 16, 4  # the checker's tiny classification problem
@@ -169,17 +170,17 @@ class Rig:
 
     def train(self, candidate):
         with torch.random.fork_rng(), checker_threads():  # the learner's random state is left alone
-            torch.manual_seed(1)
+            manual_seed(1)
             return candidate(self.model, self.loader, self.device, self.optimizer, self.criterion)
 
     def evaluate(self, candidate):
         with torch.random.fork_rng(), checker_threads():
-            torch.manual_seed(1)
+            manual_seed(1)
             return candidate(self.model, self.loader, self.device, self.criterion)
 
     def accumulate(self, candidate, accum_steps: int = 2):
         with torch.random.fork_rng(), checker_threads():
-            torch.manual_seed(1)
+            manual_seed(1)
             return candidate(
                 self.model, self.loader, self.optimizer, self.criterion, self.device, accum_steps
             )
@@ -206,7 +207,7 @@ def checker_data(n: int, batch_size: int, seed: int = 0) -> DataLoader:
 def rig_net(seed: int = 0, dropout: float = 0.25, norm: bool = False) -> nn.Sequential:
     """The rig's model: [BatchNorm1d,] Linear, ReLU, Dropout, Linear, from a fixed seed."""
     with torch.random.fork_rng():
-        torch.manual_seed(seed)
+        manual_seed(seed)
         layers = [
             nn.Linear(N_IN, N_HIDDEN),
             nn.ReLU(),
