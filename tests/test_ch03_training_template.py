@@ -354,3 +354,21 @@ def test_linear2_twice_is_one_linear_map_not_the_same_as_once(capsys):
     exec(cell, {"torch": torch, "nn": torch.nn, "tr": tr})
     out = capsys.readouterr().out
     assert "applied once?      False" in out and "one linear layer?  True" in out
+
+
+def test_yours_or_reference_reuses_the_last_check_of_the_same_function(monkeypatch):
+    """After check(f), yours_or_reference(f) runs no test again; a new function object is checked."""
+    ch.train_one_epoch.check(set_to_none, record=False)
+    runs = []
+    real = ch.train_one_epoch.judge
+    monkeypatch.setattr(ch.train_one_epoch, "judge", lambda *a: runs.append(1) or real(*a))
+    assert ch.yours_or_reference(set_to_none, ch.train_one_epoch, training.train_epoch)
+    assert runs == [], "the same function object: the last verdict stands"
+
+    def train_one_epoch(model, loader, device, optimizer, criterion):
+        raise NotImplementedError  # redefined in its cell: a new object, checked anew
+
+    assert ch.yours_or_reference(train_one_epoch, ch.train_one_epoch, training.train_epoch) is (
+        training.train_epoch
+    )
+    assert runs, "a new function is checked"
