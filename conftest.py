@@ -125,39 +125,39 @@ def pytest_runtest_makereport(item, call):
 def tree_cpu() -> list:
     """[CPU-s of this process and its reaped children, CPU-s of its live descendants] (Linux's
     /proc; the servers and kernels a test starts count while they run)."""
-    t, live = os.times(), 0.0
-    tick, todo, seen = os.sysconf("SC_CLK_TCK"), children_of(os.getpid()), set()
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
+    t, live, tick = os.times(), 0.0, os.sysconf("SC_CLK_TCK")
+    for pid in descendants(os.getpid()):
         try:
             with open(f"/proc/{pid}/stat") as f:  # closed here: no ResourceWarning in any test
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
         live += sum(int(f) for f in fields[11:15]) / tick  # utime stime cutime cstime
-        todo += children_of(pid)
     return [t.user + t.system + t.children_user + t.children_system, live]
 
 
 def tree_running(pid: int) -> int:
     """How many threads of `pid` and its descendants are running or runnable (state R)."""
-    count, todo, seen = 0, [pid], set()
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
+    count = 0
+    for each in [pid, *descendants(pid)]:
         try:
-            for task in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{task}/stat") as f:
+            for task in os.listdir(f"/proc/{each}/task"):
+                with open(f"/proc/{each}/task/{task}/stat") as f:
                     count += f.read().rsplit(")", 1)[1].split()[0] == "R"
         except OSError:
             continue
-        todo += children_of(pid)
     return count
+
+
+def descendants(pid: int):
+    """The live descendants of `pid`, each once (children first, then theirs)."""
+    todo, seen = children_of(pid), set()
+    while todo:
+        child = todo.pop()
+        if child not in seen:
+            seen.add(child)
+            yield child
+            todo += children_of(child)
 
 
 def children_of(pid: int) -> list:

@@ -69,18 +69,23 @@ def test_starving_experiment_times_every_step(train_set):
     assert all(t >= 0 for r in results for t in r.wait_ms + r.compute_ms)
 
 
+class Counted(torch.utils.data.TensorDataset):
+    """A TensorDataset that lists the indices it was asked for (each instance its own list)."""
+
+    def __init__(self, *tensors):
+        super().__init__(*tensors)
+        self.reads = []
+
+    def __getitem__(self, index):
+        self.reads.append(index)
+        return super().__getitem__(index)
+
+
 def test_starving_experiment_reads_only_the_first_items():
-    class Counted(torch.utils.data.TensorDataset):
-        reads = []
-
-        def __getitem__(self, index):
-            self.reads.append(index)
-            return super().__getitem__(index)
-
     counted = Counted(torch.randn(40, 64), torch.randint(0, 10, (40,)))
     results = ch.starving_experiment(counted, "cpu", batch_size=8, items=24)
     assert [len(r.wait_ms) for r in results] == [3, 3]
-    assert sorted(Counted.reads) == sorted(list(range(24)) * 2)  # plain, then augmented
+    assert sorted(counted.reads) == sorted(list(range(24)) * 2)  # plain, then augmented
 
 
 def test_workers_experiment_has_each_setting_and_epoch(train_set):
@@ -92,17 +97,10 @@ def test_workers_experiment_has_each_setting_and_epoch(train_set):
 
 
 def test_workers_experiment_reads_only_the_first_items():
-    class Counted(torch.utils.data.TensorDataset):
-        reads = []
-
-        def __getitem__(self, index):
-            self.reads.append(index)
-            return super().__getitem__(index)
-
     counted = Counted(torch.randn(40, 64), torch.randint(0, 10, (40,)))
     results = ch.workers_experiment(counted, "cpu", settings=((0, False),), epochs=2, items=24)
     assert len(results["num_workers=0"]) == 2
-    assert sorted(Counted.reads) == sorted(list(range(24)) * 2)
+    assert sorted(counted.reads) == sorted(list(range(24)) * 2)
 
 
 def test_train_step_trains():
