@@ -357,7 +357,7 @@ def test_linear2_twice_is_one_linear_map_not_the_same_as_once(capsys):
 
 
 def test_yours_or_reference_reuses_the_last_check_of_the_same_function(monkeypatch):
-    """After check(f), yours_or_reference(f) runs no test again; a new function object is checked."""
+    """After check(f), yours_or_reference(f) runs no test again; a new function is checked."""
     ch.train_one_epoch.check(set_to_none, record=False)
     runs = []
     real = ch.train_one_epoch.judge

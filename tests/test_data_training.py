@@ -293,7 +293,7 @@ def test_manual_seed_is_torchs_and_skips_absent_accelerators(monkeypatch):
     real = torch.manual_seed
     monkeypatch.setattr(torch, "manual_seed", lambda s: calls.append(s) or real(s))
     for present in (False, True):
-        monkeypatch.setattr(torch.accelerator, "is_available", lambda: present)
+        monkeypatch.setattr(torch.accelerator, "is_available", lambda present=present: present)
         generator = seed.manual_seed(3)
         assert generator is torch.random.default_generator
         assert torch.equal(torch.randn(4), expected)
