@@ -264,17 +264,22 @@ def _print_and_end(write_fd):
     raise AssertionError("end_process returned")
 
 
-def test_a_worker_ends_with_its_output_flushed_and_exit_code_0():
-    """end_process (the worker's last line, skipping Python's teardown) loses no output and
-    exits 0; the worker also collects garbage less often while it imports."""
+def _forked_says(target) -> tuple:
+    """(what a forked child running target(write_fd) wrote to the pipe, its exit code)."""
     read_fd, write_fd = os.pipe()
-    child = multiprocessing.get_context("fork").Process(target=_print_and_end, args=(write_fd,))
+    child = multiprocessing.get_context("fork").Process(target=target, args=(write_fd,))
     child.start()
     os.close(write_fd)
     with os.fdopen(read_fd) as pipe:
         said = pipe.read()
     child.join(10)
-    assert (said, child.exitcode) == ("rank 0: done", 0)
+    return said, child.exitcode
+
+
+def test_a_worker_ends_with_its_output_flushed_and_exit_code_0():
+    """end_process (the worker's last line, skipping Python's teardown) loses no output and
+    exits 0; the worker also collects garbage less often while it imports."""
+    assert _forked_says(_print_and_end) == ("rank 0: done", 0)
     main_block = Path(ddp_worker.__file__).read_text().split('if __name__ == "__main__":')[-1]
     assert main_block.split() == ["collect_less_often()", "main()", "end_process()"]
 
@@ -295,14 +300,7 @@ def test_a_worker_imports_torch_with_the_collector_off_and_then_turns_it_back_on
     source = Path(ddp_worker.__file__).read_text()
     head = source[: source.index("import torch")]
     assert 'if __name__ == "__main__":' in head and "gc.disable()" in head
-    read_fd, write_fd = os.pipe()
-    child = multiprocessing.get_context("fork").Process(target=_collector_after, args=(write_fd,))
-    child.start()
-    os.close(write_fd)
-    with os.fdopen(read_fd) as pipe:
-        said = pipe.read()
-    child.join(10)
-    assert said == repr((True, 100_000, True))
+    assert _forked_says(_collector_after) == (repr((True, 100_000, True)), 0)
 
 
 def test_torchrun_command_names_the_module_and_the_port():
