@@ -118,10 +118,10 @@ def fresh_setup(device, seed: int = 0, **model_args):
     return model, torch.optim.Adam(model.parameters(), lr=1e-3), nn.CrossEntropyLoss()
 
 
-def mid_training(device, x, y):
+def mid_training(device, x, y, **model_args):
     """A fresh setup after one small step on x[:8], y[:8]:
     Adam's state exists, as in the middle of training."""
-    model, optimizer, criterion = fresh_setup(device)
+    model, optimizer, criterion = fresh_setup(device, **model_args)
     training.train_step(model, optimizer, criterion, x[:8], y[:8])
     return model, optimizer, criterion
 
@@ -155,9 +155,8 @@ def estimate(model: nn.Sequential, batch_size: int, optimizer_copies: int = 2) -
 def measured_step_bytes(device, batch_size: int, dataset, **model_args) -> dict:
     """A second training step of a fresh model, bytes per component (chapter 06): the first, on 8
     of the samples, makes Adam's state (whose size does not depend on the batch)."""
-    model, optimizer, criterion = fresh_setup(device, **model_args)
     x, y = digit_batch(dataset, batch_size, device)
-    training.train_step(model, optimizer, criterion, x[:8], y[:8])
+    model, optimizer, criterion = mid_training(device, x, y, **model_args)
     return memory.training_step_memory(model, optimizer, criterion, x, y)
 
 
