@@ -346,10 +346,12 @@ else
     remaining=$((remaining - 1))
   done
 fi
-while [ -n "$(jobs -rp)" ]; do
-  sleep 2
-  render
+last_render=$SECONDS
+while [ -n "$(jobs -rp)" ]; do  # the group's end is seen within 0.1 s; report.md every 2 s meanwhile
+  sleep 0.1
+  if [ $((SECONDS - last_render)) -ge 2 ]; then render; last_render=$SECONDS; fi
 done
+render
 wait
 [ -z "$EXCLUSIVE" ] && spend "$GROUP"
 
