@@ -18,6 +18,15 @@ os.environ["COURSE_LANG"] = "en"
 
 
 # ---------------------------------------------------------------- the Chinese edition's tests
+@pytest.fixture(autouse=True)
+def language_as_before():
+    """Each test leaves the language choice as it found it: a use_language() (a fixture's, a
+    command's --lang) would otherwise outlive its test and decide a later test's language."""
+    from course_lib import i18n
+
+    before = i18n._chosen
+    yield
+    i18n._chosen = before
 
 
 @pytest.fixture
