@@ -574,32 +574,62 @@ def meanwhile() -> None:
         gc.freeze()
 
 
+@dataclass
+class TorchrunRun:
+    """A torchrun run under way (start_torchrun): its config, its agent, its log and when it
+    started; `wait()` gives its LaunchResult (chapters 07, 08)."""
+
+    config: DDPConfig
+    process: object
+    log: object
+    start: float
+    deadline_s: float
+
+    def wait(self) -> LaunchResult:
+        """Do `meanwhile()`, then wait for torchrun until `deadline_s` after its start; kill its
+        whole process group past it (TimeoutError). A failed run raises TorchrunFailed."""
+        with self.log:
+            try:
+                meanwhile()
+                left = self.deadline_s - (time.perf_counter() - self.start)
+                returncode = _wait(self.process, max(0.0, left))
+            except BaseException:  # an interrupted cell (or a failed import) leaves nothing running
+                _kill_group(self.process)
+                raise
+            if returncode is None:
+                _kill_group(self.process)
+                raise TimeoutError(
+                    f"torchrun did not finish within {self.deadline_s:g} s; "
+                    "killed its process group"
+                )
+            self.log.seek(0)
+            output = self.log.read()
+        if returncode != 0:
+            raise TorchrunFailed(returncode, output, self.process.pid)
+        seconds = time.perf_counter() - self.start
+        return LaunchResult(self.config, _read_ranks(self.config), seconds, "torchrun")
+
+
+def start_torchrun(config: DDPConfig = None, deadline_s: float = 90.0) -> TorchrunRun:
+    """Start the worker under torchrun (torchrun_command's line) and return at once: this process
+    can go on with other work while the workers start; `.wait()` collects the run (chapter 08)."""
+    config = (config or DDPConfig()).resolved()
+    start, log = time.perf_counter(), tempfile.TemporaryFile("w+")
+    try:
+        process = _start_torchrun(torchrun_command(config, sys.executable), log)
+    except BaseException:
+        log.close()
+        raise
+    return TorchrunRun(config, process, log, start, deadline_s)
+
+
 def launch_torchrun(config: DDPConfig = None, deadline_s: float = 90.0) -> LaunchResult:
-    """Run the worker under torchrun (torchrun_command's line);
-    kill its whole process group past the deadline.
+    """Run the worker under torchrun (torchrun_command's line) and wait for it (start_torchrun,
+    then wait); kill its whole process group past the deadline.
 
     A failed run raises TorchrunFailed (a RuntimeError) with torchrun's output (chapter 07).
     While torchrun's workers run, this process does `meanwhile()`."""
-    config = (config or DDPConfig()).resolved()
-    start = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as log:
-        process = _start_torchrun(torchrun_command(config, sys.executable), log)
-        try:
-            meanwhile()
-            returncode = _wait(process, max(0.0, deadline_s - (time.perf_counter() - start)))
-        except BaseException:  # an interrupted cell (or a failed import) leaves nothing running
-            _kill_group(process)
-            raise
-        if returncode is None:
-            _kill_group(process)
-            raise TimeoutError(
-                f"torchrun did not finish within {deadline_s:g} s; killed its process group"
-            )
-        log.seek(0)
-        output = log.read()
-    if returncode != 0:
-        raise TorchrunFailed(returncode, output, process.pid)
-    return LaunchResult(config, _read_ranks(config), time.perf_counter() - start, "torchrun")
+    return start_torchrun(config, deadline_s).wait()
 
 
 def parse_config(argv=None) -> DDPConfig:

@@ -132,6 +132,18 @@ def test_a_torchrun_past_its_deadline_is_killed(monkeypatch):
     assert collecting == [True]
 
 
+def test_start_torchrun_returns_while_the_run_goes_on_and_wait_keeps_the_deadline(monkeypatch):
+    """Chapter 08 starts the run, takes its one-process step, then waits: start_torchrun returns
+    at once, the agent still running; wait() kills the run past its deadline, its log closed."""
+    monkeypatch.setattr(ddp_worker, "warm_up", lambda: None)  # as if imported: wait() at once
+    run = ddp_worker.start_torchrun(ddp_worker.DDPConfig(), deadline_s=0.3)
+    assert run.process.is_alive(), "start_torchrun waited for the run"
+    time.sleep(0.4)  # work of this process; the deadline passes meanwhile
+    with pytest.raises(TimeoutError, match="killed its process group"):
+        run.wait()
+    assert not multiprocessing.active_children() and run.log.closed
+
+
 def test_an_interrupted_torchrun_launch_leaves_no_process(monkeypatch):
     started = []
 
