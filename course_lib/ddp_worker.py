@@ -584,6 +584,7 @@ class TorchrunRun:
     log: object
     start: float
     deadline_s: float
+    started_at: float = 0.0  # time.time() at the start: the rank files' clock
 
     def wait(self) -> LaunchResult:
         """Do `meanwhile()`, then wait for torchrun until `deadline_s` after its start; kill its
@@ -606,21 +607,29 @@ class TorchrunRun:
             output = self.log.read()
         if returncode != 0:
             raise TorchrunFailed(returncode, output, self.process.pid)
-        seconds = time.perf_counter() - self.start
+        seconds = min(time.perf_counter() - self.start, ran_for(self.config, self.started_at))
         return LaunchResult(self.config, _read_ranks(self.config), seconds, "torchrun")
+
+
+def ran_for(config: DDPConfig, started_at: float) -> float:
+    """Seconds from `started_at` (time.time()) to the last rank's results file: the run's own time,
+    not the time until wait() was called, which chapter 08 does cells later (chapter 08)."""
+    folder = Path(config.out_dir)
+    last = max((folder / f"rank{r}.pt").stat().st_mtime for r in range(config.world_size))
+    return max(0.0, last - started_at)
 
 
 def start_torchrun(config: DDPConfig = None, deadline_s: float = 90.0) -> TorchrunRun:
     """Start the worker under torchrun (torchrun_command's line) and return at once: this process
     can go on with other work while the workers start; `.wait()` collects the run (chapter 08)."""
     config = (config or DDPConfig()).resolved()
-    start, log = time.perf_counter(), tempfile.TemporaryFile("w+")
+    start, started_at, log = time.perf_counter(), time.time(), tempfile.TemporaryFile("w+")
     try:
         process = _start_torchrun(torchrun_command(config, sys.executable), log)
     except BaseException:
         log.close()
         raise
-    return TorchrunRun(config, process, log, start, deadline_s)
+    return TorchrunRun(config, process, log, start, deadline_s, started_at)
 
 
 def launch_torchrun(config: DDPConfig = None, deadline_s: float = 90.0) -> LaunchResult:

@@ -144,6 +144,15 @@ def test_start_torchrun_returns_while_the_run_goes_on_and_wait_keeps_the_deadlin
     assert not multiprocessing.active_children() and run.log.closed
 
 
+def test_a_run_waited_for_later_takes_the_time_to_its_last_rank_file(tmp_path):
+    """Chapter 08 waits cells after the start: the run's seconds end at its last rank's file."""
+    config = ddp_worker.DDPConfig(world_size=2, out_dir=str(tmp_path))
+    for rank, written in ((0, 1000.0), (1, 1003.5)):
+        (tmp_path / f"rank{rank}.pt").write_bytes(b"")
+        os.utime(tmp_path / f"rank{rank}.pt", (written, written))
+    assert ddp_worker.ran_for(config, started_at=1000.5) == 3.0
+
+
 def test_an_interrupted_torchrun_launch_leaves_no_process(monkeypatch):
     started = []
 
