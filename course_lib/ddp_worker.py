@@ -577,14 +577,15 @@ def meanwhile() -> None:
 @dataclass
 class TorchrunRun:
     """A torchrun run under way (start_torchrun): its config, its agent, its log and when it
-    started; `wait()` gives its LaunchResult (chapters 07, 08)."""
+    started (`start` for the deadline, `started_at` for the run's time); `wait()` gives its
+    LaunchResult (chapters 07, 08)."""
 
     config: DDPConfig
     process: object
     log: object
     start: float
     deadline_s: float
-    started_at: float = 0.0  # time.time() at the start: the rank files' clock
+    started_at: float  # time.time() at the start: the rank files' clock
 
     def wait(self) -> LaunchResult:
         """Do `meanwhile()`, then wait for torchrun until `deadline_s` after its start; kill its
@@ -607,7 +608,7 @@ class TorchrunRun:
             output = self.log.read()
         if returncode != 0:
             raise TorchrunFailed(returncode, output, self.process.pid)
-        seconds = min(time.perf_counter() - self.start, ran_for(self.config, self.started_at))
+        seconds = ran_for(self.config, self.started_at)
         return LaunchResult(self.config, _read_ranks(self.config), seconds, "torchrun")
 
 
