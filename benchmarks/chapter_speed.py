@@ -88,11 +88,6 @@ def environment(folder: Path) -> dict:
     )
 
 
-def code_cells(path: Path) -> int:
-    """How many code cells the notebook has (each costs a few ms under nbval, an empty one too)."""
-    return sum(c["cell_type"] == "code" for c in json.loads(path.read_text())["cells"])
-
-
 def nbval_seconds(path: Path, env: dict) -> tuple:
     """(wall seconds, CPU-seconds) of `pytest --nbval-lax path` in a new process (it must pass)."""
     cmd = [
@@ -192,11 +187,11 @@ def main() -> int:
         f"{trained / base:.2f}x the floor; {cpu[training_floor]:.1f} CPU-s"
     )
     for path in copies:
-        ratio = best[path] / base
+        ratio, cells = best[path] / base, len(notebooks.code(path))
         mark = "" if ratio <= 1.5 else ("  over 1.5x" if ratio <= 2 else "  OVER 2x")
         print(
             f"  {path.stem:<22} {best[path]:6.1f} s  {ratio:4.2f}x the floor{mark}; "
-            f"{best[path] / trained:4.2f}x the training floor; {code_cells(path):2d} code cells; "
+            f"{best[path] / trained:4.2f}x the training floor; {cells:2d} code cells; "
             f"{cpu[path]:5.1f} CPU-s, {cpu[path] / cpu[floor]:4.2f}x the floor's"
         )
     total = sum(best[p] for p in copies)
