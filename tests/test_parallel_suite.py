@@ -43,11 +43,26 @@ def test_reads_mode(mode, i):
 ALONE = """
 import os, time
 
+def others_seen(notes, me):
+    with open(notes) as f:
+        return any(line.startswith("alone ") and not line.endswith(f" {me}\\n") for line in f)
+
 @__import__("pytest").mark.parametrize("i", range(8))
 def test_alone(i):
-    time.sleep(0.3)
-    with open(os.path.join(os.environ["NOTES"], "notes.txt"), "a") as f:
-        f.write(f"alone {os.environ.get('PYTEST_XDIST_WORKER', '-')}\\n")
+    # Waits (up to 60 s from the first single test) for a single test on another worker, so the
+    # spread does not depend on how long the other worker's kernel takes to start on a busy
+    # machine; tests that xdist kept on one worker time out and leave the spread to fail.
+    me = os.environ.get("PYTEST_XDIST_WORKER", "-")
+    notes = os.path.join(os.environ["NOTES"], "notes.txt")
+    with open(notes, "a") as f:
+        f.write(f"alone {me}\\n")
+    first = os.path.join(os.environ["NOTES"], "alone.start")
+    try:
+        open(first, "x").close()  # the first single test starts the 60 s
+    except FileExistsError:
+        pass
+    while not others_seen(notes, me) and time.time() - os.path.getmtime(first) < 60:
+        time.sleep(0.05)
 """
 CELLS = ["x = 1", "assert x == 1", "y = x + 1\nassert y == 2"]
 
