@@ -50,14 +50,6 @@ def cpu_of(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def children_of(pid: int) -> list:
-    found = []
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{tid}/children") as f:
-            found += [int(p) for p in f.read().split()]
-    return found
-
-
 def main() -> int:
     from grading_speed import class_arguments, make_class
 
@@ -68,6 +60,7 @@ def main() -> int:
     (work / "subs").mkdir()
     make_class(args.chapter, work / "subs", args.right, args.wrong, args.blank)
 
+    from course_lib import processes
     from course_lib.grading import gradebook, outcome, parent, protocol, record, scheduler
     from course_lib.grading import zygote as zyg
 
@@ -121,7 +114,7 @@ def main() -> int:
         if self.zygote is not None and self.zygote.process.poll() is None:
             zygote = self.zygote.process.pid
             long_lived["zygote"] = cpu_of(zygote)
-            for pid in children_of(zygote):  # the judge: every graded process has ended
+            for pid in processes.children(zygote):  # the judge: every graded process has ended
                 long_lived[f"judge (pid {pid})"] = cpu_of(pid)
         return stop(self)
 

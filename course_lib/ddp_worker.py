@@ -47,7 +47,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
 
-from . import data, training
+from . import data, processes, training
 from .collector import collector_paused
 from .exercises.runner import describe_exception, warm_up
 from .i18n import tr
@@ -529,24 +529,13 @@ def _wait(process, deadline_s: float):
     return process.exitcode
 
 
-def _children(pid: int) -> list:
-    """The pids of `pid`'s children (Linux's /proc; elsewhere none are found)."""
-    found = []
-    for task in Path(f"/proc/{pid}/task").glob("*/children"):
-        try:
-            found += [int(child) for child in task.read_text().split()]
-        except OSError:
-            pass
-    return found
-
-
 def _kill_group(process) -> None:
     """SIGKILL the process group `process` leads and the sessions of its workers, and reap it.
 
     torchrun starts each worker in a session of its own: killing torchrun's group alone would
     leave them running (chapter 07)."""
     if hasattr(os, "killpg"):  # POSIX; on Windows the process alone
-        for pid in [*_children(process.pid), process.pid]:
+        for pid in [*processes.children(process.pid), process.pid]:
             try:
                 os.killpg(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):

@@ -16,7 +16,7 @@ import torch.distributed as dist
 from torch.utils.data import DistributedSampler
 
 from course_lib import ch07_dp_vs_ddp as ch
-from course_lib import ddp_worker, notebooks, training
+from course_lib import ddp_worker, notebooks, processes, training
 from course_lib.exercises import Fail
 from course_lib.memory import weight_bytes
 
@@ -244,7 +244,7 @@ def test_the_kill_past_the_deadline_reaches_the_workers_own_sessions():
     launcher = context.Process(target=sleeping_launcher, args=(ready,))
     launcher.start()
     assert ready.wait(10)
-    (worker,) = ddp_worker._children(launcher.pid)
+    (worker,) = processes.children(launcher.pid)
     ddp_worker._kill_group(launcher)
     assert launcher.exitcode == -signal.SIGKILL and not multiprocessing.active_children()
     deadline = time.perf_counter() + 5

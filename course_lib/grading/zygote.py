@@ -30,6 +30,7 @@ import traceback
 import warnings
 from pathlib import Path
 
+from .. import processes
 from ..i18n import ENV_VAR
 from . import hugepages
 
@@ -328,28 +329,8 @@ class Zygote:
 
     @staticmethod
     def children() -> list:
-        """Pids of this process's children: its threads' `children` files (a few short reads),
-        or, where the kernel has none, every process's parent in /proc. A child that a read
-        misses while the list changes is found by the next call."""
-        try:
-            found = []
-            for tid in os.listdir("/proc/self/task"):
-                with open(f"/proc/self/task/{tid}/children") as f:
-                    found += [int(pid) for pid in f.read().split()]
-            return found
-        except OSError:
-            pass
-        me, found = str(os.getpid()), []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    if f.read().rsplit(")", 1)[1].split()[1] == me:
-                        found.append(int(entry))
-            except (OSError, IndexError):
-                continue
-        return found
+        """Pids of this process's children (processes.children)."""
+        return processes.children()
 
 
 def main(argv) -> None:
