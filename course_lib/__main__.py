@@ -1,5 +1,5 @@
-"""Command line: python -m course_lib {doctor, exercises, digest, grade, release, explain,
-collect, gradescope}.
+"""Command line: python -m course_lib {doctor, exercises, digest, grade, report, release,
+explain, collect, gradescope}.
 
 What a command prints (summaries, progress, errors) is in the course's language: --lang where a
 command has it, else $COURSE_LANG, else English. Files it writes (gradebooks, exports, manifests)
@@ -150,11 +150,32 @@ def cmd_grade(args) -> int:
         )
     )
     status = 1 if report["key_problems"] else 0
+    _class_report(args.out)
     return (
         max(status, exporter.run(lambda line: print(_say(line), file=sys.stderr)))
         if exporter
         else status
     )
+
+
+def _class_report(book, anonymous=False) -> int:
+    """Write the class report beside `book` (course_lib/classroom/report.py) and say where."""
+    from .classroom import report
+    from .i18n import language
+
+    try:
+        written = report.write(book, anonymous=anonymous, lang=language())
+    except (report.NoRecords, OSError, ValueError) as err:
+        print(_why("no class report written:", err), file=sys.stderr)
+        return 2
+    print(_say(f"class report: {written['html']} (counts: {written['csv']})"))
+    return 0
+
+
+def cmd_report(args) -> int:
+    """Write the class report of an existing gradebook (course_lib/classroom/report.py)."""
+    _speak(args)
+    return _class_report(args.gradebook, anonymous=args.anonymous)
 
 
 def _grade_exporter(args):
@@ -330,6 +351,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _lang_option(p, "the progress, summary and errors printed (feedback: each notebook's own)")
     p.set_defaults(run=cmd_grade)
+    p = sub.add_parser(
+        "report",
+        help="(teachers) the class report of a gradebook: what the class got wrong, with plots",
+    )
+    p.add_argument("gradebook", help="the gradebook CSV that `grade --out` wrote")
+    p.add_argument(
+        "--anonymous", action="store_true", help="students as 'student N', to show the class"
+    )
+    _lang_option(p, "the report page and what is printed")
+    p.set_defaults(run=cmd_report)
     p = sub.add_parser(
         "collect",
         help="(teachers) copy each hub user's chapter notebook into a submissions folder",
