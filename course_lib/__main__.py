@@ -1,5 +1,5 @@
-"""Command line: python -m course_lib {doctor, exercises, digest, grade, report, release,
-explain, collect, gradescope}.
+"""Command line: python -m course_lib {doctor, exercises, digest, grade, report, review,
+release, explain, collect, gradescope}.
 
 What a command prints (summaries, progress, errors) is in the course's language: --lang where a
 command has it, else $COURSE_LANG, else English. Files it writes (gradebooks, exports, manifests)
@@ -150,6 +150,7 @@ def cmd_grade(args) -> int:
         )
     )
     status = 1 if report["key_problems"] else 0
+    status = max(status, _apply_reviews(args.out))
     _class_report(args.out)
     return (
         max(status, exporter.run(lambda line: print(_say(line), file=sys.stderr)))
@@ -169,6 +170,42 @@ def _class_report(book, anonymous=False) -> int:
         print(_why("no class report written:", err), file=sys.stderr)
         return 2
     print(_say(f"class report: {written['html']} (counts: {written['csv']})"))
+    return 0
+
+
+def _apply_reviews(book) -> int:
+    """The teacher's points for written answers (GRADEBOOK.review.csv) into the gradebook."""
+    from .classroom import review
+
+    if not review.review_path(book).exists():
+        return 0
+    try:
+        count = review.apply(book)
+    except (review.ReviewError, OSError) as err:
+        print(_why("the teacher's reviews were not applied:", err), file=sys.stderr)
+        return 2
+    print(_say(f"written answers reviewed by the teacher: {count}"))
+    return 0
+
+
+def cmd_review(args) -> int:
+    """Serve the review page of a gradebook on 127.0.0.1 (course_lib/classroom/review_page.py)."""
+    _speak(args)
+    from .classroom import report, review, review_page
+    from .i18n import language
+
+    try:
+        server = review_page.serve(args.gradebook, port=args.port, lang=language())
+    except (report.NoRecords, review.ReviewError, OSError) as err:
+        print(_why("no review page:", err), file=sys.stderr)
+        return 2
+    print(_say(f"review page: {review_page.url_of(server)} (Ctrl-C stops it)"), flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
     return 0
 
 
@@ -361,6 +398,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _lang_option(p, "the report page and what is printed")
     p.set_defaults(run=cmd_report)
+    p = sub.add_parser(
+        "review",
+        help="(teachers) grade the written answers of a gradebook in a local web page",
+    )
+    p.add_argument("gradebook", help="the gradebook CSV that `grade --out` wrote")
+    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    _lang_option(p, "the page and what is printed")
+    p.set_defaults(run=cmd_review)
     p = sub.add_parser(
         "collect",
         help="(teachers) copy each hub user's chapter notebook into a submissions folder",
