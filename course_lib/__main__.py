@@ -245,12 +245,14 @@ def cmd_collect(args) -> int:
             path=args.path,
             assignment_id=args.assignment,
             update=args.update,
+            owner_check=not args.no_owner_check,
+            max_bytes=int(args.max_mb * 2**20),
         )
     except (CollectError, NoSuchChapter) as err:
         print(_why("nothing collected:", err), file=sys.stderr)
         return 2
     print("\n".join(collection.lines()))  # in the course's language
-    return 1 if collection.problems() else 0
+    return 1 if collection.problems() or collection.warnings else 0
 
 
 def cmd_gradescope(args) -> int:
@@ -440,6 +442,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--update",
         action="store_true",
         help="replace copies collected before (kept in OUT_DIR.replaced)",
+    )
+    p.add_argument(
+        "--no-owner-check",
+        action="store_true",
+        help="do not check that each home, exchange folder and notebook belongs to the system "
+        "user it names (only where every home belongs to one user: a single-user hub, tests)",
+    )
+    p.add_argument(
+        "--max-mb",
+        type=float,
+        default=50,
+        help="refuse notebooks larger than this, before reading them (default 50, the grader's)",
     )
     _lang_option(p, "the summary and errors printed")
     p.set_defaults(run=cmd_collect)

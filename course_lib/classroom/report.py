@@ -10,14 +10,13 @@ Everything a student wrote is escaped: the page shows it as text, never as marku
 """
 
 import base64
-import csv
 import html
 import io
 import json
 from collections import Counter
 from pathlib import Path
 
-from ..grading import gradebook
+from ..grading import csvsafe, gradebook
 from ..i18n import tr
 from ..i18n.catalogue import in_language
 
@@ -246,12 +245,10 @@ def csv_rows(data: dict) -> list:
 
 def render_csv(data: dict) -> str:
     """The report's counts as CSV, every text made safe for spreadsheets."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["section", "exercise", "item", "detail", "count"])
-    for row in csv_rows(data):
-        writer.writerow([gradebook.clean(v) for v in row])
-    return buf.getvalue()
+    rows = [["section", "exercise", "item", "detail", "count"]] + [
+        [gradebook.clean(v) for v in row] for row in csv_rows(data)
+    ]
+    return csvsafe.text(rows)
 
 
 def _e(text) -> str:

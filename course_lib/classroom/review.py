@@ -15,7 +15,7 @@ import hashlib
 import io
 from pathlib import Path
 
-from ..grading import gradebook
+from ..grading import csvsafe, gradebook
 from . import report
 
 COLUMNS = ["submission", "question", "points", "max_points", "comment", "answer_sha256"]
@@ -96,12 +96,8 @@ def read(path: Path, answers: dict) -> dict:
 
 
 def render(reviews: dict) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    for key in sorted(reviews):
-        writer.writerow([gradebook.clean(reviews[key][c]) for c in COLUMNS])
-    return buf.getvalue()
+    rows = [COLUMNS] + [[gradebook.clean(reviews[k][c]) for c in COLUMNS] for k in sorted(reviews)]
+    return csvsafe.text(rows)
 
 
 def save(book, submission, question, points, max_points, comment="") -> dict:
