@@ -196,7 +196,7 @@ def _tmpfs(target: str, mb: int, mode: str = "1777") -> None:
 def build_root(scratch: str, disk_mb: int, sources: list) -> str:
     """A new root: read-only system and Python, course_lib without its key, a private scratch."""
     root = os.path.join(scratch, ".root")
-    os.makedirs(root, exist_ok=True)
+    os.makedirs(root, mode=0o700, exist_ok=True)
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16m")
     _tmpfs(root + "/dev/shm", disk_mb)
     _tmpfs(root + "/tmp", disk_mb)  # before the binds: course_lib itself may live under /tmp

@@ -266,6 +266,7 @@ def run(request_fd: int, reply_fd: int) -> None:
     from .zygote import _PR_SET_PDEATHSIG, _prctl
 
     parent = os.getppid()
+    os.umask(0o077)  # as the zygote: what it creates is its own
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # a killed grader takes its judge along, busy or not
     if os.getppid() != parent:
         os._exit(1)

@@ -60,6 +60,7 @@ def _plumbing(scratch: str, keep_fd: int) -> None:
         PYTHONDONTWRITEBYTECODE="1",
     )
     os.chdir(work)
+    os.umask(0o077)  # after its own root is built: what student code creates is private too
     tempfile.tempdir = tmp
     sys.dont_write_bytecode = True
     sys.argv = [""]
