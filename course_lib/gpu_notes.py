@@ -244,7 +244,7 @@ NOTES = {
             "grows by mapping more memory at its end, so the free tail and the new pages serve "
             "the next request together."
         ),
-        "the 'CUDA semantics' notes, Optimizing memory usage with PYTORCH_CUDA_ALLOC_CONF; "
+        "the 'CUDA semantics' notes, Optimizing memory usage with PYTORCH_ALLOC_CONF; "
         "c10/cuda/CUDACachingAllocator.cpp",
     ),
     "ch07.data_parallel": (
