@@ -157,9 +157,11 @@ NOTES = {
             "synchronizing CUDA operation'."
         ),
         (
-            "set_sync_debug_mode('warn') makes PyTorch warn at each CUDA call that makes the CPU "
-            "wait for the GPU: .item() copies a number to the host, and x[mask] must learn how "
-            "many rows the mask keeps before it can allocate its result."
+            "set_sync_debug_mode('warn') makes PyTorch warn at the CUDA calls it watches that make "
+            "the CPU wait for the GPU: .item() copies a number to the host, and x[mask] must learn "
+            "how many rows the mask keeps before it can allocate its result. It does not watch "
+            "every such call (its documentation: operations in torch.distributed and torch.sparse "
+            "are not covered yet), so no warning does not prove there is no sync point."
         ),
         "the torch.cuda.set_sync_debug_mode documentation",
     ),
