@@ -1415,9 +1415,9 @@ phase_ms = chapter.function_exercise(
             "Which keys tell you it is a label, and how long it lasted?"
         ),
         (
-            "Start from `dict.fromkeys(['data', 'forward', 'backward', 'step'], 0.0)`; for each "
-            'event whose `cat` is "user_annotation" and whose `name` is one of those keys, add '
-            "`dur / 1000`."
+            "Keep one running total per phase, each starting at 0.0, so that a phase that never "
+            "ran is still there. Add only the events that are labels (their `ph` and `cat` say "
+            "so) and whose `name` is a phase, and mind the unit `dur` is in."
         ),
     ],
 )
@@ -1629,7 +1629,10 @@ scale_after_overflow = chapter.quiz(
     digest="dc3fd0bbd381aee6",
     hints=[
         "After a step with inf or nan gradients, update() multiplies the scale by backoff_factor.",
-        "65536 times 0.5.",
+        (
+            "Which scale did this step start from, and what does multiplying by a factor of 0.5 "
+            "do to a number? Work it out from those two."
+        ),
     ],
     why={
         65536: (
@@ -1643,6 +1646,10 @@ scale_after_overflow = chapter.quiz(
         0: (
             "The scale is multiplied by the backoff factor 0.5: halved, not replaced by 0.5 or "
             "set to 0."
+        ),
+        0.5: (
+            "0.5 is the backoff factor itself: update() multiplies the scale by it, it does not "
+            "become the scale."
         ),
     },
     explanation=(
