@@ -1491,8 +1491,8 @@ bf16_scaler = chapter.quiz(
     options={
         "a": "Yes: bfloat16 has float16's 5 exponent bits, so small gradients underflow",
         "b": "Yes: `torch.autocast` refuses bfloat16 unless a GradScaler is enabled",
-        "c": "No: bfloat16 has float32's 8 exponent bits, so small gradients survive",
-        "d": "No: under autocast, backward computes all gradients in float64",
+        "c": "No: its range goes as low as float32's, so gradients too small for float16 survive",
+        "d": "No: autocast keeps every gradient in float32, so no 16-bit dtype needs a scaler",
     },
     digest="659f8988bebabc50",
     hints=[
@@ -1509,8 +1509,9 @@ bf16_scaler = chapter.quiz(
             "any scaler."
         ),
         "d": (
-            "Nothing under autocast runs in float64: the table above shows the gradients in the "
-            "weights' dtype, float32."
+            "Only the weights' `.grad` is float32. The gradients flowing back through the layers "
+            "are computed in the 16-bit dtype, and in float16 the small ones underflow there: "
+            "that is why float16 does need a scaler."
         ),
     },
     explanation=(

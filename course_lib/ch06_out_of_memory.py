@@ -1361,8 +1361,8 @@ empty_cache = chapter.quiz(
             "appears"
         ),
         "c": (
-            "It hands cached blocks no tensor uses back to the driver; your own program gains no "
-            "room"
+            "It lowers what nvidia-smi shows, but your own tensors can get no more memory than "
+            "before"
         ),
         "d": (
             "It clears the gradients like `zero_grad()`, and with them the activations saved for "
