@@ -1415,9 +1415,9 @@ phase_ms = chapter.function_exercise(
             "Which keys tell you it is a label, and how long it lasted?"
         ),
         (
-            "Start from `dict.fromkeys(['data', 'forward', 'backward', 'step'], 0.0)`; for each "
-            'event whose `cat` is "user_annotation" and whose `name` is one of those keys, add '
-            "`dur / 1000`."
+            "Keep one running total per phase, each starting at 0.0, so that a phase that never "
+            "ran is still there. Add only the events that are labels (their `ph` and `cat` say "
+            "so) and whose `name` is a phase, and mind the unit `dur` is in."
         ),
     ],
 )
@@ -1491,8 +1491,8 @@ bf16_scaler = chapter.quiz(
     options={
         "a": "Yes: bfloat16 has float16's 5 exponent bits, so small gradients underflow",
         "b": "Yes: `torch.autocast` refuses bfloat16 unless a GradScaler is enabled",
-        "c": "No: bfloat16 has float32's 8 exponent bits, so small gradients survive",
-        "d": "No: under autocast, backward computes all gradients in float64",
+        "c": "No: its range goes as low as float32's, so gradients too small for float16 survive",
+        "d": "No: autocast keeps every gradient in float32, so no 16-bit dtype needs a scaler",
     },
     digest="659f8988bebabc50",
     hints=[
@@ -1509,8 +1509,9 @@ bf16_scaler = chapter.quiz(
             "any scaler."
         ),
         "d": (
-            "Nothing under autocast runs in float64: the table above shows the gradients in the "
-            "weights' dtype, float32."
+            "Only the weights' `.grad` is float32. The gradients flowing back through the layers "
+            "are computed in the 16-bit dtype, and in float16 the small ones underflow there: "
+            "that is why float16 does need a scaler."
         ),
     },
     explanation=(
@@ -1629,7 +1630,10 @@ scale_after_overflow = chapter.quiz(
     digest="dc3fd0bbd381aee6",
     hints=[
         "After a step with inf or nan gradients, update() multiplies the scale by backoff_factor.",
-        "65536 times 0.5.",
+        (
+            "Which scale did this step start from, and what does multiplying by a factor of 0.5 "
+            "do to a number? Work it out from those two."
+        ),
     ],
     why={
         65536: (
@@ -1643,6 +1647,10 @@ scale_after_overflow = chapter.quiz(
         0: (
             "The scale is multiplied by the backoff factor 0.5: halved, not replaced by 0.5 or "
             "set to 0."
+        ),
+        0.5: (
+            "0.5 is the backoff factor itself: update() multiplies the scale by it, it does not "
+            "become the scale."
         ),
     },
     explanation=(
