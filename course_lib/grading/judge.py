@@ -263,7 +263,7 @@ def run(request_fd: int, reply_fd: int) -> None:
     import signal
     import warnings
 
-    from .zygote import _PR_SET_PDEATHSIG, _prctl
+    from .isolation import _PR_SET_PDEATHSIG, _prctl
 
     parent = os.getppid()
     os.umask(0o077)  # as the zygote: what it creates is its own

@@ -32,8 +32,9 @@ from pathlib import Path
 
 from .. import processes
 from . import environment, hugepages
+from .isolation import _PR_SET_PDEATHSIG, _prctl
 
-_PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
+_PR_SET_CHILD_SUBREAPER = 36
 MAX_MESSAGE = 1 << 20
 # What the zygote warms for each kind of graded process (functions of warmup.py, public data only):
 # a notebook's own `check` cells find the visible tests' references ready; a check process finds
@@ -153,12 +154,6 @@ class ZygoteClient:
 
 
 # ---------------------------------------------------------------- the zygote's side
-def _prctl(option, value) -> None:
-    import ctypes
-
-    ctypes.CDLL(None).prctl(option, value, 0, 0, 0)
-
-
 def warm_common(between=None) -> None:
     """Every course_lib module but the key and the grader, widgets, torch's first use; then
     `between()` (the judge's fork: all it needs is there); then matplotlib and the digits."""
