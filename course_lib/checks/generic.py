@@ -16,8 +16,8 @@ import copy
 import math
 
 from ..exercises.spec import Fail
+from ..exercises.wire import ErrorValue, ObjectValue, TensorValue, roundtrip
 from .base import Check, attempt, check, is_error, shown, type_name
-from .wire import ErrorValue, ObjectValue, TensorValue, roundtrip
 
 
 def _copied(value):

@@ -27,6 +27,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from .. import profiling, training
 from ..exercises.spec import Fail
+from ..exercises.wire import TensorValue, roundtrip
 from .base import (
     Check,
     attempt,
@@ -39,7 +40,6 @@ from .base import (
     type_name,
 )
 from .rig import checker_threads, first_linear, make_rig
-from .wire import TensorValue, roundtrip
 
 
 # ------------------------------------------------------------ amp_train_step: the rig and its spies

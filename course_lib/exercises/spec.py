@@ -14,10 +14,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..checks import wire
 from ..i18n import tr
 from ..i18n.catalogue import Said, join, labelled, tr_join
-from . import progress, scoring
+from . import progress, scoring, wire
 from .results import CORRECT, INCORRECT, NOT_ATTEMPTED, CheckResult, TestOutcome
 from .runner import is_stub, observe, warm_up
 

@@ -13,8 +13,8 @@ no key, no reference solution, no expected value, no verdict. Whatever it report
 
 import sys
 
-from ..checks import wire
 from ..checks.base import rebuild
+from ..exercises import wire
 from ..exercises.runner import observe
 from .cells import CappedStream, notebook_namespace, run_notebook_cells
 

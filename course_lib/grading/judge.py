@@ -28,8 +28,7 @@ import subprocess
 import sys
 import time
 
-from ..checks import wire
-from ..exercises import INCORRECT, get, scoring
+from ..exercises import INCORRECT, get, scoring, wire
 from ..i18n import LANGUAGES, tr
 from ..i18n.catalogue import in_language, join, labelled
 from . import environment
