@@ -19,7 +19,7 @@ import pytest
 from course_lib.classroom.collect import parse_exchange_name
 
 NB = "01_device_check.ipynb"
-# every home here belongs to the user running the tests (owner checks: test_classroom_collect_hostile)
+# every home here belongs to the user running the tests (owners: test_classroom_collect_hostile)
 OWNERS = ["--no-owner-check"]
 
 

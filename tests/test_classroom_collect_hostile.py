@@ -204,6 +204,7 @@ def test_an_exchange_folder_in_a_classmates_name_owned_by_another_user_is_refuse
     collection = collect(inbound.parent, out, "01", exchange=True)
     rejected(out, "alice", "claims to be alice's submission")
     assert f"belongs to {collect_mod.owner_name(ME)}, not to alice" in rows(out)["alice"]["note"]
+    assert any(line.startswith("  alice: rejected") for line in collection.lines())
 
 
 def test_a_linked_exchange_folder_is_refused_and_the_students_own_collected(tmp_path, owners):

@@ -210,7 +210,7 @@ STATIC_SOURCES = {
         "PART_NAMES",
     ),
     "course_lib/sharding.py": ("_holdings",),
-    "course_lib/device.py": ("forced_device",),
+    "course_lib/device.py": ("forced_device", "cuda_problem"),
 }
 
 
