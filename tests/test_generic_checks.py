@@ -118,3 +118,26 @@ def test_state_after():
         child_then_judge(test, no_step, one_step)
     with pytest.raises(Fail, match="wrong values"):
         child_then_judge(test, two_steps, one_step)
+
+
+@pytest.mark.parametrize(
+    "test, wrong, said",
+    [
+        (RETURNS, lambda x: (x + torch.arange(3.0))[0], "你返回的结果 (a 2x3 batch)的形状不对。"),
+        (RETURNS, lambda x: x + torch.arange(1.0, 4.0), "的数值不对（最多差 1）"),
+        (
+            generic.Raises("ValueError", args=(torch.zeros(3),)),
+            lambda x: x,
+            "它应该抛出 ValueError",
+        ),
+    ],
+)
+def test_the_feedback_speaks_chinese(test, wrong, said):
+    from course_lib.i18n import tr
+    from course_lib.i18n.catalogue import in_language
+
+    with pytest.raises(Fail) as err:
+        child_then_judge(test, wrong, add_positions if test is RETURNS else check_2d)
+    with in_language("zh"):
+        text = tr(err.value.message if hasattr(err.value, "message") else str(err.value))
+    assert said in text, text
