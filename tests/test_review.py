@@ -50,6 +50,8 @@ def test_the_answers_are_read_as_written(fresh):
     answers = review.written_answers(review.report.load(out))
     assert answers[("bob", QUESTION)] == submissions.WRITTEN["bob"][1]
     assert len(answers) == 3
+    data = review_page.answers_json(out, "en")
+    assert data["questions"][0]["prompt"] == submissions.QUESTION  # as text, markup and all
 
 
 def test_a_review_reaches_the_gradebook_the_summary_and_canvas(fresh):

@@ -13,6 +13,8 @@ it was reviewed gets status "review again", no points and a review flag: never k
 import csv
 import hashlib
 import io
+import os
+import re
 from pathlib import Path
 
 from ..grading import csvsafe, gradebook
@@ -45,6 +47,30 @@ def written_answers(records: list) -> dict:
         for r in records
         for q, t in (r.get("texts") or {}).items()
     }
+
+
+def question_text(record: dict, question: str) -> str:
+    """The markdown cell before the answer in the student's notebook (what it asked), or ''."""
+    from ..grading.cells import MAX_NOTEBOOK_BYTES, UnreadableNotebook, read_cells
+
+    name = re.escape(str(question))
+    answer = re.compile(rf"^\s*text_{name}\s*=|<!--\s*answer:\s*{name}\s*-->", re.M)
+    try:
+        with open(record.get("file", ""), "rb", opener=_no_follow) as f:
+            cells = read_cells(f.read(MAX_NOTEBOOK_BYTES + 1))
+    except (OSError, TypeError, ValueError, UnreadableNotebook, RecursionError):
+        return ""
+    asked = ""
+    for kind, source in cells:
+        if answer.search(source):
+            return asked[:3000]
+        if kind == "markdown":
+            asked = source
+    return ""
+
+
+def _no_follow(path, flags):
+    return os.open(path, flags | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
 
 
 def _number(text, where: str, what: str) -> float:

@@ -38,7 +38,8 @@ PAGE = """<!DOCTYPE html>
 <style>body{{font-family:sans-serif;max-width:70em;margin:2em auto}}
 .answer{{white-space:pre-wrap;background:#f6f6f6;padding:.5em;border-radius:4px}}
 .row{{border-top:1px solid #ddd;padding:.6em 0}}.status{{color:#555;margin-left:.5em}}
-.error{{color:#b00}}input[type=number]{{width:5em}}input[type=text]{{width:30em}}</style>
+.error{{color:#b00}}.prompt{{white-space:pre-wrap;margin:.3em 0 .8em}}
+input[type=number]{{width:5em}}input[type=text]{{width:30em}}</style>
 </head><body><h1>{title}</h1><div id="main"></div>
 <script>
 const TOKEN = {token};
@@ -63,6 +64,7 @@ async function show() {{
     const box = el("section", {{className: "question"}});
     box.dataset.question = q.question;
     box.append(el("h2", {{textContent: L["Question"] + ": " + q.question}}));
+    box.append(el("div", {{className: "prompt", textContent: q.prompt}}));
     for (const a of q.answers) {{
       const points = el("input", {{type: "number", min: 0, step: "any", value: a.points ?? "",
         className: "points"}});
@@ -101,8 +103,10 @@ def answers_json(book, lang: str) -> dict:
     reviews = review.read(review.review_path(book), answers)
     with in_language(lang):
         labels = {k: tr(k) for k in LABELS}
-    questions = {}
+    questions, asked = {}, {}
+    by_name = {r["submission"]: r for r in records}
     for (name, question), text in sorted(answers.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        asked[question] = asked.get(question) or review.question_text(by_name[name], question)
         done = reviews.get((name, question))
         changed = done is not None and done["answer_sha256"] != review.digest(text)
         status = (
@@ -119,7 +123,9 @@ def answers_json(book, lang: str) -> dict:
         questions.setdefault(question, []).append(entry)
     return {
         "labels": labels,
-        "questions": [{"question": q, "answers": a} for q, a in questions.items()],
+        "questions": [
+            {"question": q, "prompt": asked.get(q, ""), "answers": a} for q, a in questions.items()
+        ],
     }
 
 

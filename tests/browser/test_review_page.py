@@ -47,6 +47,8 @@ def test_grade_two_answers_reload_and_find_them_in_the_gradebook_and_canvas(chro
         page.goto(review_page.url_of(server))
         row(page, "carol").wait_for(timeout=10_000)
         assert page.locator("section.question h2").first.inner_text().endswith("why_label")
+        prompt = page.locator("section.question .prompt").first
+        assert prompt.inner_text() == submissions.QUESTION and prompt.locator("b").count() == 0
         bob = row(page, "bob").locator(".answer")
         assert "<b>It moves</b>" in bob.inner_text() and bob.locator("b, a").count() == 0
         grade(page, "alice", 2, 3, "clear")
