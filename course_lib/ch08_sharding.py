@@ -334,7 +334,10 @@ fsdp_gigabytes = chapter.quiz(
     digest="fc9c2e628c74b5b6",
     hints=[
         "Count the bytes per parameter first: weights, gradients, and Adam's two running averages.",
-        "16 bytes per parameter in all; FSDP splits all of it across the 8 GPUs.",
+        (
+            "Then ask which of those parts ZeRO-3 splits across the GPUs, and which (if any) it "
+            "keeps whole: the ZeRO table in section 2 lists them."
+        ),
     ],
     why={
         16: (

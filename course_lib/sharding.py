@@ -33,6 +33,15 @@ def fully_shard(module: nn.Module, **options) -> nn.Module:
     return torch_fully_shard(module, **options)
 
 
+def run_mesh(device):
+    """A 1-D DeviceMesh over every rank on the run's own device (`fully_shard` without a mesh
+    builds it on the accelerator, cuda, whatever the group's backend: a gloo run on the CPU with
+    more ranks than GPUs then fails) (chapter 08)."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    return init_device_mesh(torch.device(device).type, (dist.get_world_size(),))
+
+
 def is_dtensor(t) -> bool:
     """Whether `t` is a DTensor (none can exist before torch.distributed.tensor is imported)."""
     module = sys.modules.get("torch.distributed.tensor")
@@ -63,13 +72,14 @@ def held(model: nn.Module, optimizer) -> dict:
     }
 
 
-def shard(model: nn.Module) -> nn.Module:
-    """FSDP2: `fully_shard` each Linear layer (one
-    all-gather each), then the whole model (chapter 08)."""
+def shard(model: nn.Module, device) -> nn.Module:
+    """FSDP2: `fully_shard` each Linear layer (one all-gather
+    each), then the whole model, on the run's device (chapter 08)."""
+    mesh = run_mesh(device)  # 1-D: every rank holds 1/N
     for layer in model.modules():
         if isinstance(layer, nn.Linear):
-            fully_shard(layer)
-    return fully_shard(model)
+            fully_shard(layer, mesh=mesh)
+    return fully_shard(model, mesh=mesh)
 
 
 def shard_rows(model: nn.Module) -> list:
@@ -132,7 +142,7 @@ def compare_rank(rank: int, device: torch.device, config) -> dict:
     )
     loader = DataLoader(dataset, batch_size=config.per_device_batch, sampler=sampler)
     replica = ddp_worker.make_model(config).to(device)
-    plain = {"DDP": replica, "FSDP": shard(ddp_worker.make_model(config).to(device))}
+    plain = {"DDP": replica, "FSDP": shard(ddp_worker.make_model(config).to(device), device)}
     runs = {
         "DDP": DDP(replica, device_ids=[device.index] if device.type == "cuda" else None),
         "FSDP": plain["FSDP"],
@@ -185,7 +195,8 @@ class HoldingsTask:
 
     def __call__(self, rank: int, world_size: int) -> dict:
         torch.set_num_threads(1)
-        plain, sharded = ShapesModel(self.shapes), fully_shard(ShapesModel(self.shapes))
+        mesh = run_mesh("cpu")  # a gloo group on the CPU, however many GPUs the machine has
+        plain, sharded = ShapesModel(self.shapes), fully_shard(ShapesModel(self.shapes), mesh=mesh)
         found = {}
         for name, model, run in (("DDP", plain, DDP(plain)), ("FSDP", sharded, sharded)):
             optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -222,6 +233,7 @@ __all__ = [
     "local",
     "local_bytes",
     "measure_holdings",
+    "run_mesh",
     "shard",
     "shard_rows",
 ]

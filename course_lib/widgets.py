@@ -186,7 +186,7 @@ def quiz_widget(quiz):
     verdict = widget(W.HTML)
 
     def on_click(_):
-        result = quiz.check(read(), empty=EMPTY_ANSWER.get(quiz.kind, CHOOSE_ONE))
+        result = quiz.check(read(), empty=EMPTY_ANSWER.get(quiz.kind, CHOOSE_ONE), hint_below=True)
         verdict.value = result._repr_html_() + (
             answer_cell_note(quiz.name) if result.correct else ""
         )

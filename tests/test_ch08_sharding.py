@@ -158,3 +158,46 @@ def test_the_child_only_predicts_and_the_judge_measures(monkeypatch):
     lying = [dict(row, parameters=row["parameters"] + 4) for row in seen]
     with pytest.raises(Fail, match="not what the rank really holds"):
         test.judge(lying, measured)
+
+
+@pytest.fixture
+def one_gpu_gloo(monkeypatch, tmp_path):
+    """A world-size-1 gloo group on a machine faked to have one GPU (the accelerator is cuda), and
+    the device_type of every mesh fully_shard was given or built by default."""
+    import torch
+    import torch.distributed as dist
+    import torch.distributed.fsdp as fsdp
+    from torch.distributed.fsdp._fully_shard import _fsdp_init
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch._C, "_get_accelerator", lambda: torch.device("cuda"))
+    seen, real = [], fsdp.fully_shard
+
+    def default_mesh(*args, **kwargs):
+        seen.append("cuda")  # what FSDP2 builds when given no mesh: the accelerator's
+        raise RuntimeError("CUDA error: invalid device ordinal")
+
+    def recording(module, **options):
+        if options.get("mesh") is not None:
+            seen.append(options["mesh"].device_type)
+        return real(module, **options)
+
+    monkeypatch.setattr(_fsdp_init, "_init_default_mesh", default_mesh)
+    monkeypatch.setattr(fsdp, "fully_shard", recording)
+    dist.init_process_group(
+        "gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1
+    )
+    yield seen
+    dist.destroy_process_group()
+
+
+def test_the_mesh_is_built_on_the_runs_device_not_the_accelerator(one_gpu_gloo):
+    import torch
+    from torch import nn
+
+    model = sharding.shard(nn.Sequential(nn.Linear(4, 3), nn.Linear(3, 2)), torch.device("cpu"))
+    assert one_gpu_gloo == ["cpu"] * 3  # two layers and the root, all on the gloo run's CPU
+    assert all(sharding.local(p).device.type == "cpu" for p in model.parameters())
+    found = sharding.HoldingsTask([(3, 2)])(0, 1)
+    assert one_gpu_gloo[3:] == ["cpu"] and found["FSDP"]["parameters"] == 4 * 6

@@ -636,10 +636,33 @@ def test_a_quiz_hint_revealed_by_a_wrong_answer_shows_in_its_widget():
     box = quiz.ask()
     box.answer("b")
     box.check_button.click()
-    assert "look again" in box.verdict.value
+    assert "look again" not in box.verdict.value and "hints below" in box.verdict.value
     hints = next(w for w in _descendants(box) if "course-hints" in w._dom_classes)
     button, shown = _hint_parts(hints)
     assert "Hint 1 of 1: look again" in shown and button.disabled
+    assert "look again" in quiz.check("b", record=False).summary  # the answer cell has no list
+
+
+def test_a_wrong_answer_in_the_widget_shows_each_hint_once_and_steps_one_at_a_time():
+    quiz = chapter.quiz(
+        "hint_once",
+        title="t",
+        question="?",
+        options={"a": "A", "b": "B"},
+        digest=answer_digest("ch99.hint_once", "a"),
+        hints=["first idea", "second idea"],
+    )
+    box = quiz.ask()
+    hints = next(w for w in _descendants(box) if "course-hints" in w._dom_classes)
+    box.answer("b")
+    box.check_button.click()
+    button, shown = _hint_parts(hints)
+    on_screen = box.verdict.value + shown
+    assert on_screen.count("first idea") == 1 and "second idea" not in on_screen
+    assert "2 of 2" in button.description and not button.disabled  # hint 1 is there, above it
+    button.click()
+    button, shown = _hint_parts(hints)
+    assert shown.count("first idea") == shown.count("second idea") == 1 and button.disabled
 
 
 WARM_UP_PROBE = """

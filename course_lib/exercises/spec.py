@@ -100,6 +100,7 @@ def _too_slow(seconds: float) -> str:
     return f"Your function did not finish within {seconds:g} s (an endless loop?)."
 
 
+HINT_BELOW = "See the hints below: each wrong answer reveals the next one."
 NOT_ATTEMPTED_TEXT = "`{name}` still raises NotImplementedError: replace that line with your code."
 UNREADABLE_TEXT = (
     "The check could not make sense of what your function produced ({why}); "
@@ -510,9 +511,13 @@ class Quiz(Exercise):
             return normalized == self.right_answer()
         return answer_digest(self.id, normalized) == self.digest
 
-    def check(self, answer, *, include_hidden=False, record=True, empty="") -> CheckResult:
+    def check(
+        self, answer, *, include_hidden=False, record=True, empty="", hint_below=False
+    ) -> CheckResult:
         """Right or not; a wrong answer is told why its options are off (or gets the next hint),
-        never which option is right. `empty`: the message for no answer (the widget's own words)."""
+        never which option is right. `empty`: the message for no answer (the widget's own words);
+        `hint_below`: the widget shows the revealed hint in its hint list, so the verdict points
+        there instead of repeating it."""
         if is_empty_answer(answer):
             return self._not_attempted(
                 empty or "Write your answer in the cell, then run it.", record
@@ -528,7 +533,7 @@ class Quiz(Exercise):
             raised = f"Run for real on this machine, the code raised: {self.observed_error()}."
             summary = tr_join(["Right.", raised if self.kind == "error" else "", self.explanation])
         else:
-            summary = self.wrong_feedback(normalized)
+            summary = self.wrong_feedback(normalized, hint_below)
         status = CORRECT if right else INCORRECT
         result = CheckResult(
             self.id,
@@ -540,8 +545,9 @@ class Quiz(Exercise):
         )
         return self._finish(result, record)
 
-    def wrong_feedback(self, normalized: str) -> str:
-        """'Not quite.' plus why each chosen option is off, or else the next hint."""
+    def wrong_feedback(self, normalized: str, hint_below: bool = False) -> str:
+        """'Not quite.' plus why each chosen option is off, or else the next hint (revealed once:
+        with `hint_below` the widget's hint list shows it and the verdict points there)."""
         chosen = list(normalized) if self.kind in ("single", "multiple", "error") else [normalized]
         mark = ")" if self.kind != "numeric" else ":"
         reasons = [
@@ -554,7 +560,8 @@ class Quiz(Exercise):
             return join([tr("Not quite."), judged] + reasons)
         if self.hints:
             self.reveal_hint()
-            return join([tr("Not quite."), judged, tr(self.hints_shown()[-1])])
+            hint = HINT_BELOW if hint_below else self.hints_shown()[-1]
+            return join([tr("Not quite."), judged, tr(hint)])
         return join([tr("Not quite: read the question again, then try once more."), judged])
 
     def ask(self):
