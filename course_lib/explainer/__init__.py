@@ -22,7 +22,7 @@ from .. import chapters
 from ..i18n import language, tr
 from ..i18n.catalogue import join, tr_join
 from ..i18n.headings import heading_in, notebook_path
-from .knowledge import ENTRIES, Entry
+from .knowledge import ENTRIES, FAMILIES, Entry
 
 UNKNOWN = "Not a GPU-training error this course knows"
 WARNING_CONTEXT = "A warning, not an error: the code went on running. The warning:"
@@ -34,6 +34,16 @@ _PATTERNS = [
     for e in ENTRIES
 ]
 _READINGS = {e.id: [(re.compile(r, _FLAGS), text) for r, text in e.readings] for e in ENTRIES}
+_FAMILY_PATTERNS = [(f, [re.compile(p, _FLAGS) for p in f.patterns]) for f in FAMILIES]
+_FAMILY_FRAMES = [(f, [re.compile(p, _FLAGS) for p in f.frames]) for f in FAMILIES if f.frames]
+# a traceback frame, `File "path", line N, in name`, and the source line Python prints under it
+_FRAME = re.compile(
+    r'^[ \t]*File "(?P<path>[^"\n]+)", line \d+(?P<rest>[^\n]*)\n?(?:[ \t]+[^\n]*\n?)?', re.M
+)
+GENERAL_CASE = (
+    "General case: no entry matches this exact message; it is recognisably of this family, "
+    "so here is what such errors mean and where to look first."
+)
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _RANK_PREFIX = re.compile(
@@ -70,6 +80,11 @@ class Explanation:
     context: str = ""  # how the error was found in a longer text
     title: str = field(default=UNKNOWN)
 
+    @property
+    def tier(self) -> str | None:
+        """'specific' (an entry for this error), 'family' (its general case), None (unknown)."""
+        return self.entry.tier if self.entry else None
+
     def __post_init__(self):
         if self.entry is not None:
             self.title = self.entry.title
@@ -88,6 +103,7 @@ class Explanation:
         e = self.entry
         return {
             "known": self.known,
+            "tier": self.tier,
             "id": e.id if e else None,
             "title": tr(self.title),
             "chapter": e.chapter if e else None,
@@ -184,6 +200,38 @@ def last_known_error(text: str, wrappers: bool = True):
     return best[2], _message_block(lines, best[0])
 
 
+def _torch_frames(text: str) -> list:
+    """The paths of a traceback's frames, in order, with the function each one names."""
+    return [m["path"] + m["rest"] for m in _FRAME.finditer(text)]
+
+
+def family_of(text: str, final: str = "") -> Entry | None:
+    """The family that PyTorch's own evidence in `text` names, or None (issue 35).
+
+    Evidence, in this order: a family's wording or exception class in the final exception, then
+    anywhere in the text, then the last traceback frame in one of torch's folders. Frames and the
+    source lines quoted under them are no wording evidence: a line of code is not a message.
+    """
+    for where in (final, text):
+        said = _FRAME.sub("", where)
+        for family, patterns in _FAMILY_PATTERNS:
+            if said and any(p.search(said) for p in patterns):
+                return family
+    for path in reversed(_torch_frames(text)):
+        for family, patterns in _FAMILY_FRAMES:
+            if any(p.search(path) for p in patterns):
+                return family
+    return None
+
+
+def _general(text: str, final: str) -> Explanation:
+    """The family's general case for an error no entry matches, or "not known"."""
+    family = family_of(text, final)
+    if family is None:
+        return Explanation(False, _first_line(final or text))
+    return Explanation(True, _first_line(final or text), family)
+
+
 def _readings(entry: Entry, block: str) -> tuple:
     notes = []
     for pattern, sentence in _READINGS[entry.id]:
@@ -235,7 +283,7 @@ def explain_text(text: str) -> Explanation:
         return _explained(found[0], found[1], context)
     if entry:
         return _explained(entry, final)
-    return Explanation(False, _first_line(final or text))
+    return _general(text, final)
 
 
 def explain_exception(err: BaseException) -> Explanation:
@@ -247,7 +295,7 @@ def explain_exception(err: BaseException) -> Explanation:
         return explain_text(text)
     text = clean(text)
     entry = match(text)
-    return _explained(entry, text) if entry else Explanation(False, _first_line(text))
+    return _explained(entry, text) if entry else _general(text, text)
 
 
 def explain_warning(
@@ -328,9 +376,11 @@ def _inline(text: str) -> str:
 def _parts(exp: Explanation) -> list:
     """(part, value) of a known error's explanation, in the order both renderings show them."""
     e = exp.entry
-    parts = [("title", e.title)] + ([("context", (exp.context, exp.error))] if exp.context else [])
+    parts = [("title", e.title)] + ([("general", GENERAL_CASE)] if e.tier == "family" else [])
+    parts += [("context", (exp.context, exp.error))] if exp.context else []
     parts += [("meaning", e.meaning)] + ([("notes", exp.notes)] if exp.notes else [])
-    parts += [("causes", e.causes), ("fix", e.fix)] + ([("taught", exp)] if e.chapter else [])
+    causes = "look" if e.tier == "family" else "causes"
+    parts += [(causes, e.causes), ("fix", e.fix)] + ([("taught", exp)] if e.chapter else [])
     return parts
 
 
@@ -339,7 +389,9 @@ TEXT_PARTS = {  # each part of an explanation as lines of plain text, in the cou
     "context": lambda c: [f"  {tr(c[0])}", f"    {c[1]}"],
     "meaning": lambda meaning: [f"  {join([tr('What it means:'), tr(meaning)])}"],
     "notes": lambda notes: [f"  {join([tr('Read from your message:'), tr(n)])}" for n in notes],
+    "general": lambda general: [f"  {tr(general)}"],
     "causes": lambda causes: [f"  {tr('Likely causes:')}"] + [f"    - {tr(c)}" for c in causes],
+    "look": lambda look: [f"  {tr('What to look at first:')}"] + [f"    - {tr(c)}" for c in look],
     "fix": lambda fix: [f"  {tr('Fix:')}"] + [f"    {line}" for line in fix.split("\n")],
     "taught": lambda exp: [
         "  "
@@ -365,9 +417,15 @@ HTML_PARTS = {  # each part of an explanation as HTML, in the course's language
         + " ".join(_inline(tr(n)) for n in notes)
         + "</div>"
     ),
+    "general": lambda general: f"<div><i>{_inline(tr(general))}</i></div>",
     "causes": lambda causes: (
         f"<div><b>{_inline(tr('Likely causes:'))}</b><ul style='margin:2px 0'>"
         + "".join(f"<li>{_inline(tr(c))}</li>" for c in causes)
+        + "</ul></div>"
+    ),
+    "look": lambda look: (
+        f"<div><b>{_inline(tr('What to look at first:'))}</b><ul style='margin:2px 0'>"
+        + "".join(f"<li>{_inline(tr(c))}</li>" for c in look)
         + "</ul></div>"
     ),
     "fix": lambda fix: (
@@ -482,5 +540,7 @@ __all__ = [
     "wordings_markdown",
     "Explanation",
     "ENTRIES",
+    "FAMILIES",
     "UNKNOWN",
+    "family_of",
 ]
