@@ -36,6 +36,7 @@ _PATTERNS = [
 _READINGS = {e.id: [(re.compile(r, _FLAGS), text) for r, text in e.readings] for e in ENTRIES}
 _FAMILY_PATTERNS = [(f, [re.compile(p, _FLAGS) for p in f.patterns]) for f in FAMILIES]
 _FAMILY_FRAMES = [(f, [re.compile(p, _FLAGS) for p in f.frames]) for f in FAMILIES if f.frames]
+_FRAME_LINE = re.compile(r'^[ \t]*File "[^"\n]+", line \d+')
 # a traceback frame, `File "path", line N, in name`, and the source line Python prints under it
 _FRAME = re.compile(
     r'^[ \t]*File "(?P<path>[^"\n]+)", line \d+(?P<rest>[^\n]*)\n?(?:[ \t]+[^\n]*\n?)?', re.M
@@ -183,16 +184,32 @@ def match(text: str, wrappers: bool = True) -> Entry | None:
     return None
 
 
+def _line_of(text: str, found) -> int:
+    """The line number where a match starts."""
+    return text.count("\n", 0, found.start())
+
+
+def _quoted_lines(text: str) -> set:
+    """The line numbers of source lines a traceback quotes under its frames: code, not a message."""
+    lines = text.split("\n")
+    return {
+        i + 1
+        for i, line in enumerate(lines[:-1])
+        if _FRAME_LINE.match(line) and lines[i + 1][:1] in " \t"
+    }
+
+
 def last_known_error(text: str, wrappers: bool = True):
     """(entry, block) for the last line of `text` that a knowledge-base pattern matches, or None."""
     best = None  # (line number, -entry order, entry)
+    quoted = _quoted_lines(text)
     for order, (entry, patterns, unless) in enumerate(_PATTERNS):
         if (entry.wrapper and not wrappers) or _steps_aside(unless, text):
             continue
         for pattern in patterns:
-            *_, last = (None, *pattern.finditer(text))  # the last match, or None
-            if last is not None:
-                candidate = (text.count("\n", 0, last.start()), -order, entry)
+            found = [m for m in pattern.finditer(text) if _line_of(text, m) not in quoted]
+            if found:
+                candidate = (_line_of(text, found[-1]), -order, entry)
                 best = max(best, candidate, key=lambda c: c[:2]) if best else candidate
     if best is None:
         return None
@@ -295,7 +312,9 @@ def explain_exception(err: BaseException) -> Explanation:
         return explain_text(text)
     text = clean(text)
     entry = match(text)
-    return _explained(entry, text) if entry else _general(text, text)
+    if entry:
+        return _explained(entry, text)
+    return _general(clean("".join(traceback.format_exception(err))), text)  # frames: evidence
 
 
 def explain_warning(

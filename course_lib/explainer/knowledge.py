@@ -52,6 +52,9 @@ _WRAPPED_CHECKPOINT = (
     r'network|params|ema|module)"\.'
 )
 
+# another framework's own log or exception: the same CUDA library codes are not PyTorch's
+_OTHER_FRAMEWORK = r"\b(?:tensorflow|cupy|cupy_backends|jaxlib|stream_executor)\b"
+
 ENTRIES = (
     # ------------------------------------------------------------ checkpoints across machines
     Entry(
@@ -789,7 +792,7 @@ ENTRIES = (
         (
             r"CUDA out of memory",
             r"CUDA error: out of memory",
-            r"\bOutOfMemoryError\b",
+            r"(?<![\w.])(?:torch\.(?:cuda\.)?)?OutOfMemoryError\b",  # not cupy.cuda.memory's
             r"cuda runtime error ?\(2\) ?: out of memory",
             r"Tried to allocate " + _SIZE + r" \(GPU \d+; " + _SIZE + " total capac",
             r"GPU \d+ has a total capac\w* of " + _SIZE,
@@ -1264,6 +1267,7 @@ ENTRIES = (
             ),
         ),
         closest=True,
+        unless=(_OTHER_FRAMEWORK,),  # TensorFlow's and CuPy's cuBLAS/cuDNN codes
     ),
     Entry(
         "async_cuda_error",
@@ -1985,7 +1989,13 @@ def _family(id, title, patterns, frames, meaning, look, fix, chapter, section):
 # `frames` are the torch source folders whose traceback frames say which family it is (the last
 # torch frame of the traceback decides). Order matters as above: sharding before distributed,
 # checkpoints before shapes, device before dtype.
-_TORCH = r"(?:torch|c10)"
+
+
+def _with_torch(pattern: str) -> str:
+    """`pattern`, where the text also names torch, c10 or aten somewhere (a shared code)."""
+    return r"\A(?=[\s\S]*\b(?:torch|c10|aten)\b)[\s\S]*?" + pattern
+
+
 FAMILIES = (
     _family(
         "family_compile",
@@ -2097,9 +2107,8 @@ FAMILIES = (
         "family_oom",
         "An accelerator (or the CPU) ran out of memory",
         (
-            r"\b(?:CUDA|MPS|XPU|HIP|NPU|cuDNN|CUBLAS|CUBLAS_STATUS_ALLOC_FAILED)\b[^\n]{0,40}"
-            r"\bout of memory\b",
-            r"\b(?:torch\.)?(?:cuda\.)?OutOfMemoryError\b",
+            r"(?-i:\b(?:CUDA|MPS|XPU|HIP|NPU)\b) (?:backend )?out of memory\b",
+            r"(?<![\w.])(?:torch\.(?:cuda\.)?)?OutOfMemoryError\b",
             r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)",
             r"\bCUDNN_STATUS_(?:ALLOC_FAILED|NOT_ENOUGH_WORKSPACE)\b",
         ),
@@ -2122,13 +2131,11 @@ FAMILIES = (
         "family_cuda_runtime",
         "An error of the CUDA runtime or one of its libraries (cuDNN, cuBLAS, NCCL)",
         (
-            r"\bCUDA error: \w",
-            r"\bCUBLAS_STATUS_\w+",
-            r"\bCUDNN_STATUS_\w+",
-            r"\bcuDNN error\b",
-            r"\bcuda(?:Error\w+|GetLastError)\b",
-            r"\bNCCL (?:error|WARN)\b",
-            r"\bncclUnhandledCudaError|ncclInternalError|ncclSystemError|ncclInvalidUsage\b",
+            r"(?-i:\bCUDA error: )\w",
+            _with_torch(r"\bCUBLAS_STATUS_\w+"),  # cuBLAS, cuDNN and NCCL codes: other
+            _with_torch(r"\bCUDNN_STATUS_\w+"),  # frameworks print them too
+            _with_torch(r"\bcuDNN error\b"),
+            _with_torch(r"\bnccl(?:UnhandledCudaError|InternalError|SystemError|InvalidUsage)\b"),
             r"CUDA kernel errors might be asynchronously reported",
             r"\bcuda runtime error \(\d+\)",
         ),
@@ -2153,7 +2160,8 @@ FAMILIES = (
         (
             r"\bnot compiled with (?:CUDA|MPS|XPU|NCCL|ROCm)\b",
             r"torch\.cuda\.is_available\(\) is False",
-            r"\b(?:libtorch_cuda|libc10_cuda|libtorch_cpu|libcudart|libnvrtc|libcudnn)\w*\.so",
+            r"\b(?:libtorch_cuda|libc10_cuda|libtorch_cpu)\w*\.so",
+            _with_torch(r"\b(?:libcudart|libnvrtc|libcudnn)\w*\.so"),
             r"\bsm_\d+ is not compatible with the current PyTorch installation",
             r"\bThe NVIDIA driver on your system is too old\b",
             r"\bCUDA initialization:",
@@ -2180,7 +2188,7 @@ FAMILIES = (
         (
             r"\bError\(s\) in loading state_dict\b",
             r"\bPytorchStream(?:Reader|Writer)\b",
-            r"\bweights_only\b",
+            r"\bWeights only load failed\b|`weights_only` argument|\bweights_only=(?:True|False)\b",
             r"\bWeightsUnpickler\b",
             r"copying a param with shape",
         ),
@@ -2237,6 +2245,7 @@ FAMILIES = (
             r"\bexpected (?:scalar type|m\d dtype|mat\d dtype) \w+ but (?:found|got) \w+",
             r"\bExpected object of scalar type \w+",
             r"\bmust have the same dtype\b",
+            r"\bcould not infer output dtype\b",
             r"\bnot implemented for '(?:Half|BFloat16|Float|Double|Long|Int|Short|Bool|Byte|Char|"
             r"ComplexFloat|ComplexDouble|Float8\w*)'",
             r"\bresult type \w+ can't be cast to the desired output type\b",
@@ -2300,6 +2309,8 @@ FAMILIES = (
             r"\bExpected input batch_size \(\d+\) to match target batch_size\b",
             r"\bsize mismatch, (?:m1|mat1):",
             r"\bnon-singleton dimension \d+\b",
+            r"\bstack expects each tensor to be equal size\b",
+            r"\ba Tensor with \d+ elements cannot be converted to Scalar\b",
         ),
         (),
         (
