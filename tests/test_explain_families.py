@@ -229,3 +229,34 @@ def test_port_in_use_says_torchrun_picks_a_free_port_and_names_standalone():
     assert "mp.spawn" in exp.entry.meaning and "mp.spawn" in catalogue.translate(
         exp.entry.meaning, "zh"
     )
+
+
+def test_a_jupyter_frame_and_a_warning_log_line_are_evidence_too():
+    jupyter = (
+        "File ~/env/lib/python3.11/site-packages/torch/_inductor/graph.py:88, in run(self)\n"
+        "---> 88 raise LoweringException(e)\nLoweringException: no lowering"
+    )
+    warned = "/env/lib/site-packages/torch/utils/data/dataloader.py:560: UserWarning: odd\nboom"
+    assert explain_text(jupyter).entry.id == "family_compile"
+    assert explain_text(warned).entry.id == "family_dataloader"
+
+
+HELDOUT = ROOT / "tests" / "data" / "explain_heldout_2.jsonl"
+
+
+def test_the_frozen_second_collection_meets_the_goals():
+    """Issue 35's figures on a collection gathered by another route and frozen before the run."""
+    rows = [json.loads(line) for line in HELDOUT.read_text(encoding="utf-8").splitlines()]
+    gpu = [r for r in rows if r["kind"] == "gpu"]
+    unrelated = [r for r in rows if r["kind"] == "unrelated"]
+    assert all(r["source"].startswith("https://") for r in rows) and len(unrelated) >= 10
+    explained = [
+        r
+        for r in gpu
+        if (e := explain_text(r["message"])).known and e.entry.chapter in r["chapters"]
+    ]
+    claimed = [r["id"] for r in unrelated if explain_text(r["message"]).known]
+    assert len(explained) >= 0.9 * len(gpu), sorted(
+        {r["id"] for r in gpu} - {r["id"] for r in explained}
+    )
+    assert len(claimed) <= 0.05 * len(unrelated), claimed

@@ -217,9 +217,20 @@ def last_known_error(text: str, wrappers: bool = True):
     return best[2], _message_block(lines, best[0])
 
 
+# the other places a path of torch's says where an error arose: a Jupyter traceback's frame
+# (`File /path/x.py:297, in fn`) and a warning's log line (`/path/x.py:613: UserWarning: ...`)
+_OTHER_FRAMES = re.compile(
+    r"^[ \t]*(?:File (?P<jupyter>\S+\.py):\d+, in \w+|.*?(?P<warned>\S+\.py):\d+: \w*Warning\b)",
+    re.M,
+)
+_NUMBERED_SOURCE = re.compile(r"^[ \t]*(?:-*> ?)?\d+ .*$\n?", re.M)  # Jupyter's quoted lines
+
+
 def _torch_frames(text: str) -> list:
-    """The paths of a traceback's frames, in order, with the function each one names."""
-    return [m["path"] + m["rest"] for m in _FRAME.finditer(text)]
+    """The paths of a traceback's frames and warnings' log lines, in order of their place."""
+    found = [(m.start(), m["path"] + m["rest"]) for m in _FRAME.finditer(text)]
+    found += [(m.start(), m["jupyter"] or m["warned"]) for m in _OTHER_FRAMES.finditer(text)]
+    return [path for _, path in sorted(found)]
 
 
 def family_of(text: str, final: str = "") -> Entry | None:
@@ -230,7 +241,7 @@ def family_of(text: str, final: str = "") -> Entry | None:
     source lines quoted under them are no wording evidence: a line of code is not a message.
     """
     for where in (final, text):
-        said = _FRAME.sub("", where)
+        said = _NUMBERED_SOURCE.sub("", _FRAME.sub("", where))
         for family, patterns in _FAMILY_PATTERNS:
             if said and any(p.search(said) for p in patterns):
                 return family
