@@ -13,6 +13,7 @@ import signal
 import time
 from pathlib import Path
 
+from . import limits as tree_limits
 from .child import write_job
 from .protocol import Child
 from .sandbox import make_scratch
@@ -31,6 +32,7 @@ class Scheduler:
         self.started = 0
         self.selector = selectors.DefaultSelector()
         self.zygote = None
+        self.trees, self.watched_at = None, 0.0  # limits of each process's whole tree (limits.py)
 
     # ------------------------------------------------------------------ the zygote
     def start_zygote(self, judge_fds=()) -> None:
@@ -38,7 +40,9 @@ class Scheduler:
         shutil.rmtree(self.root, ignore_errors=True)  # a killed run's leftovers go too
         self.root.mkdir(parents=True)
         self.root.chmod(0o755)
+        self.trees = tree_limits.choose()  # before the zygote: it starts in the grader's cgroup
         self.zygote = ZygoteClient(self.root, judge_fds=judge_fds)
+        self.trees.adopt(self.zygote.process.pid)
         self.selector.register(self.zygote.sock, selectors.EVENT_READ, None)  # exits wake step()
 
     def isolation(self) -> dict:
@@ -46,6 +50,7 @@ class Scheduler:
         info = self.zygote.hello()
         if "error" in info:
             raise RuntimeError("the grading zygote could not start:\n" + info["error"])
+        self.trees.own = 2 if info.get("namespaces") else 1  # a relay and PID 1, or one process
         return info
 
     def warm(self, specs: list) -> None:
@@ -77,6 +82,7 @@ class Scheduler:
             "role": role,
             "scratch": str(scratch),
             "limits": dataclasses.asdict(self.limits),
+            "cgroup": self.trees.open(self.started, self.limits),
         }
         try:
             pid, pidfd = self.zygote.spawn(job, write_fd)
@@ -84,7 +90,7 @@ class Scheduler:
             os.close(write_fd)
         os.set_blocking(read_fd, False)
         child = Child(pid=pid, fd=read_fd, role=role, pidfd=pidfd, task=task)
-        child.scratch = scratch
+        child.scratch, child.cgroup = scratch, job["cgroup"] or ""
         self.running[pid] = child
         self.selector.register(read_fd, selectors.EVENT_READ, child)
         return child
@@ -98,7 +104,24 @@ class Scheduler:
             if key.data is not None:  # a report pipe (None: the zygote said a process ended)
                 self._read(key.data)
         self._deadlines()
+        self._watch()
         return self._reap()
+
+    def _watch(self) -> None:
+        """Each process's whole tree against its memory, process and CPU-time limits."""
+        if time.monotonic() - self.watched_at < tree_limits.WATCH_EVERY:
+            return
+        self.watched_at = time.monotonic()
+        for child in list(self.running.values()):
+            if child.status is None and not child.killed_for:
+                self._stopped_at(child, self.trees.watch(child, self.limits))
+
+    def _stopped_at(self, child, limit: str) -> None:
+        """`child`'s tree reached `limit` (if any): that is its status, and it is killed."""
+        if limit and not child.limit:
+            child.limit = limit
+            child.killed_for = tree_limits.reason(limit, self.limits)
+            child.kill(child.killed_for)
 
     def _read(self, child) -> None:
         while True:
@@ -150,6 +173,8 @@ class Scheduler:
             if child is None:
                 continue
             child.status = status
+            self._stopped_at(child, self.trees.finished(child, self.limits))
+            self.trees.close(child.cgroup)
             self._read(child)
             try:
                 self.selector.unregister(child.fd)
@@ -168,6 +193,8 @@ class Scheduler:
             child.close()
         if self.zygote is not None:
             self.zygote.close()
+        if self.trees is not None:
+            self.trees.stop()
         self.selector.close()
         if not self.keep_scratch:
             shutil.rmtree(self.root, ignore_errors=True)
