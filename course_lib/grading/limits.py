@@ -36,16 +36,28 @@ OFF_VAR = "COURSE_GRADER_NO_CGROUP"
 CGROUP, FALLBACK = "cgroup v2", "fallback"
 CONTROLLERS = ("memory", "pids", "cpu")
 WATCH_EVERY = 0.2  # seconds between two looks at a tree (fallback) or its counters (cgroup)
+# A tree at its process limit is stopped once it also keeps this many cores busy (a fork bomb,
+# spinners); one that only waits there (sleeping children, a refused fork it handled) goes on.
+BUSY_CORES = 0.5
 EXTRA_NICE = 19
 MEMORY, PROCESSES, CPU = "memory limit", "too many processes", "cpu limit"
 LIMIT_STATUSES = (MEMORY, PROCESSES, CPU)
 # What the student reads when a limit stopped their processes: status -> reason.
 REASONS = {
     MEMORY: "killed: its processes used more than {limit} MB of memory together (memory limit)",
-    PROCESSES: "killed: it ran {limit} processes and threads at once, the limit (too many "
-    "processes)",
+    PROCESSES: "killed: it kept the CPU busy with {limit} processes and threads at once, the "
+    "limit (too many processes)",
     CPU: "killed: its processes used more than {limit} s of CPU time together (cpu limit)",
 }
+
+
+def busy_at_limit(child, used: dict, limits) -> dict:
+    """`used`, its tasks counted only while the tree also keeps BUSY_CORES busy: the rate since
+    the last look, kept on `child` (its `seen`: (monotonic time, CPU seconds))."""
+    now, before = time.monotonic(), getattr(child, "seen", None)
+    child.seen = (now, used.get("cpu_seconds", 0.0))
+    rate = (child.seen[1] - before[1]) / max(now - before[0], 1e-3) if before else 0.0
+    return used if rate >= BUSY_CORES else dict(used, tasks=0)
 
 
 def reason(status: str, limits) -> str:
@@ -113,9 +125,21 @@ def private_mb(pid: int) -> float:
     return kb / 1024
 
 
-def tree_usage(pids: list, own: int) -> dict:
+def anonymous_mb(pid: int) -> float:
+    """An upper bound of private_mb, read cheaply: resident pages not backed by a file (those it
+    still shares with the process it was forked from included), in MB."""
+    try:
+        resident, shared = (int(v) for v in _read(f"/proc/{pid}/statm").split()[1:3])
+    except (OSError, ValueError):
+        return 0.0
+    return (resident - shared) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def tree_usage(pids: list, own: int, limits) -> dict:
     """Summed over `pids`: tasks, CPU seconds (their own and their reaped children's), and, past
-    the `own` processes the graded process always has, their private memory."""
+    the `own` processes the graded process always has and below the process limit, memory: the
+    cheap upper bound, and the private pages (a walk of each page table) only when that bound
+    passes the budget."""
     ticks = os.sysconf("SC_CLK_TCK")
     used = {"tasks": 0, "cpu_seconds": 0.0, "memory_mb": 0.0}
     for pid in pids:
@@ -124,8 +148,10 @@ def tree_usage(pids: list, own: int) -> dict:
             continue
         used["tasks"] += int(fields[17])  # num_threads
         used["cpu_seconds"] += sum(int(v) for v in fields[11:15]) / ticks  # u/s time, children's
-    if len(pids) > own:  # one process alone is bound by its RLIMIT_AS
-        used["memory_mb"] = sum(private_mb(pid) for pid in pids)
+    if own < len(pids) and used["tasks"] < limits.processes:  # one alone: its RLIMIT_AS binds
+        used["memory_mb"] = sum(anonymous_mb(pid) for pid in pids)
+        if used["memory_mb"] > limits.memory_mb:
+            used["memory_mb"] = sum(private_mb(pid) for pid in pids)
     return used
 
 
@@ -160,7 +186,8 @@ class Fallback:
         """The limit `child`'s tree has reached ("" if none); past the graded process's own
         processes, the others are niced."""
         pids = tree(child.pid)
-        hit = over(tree_usage(pids, self.own), limits)
+        used = tree_usage(pids, self.own, limits)
+        hit = over(busy_at_limit(child, used, limits), limits)
         if hit:
             kill_all(pids)
         else:
@@ -290,7 +317,7 @@ class Cgroups:
         used = {"cpu_seconds": _keyed(leaf / "cpu.stat").get("usage_usec", 0) / 1e6}
         if _keyed(leaf / "pids.events").get("max", 0):
             used["tasks"] = limits.processes
-        hit = over(used, limits)
+        hit = over(busy_at_limit(child, used, limits), limits)
         if hit:
             self.kill(leaf)
         return hit
@@ -302,7 +329,8 @@ class Cgroups:
         events = _keyed(Path(child.cgroup) / "memory.events")
         if events.get("oom_kill", 0) or events.get("oom_group_kill", 0):
             return MEMORY
-        return self.watch(child, limits)
+        usage = _keyed(Path(child.cgroup) / "cpu.stat").get("usage_usec", 0) / 1e6
+        return over({"cpu_seconds": usage}, limits)
 
     @staticmethod
     def kill(leaf: Path) -> None:

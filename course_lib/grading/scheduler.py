@@ -10,6 +10,7 @@ import os
 import selectors
 import shutil
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -32,7 +33,8 @@ class Scheduler:
         self.started = 0
         self.selector = selectors.DefaultSelector()
         self.zygote = None
-        self.trees, self.watched_at = None, 0.0  # limits of each process's whole tree (limits.py)
+        self.trees = None  # limits of each process's whole tree (limits.py), watched by a thread
+        self.stopping, self.lock = threading.Event(), threading.Lock()
 
     # ------------------------------------------------------------------ the zygote
     def start_zygote(self, judge_fds=()) -> None:
@@ -43,6 +45,7 @@ class Scheduler:
         self.trees = tree_limits.choose()  # before the zygote: it starts in the grader's cgroup
         self.zygote = ZygoteClient(self.root, judge_fds=judge_fds)
         self.trees.adopt(self.zygote.process.pid)
+        threading.Thread(target=self._watch, name="tree limits", daemon=True).start()
         self.selector.register(self.zygote.sock, selectors.EVENT_READ, None)  # exits wake step()
 
     def isolation(self) -> dict:
@@ -104,17 +107,20 @@ class Scheduler:
             if key.data is not None:  # a report pipe (None: the zygote said a process ended)
                 self._read(key.data)
         self._deadlines()
-        self._watch()
         return self._reap()
 
     def _watch(self) -> None:
-        """Each process's whole tree against its memory, process and CPU-time limits."""
-        if time.monotonic() - self.watched_at < tree_limits.WATCH_EVERY:
-            return
-        self.watched_at = time.monotonic()
-        for child in list(self.running.values()):
-            if child.status is None and not child.killed_for:
-                self._stopped_at(child, self.trees.watch(child, self.limits))
+        """(its own thread) Every WATCH_EVERY s, each process's whole tree against its memory,
+        process and CPU-time limits: also while the loop waits on the zygote or the judge, which
+        a fork bomb would otherwise slow down with everyone else."""
+        while not self.stopping.wait(tree_limits.WATCH_EVERY):
+            for child in tuple(self.running.copy().values()):
+                try:
+                    with self.lock:
+                        if child.status is None and not child.killed_for:
+                            self._stopped_at(child, self.trees.watch(child, self.limits))
+                except Exception:  # noqa: BLE001 - a tree that vanished while read
+                    continue
 
     def _stopped_at(self, child, limit: str) -> None:
         """`child`'s tree reached `limit` (if any): that is its status, and it is killed."""
@@ -172,8 +178,9 @@ class Scheduler:
             child = self.running.pop(pid, None)
             if child is None:
                 continue
-            child.status = status
-            self._stopped_at(child, self.trees.finished(child, self.limits))
+            with self.lock:  # from here on the watcher leaves this tree alone
+                child.status = status
+                self._stopped_at(child, self.trees.finished(child, self.limits))
             self.trees.close(child.cgroup)
             self._read(child)
             try:
@@ -191,6 +198,7 @@ class Scheduler:
         for child in list(self.running.values()):
             child.kill("grader stopped")
             child.close()
+        self.stopping.set()
         if self.zygote is not None:
             self.zygote.close()
         if self.trees is not None:
