@@ -304,7 +304,7 @@ class Cgroups:
             "pids.max": str(limits.processes),
         }
         for name, value in settings.items():
-            if (leaf / name).exists():
+            if name in ("memory.max", "pids.max") or (leaf / name).exists():  # else: kernel too old
                 _write(leaf / name, value)
         self.leaves.append(leaf)
         return str(leaf)
