@@ -52,10 +52,11 @@ REASONS = {
 
 
 def busy_at_limit(child, used: dict, limits) -> dict:
-    """`used`, its tasks counted only while the tree also keeps BUSY_CORES busy: the rate since
-    the last look, kept on `child` (its `seen`: (monotonic time, CPU seconds))."""
+    """`used`, its tasks counted only while the processes beyond the graded process's own keep
+    BUSY_CORES busy (its own forking is not a bomb): the rate of `used["extra_cpu"]` since the last
+    look, kept on `child` (its `seen`: (monotonic time, CPU seconds))."""
     now, before = time.monotonic(), getattr(child, "seen", None)
-    child.seen = (now, used.get("cpu_seconds", 0.0))
+    child.seen = (now, used.get("extra_cpu", 0.0))
     rate = (child.seen[1] - before[1]) / max(now - before[0], 1e-3) if before else 0.0
     return used if rate >= BUSY_CORES else dict(used, tasks=0)
 
@@ -141,13 +142,15 @@ def tree_usage(pids: list, own: int, limits) -> dict:
     cheap upper bound, and the private pages (a walk of each page table) only when that bound
     passes the budget."""
     ticks = os.sysconf("SC_CLK_TCK")
-    used = {"tasks": 0, "cpu_seconds": 0.0, "memory_mb": 0.0}
-    for pid in pids:
+    used = {"tasks": 0, "cpu_seconds": 0.0, "memory_mb": 0.0, "extra_cpu": 0.0}
+    for index, pid in enumerate(pids):
         fields = _stat(pid)
         if len(fields) < 18:
             continue
         used["tasks"] += int(fields[17])  # num_threads
-        used["cpu_seconds"] += sum(int(v) for v in fields[11:15]) / ticks  # u/s time, children's
+        seconds = sum(int(v) for v in fields[11:15]) / ticks  # user and system, reaped children's
+        used["cpu_seconds"] += seconds
+        used["extra_cpu"] += seconds if index >= own else 0.0
     if own < len(pids) and used["tasks"] < limits.processes:  # one alone: its RLIMIT_AS binds
         used["memory_mb"] = sum(anonymous_mb(pid) for pid in pids)
         if used["memory_mb"] > limits.memory_mb:
@@ -252,8 +255,8 @@ class Cgroups:
 
     mechanism = CGROUP
 
-    def __init__(self, base: Path):
-        self.base = Path(base)
+    def __init__(self, base: Path, own: int = 1):
+        self.base, self.own = Path(base), own
         self.leaves = []
 
     def describe(self) -> str:
@@ -315,8 +318,11 @@ class Cgroups:
             return ""
         leaf = Path(child.cgroup)
         used = {"cpu_seconds": _keyed(leaf / "cpu.stat").get("usage_usec", 0) / 1e6}
-        if _keyed(leaf / "pids.events").get("max", 0):
-            used["tasks"] = limits.processes
+        if _keyed(leaf / "pids.events").get("max", 0):  # a fork was refused: is it a bomb?
+            pids = tree(child.pid)
+            used.update(
+                tasks=limits.processes, extra_cpu=tree_usage(pids, self.own, limits)["extra_cpu"]
+            )
         hit = over(busy_at_limit(child, used, limits), limits)
         if hit:
             self.kill(leaf)
