@@ -124,6 +124,7 @@ def cmd_grade(args) -> int:
         test_timeout=args.test_timeout,
         memory_mb=args.memory_mb,
         disk_mb=args.disk_mb,
+        cpu_seconds=args.cpu_seconds,
     )
     chapters = [c.zfill(2) for c in args.chapter or []]
     grader = Grader(
@@ -364,7 +365,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--test-timeout", type=float, default=0.0, help="cap on each exercise's per-test limit"
     )
     p.add_argument(
-        "--memory-mb", type=int, default=4096, help="memory per graded process (default 4096)"
+        "--memory-mb",
+        type=int,
+        default=4096,
+        help="memory of each graded process and all it starts, together (default 4096)",
+    )
+    p.add_argument(
+        "--cpu-seconds",
+        type=float,
+        default=1200.0,
+        help="CPU time of each graded process and all it starts, together (default 1200)",
     )
     p.add_argument(
         "--disk-mb",

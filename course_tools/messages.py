@@ -171,6 +171,7 @@ STATIC_SOURCES = {
     "course_lib/classroom/assignments.py": ("assignment",),
     "course_lib/grading/gradebook.py": ("_load",),
     "course_lib/grading/isolation.py": ("LOST_WITHOUT", "guarantees"),
+    "course_lib/grading/limits.py": ("REASONS", "describe"),  # a tree stopped; the mechanism
     "course_lib/grading/release.py": ("edition_notebooks", "release"),
     # what the chapters' widgets, demos and prints say (their notebooks show it; leftovers.py)
     "course_lib/ch01_device_check.py": ("verdict_on", "machine_explorer", "DEVICE_CHOICES"),

@@ -130,7 +130,12 @@ def test_honest_notebooks_graded_alongside_lose_nothing(graded):
 
 
 def test_reduced_isolation_is_said_once_in_the_summary(graded):
-    notes = [line for line in graded["summary"].splitlines() if line.startswith("(grader note)")]
+    notes = [
+        line
+        for line in graded["summary"].splitlines()
+        if line.startswith("(grader note)") and "limits: " not in line  # always there (issue 34)
+    ]
+    assert any("limits: " in line for line in graded["summary"].splitlines())
     if graded["mode"] in ("full", "no-landlock"):
         assert notes == []
     else:

@@ -94,7 +94,9 @@ def _stopped_summary(sub, child, limits) -> None:
     run, cells = sub.run, sub.run.setdefault("cells", [])
     where = f"cell {child.current_cell}" if child.current_cell else "the start"
     how, fatal = child.exit_text(), _fatal_text(child)
-    run["status"] = "timed out" if child.killed_for else "crashed" if "crashed" in how else "exited"
+    run["status"] = child.limit or (
+        "timed out" if child.killed_for else "crashed" if "crashed" in how else "exited"
+    )
     run["summary"] = (
         (
             f"stopped at {where}: {how}"
@@ -180,7 +182,9 @@ def finish_check(sub, child, ex, total: int, limit: float, judge) -> None:
                 ex, CRASHED, f"the judge could not judge this function ({err})", total
             )
     elif child.killed_for:
-        verdict = unjudged(ex, TIMED_OUT, f"checking your function was {child.killed_for}", total)
+        verdict = unjudged(
+            ex, child.limit or TIMED_OUT, f"checking your function was {child.killed_for}", total
+        )
     else:
         fatal = _fatal_text(child)
         problems = "; ".join((defined or {}).get("problems") or [])

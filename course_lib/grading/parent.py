@@ -23,6 +23,7 @@ from pathlib import Path
 from .. import notebooks
 from ..i18n import tr
 from . import environment, gradebook, intake, isolation, outcome, record
+from . import limits as tree_limits
 from .analyze import check_source
 from .guard import Guard
 from .judge import JudgeClient, judge_pipes
@@ -115,6 +116,10 @@ class Grader:
         self.notes = [f"isolation on this machine does not guarantee: {item}" for item in lost]
         for note in self.notes:
             self.log(f"WARNING {note}")
+        info["limits"] = self.scheduler.trees.describe()  # which mechanism binds each tree
+        self.notes.append(info["limits"])
+        if self.scheduler.trees.mechanism != tree_limits.CGROUP:
+            self.log(f"WARNING {info['limits']}")
 
     # ------------------------------------------------------------------ step 2: processes
     def _specs(self, wait: bool = True) -> bool:

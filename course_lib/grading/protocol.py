@@ -132,6 +132,9 @@ class Child:
     current_cell: int = 0
     interrupted_cells: list = field(default_factory=list)
     killed_for: str = ""
+    cgroup: str = ""  # its cgroup v2 leaf (limits.Cgroups), if the run has them
+    limit: str = ""  # the limit of its whole tree that stopped it (limits.LIMIT_STATUSES)
+    seen: tuple = None  # (when, CPU seconds of its tree) at the last look (limits.busy_at_limit)
     buffer: bytes = b""
     received: int = 0
     overflow: bool = False

@@ -8,6 +8,7 @@ judge, a process that crashed or ran out of time, a report the harness did not w
 from dataclasses import asdict, dataclass, field
 
 from ..exercises import CORRECT, INCORRECT, NOT_ATTEMPTED
+from .limits import LIMIT_STATUSES
 
 MISSING = "missing"  # no function / no answer line in the notebook
 ERROR = "error"  # the function cannot be read (a syntax error, a definition inside an `if`)
@@ -17,7 +18,9 @@ CRASHED = "crashed"  # the process that ran it ended before its report was compl
 TIMED_OUT = "timed out"
 TAMPERED = "tampered"  # its process wrote report lines the harness did not write
 JUDGED = (CORRECT, INCORRECT, NOT_ATTEMPTED)
+# ... and LIMIT_STATUSES: its processes, together, reached a memory, process or CPU-time limit
 STATUSES = JUDGED + (MISSING, ERROR, UNREADABLE, REFUSED, CRASHED, TIMED_OUT, TAMPERED)
+STATUSES += LIMIT_STATUSES
 
 
 @dataclass

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from . import isolation
 from .environment import private_folder
+from .limits import join
 from .protocol import Channel
 
 
@@ -28,10 +29,11 @@ class Limits:
     timeout: float = 600.0  # seconds per notebook run, then killed
     interrupt_grace: float = 5.0  # seconds an interrupted cell gets to stop before the kill
     test_timeout: float = 0.0  # 0: each exercise's own per-test limit; else at most this
-    memory_mb: int = 4096  # address space a graded process may add to the zygote's
+    memory_mb: int = 4096  # memory a graded process and all it starts may add, together
     file_mb: int = 256  # largest file a graded process may write
     disk_mb: int = 512  # its scratch folder, /tmp and /dev/shm (each a tmpfs of this size)
-    processes: int = 64  # processes (and threads) of one graded process's user, at once
+    processes: int = 64  # processes and threads of a graded process and all it starts, at once
+    cpu_seconds: float = 1200.0  # CPU time a graded process and all it starts may use (limits.py)
     output_chars: int = 20000  # stdout/stderr kept per notebook run (head and tail)
 
 
@@ -77,6 +79,7 @@ def run_child(meta: dict, report_fd: int, handshake) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        join(meta.get("cgroup"))  # its tree's limits (limits.py), before anything of the job
         from .child import check_body, notebook_body, read_job
 
         job = dict(read_job(meta["file"]), **meta)

@@ -10,9 +10,11 @@ import os
 import selectors
 import shutil
 import signal
+import threading
 import time
 from pathlib import Path
 
+from . import limits as tree_limits
 from .child import write_job
 from .environment import copy_private, write_private
 from .protocol import Child
@@ -32,11 +34,16 @@ class Scheduler:
         self.started = 0
         self.selector = selectors.DefaultSelector()
         self.zygote = None
+        self.trees = None  # limits of each process's whole tree (limits.py), watched by a thread
+        self.stopping, self.lock = threading.Event(), threading.Lock()
 
     # ------------------------------------------------------------------ the zygote
     def start_zygote(self, judge_fds=()) -> None:
         """Start the zygote; with `judge_fds` (the judge's ends of its pipes) it forks the judge."""
+        self.trees = tree_limits.choose()  # before the zygote: it starts in the grader's cgroup
         self.zygote = ZygoteClient(self.root, judge_fds=judge_fds)
+        self.trees.adopt(self.zygote.process.pid)
+        threading.Thread(target=self._watch, name="tree limits", daemon=True).start()
         self.selector.register(self.zygote.sock, selectors.EVENT_READ, None)  # exits wake step()
 
     def isolation(self) -> dict:
@@ -44,6 +51,7 @@ class Scheduler:
         info = self.zygote.hello()
         if "error" in info:
             raise RuntimeError("the grading zygote could not start:\n" + info["error"])
+        self.trees.own = 2 if info.get("namespaces") else 1  # a relay and PID 1, or one process
         return info
 
     def warm(self, specs: list) -> None:
@@ -75,6 +83,7 @@ class Scheduler:
             "role": role,
             "scratch": str(scratch),
             "limits": dataclasses.asdict(self.limits),
+            "cgroup": self.trees.open(self.started, self.limits),
         }
         try:
             pid, pidfd = self.zygote.spawn(job, write_fd)
@@ -82,7 +91,7 @@ class Scheduler:
             os.close(write_fd)
         os.set_blocking(read_fd, False)
         child = Child(pid=pid, fd=read_fd, role=role, pidfd=pidfd, task=task)
-        child.scratch = scratch
+        child.scratch, child.cgroup = scratch, job["cgroup"] or ""
         self.running[pid] = child
         self.selector.register(read_fd, selectors.EVENT_READ, child)
         return child
@@ -97,6 +106,26 @@ class Scheduler:
                 self._read(key.data)
         self._deadlines()
         return self._reap()
+
+    def _watch(self) -> None:
+        """(its own thread) Every WATCH_EVERY s, each process's whole tree against its memory,
+        process and CPU-time limits: also while the loop waits on the zygote or the judge, which
+        a fork bomb would otherwise slow down with everyone else."""
+        while not self.stopping.wait(tree_limits.WATCH_EVERY):
+            for child in tuple(self.running.copy().values()):
+                try:
+                    with self.lock:
+                        if child.status is None and not child.killed_for:
+                            self._stopped_at(child, self.trees.watch(child, self.limits))
+                except Exception:  # noqa: BLE001 - a tree that vanished while read
+                    continue
+
+    def _stopped_at(self, child, limit: str) -> None:
+        """`child`'s tree reached `limit` (if any): that is its status, and it is killed."""
+        if limit and not child.limit:
+            child.limit = limit
+            child.killed_for = tree_limits.reason(limit, self.limits)
+            child.kill(child.killed_for)
 
     def _read(self, child) -> None:
         while True:
@@ -147,7 +176,10 @@ class Scheduler:
             child = self.running.pop(pid, None)
             if child is None:
                 continue
-            child.status = status
+            with self.lock:  # from here on the watcher leaves this tree alone
+                child.status = status
+                self._stopped_at(child, self.trees.finished(child, self.limits))
+            self.trees.close(child.cgroup)
             self._read(child)
             try:
                 self.selector.unregister(child.fd)
@@ -164,8 +196,11 @@ class Scheduler:
         for child in list(self.running.values()):
             child.kill("grader stopped")
             child.close()
+        self.stopping.set()
         if self.zygote is not None:
             self.zygote.close()
+        if self.trees is not None:
+            self.trees.stop()
         self.selector.close()
         if not self.keep_scratch:
             shutil.rmtree(self.root, ignore_errors=True)
