@@ -8,10 +8,11 @@ check process later runs only the code its function needs (see `check_source`).
 import ast
 import builtins
 import re
+import time
 from dataclasses import dataclass, field
 
 from ..exercises.scoring import review_flags
-from .cells import code_cells, python_source
+from .cells import BUDGET, code_cells, python_source, too_large
 
 ANSWER_PREFIX = "answer_"
 TEXT_PREFIX = "text_"
@@ -179,9 +180,18 @@ def analyze(cells: list) -> Analysis:
         if kind == "markdown":
             for name in TEXT_MARKER.findall(source):
                 analysis.markdown_texts[name] = TEXT_MARKER.sub("", source).strip()
+    spent = 0.0
     for number, source in analysis.cells:
+        if spent > BUDGET["transform_seconds"]:
+            raise too_large(
+                "the time to read its cells, in seconds", spent, BUDGET["transform_seconds"]
+            )
         try:
-            text = python_source(source)
+            start = time.monotonic()
+            try:
+                text = python_source(source)
+            finally:
+                spent += time.monotonic() - start
             tree = ast.parse(text)
         except (SyntaxError, ValueError) as err:
             analysis.syntax_errors[number] = f"{type(err).__name__}: {err}"
