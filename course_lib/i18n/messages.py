@@ -127,6 +127,7 @@ STATIC_SOURCES = {
         "check_budget",
     ),
     "course_lib/grading/analyze.py": ("analyze",),
+    "course_lib/exercises/spec.py": ("NONFINITE_TEXT",),
     "course_lib/grading/intake.py": ("read", "refusal", "mark_failed", "read_all", "assign"),
     "course_lib/grading/child.py": ("define",),  # why a function could not be checked
     "course_lib/grading/parent.py": (  # reasons in feedback; what `grade` prints
