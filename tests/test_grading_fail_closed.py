@@ -8,6 +8,7 @@ is flagged for review. (c) a run half replaced while the function is defined is 
 the tests run, and the row is flagged.
 """
 
+import json
 import math
 
 import pytest
@@ -17,6 +18,7 @@ from course_lib.checks import base, loops, wire
 from course_lib.exercises import all_exercises, get
 from course_lib.exercises.spec import judge_outcome
 from course_lib.grading.analyze import analyze, check_source
+from course_lib.grading.cells import read_cells
 
 NAN = math.nan
 FORGED = {
@@ -120,3 +122,71 @@ def test_own_work_using_course_names_is_not_flagged():
         "    meter = training.Mean()\n    return train_epoch(model, loader)",
     )
     assert check_source(analyze([("code", c) for c in own]), "train_one_epoch")["flags"] == []
+
+
+# ---------------------------------------------------------------- (c) a run half replaced
+ATTACK = (
+    "@(lambda f: (type.__setattr__(loops.EveryBatch, 'run',\n"
+    "    lambda self, c: {'forwards': 8}), f)[1])\n"
+    "def evaluate(model, loader, device, criterion):\n"
+    "    return 0.0, 0.0\n"
+)
+
+
+class _Channel:
+    def __init__(self):
+        self.sent = []
+
+    def send(self, kind, **data):
+        self.sent.append((kind, data))
+
+
+def test_a_run_half_replaced_when_the_function_is_defined_is_not_the_one_tested(monkeypatch):
+    from course_lib.grading import child
+
+    original = loops.EveryBatch.run
+    monkeypatch.setattr(loops.EveryBatch, "run", original)  # put back after the attack
+    ex, test = _every_batch_evaluate()
+    builder, inputs = test.check.for_child()
+    job = {
+        "source": {
+            "imports": ["from course_lib.checks import loops"],
+            "definitions": [("evaluate", 3, ATTACK)],
+        },
+        "name": "evaluate",
+        "tests": [[builder, wire.dumps(inputs)]],
+        "limit": 30,
+    }
+    channel = _Channel()
+    child.check_body(channel, {}, job)
+    assert loops.EveryBatch.run is not original  # the attack did replace the class's run half
+    defined = next(data for kind, data in channel.sent if kind == "defined")
+    assert "loops.EveryBatch.run" in defined["changed"]  # reported: the row is flagged
+    seen = next(data["seen"] for kind, data in channel.sent if kind == "test")
+    ref = test.check.reference_value(ex.reference_solution())
+    assert not judge_outcome(test, wire.roundtrip(seen), ref).passed  # the real run half ran
+
+
+def test_replacing_a_run_half_is_flagged_statically_too():
+    analysis = analyze([("code", "from course_lib.checks import loops"), ("code", ATTACK)])
+    assert "patching" in check_source(analysis, "evaluate")["flags"]
+
+
+def _function_exercises():
+    return [ex for ex in all_exercises() if ex.kind == "function"]
+
+
+@pytest.mark.parametrize("ex", _function_exercises(), ids=lambda ex: ex.id)
+def test_defining_the_reference_answer_changes_no_run_half(ex):
+    """No false alarm: the handed-out notebook's imports and the key's function change nothing."""
+    from course_lib.grading import child
+    from support import submissions
+
+    data = json.dumps(submissions.bases()["reference"]).encode()
+    source = check_source(analyze(read_cells(data)), ex.name)
+    for test in ex.graded_tests():
+        if isinstance(test.check, base.Check):
+            child.pinned(base.rebuild(*test.check.for_child()))
+    before = child.run_half_state()
+    child.define(source)
+    assert child.changed_names(before, child.run_half_state()) == []
