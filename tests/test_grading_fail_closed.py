@@ -142,7 +142,7 @@ class _Channel:
 
 
 def test_a_run_half_replaced_when_the_function_is_defined_is_not_the_one_tested(monkeypatch):
-    from course_lib.grading import child
+    from course_lib.grading import child, protocol
 
     original = loops.EveryBatch.run
     monkeypatch.setattr(loops.EveryBatch, "run", original)  # put back after the attack
@@ -162,6 +162,8 @@ def test_a_run_half_replaced_when_the_function_is_defined_is_not_the_one_tested(
     assert loops.EveryBatch.run is not original  # the attack did replace the class's run half
     defined = next(data for kind, data in channel.sent if kind == "defined")
     assert "loops.EveryBatch.run" in defined["changed"]  # reported: the row is flagged
+    line = wire.dumps({"kind": "defined", **defined})
+    assert protocol.parse(line.encode() if isinstance(line, str) else line, "check") is not None
     seen = next(data["seen"] for kind, data in channel.sent if kind == "test")
     ref = test.check.reference_value(ex.reference_solution())
     assert not judge_outcome(test, wire.roundtrip(seen), ref).passed  # the real run half ran
