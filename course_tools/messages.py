@@ -119,7 +119,15 @@ STATIC_SOURCES = {
     "course_lib/grading/scheduler.py": ("_deadlines", "stop"),
     "course_lib/grading/protocol.py": ("exit_text",),
     "course_lib/grading/judge.py": ("function", "quiz"),
-    "course_lib/grading/cells.py": ("read_cells", "run_cell", "describe_error"),
+    "course_lib/grading/cells.py": (
+        "read_cells",
+        "run_cell",
+        "describe_error",
+        "too_large",
+        "check_budget",
+    ),
+    "course_lib/grading/analyze.py": ("analyze",),
+    "course_lib/exercises/spec.py": ("NONFINITE_TEXT",),
     "course_lib/grading/intake.py": ("read", "refusal", "mark_failed", "read_all", "assign"),
     "course_lib/grading/child.py": ("define",),  # why a function could not be checked
     "course_lib/grading/parent.py": (  # reasons in feedback; what `grade` prints

@@ -40,6 +40,9 @@ class Check:
     """One test of a function exercise, split in two halves (see the module docstring)."""
 
     splittable = True  # False only for engine-level inline tests (exercises.spec.Inline)
+    # The judge half runs only on observations without NaN or inf (exercises.spec.nonfinite_at):
+    # a check whose right answers hold them would set this False and judge them itself.
+    finite_only = True
 
     def run(self, candidate):
         raise NotImplementedError

@@ -26,7 +26,7 @@ REVIEW_PATTERNS = {
     "network": r"\bsocket\b|\burllib\b|\bhttp\.client\b|\brequests\b",
     "patching": (
         # torch.backends.* are settings a learner is taught to change (cudnn.benchmark, TF32)
-        r"\bmock\b|\bsetattr\s*\(|\bmonkeypatch\b|\.__class__\s*=|\btorch(?!\.backends\.)(?:\.\w+)+\s*=(?!=)"
+        r"\bmock\b|(?:\b|__)setattr(?:__)?\s*\(|\bmonkeypatch\b|\.__class__\s*=|\btorch(?!\.backends\.)(?:\.\w+)+\s*=(?!=)"
     ),
     "tensor subclass": (
         r"\(\s*torch\.Tensor\s*\)\s*:|_make_subclass|_make_wrapper_subclass|__torch_function__|__torch_dispatch__"

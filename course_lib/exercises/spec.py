@@ -108,6 +108,35 @@ UNREADABLE_TEXT = (
 )
 
 
+NONFINITE_TEXT = (
+    "Your function produced a NaN or an infinite number ({where}); a test passes only on finite "
+    "numbers: look for a division by zero, a log of 0 or a loss that overflowed."
+)
+
+
+def nonfinite_at(value, where: str = "the result"):
+    """Where in an observed value a NaN or an infinity sits (a float, or a tensor's values), else
+    None: every judge decides only on finite numbers, whatever its comparisons do with NaN."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else where
+    if isinstance(value, wire.TensorValue):
+        values = value.values
+        if values is None or not (values.is_floating_point() or values.is_complex()):
+            return None
+        return None if bool(values.isfinite().all()) else f"{where}, a tensor"
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = nonfinite_at(item, f"{where}[{key!r}]")
+        if found:
+            return found
+    return None
+
+
 def judge_outcome(test: Test, seen, ref, seconds=None) -> TestOutcome:
     """One test's verdict from what its run half saw (`seen`, plain data from `observe`) and the
     reference data: the judge half, which never runs the learner's code."""
@@ -127,6 +156,8 @@ def judge_outcome(test: Test, seen, ref, seconds=None) -> TestOutcome:
         outcome.message = UNREADABLE_TEXT.format(why="it is too large to compare")
     elif "value" not in seen:
         outcome.message = UNREADABLE_TEXT.format(why="no value")
+    elif getattr(test.check, "finite_only", True) and nonfinite_at(seen["value"]):
+        outcome.message = NONFINITE_TEXT.format(where=nonfinite_at(seen["value"]))
     else:
         try:
             test.check.judge(seen["value"], ref)

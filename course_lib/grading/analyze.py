@@ -8,10 +8,11 @@ check process later runs only the code its function needs (see `check_source`).
 import ast
 import builtins
 import re
+import time
 from dataclasses import dataclass, field
 
 from ..exercises.scoring import review_flags
-from .cells import code_cells, python_source
+from .cells import BUDGET, code_cells, python_source, too_large
 
 ANSWER_PREFIX = "answer_"
 TEXT_PREFIX = "text_"
@@ -179,9 +180,18 @@ def analyze(cells: list) -> Analysis:
         if kind == "markdown":
             for name in TEXT_MARKER.findall(source):
                 analysis.markdown_texts[name] = TEXT_MARKER.sub("", source).strip()
+    spent = 0.0
     for number, source in analysis.cells:
+        if spent > BUDGET["transform_seconds"]:
+            raise too_large(
+                "the time to read its cells, in seconds", spent, BUDGET["transform_seconds"]
+            )
         try:
-            text = python_source(source)
+            start = time.monotonic()
+            try:
+                text = python_source(source)
+            finally:
+                spent += time.monotonic() - start
             tree = ast.parse(text)
         except (SyntaxError, ValueError) as err:
             analysis.syntax_errors[number] = f"{type(err).__name__}: {err}"
@@ -209,6 +219,52 @@ def needed_bindings(analysis: Analysis, name: str) -> list:
     return sorted(seen.values(), key=lambda b: (b.cell, b.line))
 
 
+# The course's own reference code that a wrong answer could call in place of its own work: a
+# function under test that reaches it is flagged for review, as patching is (issue 34, item 5).
+COURSE_REFERENCE = {
+    "course_lib.training": ("train_step", "stepper", "train_epoch", "evaluate", "fit"),
+    "course_lib.checks": None,  # any of it (the rigs and probes the tests use)
+}
+COURSE_REFERENCE_TEXT = re.compile(r"\bcourse_lib\s*\.\s*(?:training|checks)\b")
+
+
+def _course_names(imports: list) -> tuple:
+    """(module aliases, bare names) the notebook's imports bind to COURSE_REFERENCE code."""
+    modules, names = {}, set()
+    for text in imports:
+        try:
+            tree = ast.parse(text.strip())
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name in COURSE_REFERENCE and a.asname:
+                        modules[a.asname] = COURSE_REFERENCE[a.name]
+            elif isinstance(node, ast.ImportFrom):
+                for a in node.names:
+                    full = f"{node.module}.{a.name}"
+                    if full in COURSE_REFERENCE:
+                        modules[a.asname or a.name] = COURSE_REFERENCE[full]
+                    wanted = COURSE_REFERENCE.get(node.module or "", ())
+                    if wanted is None or a.name in (wanted or ()):
+                        names.add(a.asname or a.name)
+    return modules, names
+
+
+def calls_course_reference(analysis: Analysis, text: str) -> bool:
+    """Does a function's code (`text`) reach the course's reference loops or check helpers?"""
+    if COURSE_REFERENCE_TEXT.search(text):
+        return True
+    modules, names = _course_names(analysis.imports)
+    own = {n for n, b in analysis.bindings.items() if b.kind in ("def", "class", "assign")}
+    for alias, wanted in modules.items():
+        attrs = r"\w+" if wanted is None else "|".join(wanted)
+        if alias not in own and re.search(rf"\b{re.escape(alias)}\s*\.\s*(?:{attrs})\b", text):
+            return True
+    return any(re.search(rf"(?<![\w.]){re.escape(n)}\b", text) for n in names - own)
+
+
 def check_source(analysis: Analysis, name: str) -> dict:
     """What a check process runs for exercise `name`: the imports, then the definitions it needs.
 
@@ -218,6 +274,8 @@ def check_source(analysis: Analysis, name: str) -> dict:
     bindings = needed_bindings(analysis, name)
     text = "\n".join(b.source for b in bindings)
     flags = review_flags(text, function=True)
+    if calls_course_reference(analysis, text):
+        flags = sorted(set(flags) | {"course reference code"})
     return {
         "imports": list(dict.fromkeys(analysis.imports)),
         "definitions": [(b.name, b.cell, b.source) for b in bindings],

@@ -8,12 +8,27 @@ course_lib. Used by the grader's notebook process (`executor.py`) and by the rel
 import builtins
 import io
 import json
+import re
 import signal
 import sys
 import time
 import traceback
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
+# What reading one student's notebook may cost the grader's parent, checked before the costly
+# step (IPython's input transformer is superlinear in a cell's escape lines: 400 `!` lines take
+# seconds, 45 KB of them over a minute): a notebook over any of these is "too large" for that
+# student alone. The handed-out notebooks use a small fraction of each
+# (tests/test_grading_intake_budget.py).
+BUDGET = {
+    "cells": 3000,  # cells of any kind
+    "cell_bytes": 256 * 2**10,  # characters of one code cell
+    "code_lines": 60_000,  # lines of code over all code cells
+    "escape_lines": 64,  # IPython escape lines (!shell, %magic, help?) in one code cell
+    "notebook_escape_lines": 600,  # ... and over the whole notebook
+    "transform_seconds": 20.0,  # time spent in IPython's transformer over the whole notebook
+}
+ESCAPE_LINE = re.compile(r"^[ \t]*[!%]|\?[ \t]*$|=[ \t]*[!%](?!=)", re.M)
 # Cell magics whose body is ordinary Python that runs once: `%%time` and friends.
 TRANSPARENT_CELL_MAGICS = ("time", "timeit", "capture", "prun")
 
@@ -22,10 +37,45 @@ class UnreadableNotebook(Exception):
     """The file is not a notebook we can read (not JSON, truncated, wrong structure)."""
 
 
+class TooLarge(UnreadableNotebook):
+    """The notebook is over the grader's reading budget (`BUDGET`): not read further."""
+
+
+def too_large(what: str, size, limit) -> TooLarge:
+    return TooLarge(
+        f"the notebook is too large to grade: {what} is {size:g}, over the limit of {limit:g}; "
+        "make it smaller (remove pasted data, long shell or magic scripts) and hand it in again"
+    )
+
+
+def check_budget(cells: list) -> None:
+    """Raise TooLarge when the cells (as `read_cells` gives them) are over `BUDGET`."""
+    if len(cells) > BUDGET["cells"]:
+        raise too_large("the number of cells", len(cells), BUDGET["cells"])
+    lines = escapes = 0
+    for kind, source in cells:
+        if kind != "code":
+            continue
+        if len(source) > BUDGET["cell_bytes"]:
+            raise too_large("one code cell's size in characters", len(source), BUDGET["cell_bytes"])
+        here = len(ESCAPE_LINE.findall(source))
+        if here > BUDGET["escape_lines"]:
+            raise too_large(
+                "the number of !shell/%magic lines in one cell", here, BUDGET["escape_lines"]
+            )
+        lines, escapes = lines + source.count("\n") + 1, escapes + here
+    for what, size, key in (
+        ("the number of code lines", lines, "code_lines"),
+        ("the number of !shell/%magic lines", escapes, "notebook_escape_lines"),
+    ):
+        if size > BUDGET[key]:
+            raise too_large(what, size, BUDGET[key])
+
+
 def read_cells(data: bytes) -> list:
     """[(cell_type, source)] of a .ipynb file's bytes; raises UnreadableNotebook with a reason."""
     if len(data) > MAX_NOTEBOOK_BYTES:
-        raise UnreadableNotebook(
+        raise TooLarge(
             f"the file is {len(data) / 2**20:.0f} MB; notebooks over "
             f"{MAX_NOTEBOOK_BYTES // 2**20} MB are not graded"
         )
@@ -68,6 +118,7 @@ def read_cells(data: bytes) -> list:
             cell.get("cell_type") if cell.get("cell_type") in ("code", "markdown", "raw") else "raw"
         )
         out.append((kind, source))
+    check_budget(out)
     return out
 
 

@@ -103,9 +103,43 @@ def define(source: dict) -> tuple:
     return namespace, problems
 
 
+def pinned(check):
+    """A check whose run half is bound to the instance now (before student code runs): a class
+    attribute replaced while the function is defined is not the one the test calls."""
+    check.run = type(check).run.__get__(check)
+    return check
+
+
+def run_half_state() -> dict:
+    """What the run halves are made of, by identity: each course_lib.checks module's names, each
+    registered check class's attributes and their functions' code. In-process evidence only (the
+    student's code runs in this process): a change is reported and flags the row for review."""
+    from ..checks.base import REGISTRY
+
+    state = {}
+    for name, module in list(sys.modules.items()):
+        if name.startswith("course_lib.checks.") and module is not None:
+            state.update({f"{name}.{k}": id(v) for k, v in list(vars(module).items())})
+    for builder, cls in list(REGISTRY.items()):
+        for k, v in list(vars(cls).items()):
+            state[f"{builder}.{k}"] = id(v)
+            code = getattr(v, "__code__", None)
+            if code is not None:
+                state[f"{builder}.{k}.__code__"] = id(code)
+    return state
+
+
+def changed_names(before: dict, after: dict) -> list:
+    """Names of `before` that are gone or bound to another object (modules the student's imports
+    load for the first time are not the tests' run halves, which were all loaded before)."""
+    return sorted(k for k in before if before[k] != after.get(k))[:20]
+
+
 def check_body(channel, held: dict, job: dict) -> None:
     """Define the learner's function, then observe it through each test's run half, in order."""
     channel.send("sandbox", held=sorted(k for k, v in held.items() if v is True))
+    checks = [pinned(rebuild(builder, wire.loads(inputs))) for builder, inputs in job["tests"]]
+    before = run_half_state()
     namespace, problems = define(job["source"])  # from here on, student code has run
     candidate = namespace.get(job["name"])
     channel.send(
@@ -113,11 +147,12 @@ def check_body(channel, held: dict, job: dict) -> None:
         problems=problems[:5],
         callable=callable(candidate),
         type=type(candidate).__name__[:80],
+        changed=changed_names(before, run_half_state()),
     )
     count = 0
     if callable(candidate):
-        for index, (builder, inputs) in enumerate(job["tests"]):
-            seen = observe(rebuild(builder, wire.loads(inputs)), candidate, job["limit"])
+        for index, check in enumerate(checks):
+            seen = observe(check, candidate, job["limit"])
             channel.send("test", index=index, seen=seen)
             count += 1
             if seen.get("stub"):

@@ -26,9 +26,9 @@ from ..exercises import index
 from ..exercises.scoring import review_flags
 from . import environment, gradebook
 from .analyze import ANSWER_PREFIX, analyze, chapter_guess
-from .cells import MAX_NOTEBOOK_BYTES, UnreadableNotebook, read_cells
+from .cells import MAX_NOTEBOOK_BYTES, TooLarge, UnreadableNotebook, read_cells
 from .feedback import file_name
-from .records import REFUSED
+from .records import REFUSED, TOO_LARGE
 
 
 @dataclass
@@ -39,7 +39,7 @@ class Submission:
     path: Path
     analysis: object = None
     unreadable: str = ""
-    refused: str = ""  # REFUSED when the file is not a regular file (a link, a FIFO, a device)
+    refused: str = ""  # REFUSED for a link, FIFO or device; TOO_LARGE over cells.BUDGET
     exercises: list = field(default_factory=list)
     verdicts: dict = field(default_factory=dict)
     run: dict = field(default_factory=dict)
@@ -184,6 +184,7 @@ def read(entry: Entry) -> Submission:
         sub.language = notebook_language(data, sub.analysis.imports)
     except UnreadableNotebook as err:
         sub.unreadable = str(err)
+        sub.refused = TOO_LARGE if isinstance(err, TooLarge) else ""
     except Exception as err:  # noqa: BLE001 - whatever a file does to the reader is its own status
         sub.unreadable = (
             f"the file could not be read: {type(err).__name__}: {shown_name(str(err))[:200]}"

@@ -197,8 +197,13 @@ def finish_check(sub, child, ex, total: int, limit: float, judge) -> None:
             total,
         )
     verdict.flags += flag_names(check_source(sub.analysis, ex.name)["flags"])
+    if (defined or {}).get("changed"):  # the grader's run halves changed while it was defined
+        verdict.flags.append(RUN_HALF_CHANGED)
     verdict.seconds = round(time.monotonic() - child.started, 3)
     sub.verdicts[ex.id] = verdict
+
+
+RUN_HALF_CHANGED = "review:run-half-changed"
 
 
 def decide_statically(sub, totals: dict) -> None:

@@ -37,7 +37,7 @@ SCHEMAS = {
     },
     "check": {
         "sandbox": {"held": (list,)},
-        "defined": {"problems": (list,), "callable": (bool,), "type": _TEXT},
+        "defined": {"problems": (list,), "callable": (bool,), "type": _TEXT, "changed": (list,)},
         "test": {"index": _INT, "seen": (dict,)},
         "done": {"tests": _INT},
         "fatal": {"error": _TEXT},

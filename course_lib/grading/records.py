@@ -14,12 +14,13 @@ MISSING = "missing"  # no function / no answer line in the notebook
 ERROR = "error"  # the function cannot be read (a syntax error, a definition inside an `if`)
 UNREADABLE = "unreadable"  # the file is not a notebook we can read
 REFUSED = "refused"  # not a regular file (a symbolic link, a device): never graded
+TOO_LARGE = "too large"  # over the grader's reading budget (cells.BUDGET): not read further
 CRASHED = "crashed"  # the process that ran it ended before its report was complete
 TIMED_OUT = "timed out"
 TAMPERED = "tampered"  # its process wrote report lines the harness did not write
 JUDGED = (CORRECT, INCORRECT, NOT_ATTEMPTED)
 # ... and LIMIT_STATUSES: its processes, together, reached a memory, process or CPU-time limit
-STATUSES = JUDGED + (MISSING, ERROR, UNREADABLE, REFUSED, CRASHED, TIMED_OUT, TAMPERED)
+STATUSES = JUDGED + (MISSING, ERROR, UNREADABLE, REFUSED, TOO_LARGE, CRASHED, TIMED_OUT, TAMPERED)
 STATUSES += LIMIT_STATUSES
 
 
