@@ -14,10 +14,14 @@
 # Steps, in this order, each timeboxed, each recorded in OUT_DIR/report.md as it finishes (logs
 # in OUT_DIR/logs/), a failing step never stopping the later ones:
 #   wheels            the notebook tools from the wheels folder (benchmarks/gpu_wheels.py)
-#   then at once (each process with its own IPYTHONDIR, MPLCONFIGDIR, progress file):
+#   then at once (each process with its own TMPDIR, IPYTHONDIR, MPLCONFIGDIR, progress file: no
+#   two steps share /tmp/pytorch-gpu-course, chapter 06's snapshot files):
 #   notebook-NN_...   every notebook under nbval with COURSE_DEVICE=cuda, one process each
 #   cuda-tests        the tests that need a CUDA GPU, under xdist (benchmarks/gpu_cuda_tests.py)
 #   ddp-nccl          chapter 07's DDP worker in a world-size-1 nccl group (benchmarks/gpu_ddp.py)
+#   two-gpu-ddp, two-gpu-dp, two-gpu-fsdp   with two GPUs only (else skipped, saying so): chapter
+#                     07's DDP with 2 nccl ranks, DataParallel's scatter, chapter 08's FSDP over
+#                     nccl (benchmarks/gpu_two.py)
 #   grader            the grader on a few submissions with the GPU visible (benchmarks/gpu_grading.py)
 #   then on the quiet GPU, with the time left:
 #   figures           each chapter's figures (benchmarks/gpu_figures.py) -> OUT_DIR/figures.json
@@ -82,7 +86,8 @@ NOTEBOOKS=()
 for nb in notebooks/[0-9][0-9]_*.ipynb; do NOTEBOOKS+=("$nb"); done
 STEPS=(wheels)
 for nb in "${NOTEBOOKS[@]}"; do STEPS+=("notebook-$(basename "$nb" .ipynb)"); done
-STEPS+=(cuda-tests ddp-nccl grader figures figures-compile)
+TWO_GPU_STEPS=(two-gpu-ddp two-gpu-dp two-gpu-fsdp)  # each skipped (exit 77) below two GPUs
+STEPS+=(cuda-tests ddp-nccl "${TWO_GPU_STEPS[@]}" grader figures figures-compile)
 
 # ---------------------------------------------------------------- the machine
 ENV_MD="$WORK/environment.md"
@@ -171,14 +176,18 @@ run_step() {  # run_step STEP LIMIT COMMAND...: timeboxed, logged, recorded; nev
   fi
   local home="$WORK/steps/$step"  # this step's own IPython, matplotlib, Jupyter and progress files
   mkdir -p "$home/ipython" "$home/mpl" "$home/jupyter"
+  # and its own TMPDIR, short (Unix socket paths under it stay under 108 bytes); the grader makes
+  # its own private scratch root there with a random name, so it keeps the machine's (shorter)
+  local tmp="${TMPDIR:-/tmp}"
+  [ "$step" = grader ] || tmp="$(mktemp -d "$WORK/t.XXXX")"
   echo "running" > "$WORK/status/$step.running"
   {
-    echo "# $step: limit ${limit} s${DRY_RUN:+ (dry run)}; IPYTHONDIR=$home/ipython MPLCONFIGDIR=$home/mpl"
+    echo "# $step: limit ${limit} s${DRY_RUN:+ (dry run)}; IPYTHONDIR=$home/ipython MPLCONFIGDIR=$home/mpl TMPDIR=$tmp"
     echo "# COURSE_PROGRESS_FILE=$home/progress.json; command: $*"
   } > "$OUT/logs/$step.log"
   local t0=$SECONDS
   # SIGINT first: pytest then prints what ran so far; SIGKILL 15 s later if still alive
-  IPYTHONDIR="$home/ipython" MPLCONFIGDIR="$home/mpl" COURSE_PROGRESS_FILE="$home/progress.json" \
+  TMPDIR="$tmp" IPYTHONDIR="$home/ipython" MPLCONFIGDIR="$home/mpl" COURSE_PROGRESS_FILE="$home/progress.json" \
     JUPYTER_RUNTIME_DIR="$home/jupyter" timeout -s INT -k 15 "$limit" "$@" >> "$OUT/logs/$step.log" 2>&1
   local code=$? took=$((SECONDS - t0)) state
   case $code in
@@ -313,7 +322,7 @@ if [ -z "$EXCLUSIVE" ] && "$PY" -c "import xdist" 2>/dev/null; then XDIST=(-n 3)
 [ -n "$DRY_RUN" ] && XDIST=()  # --collect-only lists the selection; the real run adds -n 3 when xdist is there
 GPU_STEPS=()
 for nb in "${NOTEBOOKS[@]}"; do GPU_STEPS+=("notebook-$(basename "$nb" .ipynb)"); done
-GPU_STEPS+=(cuda-tests ddp-nccl)
+GPU_STEPS+=(cuda-tests ddp-nccl "${TWO_GPU_STEPS[@]}")
 
 group_step() {  # group_step NAME LIMIT: the command of each step of the group
   local name=$1 limit=$2
@@ -327,6 +336,9 @@ group_step() {  # group_step NAME LIMIT: the command of each step of the group
         "${PYTEST[@]}" "${XDIST[@]}" -p gpu_cuda_tests "${CUDA_FILES[@]}" ;;
     ddp-nccl)
       step ddp-nccl "$limit" "$PY" benchmarks/gpu_ddp.py "$WORK/ddp" --deadline "$(clamp $(((limit - 20) / 2)) 10 120)" ;;
+    two-gpu-*)
+      step "$name" "$limit" "$PY" benchmarks/gpu_two.py "$WORK/$name" --path "${name#two-gpu-}" \
+        --deadline "$(clamp $(((limit - 20) / 2)) 10 120)" ;;
     grader)
       step grader "$limit" "$PY" benchmarks/gpu_grading.py "$WORK/grading" --workers 4 \
         --seconds $((limit > 40 ? limit - 25 : 15)) ;;

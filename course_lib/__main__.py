@@ -1,5 +1,5 @@
-"""Command line: python -m course_lib {doctor, exercises, digest, grade, release, explain,
-collect, gradescope}.
+"""Command line: python -m course_lib {doctor, exercises, digest, grade, report, review,
+release, explain, collect, gradescope}.
 
 What a command prints (summaries, progress, errors) is in the course's language: --lang where a
 command has it, else $COURSE_LANG, else English. Files it writes (gradebooks, exports, manifests)
@@ -150,11 +150,69 @@ def cmd_grade(args) -> int:
         )
     )
     status = 1 if report["key_problems"] else 0
+    status = max(status, _apply_reviews(args.out))
+    _class_report(args.out)
     return (
         max(status, exporter.run(lambda line: print(_say(line), file=sys.stderr)))
         if exporter
         else status
     )
+
+
+def _class_report(book, anonymous=False) -> int:
+    """Write the class report beside `book` (course_lib/classroom/report.py) and say where."""
+    from .classroom import report
+    from .i18n import language
+
+    try:
+        written = report.write(book, anonymous=anonymous, lang=language())
+    except (report.NoRecords, OSError, ValueError) as err:
+        print(_why("no class report written:", err), file=sys.stderr)
+        return 2
+    print(_say(f"class report: {written['html']} (counts: {written['csv']})"))
+    return 0
+
+
+def _apply_reviews(book) -> int:
+    """The teacher's points for written answers (GRADEBOOK.review.csv) into the gradebook."""
+    from .classroom import review
+
+    if not review.review_path(book).exists():
+        return 0
+    try:
+        count = review.apply(book)
+    except (review.ReviewError, OSError) as err:
+        print(_why("the teacher's reviews were not applied:", err), file=sys.stderr)
+        return 2
+    print(_say(f"written answers reviewed by the teacher: {count}"))
+    return 0
+
+
+def cmd_review(args) -> int:
+    """Serve the review page of a gradebook on 127.0.0.1 (course_lib/classroom/review_page.py)."""
+    _speak(args)
+    from .classroom import report, review, review_page
+    from .i18n import language
+
+    try:
+        server = review_page.serve(args.gradebook, port=args.port, lang=language())
+    except (report.NoRecords, review.ReviewError, OSError) as err:
+        print(_why("no review page:", err), file=sys.stderr)
+        return 2
+    print(_say(f"review page: {review_page.url_of(server)} (Ctrl-C stops it)"), flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+def cmd_report(args) -> int:
+    """Write the class report of an existing gradebook (course_lib/classroom/report.py)."""
+    _speak(args)
+    return _class_report(args.gradebook, anonymous=args.anonymous)
 
 
 def _grade_exporter(args):
@@ -187,12 +245,14 @@ def cmd_collect(args) -> int:
             path=args.path,
             assignment_id=args.assignment,
             update=args.update,
+            owner_check=not args.no_owner_check,
+            max_bytes=int(args.max_mb * 2**20),
         )
     except (CollectError, NoSuchChapter) as err:
         print(_why("nothing collected:", err), file=sys.stderr)
         return 2
     print("\n".join(collection.lines()))  # in the course's language
-    return 1 if collection.problems() else 0
+    return 1 if collection.problems() or collection.warnings else 0
 
 
 def cmd_gradescope(args) -> int:
@@ -331,6 +391,24 @@ def build_parser() -> argparse.ArgumentParser:
     _lang_option(p, "the progress, summary and errors printed (feedback: each notebook's own)")
     p.set_defaults(run=cmd_grade)
     p = sub.add_parser(
+        "report",
+        help="(teachers) the class report of a gradebook: what the class got wrong, with plots",
+    )
+    p.add_argument("gradebook", help="the gradebook CSV that `grade --out` wrote")
+    p.add_argument(
+        "--anonymous", action="store_true", help="students as 'student N', to show the class"
+    )
+    _lang_option(p, "the report page and what is printed")
+    p.set_defaults(run=cmd_report)
+    p = sub.add_parser(
+        "review",
+        help="(teachers) grade the written answers of a gradebook in a local web page",
+    )
+    p.add_argument("gradebook", help="the gradebook CSV that `grade --out` wrote")
+    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    _lang_option(p, "the page and what is printed")
+    p.set_defaults(run=cmd_review)
+    p = sub.add_parser(
         "collect",
         help="(teachers) copy each hub user's chapter notebook into a submissions folder",
         description="Copy each user's notebook of one chapter from a hub's home folders (or an "
@@ -364,6 +442,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--update",
         action="store_true",
         help="replace copies collected before (kept in OUT_DIR.replaced)",
+    )
+    p.add_argument(
+        "--no-owner-check",
+        action="store_true",
+        help="do not check that each home, exchange folder and notebook belongs to the system "
+        "user it names (only where every home belongs to one user: a single-user hub, tests)",
+    )
+    p.add_argument(
+        "--max-mb",
+        type=float,
+        default=50,
+        help="refuse notebooks larger than this, before reading them (default 50, the grader's)",
     )
     _lang_option(p, "the summary and errors printed")
     p.set_defaults(run=cmd_collect)

@@ -63,6 +63,7 @@ __all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
     "gpu_reference",
     "AugmentedDigits",
     "reads_of_two_digits",
+    "warmed_up",
     "starving_experiment",
     "profile_steps",
     "nvidia_smi",
@@ -171,6 +172,13 @@ def fresh_step(device, seed: int = 0, phase=training.no_label):
     return training.stepper(model, optimizer, nn.CrossEntropyLoss(), device, phase)
 
 
+def warmed_up(step, loader):
+    """`step` after one untimed step on the loader's first batch: the first read, the first
+    forward and the first backward pay one-off costs that would fill the first measured step."""
+    step(*next(iter(loader)))
+    return step
+
+
 def starving_experiment(
     train_set, device, batch_size: int = 64, items=None, **loader_options
 ) -> list:
@@ -184,7 +192,8 @@ def starving_experiment(
         ("augmented on the fly", AugmentedDigits(train_set)),
     ):
         loader = data.make_loader(dataset, device, batch_size, shuffle=True, **loader_options)
-        results.append(measure.loop_breakdown(fresh_step(device), loader, device, label=label))
+        step = warmed_up(fresh_step(device), loader)
+        results.append(measure.loop_breakdown(step, loader, device, label=label))
     return results
 
 
@@ -194,7 +203,7 @@ def profile_steps(dataset, device, steps: int = 4, batch_size: int = 16) -> tupl
     operator of every item's augmentation (~100 per item): batches of 16 keep it (and the time
     key_averages takes to read it) a quarter of 64's, with the data phase still the larger one."""
     loader = data.make_loader(dataset, device, batch_size, shuffle=True)
-    step = fresh_step(device, phase=record_function)
+    step = warmed_up(fresh_step(device, phase=record_function), loader)
     return profiling.profile_training(step, loader, device, steps=steps, label="profiled steps")
 
 
@@ -1415,9 +1424,9 @@ phase_ms = chapter.function_exercise(
             "Which keys tell you it is a label, and how long it lasted?"
         ),
         (
-            "Start from `dict.fromkeys(['data', 'forward', 'backward', 'step'], 0.0)`; for each "
-            'event whose `cat` is "user_annotation" and whose `name` is one of those keys, add '
-            "`dur / 1000`."
+            "Keep one running total per phase, each starting at 0.0, so that a phase that never "
+            "ran is still there. Add only the events that are labels (their `ph` and `cat` say "
+            "so) and whose `name` is a phase, and mind the unit `dur` is in."
         ),
     ],
 )
@@ -1491,8 +1500,8 @@ bf16_scaler = chapter.quiz(
     options={
         "a": "Yes: bfloat16 has float16's 5 exponent bits, so small gradients underflow",
         "b": "Yes: `torch.autocast` refuses bfloat16 unless a GradScaler is enabled",
-        "c": "No: bfloat16 has float32's 8 exponent bits, so small gradients survive",
-        "d": "No: under autocast, backward computes all gradients in float64",
+        "c": "No: its range goes as low as float32's, so gradients too small for float16 survive",
+        "d": "No: autocast keeps every gradient in float32, so no 16-bit dtype needs a scaler",
     },
     digest="659f8988bebabc50",
     hints=[
@@ -1509,8 +1518,9 @@ bf16_scaler = chapter.quiz(
             "any scaler."
         ),
         "d": (
-            "Nothing under autocast runs in float64: the table above shows the gradients in the "
-            "weights' dtype, float32."
+            "Only the weights' `.grad` is float32. The gradients flowing back through the layers "
+            "are computed in the 16-bit dtype, and in float16 the small ones underflow there: "
+            "that is why float16 does need a scaler."
         ),
     },
     explanation=(
@@ -1608,9 +1618,12 @@ profile_verdict = chapter.quiz(
         ),
     },
     explanation=(
-        "In this profile the data phase (each augmented batch built in this process, as "
-        "`num_workers=0` does) is most of every step: the DataLoader's own label and the "
-        "operators at the top of the table (upsampling, grid sampling) say the same. Workers "
+        "After the untimed warm-up step, the data phase (each augmented batch built in this "
+        "process, as `num_workers=0` does) is most of every profiled step: the split under the "
+        "timeline says so, and so does the table, whose top rows are the augmentation's own "
+        "operators: `aten::bmm` (inside `affine_grid`), `aten::avg_pool2d` (pooling back to "
+        "8x8), `aten::grid_sampler_2d`, while the model's `aten::mm` and `aten::addmm` come "
+        "lower. Workers "
         "build batches in parallel with the training, and cheaper preprocessing shortens each "
         "one; the other options speed up phases that are a small share of the step."
     ),
@@ -1629,7 +1642,10 @@ scale_after_overflow = chapter.quiz(
     digest="dc3fd0bbd381aee6",
     hints=[
         "After a step with inf or nan gradients, update() multiplies the scale by backoff_factor.",
-        "65536 times 0.5.",
+        (
+            "Which scale did this step start from, and what does multiplying by a factor of 0.5 "
+            "do to a number? Work it out from those two."
+        ),
     ],
     why={
         65536: (
@@ -1643,6 +1659,10 @@ scale_after_overflow = chapter.quiz(
         0: (
             "The scale is multiplied by the backoff factor 0.5: halved, not replaced by 0.5 or "
             "set to 0."
+        ),
+        0.5: (
+            "0.5 is the backoff factor itself: update() multiplies the scale by it, it does not "
+            "become the scale."
         ),
     },
     explanation=(

@@ -457,13 +457,32 @@ def split_pattern(device, mib=SPLIT_PATTERN_MIB) -> dict:
     return {key: after.get(key, 0) - before.get(key, 0) for key, _ in ALLOCATOR_COUNTERS}
 
 
+# the allocator's variable: PYTORCH_ALLOC_CONF in torch 2.13's documentation; the old name
+# PYTORCH_CUDA_ALLOC_CONF is still read, but only when the new one is not set (c10's
+# AcceleratorAllocatorConfig); older releases read only the old name
+ALLOC_CONF_NAMES = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
+
+
+def alloc_conf() -> str:
+    """The allocator settings this process started with, from
+    the first of ALLOC_CONF_NAMES that is set (chapter 06)."""
+    return next((os.environ[n] for n in ALLOC_CONF_NAMES if n in os.environ), "")
+
+
 def expandable_setting() -> bool:
-    """Whether PYTORCH_CUDA_ALLOC_CONF switched
+    """Whether the allocator's variable switched
     expandable_segments on for this process (chapter 06)."""
-    return (
-        "expandable_segments:true"
-        in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "").replace(" ", "").lower()
-    )
+    pairs = (item.split(":", 1) for item in alloc_conf().replace(" ", "").split(",") if item)
+    settings = {key.lower(): value.lower() for key, value in (p for p in pairs if len(p) == 2)}
+    return settings.get("expandable_segments") == "true"
+
+
+def set_allocator_settings(settings: str) -> None:
+    """Change the CUDA allocator's settings while the process runs: torch 2.13's
+    torch._C._accelerator_setAllocatorSettings, or on older releases
+    torch.cuda.memory._set_allocator_settings (2.13 deprecates it, with a FutureWarning)."""
+    setter = getattr(torch._C, "_accelerator_setAllocatorSettings", None)
+    (setter or torch.cuda.memory._set_allocator_settings)(settings)
 
 
 def fragmentation_demo(device) -> dict:
@@ -472,10 +491,10 @@ def fragmentation_demo(device) -> dict:
     results = {}
     try:
         for on in (False, True):
-            torch.cuda.memory._set_allocator_settings(f"expandable_segments:{on}")
+            set_allocator_settings(f"expandable_segments:{on}")
             results[f"expandable_segments:{on}"] = split_pattern(device)
     finally:
-        torch.cuda.memory._set_allocator_settings(f"expandable_segments:{expandable_setting()}")
+        set_allocator_settings(f"expandable_segments:{expandable_setting()}")
     return results
 
 
@@ -493,16 +512,17 @@ def fragmentation_table(results: dict):
 
 
 # A CUDA out-of-memory message, in the exact format of PyTorch's caching allocator
-# (c10/cuda/CUDACachingAllocator.cpp, torch 2.x). An EXAMPLE of what a 24 GB card (article B's
-# RTX 3090 class) prints: the numbers are illustrative, not measured on this machine.
+# (c10/cuda/CUDACachingAllocator.cpp, torch 2.13; older releases name PYTORCH_CUDA_ALLOC_CONF
+# in the hint). An EXAMPLE of what a 24 GB card (article B's RTX 3090 class) prints: the
+# numbers are illustrative, not measured on this machine.
 OOM_EXAMPLE = (
     "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.57 GiB "
     "of which 1.31 GiB is free. Including non-PyTorch memory, this process has 22.25 GiB "
     "memory in use. Of the allocated memory 15.91 GiB is allocated by PyTorch, and 5.87 GiB "
     "is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try "
-    "setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+    "setting PYTORCH_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
     "documentation for Memory Management  "
-    "(https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)"
+    "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
 )
 
 _SIZE = r"([\d.]+ (?:bytes|KiB|MiB|GiB|TiB))"
@@ -567,9 +587,9 @@ def oom_diagnosis(message: str) -> str:
             f"Fragmentation: {spare} sat reserved but unused, more than the {tried} asked "
             "for, yet in pieces none of which fits. torch.cuda.empty_cache() cannot help: "
             "before raising, the allocator already gave back every cached block it could and "
-            "tried again. What helps is PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, "
-            "set before the program's first CUDA allocation (in the shell, or in os.environ "
-            "before importing torch)."
+            "tried again. What helps is PYTORCH_ALLOC_CONF=expandable_segments:True (the old "
+            "name PYTORCH_CUDA_ALLOC_CONF is still read), set before the program's first CUDA "
+            "allocation (in the shell, or in os.environ before importing torch)."
         )
     cap = f" of the {parts['allowed']} allowed" if parts["allowed"] else ""
     return tr(
@@ -1341,8 +1361,8 @@ empty_cache = chapter.quiz(
             "appears"
         ),
         "c": (
-            "It hands cached blocks no tensor uses back to the driver; your own program gains no "
-            "room"
+            "It lowers what nvidia-smi shows, but your own tensors can get no more memory than "
+            "before"
         ),
         "d": (
             "It clears the gradients like `zero_grad()`, and with them the activations saved for "
@@ -1397,10 +1417,7 @@ oom_message = chapter.quiz(
         "c": (
             "`set_per_process_memory_fraction(1.0)`: the process is capped, as only 301 MiB is free"
         ),
-        "d": (
-            "Restart with `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`: the cache is in "
-            "pieces"
-        ),
+        "d": ("Restart with `PYTORCH_ALLOC_CONF=expandable_segments:True`: the cache is in pieces"),
     },
     digest="4ce538a3fda6a083",
     hints=[

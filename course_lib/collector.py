@@ -6,6 +6,7 @@ free nothing: a third of such a block's time (chapters 05-08, the exercise engin
 """
 
 import contextlib
+import functools
 import gc
 
 
@@ -19,3 +20,16 @@ def collector_paused():
     finally:
         if was_on:
             gc.enable()
+
+
+@functools.cache
+def warm_up() -> None:
+    """Import what torch loads lazily on first use, once, before any timed check (all chapters).
+
+    The first optimizer or dispatch mode imports torch._dynamo (seconds); an alarm that fires
+    inside that import leaves it half done and breaks every later check in the process. The
+    collector is paused meanwhile: the import's ~10**5 new objects set off full collections of
+    everything torch holds, which free nothing (~0.3 of its ~1.1 CPU-s).
+    """
+    with collector_paused():
+        import torch._dynamo  # noqa: F401

@@ -48,8 +48,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
 
 from . import data, processes, training
-from .collector import collector_paused
-from .exercises.runner import describe_exception, warm_up
+from .collector import collector_paused, warm_up
+from .errors import describe_exception
 from .i18n import tr
 from .seed import seed_everything
 

@@ -2,12 +2,16 @@
 
 `pick_device()` chooses cuda, then mps, then cpu. Set the environment variable
 COURSE_DEVICE (e.g. ``COURSE_DEVICE=cpu``) to force a choice, for instance the CPU on a
-GPU machine.
+GPU machine. A CUDA GPU this PyTorch has no kernels for (its compute capability is not in
+``torch.cuda.get_arch_list()``, e.g. a P100 with a current PyTorch) is not chosen: every CUDA
+operation would fail with "no kernel image is available"; `pick_device` says why, once, and
+`doctor` reports it as the gpu problem (`cuda_problem`).
 """
 
 import itertools
 import json
 import os
+import re
 import textwrap
 from pathlib import Path
 
@@ -68,9 +72,52 @@ def mps_available() -> bool:
     return bool(mps is not None and mps.is_available())
 
 
+def _runs_on(arch: str, major: int, minor: int) -> bool:
+    """Can code built for `arch` ('sm_80', 'sm_90a', 'compute_90') run on capability
+    major.minor? A cubin runs on its major version at its minor or above (an 'a' one on its
+    own capability only); PTX (compute_XY) is compiled for any capability at or above XY."""
+    found = re.fullmatch(r"(sm|compute)_(\d+)(\d)([a-z]?)", arch)
+    if not found:
+        return False
+    kind, arch_major, arch_minor, suffix = found.groups()
+    arch_major, arch_minor = int(arch_major), int(arch_minor)
+    if suffix:
+        return (arch_major, arch_minor) == (major, minor)
+    if kind == "compute":
+        return (arch_major, arch_minor) <= (major, minor)
+    return arch_major == major and arch_minor <= minor
+
+
+def cuda_problem() -> str:
+    """Why the CUDA GPU cannot run this PyTorch's kernels, or "" (no GPU, a build that does not
+    list its architectures, or a GPU it has kernels for)."""
+    try:
+        arches = torch.cuda.get_arch_list() if torch.cuda.is_available() else []
+        if not arches:
+            return ""
+        major, minor = torch.cuda.get_device_capability()
+        name = torch.cuda.get_device_name()
+    except (RuntimeError, AssertionError, AttributeError):
+        return ""
+    if any(_runs_on(arch, major, minor) for arch in arches):
+        return ""
+    return (
+        f"this GPU ({name}, compute capability {major}.{minor}) has no kernels in this PyTorch "
+        f"({torch.__version__}, built for {' '.join(arches)}): every CUDA operation would fail "
+        'with "no kernel image is available", so the course runs on the CPU. Install a PyTorch '
+        f"build that supports sm_{major}{minor} (pytorch.org, Get started; older releases keep "
+        "older GPUs)"
+    )
+
+
+def cuda_usable() -> bool:
+    """True when a CUDA GPU is there and this PyTorch has kernels for it."""
+    return torch.cuda.is_available() and not cuda_problem()
+
+
 def gpu_available() -> bool:
     """True when a CUDA or MPS GPU can be used (used by GPU-only cells in every chapter)."""
-    return torch.cuda.is_available() or mps_available()
+    return cuda_usable() or mps_available()
 
 
 def forced_device():
@@ -90,7 +137,20 @@ def forced_device():
         )
     if device.type == "mps" and not mps_available():
         raise ValueError(tr(f"{ENV_VAR}={name!r} but MPS is not available here; use cpu or auto"))
+    if device.type == "cuda" and cuda_problem():
+        raise ValueError(
+            tr(f"{ENV_VAR}={name!r} but this PyTorch has no kernels for this GPU; use cpu or auto")
+        )
     return device
+
+
+_said = set()  # what pick_device has said in this process (once each)
+
+
+def _say_once(text: str) -> None:
+    if text not in _said:
+        _said.add(text)
+        print(_wrap(tr(text)))
 
 
 def pick_device() -> torch.device:
@@ -99,7 +159,10 @@ def pick_device() -> torch.device:
     if forced is not None:
         return forced
     if torch.cuda.is_available():
-        return torch.device("cuda")
+        problem = cuda_problem()
+        if not problem:
+            return torch.device("cuda")
+        _say_once(problem)
     if mps_available():
         return torch.device("mps")
     return torch.device("cpu")
@@ -111,18 +174,28 @@ def second_device() -> torch.device:
     The GPU when there is one; otherwise ``meta``, which PyTorch treats as a genuine
     second device (it keeps shapes, not values), so device-mismatch errors are real.
     """
-    if torch.cuda.is_available():
+    if cuda_usable():
         return torch.device("cuda")
     if mps_available():
         return torch.device("mps")
     return torch.device("meta")
 
 
+def bf16_in_hardware() -> bool:
+    """True when the CUDA GPU computes bfloat16 itself: emulated bfloat16 (a T4, a P100) is
+    slower than float32, so it does not count (`including_emulation=False`, torch 2.6 and newer;
+    before, capability 8.0 or above, where bfloat16 arrived)."""
+    try:
+        return bool(torch.cuda.is_bf16_supported(including_emulation=False))
+    except TypeError:  # torch before 2.6: no such argument
+        return torch.cuda.get_device_capability()[0] >= 8
+
+
 def amp_dtype(device) -> torch.dtype:
     """The 16-bit dtype for torch.autocast on `device`: bfloat16 (no GradScaler needed), or float16
-    on a CUDA GPU without bfloat16 (chapters 05, 06)."""
+    on a CUDA GPU without bfloat16 in hardware (chapters 05, 06)."""
     device = torch.device(device)
-    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+    if device.type == "cuda" and not bf16_in_hardware():
         return torch.float16
     return torch.bfloat16
 
@@ -158,6 +231,8 @@ def why_not_cuda(device: torch.device) -> str:
         )
     if device.type == "mps":
         return "this needs a CUDA GPU; the GPU here is Apple's MPS"
+    if torch.cuda.is_available() and cuda_problem():
+        return "this PyTorch has no kernels for the CUDA GPU here"
     return "no CUDA GPU here"
 
 

@@ -1,6 +1,7 @@
 """The environment report: `python -m course_lib doctor`, and a widget in chapter 01.
 
-It also notices an NVIDIA GPU that PyTorch cannot use. On Linux the PyPI wheel of torch 2.13
+It also notices an NVIDIA GPU that PyTorch cannot use (including one it sees but was not built
+for: `device.cuda_problem`). On Linux the PyPI wheel of torch 2.13
 is itself a CUDA 13 build: it needs an NVIDIA driver of the 580 series or newer, and with an
 older driver ``torch.cuda.is_available()`` is simply False and the course runs on the CPU.
 """
@@ -13,7 +14,7 @@ import subprocess
 
 import torch
 
-from .device import ENV_VAR, forced_device, mps_available, pick_device
+from .device import ENV_VAR, cuda_problem, forced_device, mps_available, pick_device
 from .i18n import tr
 from .i18n.layout import rjust
 
@@ -119,10 +120,12 @@ GPU_PROBLEMS = (_cpu_only_build, _gpus_hidden, _driver_too_old, _cuda_unavailabl
 
 
 def gpu_problem(gpus=None) -> str:
-    """Why PyTorch cannot use an NVIDIA GPU that nvidia-smi
-    sees, and what to do; "" when none (doctor)."""
+    """Why PyTorch cannot use an NVIDIA GPU that nvidia-smi sees (or one it sees but has no
+    kernels for), and what to do; "" when none (doctor)."""
+    if torch.cuda.is_available():
+        return cuda_problem()
     gpus = nvidia_smi_gpus() if gpus is None else gpus
-    if not gpus or torch.cuda.is_available():
+    if not gpus:
         return ""
     names = ", ".join(sorted({name for name, _ in gpus}))
     driver = gpus[0][1]

@@ -2,6 +2,7 @@
 must raise this, with this text (chapters 01-07)."""
 
 import re
+import traceback
 from contextlib import contextmanager
 from types import SimpleNamespace
 
@@ -83,3 +84,22 @@ def expect_warning(category, *fragments: str):
             f"{seen or tr('no warning at all')}"
         )
     )
+
+
+def _is_library(filename: str) -> bool:
+    """Frames of torch, the standard library or course_lib are noise to a learner."""
+    return any(
+        part in filename for part in ("site-packages", "course_lib", "/lib/python", "<frozen")
+    )
+
+
+def describe_exception(err: BaseException, limit: int = 3) -> str:
+    """'TypeError: ...' plus the last few frames, for a learner to read."""
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if not _is_library(f.filename)][
+        -limit:
+    ]
+    where = "; ".join(f"line {f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames)
+    text = f"{type(err).__name__}: {err}".strip()
+    if len(text) > 600:
+        text = text[:600] + " ..."
+    return f"{text} ({where})" if where else text

@@ -157,9 +157,11 @@ NOTES = {
             "synchronizing CUDA operation'."
         ),
         (
-            "set_sync_debug_mode('warn') makes PyTorch warn at each CUDA call that makes the CPU "
-            "wait for the GPU: .item() copies a number to the host, and x[mask] must learn how "
-            "many rows the mask keeps before it can allocate its result."
+            "set_sync_debug_mode('warn') makes PyTorch warn at the CUDA calls it watches that make "
+            "the CPU wait for the GPU: .item() copies a number to the host, and x[mask] must learn "
+            "how many rows the mask keeps before it can allocate its result. It does not watch "
+            "every such call (its documentation: operations in torch.distributed and torch.sparse "
+            "are not covered yet), so no warning does not prove there is no sync point."
         ),
         "the torch.cuda.set_sync_debug_mode documentation",
     ),
@@ -244,7 +246,7 @@ NOTES = {
             "grows by mapping more memory at its end, so the free tail and the new pages serve "
             "the next request together."
         ),
-        "the 'CUDA semantics' notes, Optimizing memory usage with PYTORCH_CUDA_ALLOC_CONF; "
+        "the 'CUDA semantics' notes, Optimizing memory usage with PYTORCH_ALLOC_CONF; "
         "c10/cuda/CUDACachingAllocator.cpp",
     ),
     "ch07.data_parallel": (

@@ -19,10 +19,9 @@ import io
 import textwrap
 from html import escape
 
-from .exercises.results import CORRECT
-from .exercises.text import html as text_html
 from .i18n import tr
 from .i18n.layout import ljust, width
+from .text import html as text_html
 
 _SHARED = {}  # (model class, traits) -> the Layout or Style model the widgets like it share
 
@@ -189,7 +188,7 @@ def quiz_widget(quiz):
     def on_click(_):
         result = quiz.check(read(), empty=EMPTY_ANSWER.get(quiz.kind, CHOOSE_ONE), hint_below=True)
         verdict.value = result._repr_html_() + (
-            answer_cell_note(quiz.name) if result.status == CORRECT else ""
+            answer_cell_note(quiz.name) if result.correct else ""
         )
 
     def clear_verdict(_):  # a verdict belongs to the answer it judged
@@ -403,5 +402,4 @@ __all__ = [
     "reveal",
     "report_table",
     "progress_table",
-    "CORRECT",
 ]

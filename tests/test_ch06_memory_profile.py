@@ -2,6 +2,8 @@
 the course's estimate), the memory viewer's HTML page, the snapshot reader; the CUDA snapshot and
 the allocator's fragmentation counters on a GPU."""
 
+import warnings
+
 import pytest
 import torch
 from matplotlib.figure import Figure
@@ -135,3 +137,66 @@ def test_expandable_segments_change_the_counters_and_are_switched_back():
     plain, expandable = results["expandable_segments:False"], results["expandable_segments:True"]
     assert plain["inactive_split_bytes.all.current"] > 0 and plain["segment.all.current"] == 2
     assert expandable["reserved_bytes.all.current"] < plain["reserved_bytes.all.current"]
+
+
+# (PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF, expandable?): the new name wins when it is set,
+# as c10's AcceleratorAllocatorConfig reads it (the old one only "with lower priority")
+ALLOC_CONF_CASES = (
+    ("expandable_segments:True", None, True),
+    (None, "expandable_segments:True", True),
+    ("max_split_size_mb:128, expandable_segments : true", None, True),
+    ("expandable_segments:False", "expandable_segments:True", False),
+    ("max_split_size_mb:128", "expandable_segments:True", False),
+    (None, None, False),
+)
+
+
+@pytest.mark.parametrize("new, old, expected", ALLOC_CONF_CASES)
+def test_the_allocator_setting_reads_both_names_and_the_new_one_wins(
+    new, old, expected, monkeypatch
+):
+    for name, value in (("PYTORCH_ALLOC_CONF", new), ("PYTORCH_CUDA_ALLOC_CONF", old)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    assert ch.expandable_setting() is expected
+
+
+def recorded_settings(monkeypatch, *, new_api: bool) -> list:
+    """The settings fragmentation_demo passes to the allocator, with a fake GPU."""
+    calls = []
+    monkeypatch.setattr(ch, "split_pattern", lambda device: {})
+    if new_api:
+        monkeypatch.setattr(torch._C, "_accelerator_setAllocatorSettings", calls.append)
+    else:
+        monkeypatch.delattr(torch._C, "_accelerator_setAllocatorSettings", raising=False)
+        monkeypatch.setattr(torch.cuda.memory, "_set_allocator_settings", calls.append)
+    return calls
+
+
+@pytest.mark.parametrize("new_api", (True, False))
+def test_the_fragmentation_demo_puts_back_a_setting_made_with_the_new_name(new_api, monkeypatch):
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    monkeypatch.setenv("PYTORCH_ALLOC_CONF", "expandable_segments:True")
+    calls = recorded_settings(monkeypatch, new_api=new_api)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no FutureWarning from the deprecated setter
+        results = ch.fragmentation_demo("cuda")
+    assert list(results) == ["expandable_segments:False", "expandable_segments:True"]
+    assert calls == [
+        "expandable_segments:False",
+        "expandable_segments:True",
+        "expandable_segments:True",  # put back: the learner's own setting
+    ]
+
+
+def test_the_deprecated_setter_is_the_one_that_warns(monkeypatch):
+    """What the demo avoids: torch 2.13's old setter warns, then calls the new one."""
+    if not hasattr(torch._C, "_accelerator_setAllocatorSettings"):
+        pytest.skip("an older torch: the old setter is the only one, without a warning")
+    calls = []
+    monkeypatch.setattr(torch._C, "_accelerator_setAllocatorSettings", calls.append)
+    with pytest.warns(FutureWarning, match="_accelerator_setAllocatorSettings"):
+        torch.cuda.memory._set_allocator_settings("expandable_segments:False")
+    assert calls == ["expandable_segments:False"]

@@ -8,10 +8,9 @@ import pytest
 
 from course_lib import ch08_sharding as ch
 from course_lib import ddp_worker, sharding
-from course_lib.checks import wire
 from course_lib.checks.base import rebuild
 from course_lib.checks.sharding import RankBytes
-from course_lib.exercises import NOT_ATTEMPTED, Fail
+from course_lib.exercises import NOT_ATTEMPTED, Fail, wire
 from course_lib.key import ch08_sharding as key
 from course_lib.memory import format_bytes
 

@@ -177,6 +177,37 @@ def test_numeric_and_multiple_quizzes():
     assert multi.check("a").status == INCORRECT
 
 
+def test_a_numeric_answer_is_judged_as_typed_within_the_stated_tolerance():
+    scale = chapter.quiz(
+        "scale",
+        title="s",
+        question="?",
+        kind="numeric",
+        digest=answer_digest("ch99.scale", "32768"),
+        why={0.5: "a factor, not the scale", 0: "not zero"},
+    )
+    assert scale.check(32768).status == CORRECT and scale.check("32768.0").status == CORRECT
+    near = scale.check(32768.4)  # rounding would make it 32768
+    assert near.status == INCORRECT and "exactly" in near.summary and "32768.4" in near.summary
+    half = scale.check(0.5)  # shown as typed, with its own reason
+    assert "0.5: a factor, not the scale" in half.summary and "0:" not in half.summary
+    assert "0: not zero" in scale.check(0).summary
+    loose = chapter.quiz(
+        "loose",
+        title="l",
+        question="?",
+        kind="numeric",
+        decimals=1,
+        tolerance=0.04,
+        digest=answer_digest("ch99.loose", "2.5"),
+    )
+    assert loose.check(2.54).status == CORRECT and loose.check(2.46).status == CORRECT
+    off = loose.check(2.55)  # 0.05 from both 2.5 and 2.6
+    assert off.status == INCORRECT and "0.04" in off.summary
+    with pytest.raises(ValueError, match="tolerance"):
+        chapter.quiz("bad", title="b", question="?", kind="numeric", tolerance=0.5)
+
+
 def test_error_quiz_runs_the_code_for_real():
     quiz = chapter.quiz(
         "err",

@@ -26,8 +26,8 @@ from course_lib import device as dev
 from course_lib import measure
 from support import NOTEBOOKS, ROOT, benchmark
 
-gpu_cuda_tests, gpu_figures, gpu_wheels = map(
-    benchmark, ("gpu_cuda_tests", "gpu_figures", "gpu_wheels")
+gpu_cuda_tests, gpu_figures, gpu_wheels, gpu_two = map(
+    benchmark, ("gpu_cuda_tests", "gpu_figures", "gpu_wheels", "gpu_two")
 )
 
 SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
@@ -38,10 +38,11 @@ needs_bash = pytest.mark.skipif(
     shutil.which("bash") is None or os.name != "posix",
     reason="gpu_check.sh is a bash script for the (Linux) GPU machine",
 )
+TWO_GPU = ["two-gpu-ddp", "two-gpu-dp", "two-gpu-fsdp"]  # skipped below two GPUs
 STEPS = (
     ["wheels"]
     + [f"notebook-{nb.stem}" for nb in NOTEBOOKS]
-    + ["cuda-tests", "ddp-nccl", "grader", "figures", "figures-compile"]
+    + ["cuda-tests", "ddp-nccl", *TWO_GPU, "grader", "figures", "figures-compile"]
 )  # in their order
 
 
@@ -64,7 +65,7 @@ def simulated_h200(**extra) -> dict:
 
 def run_check(out, timeout=300, **env):
     environ = {k: v for k, v in os.environ.items() if not k.startswith("GPU_CHECK_")}
-    environ.update(PYTHON=sys.executable, **env)
+    environ.update({"PYTHON": sys.executable, **env})
     return subprocess.run(
         ["bash", str(SCRIPT), str(out)],
         cwd="/",
@@ -195,10 +196,14 @@ def test_a_dry_run_on_the_simulated_h200_goes_through_every_step(full_dry_run):
     rows, report, logs = full_dry_run
     assert list(rows) == STEPS
     limits = planned_limits(rows)
-    assert set(limits) == set(STEPS), rows
+    assert set(limits) == set(STEPS) - set(TWO_GPU), rows
     assert report.startswith(
-        f"# GPU check report\n\n**Result: {len(STEPS)} ok (dry run), 0 failed, 0 skipped;"
-    )
+        f"# GPU check report\n\n**Result: {len(STEPS) - 3} ok (dry run), 0 failed, 3 skipped;"
+    )  # the H200 is one GPU: the two-GPU steps say so
+    for step in TWO_GPU:
+        assert rows[step][0] == "skipped" and rows[step][1].endswith(
+            "needs 2 GPUs and this machine has 1 (torch.cuda.device_count())"
+        ), rows[step]
     planned = int(re.search(r"planned worst case: (\d+) s", report).group(1))
     assert planned <= 450 and limits["figures-compile"] >= 10
     group = {
@@ -252,7 +257,9 @@ def test_an_exclusive_compute_mode_runs_the_gpu_steps_one_after_another(tmp_path
     limits = planned_limits(rows)
     group = 450 - 45 - 20  # all the time after the wheels: the figures come after, if time is left
     serial = [
-        limits[s] for s in STEPS if s.startswith("notebook-") or s in ("cuda-tests", "ddp-nccl")
+        limits[s]
+        for s in STEPS
+        if s.startswith("notebook-") or s in ("cuda-tests", "ddp-nccl", *TWO_GPU)
     ]
     assert sum(serial) <= group and min(serial) >= group // len(serial)  # shared, none starved
     assert limits["grader"] == group  # it hides the GPU: beside them
@@ -703,3 +710,77 @@ def test_the_ddp_script_runs_chapter_07s_worker_at_world_size_1(tmp_path, full_d
     planned = (logs / "ddp-nccl.log").read_text()
     assert rows["ddp-nccl"][0].startswith("dry run")  # the script exited 0
     assert "would launch course_lib.ddp_worker" in planned and "backend nccl" in planned
+
+
+# ------------------------------------------------- issue 38, item 6: one TMPDIR per step, two GPUs
+WRAPPER = '#!/bin/sh\necho "step tmp: $TMPDIR" >&2\nexec "{python}" "$@"\n'
+
+
+@needs_bash
+def test_concurrent_steps_never_share_a_temporary_folder(tmp_path):
+    """Chapter 06 writes its snapshots to TMPDIR/pytorch-gpu-course: each step has its own."""
+    python = tmp_path / "python"
+    python.write_text(WRAPPER.format(python=sys.executable))
+    python.chmod(0o755)
+    steps = ["notebook-06_out_of_memory", "notebook-05_speedups", "ddp-nccl", "cuda-tests"]
+    rows, _ = dry_run_on_the_simulated_h200(
+        tmp_path, PYTHON=str(python), GPU_CHECK_ONLY=" ".join(steps)
+    )
+    seen = {}
+    for step in steps:
+        log = (tmp_path / "out" / "logs" / f"{step}.log").read_text()
+        found = set(re.findall(r"^step tmp: (\S*)$", log, re.M))
+        assert len(found) == 1, (step, found)
+        seen[step] = found.pop()
+    assert len(set(seen.values())) == len(steps), seen
+    assert all(os.path.basename(t).startswith("t.") for t in seen.values()), seen
+    assert all(rows[s][0].startswith("dry run") for s in steps), rows
+
+
+def _gpus(monkeypatch, count: int) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: count > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
+    monkeypatch.setattr(torch.distributed, "is_nccl_available", lambda: True)
+
+
+@pytest.mark.parametrize("count", [0, 1, 2])
+def test_the_two_gpu_steps_run_only_where_two_gpus_are(monkeypatch, capsys, tmp_path, count):
+    _gpus(monkeypatch, count)
+    for path in gpu_two.PATHS:
+        code = gpu_two.main([str(tmp_path), "--path", path, "--dry-run"])
+        said = capsys.readouterr().out.strip()
+        if count < 2:
+            assert code == 77 and said == (
+                f"skipped: {gpu_two.WHAT[path]} needs 2 GPUs and this machine has {count} "
+                "(torch.cuda.device_count())"
+            )
+        else:
+            assert code == 0 and said.startswith(f"would run {gpu_two.WHAT[path]}"), said
+
+
+@needs_bash
+def test_on_two_simulated_gpus_the_check_plans_the_two_gpu_steps(tmp_path):
+    rows, _ = dry_run_on_the_simulated_h200(
+        tmp_path, GPU_CHECK_SIMULATE_GPUS="2", GPU_CHECK_ONLY=" ".join(TWO_GPU)
+    )
+    for step in TWO_GPU:
+        assert rows[step][0].startswith("dry run"), rows[step]
+        assert "would run" in (tmp_path / "out" / "logs" / f"{step}.log").read_text()
+
+
+def test_the_two_rank_ddp_path_checks_what_chapter_07_teaches(tmp_path, capsys):
+    """Its code with gloo on two CPU processes: both launchers, every rank checked."""
+    assert gpu_two.main([str(tmp_path), "--path", "ddp", "--backend", "gloo"]) == 0
+    out = capsys.readouterr().out
+    assert "spawn: 2 ranks, backend gloo on cpu, cpu" in out and "WRONG" not in out
+    assert out.strip().endswith("2 of 2 launches of chapter 07's DDP worker, 2 ranks as taught")
+    result = gpu_two.ddp_worker.LaunchResult(
+        gpu_two.config_for(tmp_path, "spawn", "gloo", "ddp"),
+        [torch.load(tmp_path / "spawn" / f"rank{r}.pt") for r in (0, 1)],
+        1.0,
+        "spawn",
+    )
+    assert gpu_two.ddp_problems(result, "gloo") == []
+    assert gpu_two.ddp_problems(result, "nccl")[:1] == [
+        "rank 0 ran with backend gloo on cpu, not nccl on cuda:0"
+    ]

@@ -7,8 +7,7 @@ import pytest
 import torch
 
 from course_lib import notebooks
-from course_lib.checks import wire
-from course_lib.exercises import get, scoring
+from course_lib.exercises import get, scoring, wire
 from course_lib.exercises.runner import observe
 from course_lib.grading import feedback, gradebook, record
 from course_lib.grading.analyze import analyze, chapter_guess, check_source

@@ -1,4 +1,4 @@
-"""The observation wire format (course_lib/checks/wire.py): values round-trip as data, and
+"""The observation wire format (course_lib/exercises/wire.py): values round-trip as data, and
 the parser raises WireError, and nothing else, on any hostile line (issue 18, items 2 and 4)."""
 
 import json
@@ -9,8 +9,8 @@ import random
 import pytest
 import torch
 
-from course_lib.checks import wire
-from course_lib.checks.wire import ErrorValue, ObjectValue, TensorValue, WireError
+from course_lib.exercises import wire
+from course_lib.exercises.wire import ErrorValue, ObjectValue, TensorValue, WireError
 
 
 def test_plain_values_and_tagged_forms_round_trip():

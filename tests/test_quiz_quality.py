@@ -18,7 +18,7 @@ import pytest
 
 from course_lib import notebooks
 from course_lib.exercises import all_exercises
-from course_lib.exercises.text import without_marks
+from course_lib.text import without_marks
 from support.notebook_cells import chapter_notebook
 
 QUIZZES = [e for e in all_exercises() if e.kind != "function"]

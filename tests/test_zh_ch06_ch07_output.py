@@ -144,7 +144,7 @@ def test_reading_an_oom_message_translates_the_reading_not_the_message(zh):
     assert_chinese(table, {ch06.OOM_EXAMPLE})
     diagnosis = ch06.oom_diagnosis(ch06.OOM_EXAMPLE)
     assert diagnosis.startswith("是显存碎片：有 5.87 GiB")
-    assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in diagnosis
+    assert "PYTORCH_ALLOC_CONF=expandable_segments:True" in diagnosis
 
 
 def test_the_amp_and_checkpoint_reports_in_chinese(zh, digits, capsys):
@@ -253,7 +253,7 @@ def test_chinese_paragraphs_are_wrapped_by_display_width(zh, capsys):
     ch06.print_wrapped(ch06.oom_diagnosis(ch06.OOM_EXAMPLE))
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) > 2 and all(width(line) <= 96 for line in lines), lines
-    assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in "".join(lines)  # code kept whole
+    assert "PYTORCH_ALLOC_CONF=expandable_segments:True" in "".join(lines)  # code kept whole
     with in_language("en"):
         english = ch06.oom_diagnosis(ch06.OOM_EXAMPLE)
         ch06.print_wrapped(english)

@@ -2,7 +2,9 @@
 
 - every English notebook has a Chinese twin of the same name, and no twin lacks its English one;
 - a twin has the same cells: count, order, types and ids;
-- its code cells are the English ones (the first one starts with the language line as well);
+- its code cells are the English code (the first one starts with the language line as well): only
+  comments may differ, and they are Chinese (no English comment is left, but for a temporary
+  allow-list of chapters still being translated, in `zh_comments_pending.py`);
 - each Chinese markdown cell records the fingerprint of the English cell as it is now, holds a
   translation (not the English text) and keeps the English cell's headings (level and number);
 - the twins are committed clean, and nbval runs them like the English ones;
@@ -22,6 +24,7 @@ import sys
 
 import mistune
 import pytest
+import zh_comments_pending
 
 from course_lib import i18n
 from course_lib.i18n import __main__ as i18n_cli
@@ -82,7 +85,7 @@ def test_same_cells_in_the_same_order(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=names)
-def test_code_cells_are_the_english_code(path):
+def test_code_cells_are_the_english_code_comments_aside(path):
     en, zh = pair(path)
     first = next(i for i, c in enumerate(en) if c["cell_type"] == "code")
     for i, (e, z) in enumerate(zip(en, zh)):
@@ -93,12 +96,49 @@ def test_code_cells_are_the_english_code(path):
                     f"{path.name} {z['id']}: no language line first"
                 )
                 code = code[len(LANGUAGE_LINE) + 1 :]
-            assert code == text(e), (
-                f"notebooks/zh/{path.name} cell {z['id']} differs from the English code"
+            assert editions.same_code(code, text(e)), (
+                f"notebooks/zh/{path.name} cell {z['id']} differs from the English code "
+                "(only its comments may differ)"
             )
             assert z.get("metadata", {}) == e.get("metadata", {}), (
                 f"{path.name} {z['id']}: metadata (tags)"
             )
+
+
+def english_comments(path) -> list:
+    """The comments of a Chinese chapter's code cells written in English (Latin words, no CJK),
+    the language line and linter pragmas aside."""
+    found = []
+    for c in cells(ROOT / "notebooks" / "zh" / path.name):
+        if c["cell_type"] == "code":
+            code = editions.without_language_line(text(c))
+            found += [
+                f"{c['id']}: {comment}"
+                for comment in editions.comments(code)
+                if LATIN_WORD.search(comment)
+                and not CJK.search(comment)
+                and not PRAGMA.match(comment)
+            ]
+    return found
+
+
+LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
+PRAGMA = re.compile(r"#\s*(noqa|type:|fmt:|pragma|pylint:)")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=names)
+def test_no_english_comment_is_left_in_chinese_code_cells(path):
+    found, pending = english_comments(path), zh_comments_pending.PENDING.get(path.stem, [])
+    left = [c for c in found if c not in pending]
+    assert not left, (
+        f"notebooks/zh/{path.name}: English comments in code cells (translate them; only "
+        "comments may differ from the English code):\n" + "\n".join(left)
+    )
+    gone = [c for c in pending if c not in found]
+    assert not gone, (
+        f"tests/zh_comments_pending.py lists comments of {path.stem} that are translated now or "
+        "gone: delete these lines from it:\n" + "\n".join(gone)
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=names)
@@ -310,11 +350,62 @@ def test_an_english_code_change_names_the_chinese_cell_and_sync_copies_it(checko
 
 def test_a_code_change_made_in_the_chinese_edition_only_is_refused(checkout):
     name, _, cell_id = first_chapter()
-    edit_cell(
-        checkout / "notebooks" / "zh" / name, cell_id, lambda t: t + "\n# changed in Chinese only"
-    )
+    edit_cell(checkout / "notebooks" / "zh" / name, cell_id, lambda t: t + "\nx = 1")
     status, out = cli(checkout, "check")
     assert status == 1 and f"cell {cell_id} (code): differs" in out, out
+
+
+@pytest.mark.parametrize(
+    "chinese, same",
+    [
+        ("x = f(1)  # 一个注释\n", True),  # a comment translated
+        ("# 只有注释的一行\n# 又一行\nx = f(1)\n", True),  # a comment line more, or fewer
+        ("x = f(1)\n", True),  # no comment at all
+        ("x = f(2)  # a comment\n", False),  # one token differs
+        ("x = f (1)  # a comment\n", False),  # the spacing of the code is kept too
+        ("x = f(1)  # a comment\ny = '# 不是注释'\n", False),  # a '#' inside a string is code
+    ],
+)
+def test_code_is_compared_without_its_comments(chinese, same):
+    assert editions.same_code(chinese, "x = f(1)  # a comment\n") is same
+
+
+def test_cells_the_tokenizer_cannot_read_are_compared_line_by_line():
+    unclosed = "'" * 3 + "\n"  # the tokenizer gives up on it
+    english = "!pip list  # what is installed\nprint('#1')  # show\n" + unclosed
+    assert editions.same_code("!pip list  # 装了什么\nprint('#1')  # 显示\n" + unclosed, english)
+    assert not editions.same_code("!pip freeze  # 装了什么\nprint('#1')\n" + unclosed, english)
+
+
+def commented_code_cell(root, name):
+    """The id of a code cell (not the first) of chapter `name` that has a comment."""
+    code = [c for c in cells(root / "notebooks" / name) if c["cell_type"] == "code"][1:]
+    return next(c["id"] for c in code if editions.comments(text(c)))
+
+
+def test_a_translated_comment_is_not_drift_and_sync_keeps_it(checkout):
+    name, _, _ = first_chapter()
+    cell_id, zh_path = commented_code_cell(checkout, name), checkout / "notebooks" / "zh" / name
+    edit_cell(zh_path, cell_id, lambda t: t + "\n# 译者加的一行注释")
+    assert cli(checkout, "check")[0] == 0
+    assert cli(checkout, "sync")[0] == 0
+    zh = {c["id"]: text(c) for c in cells(zh_path)}
+    assert zh[cell_id].endswith("# 译者加的一行注释")
+
+
+def test_an_english_code_change_replaces_translated_comments_and_says_so(checkout):
+    name, _, _ = first_chapter()
+    cell_id, zh_path = commented_code_cell(checkout, name), checkout / "notebooks" / "zh" / name
+    edit_cell(zh_path, cell_id, lambda t: t + "\n# 译者加的一行注释")
+    edit_cell(checkout / "notebooks" / name, cell_id, lambda t: t + "\nx = 1  # one more")
+    status, out = cli(checkout, "sync")
+    assert status == 0 and (
+        f"notebooks/zh/{name} cell {cell_id}: the English code changed" in out
+        and "translate its comments again" in out
+    ), out
+    zh = {c["id"]: text(c) for c in cells(zh_path)}
+    assert zh[cell_id].endswith("x = 1  # one more") and "译者" not in zh[cell_id]
+    assert cli(checkout, "check")[0] == 0
 
 
 def test_a_new_english_cell_is_added_and_waits_for_its_translation(checkout):

@@ -3,10 +3,11 @@ torch) as far as torch's queries tell: dry runs only.
 
 Active in every Python process started with this folder on PYTHONPATH and GPU_CHECK_SIMULATE
 set (gpu_check.sh does both for ``GPU_CHECK_SIMULATE=1``; tests/test_gpu_check.py too). When
-torch is imported, its availability queries answer as on that machine: one GPU, named
-"NVIDIA H200", compute capability 9.0, bf16, nccl, torch.version.cuda "13.0". As real CUDA torch,
-the GPU count is read once, honouring CUDA_VISIBLE_DEVICES as it was then ("" or "-1" hide
-it: the grader's processes see no GPU). Nothing can really run on the GPU here: a tensor put on
+torch is imported, its availability queries answer as on that machine: one GPU
+(GPU_CHECK_SIMULATE_GPUS=2: two, as on Kaggle), named "NVIDIA H200", compute capability 9.0,
+bf16, nccl, torch.version.cuda "13.0". As real CUDA torch, the GPU count is read once,
+honouring CUDA_VISIBLE_DEVICES as it was then ("" or "-1" hide it: the grader's processes see
+no GPU). Nothing can really run on the GPU here: a tensor put on
 "cuda" gets the CPU build's own error. The fake `nvidia-smi` beside this file answers its queries.
 """
 
@@ -17,6 +18,7 @@ import sys
 import types
 
 NAME = os.environ.get("GPU_CHECK_SIMULATE_NAME", "NVIDIA H200")
+GPUS = int(os.environ.get("GPU_CHECK_SIMULATE_GPUS", "1"))  # 2: a machine like Kaggle's two T4s
 PROPERTIES = types.SimpleNamespace(
     name=NAME, total_memory=143771 * 2**20, major=9, minor=0, multi_processor_count=132
 )
@@ -32,7 +34,8 @@ def simulate(torch) -> None:
             state["count"] is None
         ):  # read once, as CUDA reads CUDA_VISIBLE_DEVICES at initialisation
             visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-            state["count"] = 0 if visible is not None and visible.strip() in ("", "-1") else 1
+            hidden = visible is not None and visible.strip() in ("", "-1")
+            state["count"] = 0 if hidden else GPUS
         return state["count"]
 
     def properties(device=None):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..exercises.runner import describe_exception, is_stub
 from ..exercises.spec import Fail
-from .wire import ErrorValue, ObjectValue, TensorValue
+from ..exercises.wire import ErrorValue, ObjectValue, TensorValue
 
 REGISTRY = {}
 
@@ -81,7 +81,7 @@ class Check:
     def __call__(self, candidate, solution=None) -> None:
         """Both halves in this process, through the wire: raise Fail when the candidate fails."""
         from ..exercises.runner import observe
-        from .wire import roundtrip
+        from ..exercises.wire import roundtrip
 
         seen = roundtrip(observe(self, candidate, None))
         if seen.get("stub"):

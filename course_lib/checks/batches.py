@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 from ..exercises.spec import Fail
+from ..exercises.wire import TensorValue, roundtrip
 from .base import Check, attempt, check, expected, shown, type_name
-from .wire import TensorValue, roundtrip
 
 META = torch.device("meta")
 CONTAINERS = (list, tuple, dict)

@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from ..exercises.spec import Fail
+from ..exercises.wire import TensorValue, roundtrip
 from .base import Check, attempt, check, expected, is_error, same_values, type_name
-from .wire import TensorValue, roundtrip
 
 
 def missing_gpu() -> str:

@@ -11,9 +11,9 @@ from unittest import mock
 import torch
 
 from ..exercises.spec import Fail
+from ..exercises.wire import TensorValue
 from .base import Check, check, error_record, shown, type_name
 from .rig import DeviceLog
-from .wire import TensorValue
 
 # Machines a learner's code may meet; the simulator makes torch believe it runs on them.
 MACHINES = {

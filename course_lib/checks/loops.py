@@ -13,9 +13,9 @@ from torch import nn
 
 from .. import training
 from ..exercises.spec import Fail
+from ..exercises.wire import TensorValue, roundtrip
 from .base import Check, check, close, number, same_values, shown, tensor_fail, type_name
 from .rig import RIG_CALLS, checker_threads, make_rig
-from .wire import TensorValue, roundtrip
 
 
 def averaging_fail(what: str, got: float, values: list, sizes: list, where: str) -> Fail:

@@ -15,11 +15,11 @@ from torch.utils.data import DataLoader, TensorDataset
 from .. import memory
 from ..data import N_CLASSES, N_FEATURES
 from ..exercises.spec import Fail
+from ..exercises.wire import roundtrip
 from ..memory import BUDGET, OutOfMemoryError, format_bytes, step_in_budget
 from ..training import train_step, wide_mlp
 from .base import Check, attempt, check, is_error, matches, number, shown
 from .rig import Trace, checker_threads, watch_gradients
-from .wire import roundtrip
 
 # ---------------------------------------------------------------- model_state_bytes
 STATE_CASES = {

@@ -27,6 +27,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from .. import profiling, training
 from ..exercises.spec import Fail
+from ..exercises.wire import TensorValue, roundtrip
 from .base import (
     Check,
     attempt,
@@ -39,7 +40,6 @@ from .base import (
     type_name,
 )
 from .rig import checker_threads, first_linear, make_rig
-from .wire import TensorValue, roundtrip
 
 
 # ------------------------------------------------------------ amp_train_step: the rig and its spies
@@ -57,6 +57,7 @@ class AmpTrace:
     active_at_forward: list = field(
         default_factory=list
     )  # per layer call: {device type: dtype} switched on
+    active_at_loss: list = field(default_factory=list)  # per criterion call: what was switched on
     first_output: torch.Tensor = None  # the first layer's output at its first call (values)
     first_grad: torch.Tensor = (
         None  # the first weight's .grad right after the first backward (values)
@@ -221,6 +222,9 @@ def make_amp_rig(init_scale: float = 2.0**16, enabled: bool = True, seed: int = 
 
     first.weight.register_hook(at_backward)
     first.weight.register_post_accumulate_grad_hook(after_accumulation)
+    rig.criterion.register_forward_pre_hook(
+        lambda module, args: trace.active_at_loss.append(autocast_state())
+    )
     scaler = ScalerSpy(torch.amp.GradScaler("cpu", init_scale=init_scale, enabled=enabled), trace)
     rig.optimizer.register_step_pre_hook(
         lambda opt, a, k: trace.events.append(
@@ -306,6 +310,38 @@ def _step_match(ref, params, tracker) -> tuple:
 
 def _raised(error) -> Fail:
     return Fail(f"Your code raised {error['text']}")
+
+
+def _where_autocast(rig: AmpRig) -> dict:
+    """Whether autocast was on at each layer call and at each criterion call, as data."""
+    shown_ = lambda states: [bool(a) for a in states][:20]
+    return {
+        "forward_on": shown_(rig.trace.active_at_forward),
+        "loss_on": shown_(rig.trace.active_at_loss),
+    }
+
+
+def _loss_outside(seen) -> bool:
+    """The model ran under autocast, the loss did not: the loss line is after the `with` block."""
+    where = seen.get("autocast_at", {})
+    forward, loss = where.get("forward_on", []), where.get("loss_on", [])
+    return any(forward) and bool(loss) and not any(loss)
+
+
+def _loss_outside_fail() -> Fail:
+    return Fail(
+        (
+            "The loss was computed outside the autocast block: the model ran under autocast, "
+            "`criterion(logits, y)` did not. So cross_entropy computed in bfloat16, the dtype of "
+            "the logits, instead of the float32 autocast chooses for losses, and the gradients, "
+            "the step and the loss you return all carry that rounding."
+        ),
+        got="the loss line after the `with` block",
+        hint=(
+            "Move the loss line into the autocast block, next to the forward pass; only the "
+            "backward and the scaler's calls come after the block."
+        ),
+    )
 
 
 def _scaler_said(error) -> str:
@@ -441,7 +477,12 @@ class ScaledBackward(Check):
     def run(self, candidate):
         rig = make_amp_rig()
         rig.run(candidate)
-        return {"grad": rig.trace.first_grad, "events": rig.trace.events[:40], "error": rig.error}
+        return {
+            "grad": rig.trace.first_grad,
+            "events": rig.trace.events[:40],
+            "error": rig.error,
+            "autocast_at": _where_autocast(rig),
+        }
 
     def reference(self, solution):
         return amp_reference()
@@ -464,6 +505,8 @@ class ScaledBackward(Check):
         )
         if matches(True, False):
             return
+        if _loss_outside(seen):
+            raise _loss_outside_fail()
         if matches(False, False) or matches(False, True):
             what = (
                 "The scaler never saw the loss"
@@ -566,6 +609,7 @@ class ScalerStep(Check):
             **rig.scaler_state(),
             "events": rig.trace.events[:40],
             "error": rig.error,
+            "autocast_at": _where_autocast(rig),
         }
 
     def reference(self, solution):
@@ -580,6 +624,8 @@ class ScalerStep(Check):
             ]
             if error is not None:
                 raise _raised(error)
+            if _loss_outside(seen):
+                raise _loss_outside_fail()
             raise Fail(
                 "The scaler's calls are out of order.",
                 got=", ".join(order) + _scaler_said(error),
@@ -612,7 +658,12 @@ class ReturnsLoss(Check):
     def run(self, candidate):
         rig = make_amp_rig()
         result = rig.run(candidate)
-        return {"result": result, "error": rig.error, "losses": len(rig.losses)}
+        return {
+            "result": result,
+            "error": rig.error,
+            "losses": len(rig.losses),
+            "autocast_at": _where_autocast(rig),
+        }
 
     def reference(self, solution):
         return amp_reference()
@@ -643,6 +694,8 @@ class ReturnsLoss(Check):
                     "computed."
                 ),
             )
+        if _loss_outside(seen):
+            raise _loss_outside_fail()
         raise Fail(
             "The value you returned is not this step's loss.",
             expected=f"{want:.6f}",
@@ -663,7 +716,7 @@ class AmpMatchesReference(Check):
     def _weights(self, candidate) -> dict:
         rig = make_amp_rig(self.init_scale, self.enabled)
         rig.run(candidate, dtype=self.dtype)
-        return {"params": rig.parameters(), "error": rig.error}
+        return {"params": rig.parameters(), "error": rig.error, "autocast_at": _where_autocast(rig)}
 
     def run(self, candidate):
         return self._weights(candidate)
@@ -675,6 +728,8 @@ class AmpMatchesReference(Check):
         if seen["error"] is not None:
             raise _raised(seen["error"])
         if ref is None or not same_values(seen["params"], ref, atol=1e-5):
+            if _loss_outside(seen):
+                raise _loss_outside_fail()
             raise Fail(
                 f"After one step from the same start, your weights differ from the reference step's"
                 f"{self.where}."

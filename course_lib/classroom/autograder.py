@@ -6,7 +6,9 @@ Reads ROOT/source/autograder.json (chapter, limits), takes the one notebook in
 ROOT/submission, grades it with `course_lib.grading.Grader` exactly as `grade` does (its
 own processes, kernel isolation, CPU only) and writes ROOT/results/results.json in
 Gradescope's format: the total score and one test per exercise with its points and
-feedback. Hidden tests appear by name and passed/failed only, never with a value. A
+feedback. Hidden tests appear by name and passed/failed only, never with a value. Every output
+and name is declared plain text (`output_format` and friends: TEXT), so nothing a student's
+notebook put in an error message or an answer renders as a link, an image or HTML there. A
 submission we cannot take (no notebook, several) gets a results.json saying what to
 upload; a failure of the grader itself writes no results.json, so Gradescope reports the
 run as failed instead of recording a grade that was never decided.
@@ -21,6 +23,8 @@ import tempfile
 from pathlib import Path
 
 NAME = "submission"  # the submission's name inside the grader
+# Gradescope renders each output as text, html, simple_format, md or ansi: plain text only here
+TEXT = {"output_format": "text", "test_output_format": "text", "test_name_format": "text"}
 SKIPPED = {".ipynb_checkpoints", "__MACOSX"}
 
 
@@ -68,6 +72,7 @@ def _test(number: int, row: dict, exercise: dict) -> dict:
         "score": float(row["points"]),
         "max_score": float(row["max_points"]),
         "output": output,
+        "output_format": "text",
         "visibility": "visible",
     }
 
@@ -93,6 +98,7 @@ def results(rows: list, record: dict, settings: dict) -> dict:
         "chapter": settings["chapter"],
     }
     return {
+        **TEXT,
         "score": float(total["points"]),
         "output": "\n".join(summary),
         "visibility": "visible",
@@ -109,9 +115,11 @@ def refusal(message: str, settings: dict) -> dict:
         "score": 0.0,
         "max_score": float(settings["points"]),
         "output": message,
+        "output_format": "text",
         "visibility": "visible",
     }
     return {
+        **TEXT,
         "score": 0.0,
         "output": message,
         "visibility": "visible",

@@ -12,18 +12,30 @@ with the student's modification time; `collected.csv` there lists every user and
 happened. A user without the notebook, or with several candidates, is reported and
 skipped; a copy already collected is replaced only with --update (the old one is kept in
 SUBMISSIONS_DIR.replaced/).
+
+What students control is read as nbgrader's collect reads it, or more carefully: no symbolic
+link is followed (each folder from the home down is opened with O_NOFOLLOW relative to the one
+above, the file too), each home and exchange folder, and the notebook, must belong to the system
+user it names (`--no-owner-check` where every home belongs to one user), a file over the size
+limit is refused by its size before a byte is read (and at most limit + 1 bytes are ever read),
+and a folder, a named pipe (opened without waiting), a device or a socket is refused: each such
+user's status is `rejected`, with the reason.
 """
 
 import csv
 import hashlib
 import io
 import os
+import pwd
 import re
 import shutil
+import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..grading import csvsafe
+from ..grading.cells import MAX_NOTEBOOK_BYTES
 from ..i18n import tr
 from ..i18n.catalogue import join
 from .assignments import assignment
@@ -40,34 +52,176 @@ SKIPPED_DIRS = {
     "__pycache__",
 }
 MANIFEST = "collected.csv"
+COLUMNS = ["user", "status", "source", "note", "when"]
 USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]*$")
+PROBLEMS = ("missing", "ambiguous", "kept", "rejected")
+# (test of st_mode, what the file is): anything but a regular file is refused
+NOT_A_FILE = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 class CollectError(ValueError):
     """Nothing can be collected as asked (no such folder, no such chapter)."""
 
 
+class Refused(Exception):
+    """A path collect does not read: a link, not a regular file, too large, someone else's."""
+
+
+def uid_of(name: str):
+    """The uid of the system user `name`, or None when there is none (tests replace this)."""
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except KeyError:
+        return None
+
+
+def owner_name(uid: int) -> str:
+    """'bob' for bob's uid; 'uid 1234' for a uid without a user."""
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+@dataclass
+class Owner:
+    """Who must own what is collected for one user: the system user `name` (None: no check)."""
+
+    name: str
+    uid: object = None  # int, or None when not checked
+
+    def check(self, shown: str, st) -> None:
+        """Refused unless `st` (of the path `shown`) belongs to this user."""
+        if self.uid is not None and st.st_uid != self.uid:
+            raise Refused(
+                f"{shown} belongs to {owner_name(st.st_uid)}, not to {self.name}: "
+                "not collected (someone else's file in this user's name?)"
+            )
+
+
+def owner_for(name: str, checked: bool) -> Owner:
+    """The Owner of system user `name`; Refused when owners are checked and there is none."""
+    if not checked:
+        return Owner(name)
+    uid = uid_of(name)
+    if uid is None:
+        raise Refused(
+            f"there is no system user {name!r} to check its owner against: not collected "
+            "(pass --no-owner-check where every home belongs to one user)"
+        )
+    return Owner(name, uid)
+
+
+def _kind(mode: int) -> str:
+    return next((what for test, what in NOT_A_FILE if test(mode)), "not a regular file")
+
+
+def _unreadable(shown: str, err: OSError) -> str:
+    return f"{shown} could not be read: {err.strerror or type(err).__name__}"
+
+
+def _link(shown: str) -> Refused:
+    return Refused(
+        f"{shown} is a symbolic link: not followed (a link is never collected as its owner's work)"
+    )
+
+
+def open_folder(path: Path, owner: Owner) -> int:
+    """A descriptor of folder `path`, never through a link, owned by `owner`; Refused if not."""
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise _link(str(path))
+    if not stat.S_ISDIR(st.st_mode):
+        raise Refused(f"{path} is {_kind(st.st_mode)}, not a folder: not collected")
+    owner.check(str(path), st)
+    fd = os.open(path, FOLDER_FLAGS)
+    if os.fstat(fd).st_ino != st.st_ino:
+        os.close(fd)
+        raise Refused(f"{path} was replaced while it was read: not collected")
+    return fd
+
+
+def open_under(root: Path, parts: tuple, owner: Owner, limit: int) -> tuple:
+    """(descriptor, stat) of the regular file root/parts, each folder on the way opened relative
+    to the one above without following a link, root and the file owned by `owner`, its size at
+    most `limit`; FileNotFoundError if a part is missing, Refused for anything else."""
+    fd = open_folder(root, owner)
+    try:
+        for i, part in enumerate(parts):
+            shown = "/".join(parts[: i + 1])
+            st = os.lstat(part, dir_fd=fd)
+            if stat.S_ISLNK(st.st_mode):
+                raise _link(shown)
+            if i < len(parts) - 1:
+                if not stat.S_ISDIR(st.st_mode):  # a file where a folder should be: not there
+                    raise FileNotFoundError(shown)
+                fd, above = os.open(part, FOLDER_FLAGS, dir_fd=fd), fd
+                os.close(above)
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                raise Refused(f"{shown} is {_kind(st.st_mode)}, not a notebook file: not collected")
+            owner.check(shown, st)
+            if st.st_size > limit:
+                raise Refused(
+                    f"{shown} is {st.st_size / 2**20:.0f} MB; notebooks over "
+                    f"{limit / 2**20:.0f} MB are not collected"
+                )
+            file_fd = os.open(part, FILE_FLAGS, dir_fd=fd)
+            now = os.fstat(file_fd)
+            if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(now.st_mode):
+                os.close(file_fd)
+                raise Refused(f"{shown} was replaced while it was read: not collected")
+            return file_fd, now
+        raise Refused(f"{root} is a folder, not a notebook file: not collected")
+    finally:
+        os.close(fd)
+
+
+def read_limited(fd: int, limit: int) -> bytes:
+    """At most limit + 1 bytes of `fd`."""
+    chunks, size = [], 0
+    while size <= limit:
+        chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
 @dataclass
 class Found:
-    """One user's outcome: collected, unchanged, kept, missing or ambiguous."""
+    """One user's outcome: collected, unchanged, kept, missing, ambiguous or rejected."""
 
     user: str
     status: str
     source: str = ""
     note: str = ""
     modified: float = 0.0
+    root: Path = None  # the home or exchange folder the file is read under
+    parts: tuple = ()  # the file's path under root
+    owner: Owner = None
 
 
 @dataclass
 class Collection:
     out: Path
     found: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)  # folders refused that no user's row shows
 
     def count(self, *statuses) -> int:
         return sum(f.status in statuses for f in self.found)
 
     def problems(self) -> list:
-        return [f for f in self.found if f.status in ("missing", "ambiguous", "kept")]
+        return [f for f in self.found if f.status in PROBLEMS]
 
     def lines(self) -> list:
         """The summary, then one line per user to look at, in the course's language."""
@@ -80,35 +234,62 @@ class Collection:
             )
         ]
         out += [f"  {join([f.user, tr(f.status), tr(f.note)], ': ')}" for f in self.problems()]
-        return out
+        return out + [tr(f"WARNING {w}") for w in self.warnings]
 
 
 def _candidates(home: Path, notebook: str) -> list:
-    """Files named `notebook` under `home` (not in hidden, checkpoint or environment folders)."""
+    """Relative paths (tuples) of everything named `notebook` under `home` (a link, a folder or
+    a pipe too: refused later, with the reason), not in hidden, checkpoint or environment
+    folders; links to folders are not entered."""
     found = []
     for folder, dirs, files in os.walk(home):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.startswith("."))
-        if notebook in files:
-            path = Path(folder) / notebook
-            if path.is_file() and not path.is_symlink():
-                found.append(path)
-    return found
+        if notebook in files or notebook in dirs:
+            found.append(Path(folder).relative_to(home).parts + (notebook,))
+        dirs[:] = sorted(
+            d for d in dirs if d not in SKIPPED_DIRS and not d.startswith(".") and d != notebook
+        )
+    return sorted(found)
 
 
-def from_home(user: str, home: Path, notebook: str, path: str = None) -> Found:
+def _locate(user: str, root: Path, parts: tuple, owner: Owner, limit: int) -> Found:
+    """Found (status found) for root/parts if it can be collected, else rejected with why;
+    FileNotFoundError when a part of it is missing."""
+    shown = str(root.joinpath(*parts))
+    try:
+        fd, _ = open_under(root, parts, owner, limit)
+    except FileNotFoundError:
+        raise
+    except Refused as why:
+        return Found(user, "rejected", shown, note=str(why))
+    except OSError as err:
+        return Found(user, "rejected", shown, note=_unreadable(shown, err))
+    os.close(fd)
+    return Found(user, "found", shown, root=root, parts=parts, owner=owner)
+
+
+def from_home(
+    user: str, home: Path, notebook: str, path: str = None, owner: Owner = None, limit=None
+) -> Found:
     """Where `user`'s notebook is in their home: the given relative path, else the course
     folder, else the only file of that name."""
-    expected = home / (path or f"{COURSE_FOLDER}/notebooks/{notebook}")
-    if expected.is_file():
-        return Found(user, "found", str(expected))
+    owner = owner or Owner(home.name)
+    limit = MAX_NOTEBOOK_BYTES if limit is None else limit
+    expected = Path(path or f"{COURSE_FOLDER}/notebooks/{notebook}")
+    try:
+        return _locate(user, home, expected.parts, owner, limit)
+    except FileNotFoundError:
+        pass
     if path:
-        return Found(user, "missing", note=f"not found: {expected}")
+        return Found(user, "missing", note=f"not found: {home / expected}")
     candidates = _candidates(home, notebook)
     if len(candidates) == 1:
-        return Found(user, "found", str(candidates[0]))
+        try:
+            return _locate(user, home, candidates[0], owner, limit)
+        except FileNotFoundError:
+            candidates = []
     if not candidates:
         return Found(user, "missing", note=f"no {notebook} anywhere in {home}")
-    shown = ", ".join(str(c.relative_to(home)) for c in candidates[:5])
+    shown = ", ".join("/".join(c) for c in candidates[:5])
     return Found(
         user,
         "ambiguous",
@@ -119,13 +300,29 @@ def from_home(user: str, home: Path, notebook: str, path: str = None) -> Found:
 
 
 def homes(source: Path, prefix: str = "") -> list:
-    """(user, home folder) of each user's home under `source` (with `prefix` removed)."""
+    """(user, home folder) of each user's home under `source` (with `prefix` removed); a link
+    there is listed too, to be refused."""
     users = []
-    for home in sorted(p for p in source.iterdir() if p.is_dir() and not p.name.startswith(".")):
+    for home in sorted(source.iterdir()):
+        mode = os.lstat(home).st_mode
+        if home.name.startswith(".") or not (stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            continue
         if prefix and not home.name.startswith(prefix):
             continue
         users.append((home.name[len(prefix) :], home))
     return users
+
+
+def _from_home_checked(user, home, notebook, path, checked, limit) -> Found:
+    """from_home, with the home folder itself refused when it is a link or someone else's."""
+    try:
+        owner = owner_for(home.name, checked)
+        os.close(open_folder(home, owner))
+    except Refused as why:
+        return Found(user, "rejected", str(home), note=str(why))
+    except OSError as err:
+        return Found(user, "rejected", str(home), note=_unreadable(str(home), err))
+    return from_home(user, home, notebook, path, owner, limit)
 
 
 def parse_exchange_name(name: str):
@@ -159,27 +356,58 @@ def parse_time(text: str):
     return None
 
 
-def from_exchange(source: Path, notebook: str, assignment_id: str = None) -> list:
-    """Found for each student of an nbgrader exchange: their latest submission (of `assignment_id`,
-    else of any assignment that holds `notebook`)."""
-    inbound = source if source.name == "inbound" else source / "inbound"
-    if not inbound.is_dir():
-        raise CollectError(f"{source} is not an nbgrader exchange course folder (no inbound/)")
-    latest = {}
-    for folder in inbound.iterdir():
-        parsed = parse_exchange_name(folder.name) if folder.is_dir() else None
+def _exchange_folders(inbound: Path, assignment_id, checked: bool, prefix: str) -> tuple:
+    """([(student, time, folder, Owner)] of the inbound folders that are what they claim,
+    {student: [why]} of those refused: a link, or a folder its student does not own)."""
+    genuine, refused = [], {}
+    for folder in sorted(inbound.iterdir()):
+        parsed = parse_exchange_name(folder.name)
         if parsed is None or (assignment_id and parsed[1] != assignment_id):
             continue
         student, _, when = parsed
+        mode = os.lstat(folder).st_mode
+        if not (stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            continue
+        try:
+            owner = owner_for(prefix + student, checked)
+            os.close(open_folder(folder, owner))
+        except (Refused, OSError) as why:
+            refused.setdefault(student, []).append(
+                f"inbound/{folder.name} claims to be {student}'s submission: {why}"
+            )
+            continue
+        genuine.append((student, when, folder, owner))
+    return genuine, refused
+
+
+def from_exchange(
+    source: Path,
+    notebook: str,
+    assignment_id: str = None,
+    checked: bool = True,
+    prefix: str = "",
+    limit=None,
+    warnings=None,
+) -> list:
+    """Found for each student of an nbgrader exchange: their latest submission (of `assignment_id`,
+    else of any assignment that holds `notebook`), among the folders they own; a folder that is a
+    link or another user's is refused, and a warning says so."""
+    limit = MAX_NOTEBOOK_BYTES if limit is None else limit
+    inbound = source if source.name == "inbound" else source / "inbound"
+    if not inbound.is_dir():
+        raise CollectError(f"{source} is not an nbgrader exchange course folder (no inbound/)")
+    genuine, refused = _exchange_folders(inbound, assignment_id, checked, prefix)
+    latest = {}
+    for student, when, folder, owner in genuine:
         if not assignment_id and not _candidates(folder, notebook):
             continue
         if student not in latest or when > latest[student][0]:
-            latest[student] = (when, folder)
+            latest[student] = (when, folder, owner)
     found = []
-    for student, (when, folder) in sorted(latest.items()):
+    for student, (when, folder, owner) in sorted(latest.items()):
         candidates = _candidates(folder, notebook)
         if len(candidates) == 1:
-            item = Found(student, "found", str(candidates[0]))
+            item = _locate(student, folder, candidates[0], owner, limit)
         elif not candidates:
             item = Found(
                 student, "missing", note=f"their latest submission {folder.name} has no {notebook}"
@@ -192,62 +420,88 @@ def from_exchange(source: Path, notebook: str, assignment_id: str = None) -> lis
             )
         item.modified = when.timestamp()
         found.append(item)
+    for student, reasons in sorted(refused.items()):
+        if student not in latest:
+            found.append(Found(student, "rejected", note=reasons[0]))
+        if warnings is not None:
+            warnings.extend(reasons[student not in latest :])
     return found
 
 
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
-def _place(item: Found, out: Path, update: bool) -> None:
+def _read(item: Found, limit: int) -> tuple:
+    """(bytes, stat) of item's file, read as `open_under` opens it; Refused or OSError."""
+    fd, st = open_under(item.root, item.parts, item.owner, limit)
+    try:
+        data = read_limited(fd, limit)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise Refused(
+            f"{'/'.join(item.parts)} grew past {limit / 2**20:.0f} MB while it was read: "
+            "not collected"
+        )
+    return data, st
+
+
+def _write(path: Path, data: bytes, mtime_ns: int) -> None:
+    """`data` into a new private file `path` (never through a link), with the given time."""
+    if path.is_symlink() or path.exists():
+        path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.utime(path, ns=(mtime_ns, mtime_ns))
+
+
+def _place(item: Found, out: Path, update: bool, limit: int = MAX_NOTEBOOK_BYTES) -> None:
     """Copy item's file to out/USER.ipynb (atomically, keeping its time); never lose a copy."""
-    src, dst = Path(item.source), out / f"{item.user}.ipynb"
+    dst = out / f"{item.user}.ipynb"
+    try:
+        data, st = _read(item, limit)
+    except Refused as why:
+        item.status, item.note = "rejected", str(why)
+        return
+    except OSError as err:
+        item.status, item.note = "rejected", _unreadable(item.source, err)
+        return
     existed = dst.exists()
-    if existed and _sha(dst) == _sha(src):
+    if existed and _sha(dst.read_bytes()) == _sha(data):
         item.status, item.note = "unchanged", "same file as collected before"
         return
-    if dst.exists() and not update:
+    if existed and not update:
         item.status = "kept"
-        item.note = f"{dst.name} collected before differs from {src}; pass --update to replace it"
+        item.note = (
+            f"{dst.name} collected before differs from {item.source}; pass --update to replace it"
+        )
         return
-    if dst.exists():
+    if existed:
         backup = out.with_name(out.name + ".replaced")
         backup.mkdir(exist_ok=True)
         stamp = datetime.fromtimestamp(dst.stat().st_mtime, timezone.utc).strftime("%Y%m%dT%H%M%S")
         shutil.copy2(dst, backup / f"{item.user}-{stamp}.ipynb")
     tmp = out / f".{item.user}.ipynb.tmp"
-    shutil.copy2(src, tmp)
-    if item.modified:
-        os.utime(tmp, (item.modified, item.modified))
+    _write(tmp, data, int(item.modified * 1e9) if item.modified else st.st_mtime_ns)
     os.replace(tmp, dst)
     item.status, item.note = ("updated" if existed else "collected"), ""
 
 
 def write_manifest(collection: Collection) -> None:
-    """SUBMISSIONS_DIR/collected.csv: every user, status, source and note (earlier runs kept)."""
+    """SUBMISSIONS_DIR/collected.csv: every user, status, source and note (earlier runs kept);
+    written by the course's one CSV writer, so no cell is a spreadsheet formula."""
     path = collection.out / MANIFEST
     rows = {}
     if path.exists():
         rows = {r["user"]: r for r in csv.DictReader(io.StringIO(path.read_text(errors="replace")))}
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     for f in collection.found:
-        rows[f.user] = {
-            "user": f.user,
-            "status": f.status,
-            "source": f.source,
-            "note": f.note,
-            "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        }
-    buf = io.StringIO()
-    writer = csv.DictWriter(
-        buf,
-        ["user", "status", "source", "note", "when"],
-        lineterminator="\n",
-        extrasaction="ignore",
-    )
-    writer.writeheader()
-    for user in sorted(rows):
-        writer.writerow(rows[user])
-    path.write_text(buf.getvalue())
+        rows[f.user] = {"user": f.user, "status": f.status, "source": f.source, "note": f.note}
+        rows[f.user]["when"] = when
+    table = [COLUMNS] + [[rows[u].get(c) or "" for c in COLUMNS] for u in sorted(rows)]
+    path.write_text(csvsafe.text(table))
 
 
 def collect(
@@ -259,6 +513,8 @@ def collect(
     path: str = None,
     assignment_id: str = None,
     update: bool = False,
+    owner_check: bool = True,
+    max_bytes: int = MAX_NOTEBOOK_BYTES,
 ) -> Collection:
     """Collect chapter `chapter`'s notebook of every user under `source` into `out`."""
     notebook = assignment(chapter).notebook
@@ -267,10 +523,16 @@ def collect(
         raise CollectError(f"{source} is not a folder")
     if out == source or source in out.parents:
         raise CollectError(f"the submissions folder {out} must not be inside {source}")
+    warnings = []
     if exchange:
-        found = from_exchange(source, notebook, assignment_id)
+        found = from_exchange(
+            source, notebook, assignment_id, owner_check, user_prefix, max_bytes, warnings
+        )
     else:
-        found = [from_home(user, home, notebook, path) for user, home in homes(source, user_prefix)]
+        found = [
+            _from_home_checked(user, home, notebook, path, owner_check, max_bytes)
+            for user, home in homes(source, user_prefix)
+        ]
     for item in found:
         if not USERNAME.match(item.user):
             item.status, item.note = "missing", "not collected: the user name cannot be a file name"
@@ -278,9 +540,9 @@ def collect(
         which = f" (folders starting with {user_prefix!r})" if user_prefix else ""
         raise CollectError(f"no users found under {source}{which}")
     out.mkdir(parents=True, exist_ok=True)
-    collection = Collection(out, found)
+    collection = Collection(out, found, warnings)
     for item in found:
         if item.status == "found":
-            _place(item, out, update)
+            _place(item, out, update, max_bytes)
     write_manifest(collection)
     return collection

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..grading.gradebook import TOTAL, clean
+from ..grading import csvsafe
+from ..grading.csvsafe import clean
+from ..grading.gradebook import TOTAL
 from ..grading.intake import find_submissions
 from ..i18n import tr
 from ..i18n.catalogue import join
@@ -188,8 +190,9 @@ def chapters_of(scores: list) -> list:
     found = []
     for number in sorted({s.chapter for s in scores}):
         if number in known:
-            a = known[number]
-            found.append((number, a.label, Path(a.notebook).stem, a.points))
+            a = known[number]  # written answers the teacher reviewed add to the chapter's points
+            top = max([a.points] + [s.max_points for s in scores if s.chapter == number])
+            found.append((number, a.label, Path(a.notebook).stem, top))
         else:
             top = max((s.max_points for s in scores if s.chapter == number), default=0.0)
             name = f"ch{number}" if number else "?"
@@ -240,12 +243,8 @@ def canvas_rows(table: list, chapters: list) -> list:
 
 def write_csv(path: Path, rows: list) -> None:
     """All rows at once (a temporary file renamed over `path`); no cell is a spreadsheet formula."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    for row in rows:
-        writer.writerow([clean(c) for c in row])
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(buf.getvalue(), encoding="utf-8")
+    tmp.write_text(csvsafe.text([[clean(c) for c in row] for row in rows]), encoding="utf-8")
     os.replace(tmp, path)
 
 

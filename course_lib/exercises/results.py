@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 from ..i18n import tr
 from ..i18n.catalogue import labelled
-from .text import html as code_html
+from ..text import html as code_html
 
 CORRECT = "correct"
 INCORRECT = "incorrect"

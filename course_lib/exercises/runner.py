@@ -2,14 +2,13 @@
 runs a test's run half and returns what it saw as plain data (the learner's check and the grader's
 child process both call it)."""
 
-import functools
 import signal
 import threading
 import time
-import traceback
 from contextlib import contextmanager
 
-from ..collector import collector_paused
+from ..collector import collector_paused, warm_up  # noqa: F401 (the engine's own name for it)
+from ..errors import describe_exception  # noqa: F401
 
 
 class CheckTimeout(BaseException):
@@ -17,19 +16,6 @@ class CheckTimeout(BaseException):
 
     A BaseException (like KeyboardInterrupt), so a learner's `except Exception:` cannot swallow it.
     """
-
-
-@functools.cache
-def warm_up() -> None:
-    """Import what torch loads lazily on first use, once, before any timed check (all chapters).
-
-    The first optimizer or dispatch mode imports torch._dynamo (seconds); an alarm that fires
-    inside that import leaves it half done and breaks every later check in the process. The
-    collector is paused meanwhile: the import's ~10**5 new objects set off full collections of
-    everything torch holds, which free nothing (~0.3 of its ~1.1 CPU-s).
-    """
-    with collector_paused():
-        import torch._dynamo  # noqa: F401
 
 
 REPEAT_S = (
@@ -64,25 +50,6 @@ def time_limit(seconds: float):
         signal.setitimer(signal.ITIMER_REAL, 0)
         active[0] = False
         signal.signal(signal.SIGALRM, previous)
-
-
-def _is_library(filename: str) -> bool:
-    """Frames of torch, the standard library or course_lib are noise to a learner."""
-    return any(
-        part in filename for part in ("site-packages", "course_lib", "/lib/python", "<frozen")
-    )
-
-
-def describe_exception(err: BaseException, limit: int = 3) -> str:
-    """'TypeError: ...' plus the last few frames, for a learner to read."""
-    frames = [f for f in traceback.extract_tb(err.__traceback__) if not _is_library(f.filename)][
-        -limit:
-    ]
-    where = "; ".join(f"line {f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames)
-    text = f"{type(err).__name__}: {err}".strip()
-    if len(text) > 600:
-        text = text[:600] + " ..."
-    return f"{text} ({where})" if where else text
 
 
 def is_stub(err: BaseException, candidate) -> bool:

@@ -10,13 +10,13 @@ import dataclasses
 import hashlib
 import importlib
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..checks import wire
 from ..i18n import tr
 from ..i18n.catalogue import Said, join, labelled, tr_join
-from . import progress, scoring
+from . import progress, scoring, wire
 from .results import CORRECT, INCORRECT, NOT_ATTEMPTED, CheckResult, TestOutcome
 from .runner import is_stub, observe, warm_up
 
@@ -396,6 +396,9 @@ def answer_digest(quiz_id: str, answer) -> str:
 class Quiz(Exercise):
     """A question with a right answer: single, multiple, numeric, or 'which error'.
 
+    A numeric answer is judged as typed: it is right when it lies within `tolerance` of the
+    answer, which has `decimals` decimals (tolerance 0, the default: exactly, up to float noise);
+    the tolerance must stay under half a step of the last decimal, so one number can match.
     `hints` are revealed one at a time (`.hint()`, the widget's Hint button, or after a wrong
     answer that no `why` explains); `why[letter]` is shown when a wrong answer picks that option
     and says why it is off, without naming the right one (never give one for a right option).
@@ -414,6 +417,7 @@ class Quiz(Exercise):
         digest="",
         code="",
         decimals=0,
+        tolerance=0.0,
         explanation="",
         hints=(),
         why=None,
@@ -424,6 +428,12 @@ class Quiz(Exercise):
         self.digest = digest
         self.code = code
         self.decimals = decimals
+        self.tolerance = tolerance
+        if kind == "numeric" and not 0 <= tolerance < 0.5 * 10.0**-decimals:
+            raise ValueError(
+                f"{self.id}: a numeric tolerance must be at least 0 and under half a step of the "
+                f"last decimal, {0.5 * 10.0**-decimals:g}; got {tolerance!r}"
+            )
         self.explanation = explanation
         # numeric quizzes: why={wrong number: reason}, keyed by the number as normalize() writes it
         self.why = {
@@ -436,11 +446,7 @@ class Quiz(Exercise):
     def normalize(self, answer):
         """Canonical form of an answer, or raise ValueError with a learner-facing reason."""
         if self.kind == "numeric":
-            try:
-                value = round(float(answer), self.decimals)
-            except (TypeError, ValueError):
-                raise ValueError(f"Answer with a number, not {answer!r}.") from None
-            return f"{value:.{self.decimals}f}"
+            return self._number(answer)
         if isinstance(answer, str):  # "b", "a, c" and "ac" all work
             answer = answer.replace(",", " ").split()
             answer = (
@@ -458,6 +464,30 @@ class Quiz(Exercise):
         if self.kind in ("single", "error") and len(letters) != 1:
             raise ValueError("Choose exactly one option.")
         return "".join(letters)
+
+    def _number(self, answer) -> str:
+        """A numeric answer's canonical form: the answer's own decimals when it lies within the
+        tolerance of such a number, else the number as typed (which then matches no answer)."""
+        try:
+            value = float(answer)
+        except (TypeError, ValueError):
+            raise ValueError(f"Answer with a number, not {answer!r}.") from None
+        if not math.isfinite(value):
+            raise ValueError(f"Answer with a number, not {answer!r}.")
+        near = round(value, self.decimals)
+        if abs(value - near) <= self.tolerance + 1e-9 * max(1.0, abs(value)):
+            return f"{near:.{self.decimals}f}"
+        return f"{value:.12g}"
+
+    def _judged_as_typed(self, normalized: str) -> str:
+        """For a number that matches no answer by its digits: how numbers are judged."""
+        if self.kind != "numeric" or normalized == f"{float(normalized):.{self.decimals}f}":
+            return ""
+        shown = normalized
+        if self.tolerance:
+            tolerance = f"{self.tolerance:g}"
+            return tr(f"Judged as you typed it, to within {tolerance}: {shown} is not the answer.")
+        return tr(f"Judged exactly as you typed it: {shown} is not the answer.")
 
     def observed_error(self) -> str:
         """For 'error' quizzes: run the snippet for real and name what it raised."""
@@ -525,12 +555,14 @@ class Quiz(Exercise):
             for letter in chosen
             if letter in self.why
         ]
+        judged = self._judged_as_typed(normalized)
         if reasons:  # each reason is translated already
-            return join([tr("Not quite.")] + reasons)
+            return join([tr("Not quite."), judged] + reasons)
         if self.hints:
             self.reveal_hint()
-            return tr_join(["Not quite.", HINT_BELOW if hint_below else self.hints_shown()[-1]])
-        return tr("Not quite: read the question again, then try once more.")
+            hint = HINT_BELOW if hint_below else self.hints_shown()[-1]
+            return join([tr("Not quite."), judged, tr(hint)])
+        return join([tr("Not quite: read the question again, then try once more."), judged])
 
     def ask(self):
         """Show the question as a widget with instant feedback (JupyterLab)."""

@@ -13,8 +13,8 @@ no key, no reference solution, no expected value, no verdict. Whatever it report
 
 import sys
 
-from ..checks import wire
 from ..checks.base import rebuild
+from ..exercises import wire
 from ..exercises.runner import observe
 from .cells import CappedStream, notebook_namespace, run_notebook_cells
 
@@ -126,11 +126,13 @@ def check_body(channel, held: dict, job: dict) -> None:
 
 
 def write_job(path, job: dict) -> None:
-    """(parent) A job as JSON; a check's tests are [builder name, inputs as one wire line]."""
+    """(parent) A job as JSON, a private file (0600, never through a link); a check's tests are
+    [builder name, inputs as one wire line]."""
     import json
 
-    with open(path, "w", encoding="ascii") as f:
-        json.dump(job, f)
+    from .environment import write_private
+
+    write_private(path, json.dumps(job).encode("ascii"))
 
 
 def read_job(path: str) -> dict:

@@ -3,6 +3,16 @@ failed, and why, without hidden-test values (grader).
 
 Visible tests show their message, expected and got values and hint (the student could see
 them in the notebook anyway); hidden tests show only their name and passed/failed.
+
+Everything a student's notebook can put in the feedback (its file name, its cells' errors, the
+answers shown, the tests' messages with the values its code returned, the written answers) is
+rendered as text only, whatever renders the file (an LMS, GitHub, JupyterLab): no link, image,
+raw HTML, autolink or math can come from it. One-line texts are escaped (`text`): HTML's and
+math's characters as entities; brackets, backticks, emphasis marks, a leading list or heading
+marker, and the colon, dot and at sign that bare-URL and e-mail autolinks look for, with a
+backslash; a written answer is a fenced code block whose fence is longer than any run of
+backticks inside (`fenced`).
+tests/test_feedback_text_only.py renders the result with mistune, raw HTML and autolinks on.
 """
 
 import re
@@ -11,12 +21,34 @@ from ..i18n import LANGUAGES, tr
 from ..i18n.catalogue import in_language, join, tr_join
 
 _ICON = {"correct": "✔", "incorrect": "✘", "not attempted": "…"}
+ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "$": "&#36;"}
+MARKUP = re.compile(
+    r"[&<>$]"  # HTML and math: entities
+    r"|[\\`*_\[\]]"  # links, images, code and emphasis: a backslash
+    r"|:(?=\S)|@(?=\S)|\.(?=[A-Za-z])"  # what autolinks look for (scheme:, a@b, www.x)
+    r"|^[-+=#]"  # a list or heading marker at the start
+)
 
 
-def _md(text) -> str:
-    """Student text inside Markdown: one paragraph, no raw HTML."""
+def text(value) -> str:
+    """Student-controlled text inside Markdown: one line that renders as the same text only."""
+    return MARKUP.sub(
+        lambda m: ENTITIES.get(m.group(), "\\" + m.group()), " ".join(str(value).split())
+    )
+
+
+def fenced(value, info: str = "text") -> list:
+    """Lines of a fenced code block holding `value` as it is: no line of it can close the fence."""
+    body = str(value).replace("\r\n", "\n").replace("\r", "\n")
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + info, *body.split("\n"), fence]
+
+
+def _md(value) -> str:
+    """The course's own text inside Markdown (a heading with `code`): one line, no raw HTML."""
     return re.sub(
-        r"[<>]", lambda m: {"<": "&lt;", ">": "&gt;"}[m.group()], " ".join(str(text).split())
+        r"[<>]", lambda m: {"<": "&lt;", ">": "&gt;"}[m.group()], " ".join(str(value).split())
     )
 
 
@@ -36,9 +68,9 @@ def _cell_label(cell: dict) -> str:
     return f"cell {cell.get('cell')}:"
 
 
-def _parts(text) -> str:
+def _parts(value) -> str:
     """A run summary or a cell's error, each of its "; "-separated parts translated."""
-    return tr_join(str(text).split("; "), "; ")
+    return tr_join(str(value).split("; "), "; ")
 
 
 def _total(record: dict) -> str:
@@ -47,21 +79,21 @@ def _total(record: dict) -> str:
 
 def _render(record: dict) -> str:
     lines = [
-        f"# {join([tr('Feedback:'), _md(record['submission'])])}",
+        f"# {join([tr('Feedback:'), text(record['submission'])])}",
         "",
         f"**{tr(_total(record))}**",
         "",
     ]
     run = record.get("run", {})
     if run.get("summary"):
-        lines += [join([tr("Notebook:"), _md(_parts(run["summary"]))]), ""]
+        lines += [join([tr("Notebook:"), text(_parts(run["summary"]))]), ""]
     errors = [c for c in run.get("cells", []) if c.get("status") != "ok"]
     if errors:
         lines.append(
             tr("Cells that did not finish cleanly when your notebook was run from the top:")
         )
         lines += [
-            f"- {join([tr(_cell_label(c)), _md(_parts(c.get('error', '')))[:300]])}"
+            f"- {join([tr(_cell_label(c)), text(_parts(c.get('error', ''))[:300])])}"
             for c in errors[:20]
         ]
         if len(errors) > 20:
@@ -75,18 +107,18 @@ def _render(record: dict) -> str:
         )
         lines.append(f"## {icon} {_md(heading)}")
         if row.get("answer_shown"):
-            lines.append(join([tr("Your answer:"), f"`{_md(row['answer_shown'])[:200]}`"]))
+            lines.append(join([tr("Your answer:"), text(str(row["answer_shown"])[:200])]))
         if row.get("detail"):
-            lines.append(_md(tr(row["detail"]))[:1500])
+            lines.append(text(tr(row["detail"])[:1500]))
         for t in row.get("tests", []):
             label = f"{t['name']} (hidden test)" if t["hidden"] else t["name"]
-            lines.append(f"- {_md(tr(f'{label}: ' + ('passed' if t['passed'] else 'FAILED')))}")
+            lines.append(f"- {text(tr(f'{label}: ' + ('passed' if t['passed'] else 'FAILED')))}")
             if not t["passed"] and t.get("feedback") and not t["hidden"]:
-                lines.append(f"  - {_md(t['feedback'])[:1500]}")
+                lines.append(f"  - {text(str(t['feedback'])[:1500])}")
         lines.append("")
     texts = record.get("texts") or {}
     if texts:
         lines.append(f"## {tr('Your written answers (read by your teacher)')}")
-        for name, text in sorted(texts.items()):
-            lines += [f"### {_md(name)}", "", _md(text)[:3000], ""]
+        for name, answer in sorted(texts.items()):
+            lines += [f"### {text(name)}", "", *fenced(str(answer)[:3000]), ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -18,6 +18,9 @@ import io
 import os
 from pathlib import Path
 
+from . import csvsafe
+from .csvsafe import FORMULA_STARTS, clean, neutral  # noqa: F401 (their old home)
+
 COLUMNS = [
     "submission",
     "exercise",
@@ -40,41 +43,8 @@ class NotAGradebook(Exception):
     """The output file exists but is not one of our gradebooks: refuse to touch it."""
 
 
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
-
-
-def neutral(text: str) -> str:
-    """A cell a spreadsheet shows as text, never runs: a leading =, +, -, @, tab or carriage
-    return gets a leading apostrophe (numbers such as -1.5 stay numbers)."""
-    return "'" + text if text.startswith(FORMULA_STARTS) and not _is_number(text) else text
-
-
-def clean(value) -> str:
-    """One CSV field: single line, and never a spreadsheet formula (CSV injection)."""
-    text = (
-        value
-        if isinstance(value, str)
-        else f"{value:g}"
-        if isinstance(value, float)
-        else str(value)
-    )
-    return neutral(" ".join(text.split())[:2000])
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
-
-
 def render(rows: list) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    for row in rows:
-        writer.writerow([clean(row.get(c, "")) for c in COLUMNS])
-    return buf.getvalue()
+    return csvsafe.text([[clean(row.get(c, "")) for c in COLUMNS] for row in rows])
 
 
 def paths(out: Path) -> dict:
@@ -157,42 +127,22 @@ class Gradebook:
         exercises = sorted(
             {r["exercise"] for rows in self.done.values() for r in rows if r["exercise"] != TOTAL}
         )
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(["submission", "points", "max_points", "percent", "status"] + exercises)
+        rows = [["submission", "points", "max_points", "percent", "status"] + exercises]
         for name in sorted(self.done):
-            rows = self.done[name]
-            total = rows[-1]
-            by_ex = {r["exercise"]: r["points"] for r in rows[:-1]}
-            percent = (
-                100 * float(total["points"]) / float(total["max_points"])
-                if float(total["max_points"])
-                else 0
-            )
-            writer.writerow(
-                [
-                    clean(c)
-                    for c in [
-                        name,
-                        total["points"],
-                        total["max_points"],
-                        f"{percent:.1f}",
-                        total["status"],
-                    ]
-                    + [by_ex.get(e, "") for e in exercises]
-                ]
-            )
-        for note in notes:
-            writer.writerow([NOTE, "", "", "", clean(note)])
-        write_atomic(path, buf.getvalue())
+            total = self.done[name][-1]
+            by_ex = {r["exercise"]: r["points"] for r in self.done[name][:-1]}
+            top = float(total["max_points"])
+            percent = 100 * float(total["points"]) / top if top else 0
+            head = [name, total["points"], total["max_points"], f"{percent:.1f}", total["status"]]
+            rows.append([clean(c) for c in head + [by_ex.get(e, "") for e in exercises]])
+        rows += [[NOTE, "", "", "", clean(note)] for note in notes]
+        write_atomic(path, csvsafe.text(rows))
 
 
 def write_texts(path: Path, records: dict) -> None:
     """Free-text answers, one row per submission and answer, for the teacher to read."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["submission", "name", "text"])
+    rows = [["submission", "name", "text"]]
     for name in sorted(records):
         for key, text in sorted((records[name].get("texts") or {}).items()):
-            writer.writerow([clean(name), clean(key), neutral(str(text).replace("\r", "")[:10000])])
-    write_atomic(path, buf.getvalue())
+            rows.append([clean(name), clean(key), str(text).replace("\r", "")[:10000]])
+    write_atomic(path, csvsafe.text(rows))

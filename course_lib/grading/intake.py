@@ -24,7 +24,7 @@ from pathlib import Path
 from .. import notebooks
 from ..exercises import index
 from ..exercises.scoring import review_flags
-from . import gradebook
+from . import environment, gradebook
 from .analyze import ANSWER_PREFIX, analyze, chapter_guess
 from .cells import MAX_NOTEBOOK_BYTES, UnreadableNotebook, read_cells
 from .feedback import file_name
@@ -66,12 +66,9 @@ class Entry:
 
 
 def scratch_root_for(out: Path) -> Path:
-    """Where a gradebook's graded processes get their scratch folders: short, because Unix
-    socket paths under it (multiprocessing, DataLoader workers) must stay under 108 bytes."""
-    digest = hashlib.sha1(str(Path(out).resolve()).encode("utf-8", "surrogateescape")).hexdigest()[
-        :10
-    ]
-    return Path(tempfile.gettempdir()) / f"course-grade-{digest}"
+    """Where a gradebook's scratch roots are: each run's is this path and a random end, private
+    (environment.gradebook_root makes it); only the records beside the gradebook are stable."""
+    return Path(tempfile.gettempdir()) / environment.root_prefix(out)
 
 
 def shown_name(text: str) -> str:

@@ -32,6 +32,7 @@ import signal
 import socket
 import struct
 import sys
+import tempfile
 from pathlib import Path
 
 from . import landlock
@@ -71,6 +72,11 @@ LOST_WITHOUT = {
     ],
     "root_nproc": [
         "the grader runs as root, so the process-count limit (RLIMIT_NPROC) is not enforced"
+    ],
+    "proc_environ": [
+        "a graded process shares the grader's user, so it can read /proc/PID/environ of that "
+        "user's other processes (the teacher's shell: keep tokens out of its environment); the "
+        "grader itself is not dumpable while it grades, so its own environment stays closed"
     ],
 }
 
@@ -190,7 +196,7 @@ def _tmpfs(target: str, mb: int, mode: str = "1777") -> None:
 def build_root(scratch: str, disk_mb: int, sources: list) -> str:
     """A new root: read-only system and Python, course_lib without its key, a private scratch."""
     root = os.path.join(scratch, ".root")
-    os.makedirs(root, exist_ok=True)
+    os.makedirs(root, mode=0o700, exist_ok=True)
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16m")
     _tmpfs(root + "/dev/shm", disk_mb)
     _tmpfs(root + "/tmp", disk_mb)  # before the binds: course_lib itself may live under /tmp
@@ -371,6 +377,7 @@ def enter(scratch: str, limits, handshake) -> dict:
         os.setpgid(0, 0)
         writes = [scratch, "/dev/shm", *(f"/dev/{d}" for d in DEVICES)]
         held.update(landlock.restrict(readable_paths(scratch), writes, deny_tcp=True, scope=True))
+        drop_capabilities()  # as root: no CAP_SYS_PTRACE to read the (undumpable) grader's /proc
     set_limits(limits)
     return held
 
@@ -390,6 +397,7 @@ def guarantees(info: dict) -> list:
             )
         if os.geteuid() == 0:
             lost += LOST_WITHOUT["root_nproc"]
+        lost += LOST_WITHOUT["proc_environ"]
     return lost
 
 
@@ -405,9 +413,9 @@ def probe(scratch_root: Path) -> dict:
             else f"not Linux ({platform.system()})"
         )
         return info
-    scratch = Path(scratch_root) / f"probe-{os.getpid()}"
+    scratch = Path(tempfile.mkdtemp(prefix="probe-", dir=scratch_root))  # private, 0700
     for sub in ("work", "tmp", "home"):
-        (scratch / sub).mkdir(parents=True, exist_ok=True)
+        (scratch / sub).mkdir(0o700)
     read, write = os.pipe()
     handshake = IdHandshake()
     pid = os.fork()

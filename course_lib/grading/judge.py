@@ -23,14 +23,15 @@ import gc
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import time
 
-from ..checks import wire
-from ..exercises import INCORRECT, get, scoring
+from ..exercises import INCORRECT, get, scoring, wire
 from ..i18n import LANGUAGES, tr
 from ..i18n.catalogue import in_language, join, labelled
+from . import environment
 from .protocol import close_quietly, parse
 from .records import CRASHED, MISSING, Verdict
 
@@ -261,9 +262,10 @@ def run(request_fd: int, reply_fd: int) -> None:
     import signal
     import warnings
 
-    from .zygote import _PR_SET_PDEATHSIG, _prctl
+    from .isolation import _PR_SET_PDEATHSIG, _prctl
 
     parent = os.getppid()
+    os.umask(0o077)  # as the zygote: what it creates is its own
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # a killed grader takes its judge along, busy or not
     if os.getppid() != parent:
         os._exit(1)
@@ -296,10 +298,13 @@ class JudgeClient:
     def __init__(self, env=None, cwd=None, forked=None):
         """`forked`: this end's two fds of a judge the zygote forks (`judge_pipes`); else (and
         for every restart) the judge is a fresh interpreter started here."""
-        from .zygote import HIDDEN_GPUS
-
-        self.env = dict(env or os.environ, **HIDDEN_GPUS)
-        self.cwd, self.process, self.counter, self.prepared = cwd, None, 0, None
+        self.own_root = None
+        if cwd is None:  # a folder of its own for a restart's cwd, HOME and TMPDIR
+            cwd = self.own_root = environment.private_root("course-judge-")
+        environment.check_private(cwd)  # its cwd: nothing planted there is imported
+        # the allow-list alone, never the grader's environment (environment.py)
+        self.env = environment.graded_environment(cwd, env)
+        self.cwd, self.process, self.counter, self.prepared = str(cwd), None, 0, None
         self.restarts, self.preparing, self.prepare_reply = 0, None, None
         if forked is None:
             self.start()
@@ -310,7 +315,9 @@ class JudgeClient:
     def start(self) -> None:
         (self.to_judge, self.from_judge), (to_judge_r, from_judge_w) = judge_pipes()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "course_lib.grading.judge", str(to_judge_r), str(from_judge_w)],
+            environment.python_command(
+                "-m", "course_lib.grading.judge", str(to_judge_r), str(from_judge_w)
+            ),
             pass_fds=[to_judge_r, from_judge_w],
             env=self.env,
             stdin=subprocess.DEVNULL,
@@ -365,7 +372,7 @@ class JudgeClient:
         try:
             self.preparing = self._send("prepare", exercises=self.prepared)
         except JudgeDied:  # a forked judge that never started (its zygote failed): a fresh one
-            self.close()
+            self.stop()
             self.restarts += 1
             self.start()
             self.preparing = self._send("prepare", exercises=self.prepared)
@@ -395,19 +402,25 @@ class JudgeClient:
             return self.request(op, **data)
 
     def restart(self) -> None:
-        self.close()
+        self.stop()
         self.restarts += 1
         self.start()
         self.preparing = None
         if self.prepared is not None:
             self.prepare_reply = self._reply(self._send("prepare", exercises=self.prepared), 1800)
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """End the judge process (a restart starts another in the same folder)."""
         close_quietly(self.to_judge, self.from_judge)
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
         if self.process is not None:
             self.process.wait()
+
+    def close(self) -> None:
+        self.stop()
+        if self.own_root is not None:
+            shutil.rmtree(self.own_root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .. import notebooks
 from ..i18n import tr
-from . import gradebook, intake, isolation, outcome, record
+from . import environment, gradebook, intake, isolation, outcome, record
 from .analyze import check_source
 from .guard import Guard
 from .judge import JudgeClient, judge_pipes
@@ -271,7 +271,7 @@ class Grader:
     # ------------------------------------------------------------------ the run
     def _prepare(self) -> list:
         hide_gpus()
-        root = intake.scratch_root_for(self.out)
+        root = environment.gradebook_root(self.out)  # private, a random name (environment.py)
         self.scheduler = Scheduler(
             root, self.limits, self.workers, self._on_message, self.keep_scratch
         )
@@ -349,6 +349,11 @@ class Grader:
         self._failed(sub, step, err)
 
     def run(self) -> dict:
+        """Grade the class (this process not dumpable meanwhile: environment.undumpable)."""
+        with environment.undumpable():
+            return self._run()
+
+    def _run(self) -> dict:
         start = time.monotonic()
         try:
             pending = self._prepare()

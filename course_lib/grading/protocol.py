@@ -1,6 +1,6 @@
 """What a graded process says to the grader, and how the grader reads it (child and parent).
 
-A graded process writes one wire line (course_lib/checks/wire.py) per message on its report
+A graded process writes one wire line (course_lib/exercises/wire.py) per message on its report
 pipe: `Channel` in the child, `Child.feed` in the parent. Nothing it says is trusted: a notebook
 process reports the student's own answers (forging them gains nothing the student could not have
 typed), and a check process reports observations, plain data that the judge compares with the
@@ -15,7 +15,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 
-from ..checks import wire
+from ..exercises import wire
 
 MAX_REPORT_BYTES = 16 * 2**20
 

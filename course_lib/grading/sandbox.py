@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import isolation
+from .environment import private_folder
 from .protocol import Channel
 
 
@@ -35,11 +36,10 @@ class Limits:
 
 
 def make_scratch(root: Path, label: str) -> Path:
-    """A fresh scratch folder with work/ (the cwd), tmp/ and home/."""
+    """A fresh private scratch folder (0700, a random name) with work/ (the cwd), tmp/, home/."""
     scratch = Path(tempfile.mkdtemp(prefix=f"{label[:12]}-", dir=root))
-    scratch.chmod(0o755)
     for sub in ("work", "tmp", "home"):
-        (scratch / sub).mkdir()
+        private_folder(scratch / sub)
     return scratch
 
 
@@ -60,6 +60,7 @@ def _plumbing(scratch: str, keep_fd: int) -> None:
         PYTHONDONTWRITEBYTECODE="1",
     )
     os.chdir(work)
+    os.umask(0o077)  # after its own root is built: what student code creates is private too
     tempfile.tempdir = tmp
     sys.dont_write_bytecode = True
     sys.argv = [""]

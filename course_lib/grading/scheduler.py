@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from .child import write_job
+from .environment import copy_private, write_private
 from .protocol import Child
 from .sandbox import make_scratch
 from .zygote import ZygoteClient
@@ -35,9 +36,6 @@ class Scheduler:
     # ------------------------------------------------------------------ the zygote
     def start_zygote(self, judge_fds=()) -> None:
         """Start the zygote; with `judge_fds` (the judge's ends of its pipes) it forks the judge."""
-        shutil.rmtree(self.root, ignore_errors=True)  # a killed run's leftovers go too
-        self.root.mkdir(parents=True)
-        self.root.chmod(0o755)
         self.zygote = ZygoteClient(self.root, judge_fds=judge_fds)
         self.selector.register(self.zygote.sock, selectors.EVENT_READ, None)  # exits wake step()
 
@@ -65,9 +63,9 @@ class Scheduler:
         scratch = make_scratch(self.root, f"{self.started}{role[0]}")
         for source in files:
             if isinstance(source, tuple):
-                (scratch / "work" / source[0]).write_bytes(source[1])
+                write_private(scratch / "work" / source[0], source[1])
             else:
-                shutil.copy(source, scratch / "work" / Path(source).name)
+                copy_private(source, scratch / "work" / Path(source).name)
         job_file = self.root / f"{scratch.name}.job"
         write_job(job_file, payload)  # read by the child itself, after the fork
         read_fd, write_fd = os.pipe()

@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import notebooks
-from ..checks import wire
 from ..checks.base import rebuild
-from ..exercises import all_exercises, get
+from ..exercises import all_exercises, get, wire
 from ..exercises.runner import observe
 from .analyze import used_names
 

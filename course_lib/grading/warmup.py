@@ -163,8 +163,8 @@ def _does_nothing(*args, **kwargs):
 def warm_run_halves(specs: list) -> None:
     """Each [builder, inputs as a wire line] test's
     run half once, on a function that does nothing."""
-    from ..checks import wire
     from ..checks.base import rebuild
+    from ..exercises import wire
     from ..exercises.runner import observe, warm_up
 
     warm_up()

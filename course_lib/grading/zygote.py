@@ -31,10 +31,10 @@ import warnings
 from pathlib import Path
 
 from .. import processes
-from ..i18n import ENV_VAR
-from . import hugepages
+from . import environment, hugepages
+from .isolation import _PR_SET_PDEATHSIG, _prctl
 
-_PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
+_PR_SET_CHILD_SUBREAPER = 36
 MAX_MESSAGE = 1 << 20
 # What the zygote warms for each kind of graded process (functions of warmup.py, public data only):
 # a notebook's own `check` cells find the visible tests' references ready; a check process finds
@@ -43,16 +43,7 @@ WARM_UPS = {"notebook": "visible_references", "check": "warm_run_halves"}
 # After the last warm-up (and its answer: graded notebooks already run), the zygote's memory is
 # collapsed into huge pages: each later fork and exit handles ~130 page-table entries, not ~65,000.
 LAST_WARM_UP = "check"
-HIDDEN_GPUS = {
-    "CUDA_VISIBLE_DEVICES": "",
-    "HIP_VISIBLE_DEVICES": "",
-    "ROCR_VISIBLE_DEVICES": "",
-    "COURSE_DEVICE": "cpu",
-    "COURSE_PROGRESS_FILE": "off",
-    "MPLBACKEND": "Agg",
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "OMP_NUM_THREADS": "1",
-}
+HIDDEN_GPUS = environment.FIXED  # every GPU hidden, the course's switches (environment.py)
 
 
 def send(sock, message, fds=()) -> None:
@@ -73,21 +64,21 @@ class ZygoteClient:
         """`judge_fds`: the judge's ends of its two pipes (judge.judge_pipes); the zygote then
         forks the judge once torch and the public course are imported, before any job."""
         self.scratch_root = Path(scratch_root)
+        environment.check_private(self.scratch_root)  # its cwd: nothing planted there is imported
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        # graded notebooks speak their own edition's language (a Chinese one turns it on in its
-        # first cell), never the teacher's COURSE_LANG
-        environ = {k: v for k, v in (env or os.environ).items() if k != ENV_VAR} | HIDDEN_GPUS
+        # the allow-list alone, never the grader's environment (a token in the teacher's shell);
+        # graded notebooks speak their own edition's language, never the teacher's COURSE_LANG
+        environ = environment.graded_environment(self.scratch_root, env)
         environ = hugepages.with_tunable(environ)  # its own heap only: it takes the tunable out
         try:
             self.process = subprocess.Popen(
-                [
-                    sys.executable,
+                environment.python_command(
                     "-m",
                     "course_lib.grading.zygote",
                     str(theirs.fileno()),
                     str(scratch_root),
                     *map(str, judge_fds),
-                ],
+                ),
                 pass_fds=[theirs.fileno(), *judge_fds],
                 env=environ,
                 stdin=subprocess.DEVNULL,
@@ -129,8 +120,11 @@ class ZygoteClient:
         """Warm the zygote for one kind of process (WARM_UPS), then freeze. The list goes through a
         file: a test's inputs (a profile's trace, say) outgrow one socket message."""
         path = self.scratch_root / f"warm-{kind}.json"
-        path.write_text(json.dumps(what), encoding="utf-8")
-        self.request(["warm", kind, str(path)])
+        environment.write_private(path, json.dumps(what))
+        try:
+            self.request(["warm", kind, str(path)])
+        finally:
+            path.unlink(missing_ok=True)
 
     def poll(self) -> dict:
         """Exit statuses that arrived: {pid: wait status}."""
@@ -160,12 +154,6 @@ class ZygoteClient:
 
 
 # ---------------------------------------------------------------- the zygote's side
-def _prctl(option, value) -> None:
-    import ctypes
-
-    ctypes.CDLL(None).prctl(option, value, 0, 0, 0)
-
-
 def warm_common(between=None) -> None:
     """Every course_lib module but the key and the grader, widgets, torch's first use; then
     `between()` (the judge's fork: all it needs is there); then matplotlib and the digits."""

@@ -2,7 +2,8 @@
 Chinese twin ``notebooks/zh/NN_topic.ipynb``.
 
 A twin has the English notebook's cells, in the same order, with the same types and ids. Its code
-cells are the English ones, copied (the first one starts with `LANGUAGE_LINE` as well); its markdown
+cells are the English code (the first one starts with `LANGUAGE_LINE` as well); only their comments
+may differ (translated): the editions compare code without its comments. Its markdown
 cells are translations, each recording in its metadata the fingerprint of the English cell it
 translates (``"translation_of": {"sha": ...}``). `check` lists every way a twin has fallen behind,
 naming the notebook, the cell and what to do; `sync` copies what can be copied (code, structure,
@@ -10,8 +11,10 @@ metadata) and stamps a fingerprint only on a translation someone has updated and
 """
 
 import hashlib
+import io
 import json
 import re
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,6 +92,52 @@ def without_language_line(code: str) -> str:
     """A first Chinese code cell's code without its language line (as it must equal English)."""
     first, _, rest = code.partition("\n")
     return rest if first == LANGUAGE_LINE else code
+
+
+def _comment_spans(code: str) -> list:
+    """(line index, column) where each comment of `code` starts, by Python's tokenizer; a cell
+    the tokenizer cannot read (IPython magics, `!` lines) is read line by line instead."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return [(i, col) for i, line in enumerate(code.split("\n")) if (col := _hash_at(line)) >= 0]
+    return [(t.start[0] - 1, t.start[1]) for t in tokens if t.type == tokenize.COMMENT]
+
+
+def _hash_at(line: str) -> int:
+    """The column of the `#` that starts a comment on one line, outside quotes; -1 if none."""
+    quote = None
+    for col, char in enumerate(line):
+        if quote is not None:
+            quote = None if char == quote and line[col - 1] != "\\" else quote
+        elif char == "#":
+            return col
+        elif char in "'\"":
+            quote = char
+    return -1
+
+
+def comments(code: str) -> list:
+    """The comments of `code`, each from its `#` to the end of its line."""
+    lines = code.split("\n")
+    return [lines[i][col:] for i, col in _comment_spans(code)]
+
+
+def without_comments(code: str) -> str:
+    """`code` with its comments cut out: lines that held only a comment go, the others lose their
+    comment and the spaces before it; everything else is kept exactly."""
+    lines, cut = code.split("\n"), dict(_comment_spans(code))
+    kept = [
+        line[: cut[i]].rstrip() if i in cut else line
+        for i, line in enumerate(lines)
+        if not (i in cut and not line[: cut[i]].strip())
+    ]
+    return "\n".join(kept)
+
+
+def same_code(code: str, english: str) -> bool:
+    """Whether a Chinese cell's code is the English code, comments aside (translated or not)."""
+    return without_comments(code) == without_comments(english)
 
 
 def heading_lines(markdown: str) -> list:
@@ -269,13 +318,14 @@ def _check_code(e: dict, z: dict, first: bool, en_rel: str, zh_rel: str) -> list
                 sync,
             )
         ]
-    if (without_language_line(code) if first else code) != source(e):
+    if not same_code(without_language_line(code) if first else code, source(e)):
         return [
             Drift(
                 zh_rel,
                 cid,
                 "code",
-                f"differs from {en_rel} cell {cid} (code is the same in both editions)",
+                f"differs from {en_rel} cell {cid} (code is the same in both editions; "
+                "only comments may differ)",
                 sync,
             )
         ]
@@ -339,14 +389,15 @@ def check(root: Path = None) -> list:
 # ---------------------------------------------------------------- sync
 def synced(en: dict, zh: dict = None, accept=()) -> dict:
     """The Chinese notebook brought in step with `en`: its structure, code and metadata copied;
-    its translations kept (by cell id); fingerprints stamped for the cell ids in `accept` only."""
+    its translations kept (by cell id), translated comments too where the code is the English
+    code; fingerprints stamped for the cell ids in `accept` only."""
     old = {c.get("id"): c for c in (zh or {}).get("cells", [])}
     cells, first_code = [], first_code_index(en.get("cells", []))
     for i, e in enumerate(en.get("cells", [])):
         kept = old.get(e.get("id"))
         kept = kept if kept is not None and kept.get("cell_type") == e.get("cell_type") else None
         if e.get("cell_type") == "code":
-            code = source(e)
+            code = _kept_code(e, kept, i == first_code)
             cell = {
                 **json.loads(json.dumps(e)),
                 "execution_count": None,
@@ -366,6 +417,32 @@ def synced(en: dict, zh: dict = None, accept=()) -> dict:
             cell.setdefault("metadata", {})["translation_of"] = {"sha": fingerprint(source(e))}
         cells.append(cell)
     return {**en, "metadata": zh_notebook_metadata(en.get("metadata", {})), "cells": cells}
+
+
+def _kept_code(e: dict, kept, first: bool) -> str:
+    """The Chinese cell's code where it is the English code with translated comments, else the
+    English code."""
+    code = source(e)
+    if kept is None or kept.get("cell_type") != "code":
+        return code
+    mine = without_language_line(source(kept)) if first else source(kept)
+    return mine if same_code(mine, code) else code
+
+
+def retranslate(en: dict, zh) -> list:
+    """Ids of the Chinese code cells whose translated comments `synced` replaces with the English
+    code (the English code changed): their comments need translating again."""
+    old = {c.get("id"): c for c in (zh or {}).get("cells", [])}
+    first_code = first_code_index(en.get("cells", []))
+    ids = []
+    for i, e in enumerate(en.get("cells", [])):
+        kept = old.get(e.get("id"))
+        if e.get("cell_type") != "code" or kept is None or kept.get("cell_type") != "code":
+            continue
+        mine = without_language_line(source(kept)) if i == first_code else source(kept)
+        if comments(mine) != comments(source(e)) and not same_code(mine, source(e)):
+            ids.append(e.get("id"))
+    return ids
 
 
 def parse_accept(items) -> dict:
@@ -434,6 +511,11 @@ def sync(root: Path = None, accept=(), only=()) -> list:
         new = synced(en, zh, accept=_translated(en, zh, accepted))
         refused = sorted(accepted - _translated(en, zh, accepted))
         rel = zh_path.relative_to(root).as_posix()
+        changes += [
+            f"{rel} cell {i}: the English code changed, its code is copied with the English "
+            "comments: translate its comments again"
+            for i in retranslate(en, zh)
+        ]
         changes += [
             f"{rel} cell {i}: not accepted, it is not translated yet (translate it first)"
             for i in refused

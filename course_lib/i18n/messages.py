@@ -140,7 +140,23 @@ STATIC_SOURCES = {
         "cmd_gradescope",
         "cmd_explain",
     ),
-    "course_lib/classroom/collect.py": ("lines", "from_home", "from_exchange", "_place", "collect"),
+    "course_lib/classroom/collect.py": (
+        "lines",
+        "from_home",
+        "from_exchange",
+        "_place",
+        "collect",
+        "NOT_A_FILE",
+        "PROBLEMS",
+        "check",
+        "owner_for",
+        "_unreadable",
+        "_link",
+        "open_folder",
+        "open_under",
+        "_read",
+        "_exchange_folders",
+    ),
     "course_lib/classroom/exports.py": (
         "lines",
         "read_scores",
@@ -195,7 +211,7 @@ STATIC_SOURCES = {
         "PART_NAMES",
     ),
     "course_lib/sharding.py": ("_holdings",),
-    "course_lib/device.py": ("forced_device",),
+    "course_lib/device.py": ("forced_device", "cuda_problem"),
 }
 
 

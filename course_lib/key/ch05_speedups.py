@@ -68,6 +68,11 @@ def buggy_amp(
             with torch.autocast(device_type=device_type, dtype=dtype):
                 loss = criterion(logits, y)
             context = None
+        elif autocast == "loss_outside":  # the forward inside the with block, the loss after it
+            with torch.autocast(device_type=device_type, dtype=dtype):
+                logits = model(x)
+            loss = criterion(logits, y)
+            context = None
         elif autocast == "disabled":
             context = torch.autocast(device_type=device_type, enabled=False)
         else:
@@ -195,6 +200,11 @@ KEY = {
                 "the forward outside autocast, only the loss inside",
                 "not while the model ran",
                 autocast="outside",
+            ),
+            wrong_amp(
+                "the loss computed after the autocast block",
+                "The loss was computed outside the autocast block",
+                autocast="loss_outside",
             ),
             wrong_amp(
                 "float16 hard-coded", "not with the dtype you were given", dtype_fixed=torch.float16

@@ -19,7 +19,6 @@ import re
 from functools import cache
 
 from course_lib import notebooks
-from course_lib.exercises.text import without_marks
 from course_lib.i18n.catalogue import (
     PLACEHOLDER,
     entries,
@@ -29,6 +28,7 @@ from course_lib.i18n.catalogue import (
     untranslated,
 )
 from course_lib.i18n.headings import NOTEBOOKS, heading_in
+from course_lib.text import without_marks
 
 _SPACE = re.compile(r"\\s[*+]")
 _OPTIONAL = re.compile(r"(?<!\\)\.\?")  # "any one character or none": a backtick or a quote

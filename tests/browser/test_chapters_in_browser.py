@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from course_lib import notebooks
-from course_lib.exercises.text import without_marks
+from course_lib.text import without_marks
 from support import NOTEBOOKS
 
 from .chapters import CHAPTERS, BrowserSpec
