@@ -198,10 +198,10 @@ def pytest_collection_modifyitems(items):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
     """A cell of a Chinese notebook (notebooks/zh/) fails when its outputs hold English prose,
-    naming the cell and the lines (course_lib/i18n/leftovers.py): read from what nbval ran."""
+    naming the cell and the lines (course_tools/leftovers.py): read from what nbval ran."""
     result = yield
     if type(item).__name__ == "IPyNbCell" and item.path.parent.name == "zh":
-        from course_lib.i18n.leftovers import nbval_leftovers
+        from course_tools.leftovers import nbval_leftovers
 
         said = nbval_leftovers(item)
         if said:

@@ -18,9 +18,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from course_lib import ch05_speedups as ch
 from course_lib import data, profiling, training
-from course_lib.checks import speedups, wire
+from course_lib.checks import speedups
 from course_lib.checks.base import rebuild
-from course_lib.exercises import CORRECT, INCORRECT, Fail
+from course_lib.exercises import CORRECT, INCORRECT, Fail, wire
 from course_lib.key import ch05_speedups as key
 
 cuda_only = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -19,8 +19,8 @@ from course_lib import ch08_sharding as ch08
 from course_lib import data, sharding, training
 from course_lib.i18n import plots
 from course_lib.i18n.catalogue import in_language, is_prose, tr, untranslated
-from course_lib.i18n.leftovers import OWN_ENGLISH, english_prose, live_widget_prose
-from course_lib.i18n.messages import template_text
+from course_tools.leftovers import OWN_ENGLISH, english_prose, live_widget_prose
+from course_tools.messages import template_text
 from support import NOTEBOOKS
 
 

@@ -1,10 +1,10 @@
-"""The leftover-English scanner (course_lib/i18n/leftovers.py): what a Chinese notebook's outputs
+"""The leftover-English scanner (course_tools/leftovers.py): what a Chinese notebook's outputs
 may and may not show in English, and its hook on the nbval cells of notebooks/zh/."""
 
 import pytest
 
-from course_lib.i18n import leftovers
-from course_lib.i18n.leftovers import (
+from course_tools import leftovers
+from course_tools.leftovers import (
     cell_prose,
     english_prose,
     html_text,

@@ -19,8 +19,9 @@ import torch
 
 from course_lib.chapters import Chapter
 from course_lib.exercises import Fail, Test, get
-from course_lib.i18n import catalogue, editions, language, messages, use_language
+from course_lib.i18n import catalogue, editions, language, use_language
 from course_lib.i18n.catalogue import CJK, in_language, is_prose, problems, translate, untranslated
+from course_tools import messages
 from support import NOTEBOOKS, ROOT, benchmark
 from support import submissions as build
 
@@ -96,7 +97,7 @@ def test_every_collected_message_has_a_chinese_entry(collected):
     missing = messages.missing(collected)
     assert not missing, (
         f"{len(missing)} message(s) have no Chinese entry; translate them (python -m "
-        "course_lib.i18n.messages --missing lists them with their source line):\n"
+        "course_tools.messages --missing lists them with their source line):\n"
         + "\n".join(f"  {text!r}  [{where}]" for text, where in sorted(missing.items()))
     )
 

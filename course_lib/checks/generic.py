@@ -113,7 +113,7 @@ class Returns(Check):
         if not isinstance(seen, dict) or not {"value", "error"} <= set(seen):
             raise Fail("The check could not read what your function returned.")
         if seen["error"]:
-            raise Fail(f"Your function raised {seen['error'].get('text', '')}{self.where}")
+            raise Fail(f"Your function{self.where} raised {seen['error'].get('text', '')}")
         compare(seen["value"], ref, self.rtol, self.atol, f"What you returned{self.where}")
 
 
@@ -138,18 +138,18 @@ class Raises(Check):
             raise Fail("The check could not read what your function did.")
         if seen["error"] is None:
             raise Fail(
-                f"Your function returned a {seen.get('returned')}{self.where}; it should raise "
+                f"Your function{self.where} returned a {seen.get('returned')}; it should raise "
                 f"{self.error}."
             )
         if not is_error(seen["error"], self.error):
             raise Fail(
-                f"Your function raised {seen['error'].get('type')}{self.where}; it should raise "
+                f"Your function{self.where} raised {seen['error'].get('type')}; it should raise "
                 f"{self.error}.",
                 got=seen["error"].get("message", "")[:200],
             )
         if self.contains and self.contains not in str(seen["error"].get("message", "")):
             raise Fail(
-                f"Your {self.error} should say {self.contains!r}{self.where}.",
+                f"Your {self.error} should say {self.contains!r} on this input{self.where}.",
                 got=seen["error"].get("message", "")[:200],
             )
 
@@ -208,7 +208,7 @@ class StateAfter(Check):
         if not isinstance(seen, dict) or not {"value", "error"} <= set(seen):
             raise Fail("The check could not read what your function did.")
         if seen["error"]:
-            raise Fail(f"Your function raised {seen['error'].get('text', '')}{self.where}")
+            raise Fail(f"Your function{self.where} raised {seen['error'].get('text', '')}")
         got = seen["value"] if isinstance(seen["value"], dict) else {}
         for part, what in (
             ("parameters", "The parameters"),

@@ -22,7 +22,7 @@ from .. import chapters
 from ..i18n import language, tr
 from ..i18n.catalogue import join, tr_join
 from ..i18n.headings import heading_in, notebook_path
-from .knowledge import ENTRIES, Entry
+from .knowledge import ENTRIES, FAMILIES, Entry
 
 UNKNOWN = "Not a GPU-training error this course knows"
 WARNING_CONTEXT = "A warning, not an error: the code went on running. The warning:"
@@ -34,6 +34,17 @@ _PATTERNS = [
     for e in ENTRIES
 ]
 _READINGS = {e.id: [(re.compile(r, _FLAGS), text) for r, text in e.readings] for e in ENTRIES}
+_FAMILY_PATTERNS = [(f, [re.compile(p, _FLAGS) for p in f.patterns]) for f in FAMILIES]
+_FAMILY_FRAMES = [(f, [re.compile(p, _FLAGS) for p in f.frames]) for f in FAMILIES if f.frames]
+_FRAME_LINE = re.compile(r'^[ \t]*File "[^"\n]+", line \d+')
+# a traceback frame, `File "path", line N, in name`, and the source line Python prints under it
+_FRAME = re.compile(
+    r'^[ \t]*File "(?P<path>[^"\n]+)", line \d+(?P<rest>[^\n]*)\n?(?:[ \t]+[^\n]*\n?)?', re.M
+)
+GENERAL_CASE = (
+    "General case: no entry matches this exact message; it is recognisably of this family, "
+    "so here is what such errors mean and where to look first."
+)
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _RANK_PREFIX = re.compile(
@@ -70,6 +81,11 @@ class Explanation:
     context: str = ""  # how the error was found in a longer text
     title: str = field(default=UNKNOWN)
 
+    @property
+    def tier(self) -> str | None:
+        """'specific' (an entry for this error), 'family' (its general case), None (unknown)."""
+        return self.entry.tier if self.entry else None
+
     def __post_init__(self):
         if self.entry is not None:
             self.title = self.entry.title
@@ -88,6 +104,7 @@ class Explanation:
         e = self.entry
         return {
             "known": self.known,
+            "tier": self.tier,
             "id": e.id if e else None,
             "title": tr(self.title),
             "chapter": e.chapter if e else None,
@@ -167,21 +184,80 @@ def match(text: str, wrappers: bool = True) -> Entry | None:
     return None
 
 
+def _line_of(text: str, found) -> int:
+    """The line number where a match starts."""
+    return text.count("\n", 0, found.start())
+
+
+def _quoted_lines(text: str) -> set:
+    """The line numbers of source lines a traceback quotes under its frames: code, not a message."""
+    lines = text.split("\n")
+    return {
+        i + 1
+        for i, line in enumerate(lines[:-1])
+        if _FRAME_LINE.match(line) and lines[i + 1][:1] in " \t"
+    }
+
+
 def last_known_error(text: str, wrappers: bool = True):
     """(entry, block) for the last line of `text` that a knowledge-base pattern matches, or None."""
     best = None  # (line number, -entry order, entry)
+    quoted = _quoted_lines(text)
     for order, (entry, patterns, unless) in enumerate(_PATTERNS):
         if (entry.wrapper and not wrappers) or _steps_aside(unless, text):
             continue
         for pattern in patterns:
-            *_, last = (None, *pattern.finditer(text))  # the last match, or None
-            if last is not None:
-                candidate = (text.count("\n", 0, last.start()), -order, entry)
+            found = [m for m in pattern.finditer(text) if _line_of(text, m) not in quoted]
+            if found:
+                candidate = (_line_of(text, found[-1]), -order, entry)
                 best = max(best, candidate, key=lambda c: c[:2]) if best else candidate
     if best is None:
         return None
     lines = text.split("\n")
     return best[2], _message_block(lines, best[0])
+
+
+# the other places a path of torch's says where an error arose: a Jupyter traceback's frame
+# (`File /path/x.py:297, in fn`) and a warning's log line (`/path/x.py:613: UserWarning: ...`)
+_OTHER_FRAMES = re.compile(
+    r"^[ \t]*(?:File (?P<jupyter>\S+\.py):\d+, in \w+|.*?(?P<warned>\S+\.py):\d+: \w*Warning\b)",
+    re.M,
+)
+_NUMBERED_SOURCE = re.compile(r"^[ \t]*(?:-*> ?)?\d+ .*$\n?", re.M)  # Jupyter's quoted lines
+
+
+def _torch_frames(text: str) -> list:
+    """The paths of a traceback's frames and warnings' log lines, in order of their place."""
+    found = [(m.start(), m["path"] + m["rest"]) for m in _FRAME.finditer(text)]
+    found += [(m.start(), m["jupyter"] or m["warned"]) for m in _OTHER_FRAMES.finditer(text)]
+    return [path for _, path in sorted(found)]
+
+
+def family_of(text: str, final: str = "") -> Entry | None:
+    """The family that PyTorch's own evidence in `text` names, or None (issue 35).
+
+    Evidence, in this order: a family's wording or exception class in the final exception, then
+    anywhere in the text, then the last traceback frame in one of torch's folders. Frames and the
+    source lines quoted under them are no wording evidence: a line of code is not a message.
+    """
+    for where in (final, text):
+        said = _NUMBERED_SOURCE.sub("", _FRAME.sub("", where))
+        for family, patterns in _FAMILY_PATTERNS:
+            if said and any(p.search(said) for p in patterns):
+                return family
+    for path in reversed(_torch_frames(text)):
+        for family, patterns in _FAMILY_FRAMES:
+            if any(p.search(path) for p in patterns):
+                return family
+    return None
+
+
+def _general(text: str, final: str) -> Explanation:
+    """The family's general case for an error no entry matches, or "not known"."""
+    family = family_of(text, final)
+    if family is None:
+        return Explanation(False, _first_line(final or text))
+    return Explanation(True, _first_line(final or text), family)
 
 
 def _readings(entry: Entry, block: str) -> tuple:
@@ -235,7 +311,7 @@ def explain_text(text: str) -> Explanation:
         return _explained(found[0], found[1], context)
     if entry:
         return _explained(entry, final)
-    return Explanation(False, _first_line(final or text))
+    return _general(text, final)
 
 
 def explain_exception(err: BaseException) -> Explanation:
@@ -247,7 +323,9 @@ def explain_exception(err: BaseException) -> Explanation:
         return explain_text(text)
     text = clean(text)
     entry = match(text)
-    return _explained(entry, text) if entry else Explanation(False, _first_line(text))
+    if entry:
+        return _explained(entry, text)
+    return _general(clean("".join(traceback.format_exception(err))), text)  # frames: evidence
 
 
 def explain_warning(
@@ -328,9 +406,11 @@ def _inline(text: str) -> str:
 def _parts(exp: Explanation) -> list:
     """(part, value) of a known error's explanation, in the order both renderings show them."""
     e = exp.entry
-    parts = [("title", e.title)] + ([("context", (exp.context, exp.error))] if exp.context else [])
+    parts = [("title", e.title)] + ([("general", GENERAL_CASE)] if e.tier == "family" else [])
+    parts += [("context", (exp.context, exp.error))] if exp.context else []
     parts += [("meaning", e.meaning)] + ([("notes", exp.notes)] if exp.notes else [])
-    parts += [("causes", e.causes), ("fix", e.fix)] + ([("taught", exp)] if e.chapter else [])
+    causes = "look" if e.tier == "family" else "causes"
+    parts += [(causes, e.causes), ("fix", e.fix)] + ([("taught", exp)] if e.chapter else [])
     return parts
 
 
@@ -339,7 +419,9 @@ TEXT_PARTS = {  # each part of an explanation as lines of plain text, in the cou
     "context": lambda c: [f"  {tr(c[0])}", f"    {c[1]}"],
     "meaning": lambda meaning: [f"  {join([tr('What it means:'), tr(meaning)])}"],
     "notes": lambda notes: [f"  {join([tr('Read from your message:'), tr(n)])}" for n in notes],
+    "general": lambda general: [f"  {tr(general)}"],
     "causes": lambda causes: [f"  {tr('Likely causes:')}"] + [f"    - {tr(c)}" for c in causes],
+    "look": lambda look: [f"  {tr('What to look at first:')}"] + [f"    - {tr(c)}" for c in look],
     "fix": lambda fix: [f"  {tr('Fix:')}"] + [f"    {line}" for line in fix.split("\n")],
     "taught": lambda exp: [
         "  "
@@ -365,9 +447,15 @@ HTML_PARTS = {  # each part of an explanation as HTML, in the course's language
         + " ".join(_inline(tr(n)) for n in notes)
         + "</div>"
     ),
+    "general": lambda general: f"<div><i>{_inline(tr(general))}</i></div>",
     "causes": lambda causes: (
         f"<div><b>{_inline(tr('Likely causes:'))}</b><ul style='margin:2px 0'>"
         + "".join(f"<li>{_inline(tr(c))}</li>" for c in causes)
+        + "</ul></div>"
+    ),
+    "look": lambda look: (
+        f"<div><b>{_inline(tr('What to look at first:'))}</b><ul style='margin:2px 0'>"
+        + "".join(f"<li>{_inline(tr(c))}</li>" for c in look)
         + "</ul></div>"
     ),
     "fix": lambda fix: (
@@ -482,5 +570,7 @@ __all__ = [
     "wordings_markdown",
     "Explanation",
     "ENTRIES",
+    "FAMILIES",
     "UNKNOWN",
+    "family_of",
 ]

@@ -39,6 +39,8 @@ class Entry:
     closest: bool = (
         False  # no chapter teaches it: `section` is the closest one, the entry says what to do
     )
+    frames: tuple = ()  # a family's torch source folders: a traceback frame there is evidence
+    tier: str = "specific"  # "family": the general case of a subject, when no entry matches
 
 
 _DEVICE = r"[a-z]+(?::\d+)?"
@@ -49,6 +51,9 @@ _WRAPPED_CHECKPOINT = (
     r'Unexpected key\(s\) in state_dict: "(?P<key>state_dict|model|model_state_dict|net|'
     r'network|params|ema|module)"\.'
 )
+
+# another framework's own log or exception: the same CUDA library codes are not PyTorch's
+_OTHER_FRAMEWORK = r"\b(?:tensorflow|cupy|cupy_backends|jaxlib|stream_executor)\b"
 
 ENTRIES = (
     # ------------------------------------------------------------ checkpoints across machines
@@ -787,7 +792,7 @@ ENTRIES = (
         (
             r"CUDA out of memory",
             r"CUDA error: out of memory",
-            r"\bOutOfMemoryError\b",
+            r"(?<![\w.])(?:torch\.(?:cuda\.)?)?OutOfMemoryError\b",  # not cupy.cuda.memory's
             r"cuda runtime error ?\(2\) ?: out of memory",
             r"Tried to allocate " + _SIZE + r" \(GPU \d+; " + _SIZE + " total capac",
             r"GPU \d+ has a total capac\w* of " + _SIZE,
@@ -807,7 +812,8 @@ ENTRIES = (
         "loader = DataLoader(data, batch_size=smaller)      # activations shrink in proportion\n"
         "with torch.no_grad(): ...                          # in evaluation\n"
         "total += loss.item()                               # not the loss tensor\n"
-        "# large 'reserved but unallocated': PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+        "# large 'reserved but unallocated': PYTORCH_ALLOC_CONF=expandable_segments:True\n"
+        "# (the name torch 2.13 documents; PYTORCH_CUDA_ALLOC_CONF is still accepted)",
         "06",
         "## 2. A real out-of-memory error",
         (
@@ -945,8 +951,9 @@ ENTRIES = (
             ),
         ),
         (
-            "On Windows and macOS, DataLoader workers (and `torch.multiprocessing`) start with "
-            "'spawn': each child imports your script again. Without the main guard the child "
+            "Where DataLoader workers (and `torch.multiprocessing`) start with 'spawn' or "
+            "'forkserver' (Windows and macOS, and Linux from Python 3.14, whose default is "
+            "forkserver), each child imports your script again. Without the main guard the child "
             "reaches the training code and tries to start workers of its own. What to do: put the "
             "top-level code under the guard."
         ),
@@ -1260,6 +1267,7 @@ ENTRIES = (
             ),
         ),
         closest=True,
+        unless=(_OTHER_FRAMEWORK,),  # TensorFlow's and CuPy's cuBLAS/cuDNN codes
     ),
     Entry(
         "async_cuda_error",
@@ -1790,15 +1798,19 @@ ENTRIES = (
         "The server socket has failed to listen ... EADDRINUSE",
         (r"EADDRINUSE", r"The server socket has failed to listen"),
         (
-            "Rank 0 could not open MASTER_PORT: another program, often a previous run that did "
-            "not exit, holds it."
+            "Rank 0 could not open its port: another program, often a previous run that did "
+            "not exit, holds it. A single-node `torchrun` given no `--master-port` or "
+            "`--rdzv-endpoint` already picks a free port; the collision comes from a port that is "
+            "fixed: a script that sets MASTER_PORT, an `mp.spawn` launcher, a static setup."
         ),
         (
             "a previous training run still runs (or hangs) on the same port",
-            "two jobs on one machine use the default port 29500",
+            "two jobs on one machine use the same fixed port (MASTER_PORT, or 29500 by default "
+            "in `mp.spawn` scripts and static setups)",
         ),
-        "torchrun --master_port=29501 ...      # or stop the old run\n"
-        "torchrun --rdzv-endpoint=localhost:0 ... # let the system pick a free port",
+        "torchrun --standalone --nproc-per-node=2 train.py      # a free port, chosen for you\n"
+        "torchrun --rdzv-backend=c10d --rdzv-endpoint=localhost:0 ...  # the same, spelled out\n"
+        "# a script that sets MASTER_PORT: pick another one, or stop the old run",
         "07",
         "### Launching with `torchrun`: `RANK`, `LOCAL_RANK`, `WORLD_SIZE`",
         ((r"port: (?P<port>\d+)", "The port: {port}."),),
@@ -1961,5 +1973,357 @@ ENTRIES = (
         "07",
         "### When a rank fails",
         wrapper=True,
+    ),
+)
+
+
+def _family(id, title, patterns, frames, meaning, look, fix, chapter, section):
+    """A family: the general case of one of the course's subjects (issue 35)."""
+    return Entry(
+        id, title, "", patterns, meaning, look, fix, chapter, section, frames=frames, tier="family"
+    )
+
+
+# The families, tried only when no entry above matches. Their patterns are PyTorch's own evidence
+# (its exception classes, its TORCH_CHECK wordings, CUDA/NCCL error codes), never a common word;
+# `frames` are the torch source folders whose traceback frames say which family it is (the last
+# torch frame of the traceback decides). Order matters as above: sharding before distributed,
+# checkpoints before shapes, device before dtype.
+
+
+def _with_torch(pattern: str) -> str:
+    """`pattern`, where the text also names torch, c10 or aten somewhere (a shared code)."""
+    return r"\A(?=[\s\S]*\b(?:torch|c10|aten)\b)[\s\S]*?" + pattern
+
+
+FAMILIES = (
+    _family(
+        "family_compile",
+        "An error inside `torch.compile` (TorchDynamo, Inductor)",
+        (
+            r"\btorch\._(?:dynamo|inductor)\.exc\.\w+",
+            r"\b(?:BackendCompilerFailed|InternalTorchDynamoError|TorchRuntimeError|"
+            r"InductorError|TorchDynamoException)\b",
+            r"(?:torch\._dynamo hit config\.|Dynamo failed to run FX node)",
+        ),
+        (r"torch[/\\]_(?:dynamo|inductor|functorch|export)[/\\]",),
+        (
+            "`torch.compile` traces your Python into graphs (TorchDynamo) and compiles them "
+            "(Inductor). The error came from that machinery: something it could not trace, a "
+            "compiler that failed, or your own error seen while tracing."
+        ),
+        (
+            "run the same code without `torch.compile`: an error that remains is your code's",
+            "the last lines of the message: Dynamo names the operation or the line it stopped at",
+            "TORCH_LOGS=graph_breaks (or recompiles) to see where and why it gave up",
+        ),
+        "model = torch.compile(model, backend='eager')  # traces only: is it Dynamo or Inductor?\n"
+        "torch._dynamo.config.suppress_errors = False\n"
+        "# TORCH_LOGS=graph_breaks,recompiles python train.py",
+        "05",
+        "## 6. `torch.compile`",
+    ),
+    _family(
+        "family_sharding",
+        "An error in sharded training (FSDP, DTensor)",
+        (
+            r"\b(?:FullyShardedDataParallel|FlatParameter|DTensor|fully_shard|FSDPModule)\b",
+            r"\btorch\.distributed\.(?:fsdp|tensor|_tensor|_composable)\b",
+        ),
+        (r"torch[/\\]distributed[/\\](?:fsdp|tensor|_tensor|_composable|checkpoint)[/\\]",),
+        (
+            "Sharding splits each parameter (and its gradient and optimizer state) across the "
+            "ranks; a rank holds only its piece, as a DTensor, and gathers the whole only when a "
+            "layer runs. The error came from that bookkeeping."
+        ),
+        (
+            "whether the optimizer was built after `fully_shard` (it must see the sharded "
+            "parameters)",
+            "a full tensor used where a sharded one (DTensor) is expected: `to_local()` / "
+            "`full_tensor()`",
+            "that every rank runs the same layers in the same order",
+        ),
+        "fully_shard(model)                      # first\n"
+        "opt = torch.optim.AdamW(model.parameters())  # then the optimizer\n"
+        "print(type(model.weight), model.weight.placements)",
+        "08",
+        "## 2. FSDP2, for real: `fully_shard`",
+    ),
+    _family(
+        "family_distributed",
+        "An error of distributed training (process groups, collectives, `torchrun`)",
+        (
+            r"\b(?:DistBackendError|DistNetworkError|DistStoreError|DistError|ChildFailedError|"
+            r"RendezvousError|RendezvousTimeoutError|RendezvousClosedError)\b",
+            r"\bProcessGroup(?:NCCL|Gloo|MPI|Wrapper)\b",
+            r"\btorch\.distributed\.\w+",
+            r"\[(?:c10d|Gloo|PG \d+[^\]]*)\]",
+            r"\bc10d\b",
+        ),
+        (r"torch[/\\]distributed[/\\]", r"torch[/\\]nn[/\\]parallel[/\\]"),
+        (
+            "Several processes (ranks) train together and talk through a process group. One of "
+            "them failed, or they could not reach each other, or they disagreed on what to send."
+        ),
+        (
+            "the first error of the first rank that failed: the others often only report that "
+            "a peer went away",
+            "RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/MASTER_PORT as each rank saw them",
+            "that every rank calls the same collectives in the same order (a rank that skips "
+            "one leaves the others waiting)",
+        ),
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL torchrun --nproc-per-node=2 train.py\n"
+        "# NCCL_DEBUG=INFO for NCCL; try backend='gloo' on the CPU to rule out the GPUs",
+        "07",
+        "### When a rank fails",
+    ),
+    _family(
+        "family_dataloader",
+        "An error in the DataLoader or its worker processes",
+        (
+            r"\bDataLoader worker\b",
+            r"\b_MultiProcessingDataLoaderIter\b",
+            r"\bdefault_collate\b",
+            r"Caught \w+ in (?:DataLoader worker process|pin memory thread)",
+        ),
+        (r"torch[/\\]utils[/\\]data[/\\]",),
+        (
+            "The DataLoader builds batches from your Dataset, in worker processes when "
+            "`num_workers > 0`, and stacks the samples with its collate function. The error came "
+            "from your Dataset, from collating samples that do not fit together, or from a worker."
+        ),
+        (
+            "the traceback inside the worker (after 'Original Traceback'): your `__getitem__`",
+            "whether it also fails with `num_workers=0` (then the error is in the data, not the "
+            "workers)",
+            "samples of different shapes or types stacked by `default_collate`",
+        ),
+        "loader = DataLoader(data, num_workers=0)   # the same error, with a plain traceback\n"
+        "print(data[0])                              # one sample, by hand",
+        "05",
+        "## 3. `num_workers`: preparing batches in parallel",
+    ),
+    _family(
+        "family_oom",
+        "An accelerator (or the CPU) ran out of memory",
+        (
+            r"(?-i:\b(?:CUDA|MPS|XPU|HIP|NPU)\b) (?:backend )?out of memory\b",
+            r"(?<![\w.])(?:torch\.(?:cuda\.)?)?OutOfMemoryError\b",
+            r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)",
+            r"\bCUDNN_STATUS_(?:ALLOC_FAILED|NOT_ENOUGH_WORKSPACE)\b",
+        ),
+        (),
+        (
+            "A tensor did not fit: the device's memory was full of parameters, gradients, "
+            "optimizer state, activations kept for backward, and the allocator's cache."
+        ),
+        (
+            "the batch size and the sequence or image size: activations grow with both",
+            "tensors kept across steps (a loss summed as a tensor, outputs kept in a list)",
+            "other processes on the same device (`nvidia-smi`)",
+        ),
+        "print(torch.cuda.memory_summary())   # where the memory went\n"
+        "loader = DataLoader(data, batch_size=smaller)",
+        "06",
+        "## 2. A real out-of-memory error",
+    ),
+    _family(
+        "family_cuda_runtime",
+        "An error of the CUDA runtime or one of its libraries (cuDNN, cuBLAS, NCCL)",
+        (
+            r"(?-i:\bCUDA error: )\w",
+            _with_torch(r"\bCUBLAS_STATUS_\w+"),  # cuBLAS, cuDNN and NCCL codes: other
+            _with_torch(r"\bCUDNN_STATUS_\w+"),  # frameworks print them too
+            _with_torch(r"\bcuDNN error\b"),
+            _with_torch(r"\bnccl(?:UnhandledCudaError|InternalError|SystemError|InvalidUsage)\b"),
+            r"CUDA kernel errors might be asynchronously reported",
+            r"\bcuda runtime error \(\d+\)",
+        ),
+        (),
+        (
+            "A GPU library call failed. CUDA reports errors late: the call that raised is often "
+            "not the one that went wrong, a kernel launched earlier may have failed."
+        ),
+        (
+            "the error again with CUDA_LAUNCH_BLOCKING=1: the traceback then points at the real "
+            "operation",
+            "the same step on the CPU: an index or shape error shows there with a plain message",
+            "the driver, CUDA and library versions (`python -m torch.utils.collect_env`)",
+        ),
+        "CUDA_LAUNCH_BLOCKING=1 python train.py\npython -m torch.utils.collect_env",
+        "04",
+        "## 6. Let the course read the error for you",
+    ),
+    _family(
+        "family_availability",
+        "PyTorch cannot use the GPU here (build, driver or device)",
+        (
+            r"\bnot compiled with (?:CUDA|MPS|XPU|NCCL|ROCm)\b",
+            r"torch\.cuda\.is_available\(\) is False",
+            r"\b(?:libtorch_cuda|libc10_cuda|libtorch_cpu)\w*\.so",
+            _with_torch(r"\b(?:libcudart|libnvrtc|libcudnn)\w*\.so"),
+            r"\bsm_\d+ is not compatible with the current PyTorch installation",
+            r"\bThe NVIDIA driver on your system is too old\b",
+            r"\bCUDA initialization:",
+        ),
+        (r"torch[/\\]cuda[/\\]__init__\.py",),
+        (
+            "This PyTorch build, the driver and the GPU must agree: a CPU-only build sees no GPU, "
+            "a driver older than the build's CUDA cannot run it, and a GPU newer or older than "
+            "the build's kernels has none to run."
+        ),
+        (
+            "`torch.__version__` and `torch.version.cuda`: a '+cpu' build has no CUDA",
+            "`nvidia-smi`: the driver's version and whether it sees the GPU",
+            "`torch.cuda.get_arch_list()` against the GPU's compute capability",
+        ),
+        "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())\n"
+        "print(torch.cuda.get_arch_list())",
+        "01",
+        "## 1. Ask the machine",
+    ),
+    _family(
+        "family_checkpoint",
+        "An error saving or loading a checkpoint",
+        (
+            r"\bError\(s\) in loading state_dict\b",
+            r"\bPytorchStream(?:Reader|Writer)\b",
+            r"\bWeights only load failed\b|`weights_only` argument|\bweights_only=(?:True|False)\b",
+            r"\bWeightsUnpickler\b",
+            r"copying a param with shape",
+        ),
+        (
+            r"torch[/\\]serialization\.py",
+            r"torch[/\\]nn[/\\]modules[/\\]module\.py\S* in load_state",
+        ),
+        (
+            "`torch.save` writes tensors with their devices and names; `torch.load` and "
+            "`load_state_dict` need the same names, shapes and a device that exists here."
+        ),
+        (
+            "the keys in the file against `model.state_dict()`'s: prefixes such as `module.` or "
+            "`_orig_mod.`",
+            "the file itself: its size, and whether it is a complete PyTorch file",
+            "`map_location=` when the file was saved on another device",
+        ),
+        "state = torch.load(path, map_location='cpu', weights_only=True)\n"
+        "print(list(state)[:5], list(model.state_dict())[:5])",
+        "04",
+        "## 4. Checkpoints from other machines",
+    ),
+    _family(
+        "family_device",
+        "Tensors or modules on the wrong device (meta tensors included)",
+        (
+            r"\bmeta tensors?\b",
+            r"\bon the meta device\b",
+            r"\bExpected (?:all tensors to be on the same device|a '?\w+'? device type)",
+            r"\bexpected device \w+(?::\d+)? but got device\b",
+            r"\bis on (?:device )?\w+(?::\d+)?,? (?:but|while) (?:expected|the)\b[^\n]{0,40}device",
+            r"\btorch\.(?:cuda\.)?\w+Tensor\) and weight type \(torch\.(?:cuda\.)?\w+Tensor\)",
+        ),
+        (),
+        (
+            "An operation got tensors that live in different places (CPU, a GPU, the 'meta' "
+            "device, which holds shapes but no data). PyTorch never moves them for you."
+        ),
+        (
+            "where the model's parameters are (`next(model.parameters()).device`) and where "
+            "the batch is",
+            "tensors made inside `forward` or a loss without `device=`",
+            "a model built on the meta device (`device_map`, `init_empty_weights`) and used "
+            "before its weights were loaded (`to_empty` / `load_state_dict(assign=True)`)",
+        ),
+        "device = next(model.parameters()).device\nx, y = x.to(device), y.to(device)",
+        "04",
+        "## 1. Model on the device, data on the CPU",
+    ),
+    _family(
+        "family_dtype",
+        "Tensors of different dtypes in one operation, or a dtype an operation lacks (AMP too)",
+        (
+            r"\bexpected (?:scalar type|m\d dtype|mat\d dtype) \w+ but (?:found|got) \w+",
+            r"\bExpected object of scalar type \w+",
+            r"\bmust have the same dtype\b",
+            r"\bcould not infer output dtype\b",
+            r"\bnot implemented for '(?:Half|BFloat16|Float|Double|Long|Int|Short|Bool|Byte|Char|"
+            r"ComplexFloat|ComplexDouble|Float8\w*)'",
+            r"\bresult type \w+ can't be cast to the desired output type\b",
+            r"\b(?:input|Input) type \([\w:.]+\) and (?:weight|bias) type \([\w:.]+\) should be "
+            r"the same",
+        ),
+        (r"torch[/\\](?:cuda[/\\])?amp[/\\]",),
+        (
+            "Each tensor has a dtype (float32, float16, bfloat16, int64...). Most operations want "
+            "their inputs in one dtype, and some kernels exist only for some dtypes; autocast "
+            "changes dtypes inside its region only."
+        ),
+        (
+            "the dtypes of the operation's inputs (`print(x.dtype, w.dtype)`)",
+            "a tensor made outside `autocast` meeting one made inside it",
+            "labels as float where a loss wants int64 class indices, or the other way round",
+        ),
+        "print(x.dtype, next(model.parameters()).dtype)\nx = x.to(next(model.parameters()).dtype)",
+        "05",
+        "### What autocast really runs in low precision",
+    ),
+    _family(
+        "family_autograd",
+        "An error of autograd (backward, gradients, in-place changes)",
+        (
+            r"\bdoes not require grad and does not have a grad_fn\b",
+            r"\bTrying to backward through the graph\b",
+            r"\bneeded for gradient computation has been modified by an inplace operation\b",
+            r"\bgrad can be implicitly created only for (?:real )?scalar outputs\b",
+            r"\ba leaf Variable that requires grad\b",
+            r"\bFunction '?\w+Backward\d*'? returned (?:nan|an invalid gradient)",
+            r"\b\w+Backward\d+\b",
+        ),
+        (r"torch[/\\]autograd[/\\]", r"torch[/\\]_tensor\.py\S* in backward"),
+        (
+            "Autograd records the operations of the forward pass and walks them back in "
+            "`backward()`. The error says the record is missing, was already freed, or was "
+            "changed in place after it was recorded."
+        ),
+        (
+            "`requires_grad` and `grad_fn` of the tensors on the way to the loss",
+            "in-place operations (`+=`, `relu_`, `inplace=True`) on tensors backward needs",
+            "a second `backward()` on the same graph, or `torch.no_grad()` around the forward",
+        ),
+        "torch.autograd.set_detect_anomaly(True)   # names the forward operation that broke\n"
+        "print(loss.requires_grad, loss.grad_fn)",
+        "03",
+        "## 5. One training step, spelled out",
+    ),
+    _family(
+        "family_shapes",
+        "Tensor shapes that do not fit together",
+        (
+            r"\bshapes cannot be multiplied\b",
+            r"\bThe size of tensor a \(\d+\) must match the size of tensor b\b",
+            r"\bshape '\[[-\d, ]*\]' is invalid for input of size\b",
+            r"\bSizes of tensors must match except in dimension\b",
+            r"\bDimension out of range \(expected to be in range\b",
+            r"\bExpected \d+D \(unbatched\) or \d+D \(batched\) input\b",
+            r"\bGiven groups=\d+, (?:weight|expected weight) of size\b",
+            r"\bExpected input batch_size \(\d+\) to match target batch_size\b",
+            r"\bsize mismatch, (?:m1|mat1):",
+            r"\bnon-singleton dimension \d+\b",
+            r"\bstack expects each tensor to be equal size\b",
+            r"\ba Tensor with \d+ elements cannot be converted to Scalar\b",
+        ),
+        (),
+        (
+            "An operation got tensors whose shapes do not fit: a matrix product's inner sizes, "
+            "broadcasting's trailing sizes, a layer's expected input size, a loss's batch size."
+        ),
+        (
+            "`print(x.shape)` just before the line that failed, and the layer's sizes",
+            "the batch dimension: a missing `unsqueeze(0)` or an extra one",
+            "a `view`/`reshape`/`flatten` that assumed another input size",
+        ),
+        "print(x.shape, layer)\n# nn.LazyLinear(out) infers in_features from the first batch",
+        "03",
+        "### Errata: article B's own `DynamicNet`",
     ),
 )

@@ -14,7 +14,7 @@ in turn (so "Hint: {hint}" translates the hint too), except a `{raw...}` one, an
 entry (numbers, code, PyTorch's own error messages) stays as it is. Without any entry the English
 text is returned.
 `untranslated(text)` names the parts that have none (the completeness test, and
-``python -m course_lib.i18n.messages --missing``).
+``python -m course_tools.messages --missing``).
 """
 
 import json

@@ -1,6 +1,6 @@
 """English left in a Chinese notebook's outputs: what the learner would read untranslated.
 
-    python -m course_lib.i18n.leftovers notebooks/zh/01_device_check.ipynb ...
+    python -m course_tools.leftovers notebooks/zh/01_device_check.ipynb ...
 
 executes each notebook (a temporary copy, COURSE_LANG=zh, one compute thread) and prints, per cell
 id, the lines of its outputs that are English prose: streams, text/plain (where nothing richer is
@@ -23,7 +23,7 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
-from .catalogue import NAMES
+from course_lib.i18n.catalogue import NAMES
 
 RUN = 3  # English words in a row that make a line prose
 # Chapters whose code cells still print English of their own (none now: every chapter's cells say
@@ -97,7 +97,7 @@ def _prose(line: str, run: int) -> bool:
 def _known_messages() -> list:
     """The error explainer's patterns of PyTorch's own messages (a warning printed without its
     category, say: "'pin_memory' argument is set as true but no accelerator is found")."""
-    from ..explainer import ENTRIES
+    from course_lib.explainer import ENTRIES
 
     return [re.compile(p, re.IGNORECASE) for e in ENTRIES for p in e.patterns]
 
@@ -232,7 +232,7 @@ def english_prose(text, run: int = RUN, kept=()) -> list:
     A short text (run=1: a label, a button, an option) that holds Chinese is read with `RUN`: its
     words are names (Mac, Apple), not an untranslated label.
     """
-    from .catalogue import CJK
+    from course_lib.i18n.catalogue import CJK
 
     text = ANSI.sub("", "" if text is None else str(text))
     lines = text.splitlines()
@@ -421,7 +421,7 @@ def nbval_leftovers(item) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m course_lib.i18n.leftovers", description=__doc__.split("\n")[0]
+        prog="python -m course_tools.leftovers", description=__doc__.split("\n")[0]
     )
     parser.add_argument("notebooks", nargs="+", type=Path, help="Chinese notebooks to run")
     parser.add_argument("--timeout", type=int, default=900, help="seconds a cell may take")

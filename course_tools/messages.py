@@ -1,9 +1,9 @@
 """Every message course_lib says, collected in English by running what exists (translators, tests).
 
-    python -m course_lib.i18n.messages --missing     what has no Chinese entry yet, each with the
+    python -m course_tools.messages --missing     what has no Chinese entry yet, each with the
                                                      source line it comes from (exit 1 if any)
-    python -m course_lib.i18n.messages --all         every collected message
-    python -m course_lib.i18n.messages --problems    entries whose placeholders differ, and the like
+    python -m course_tools.messages --all         every collected message
+    python -m course_tools.messages --problems    entries whose placeholders differ, and the like
     (--json: the same as a JSON object, message -> where it was seen)
 
 `collect()` runs, in English, what reaches a learner: every exercise's reference solution, the
@@ -27,9 +27,9 @@ import sys
 from pathlib import Path
 from unittest import mock
 
-from .catalogue import PLACEHOLDER, in_language, problems, recording, untranslated
+from course_lib.i18n.catalogue import PLACEHOLDER, in_language, problems, recording, untranslated
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 VALUE = " (value)"
 # Sources whose f-strings are the messages (what no run here reaches): file -> functions (None:
 # all).
@@ -244,7 +244,7 @@ def _render(result) -> None:
 
 
 def _function_exercise(ex) -> None:
-    from ..exercises.spec import judge_outcome
+    from course_lib.exercises.spec import judge_outcome
 
     key = ex.key()
     candidates = [key.solution] + [w.function for w in key.wrong_answers] if key else []
@@ -269,7 +269,7 @@ def _function_exercise(ex) -> None:
 
 
 def _hints(ex) -> None:
-    from ..widgets import hint_widget
+    from course_lib.widgets import hint_widget
 
     before = ex._hints_shown
     try:
@@ -282,7 +282,7 @@ def _hints(ex) -> None:
 
 
 def _quiz(quiz) -> None:
-    from ..widgets import CHOOSE_ONE, EMPTY_ANSWER, answer_cell_note, quiz_widget
+    from course_lib.widgets import CHOOSE_ONE, EMPTY_ANSWER, answer_cell_note, quiz_widget
 
     before = quiz._hints_shown
     try:
@@ -306,8 +306,8 @@ def _quiz(quiz) -> None:
 def exercises() -> None:
     """Every exercise: checks of its reference, stub and wrong answers; its hints; quizzes'
     answers."""
-    from ..chapters import Chapter
-    from ..exercises import all_exercises
+    from course_lib.chapters import Chapter
+    from course_lib.exercises import all_exercises
 
     for ex in all_exercises():
         if ex.kind == "function":
@@ -325,7 +325,7 @@ def exercises() -> None:
 def explainer() -> None:
     """Every entry of the knowledge base rendered, the cheat sheet, and the corpus of real
     messages."""
-    from ..explainer import (
+    from course_lib.explainer import (
         ENTRIES,
         NO_ERROR,
         UNKNOWN,
@@ -358,7 +358,7 @@ def doctor() -> None:
     (tests/test_course_lib.py)."""
     import torch
 
-    from .. import doctor as doc
+    from course_lib import doctor as doc
 
     report = doc.environment_report()
     doc.format_report(report)
@@ -456,7 +456,7 @@ def skip_lines() -> None:
 
     import torch
 
-    from .. import device
+    from course_lib import device
 
     calls = notebook_calls("gpu_only") + notebook_calls("gpu_reference")  # (what, figure)
     calls += [([calls[0][0][0] if calls else "..."], {"figure": key}) for key in device.FIGURE_KEYS]
@@ -492,16 +492,16 @@ def skip_lines() -> None:
 
 def widgets() -> None:
     """The progress table in each state of a chapter."""
-    from ..exercises import all_exercises
-    from ..exercises.progress import chapter_summary
-    from ..widgets import progress_table
+    from course_lib.exercises import all_exercises
+    from course_lib.exercises.progress import chapter_summary
+    from course_lib.widgets import progress_table
 
     rows = chapter_summary(all_exercises())
     for done, attempted in ((0, 0), (0, 1), (1, 0)):
         progress_table(
             [dict(r, done=done if done == 0 else r["total"], attempted=attempted) for r in rows]
         )
-    from ..widgets import reveal
+    from course_lib.widgets import reveal
 
     quiz = next(ex for ex in all_exercises() if ex.kind != "function")
     for _, kwargs in notebook_calls("reveal", keywords_only=True):  # the notebooks' buttons
@@ -512,7 +512,7 @@ def _chapter(number: str):
     """A chapter's module, imported by name as a notebook does (shared code never imports one)."""
     import importlib
 
-    from ..chapters import get
+    from course_lib.chapters import get
 
     return importlib.import_module(get(number).module)
 
@@ -522,7 +522,7 @@ def measurements() -> None:
     notebooks' titles, and the notebooks' labels of timings."""
     import torch
 
-    from .. import measure, profiling
+    from course_lib import measure, profiling
 
     ch05_speedups = _chapter("05")
 
@@ -550,9 +550,9 @@ def measurements() -> None:
 
 def feedback_files() -> None:
     """The grader's feedback file of a record with every kind of row (grading/feedback.py)."""
-    from ..exercises import all_exercises
-    from ..grading import feedback
-    from ..grading.records import STATUSES
+    from course_lib.exercises import all_exercises
+    from course_lib.grading import feedback
+    from course_lib.grading.records import STATUSES
 
     exercises = []
     for ex in all_exercises():
@@ -599,7 +599,7 @@ def chapters_06_07() -> None:
     import torch
 
     ch06, ch07 = _chapter("06"), _chapter("07")
-    from .. import data, ddp_worker, memory, profiling
+    from course_lib import data, ddp_worker, memory, profiling
 
     digits = data.digits_split(test_fraction=0.2, seed=0)[0]
     # ---- chapter 06: where the memory goes
@@ -798,7 +798,7 @@ def _constant(node):
     """The value of `section("06", "empty_cache")` written in an f-string (a fixed text), or
     None."""
     if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "section":
-        from ..sections import section
+        from course_lib.sections import section
 
         try:
             return section(
@@ -881,7 +881,7 @@ def source_templates(path: Path, functions=None) -> list:
 
 def static_templates() -> list:
     """The messages of STATIC_SOURCES that are prose (their f-strings as templates)."""
-    from .catalogue import is_prose
+    from course_lib.i18n.catalogue import is_prose
 
     out = []
     for name, functions in STATIC_SOURCES.items():
@@ -898,7 +898,7 @@ def static_templates() -> list:
 
 def origin_in_source(text: str, templates: list):
     """The source template `text` was made from, as (template, "file:line"), or None."""
-    from .catalogue import PLACEHOLDER, _pattern
+    from course_lib.i18n.catalogue import PLACEHOLDER, _pattern
 
     for template, where in templates:
         literal = "".join(PLACEHOLDER.split(template)[::2])
@@ -942,7 +942,7 @@ def add(translations: dict, lang: str = "zh") -> dict:
     catalogue when the English appears only in the key (a hidden test's name: the student bundle
     must not
     name it), else into course_lib/i18n/. Returns {file: entries added}."""
-    from .catalogue import CATALOGUES, entries
+    from course_lib.i18n.catalogue import CATALOGUES, entries
 
     public = _public_text()
     key_source = "\n".join(
@@ -962,7 +962,7 @@ def add(translations: dict, lang: str = "zh") -> dict:
             json.dumps(table, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8"
         )
     entries.cache_clear()
-    from .catalogue import templates
+    from course_lib.i18n.catalogue import templates
 
     templates.cache_clear()
     return {str(path.relative_to(ROOT)): len(new) for path, new in added.items()}
@@ -970,7 +970,7 @@ def add(translations: dict, lang: str = "zh") -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m course_lib.i18n.messages", description=__doc__.split("\n")[0]
+        prog="python -m course_tools.messages", description=__doc__.split("\n")[0]
     )
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument(
