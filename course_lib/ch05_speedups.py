@@ -324,7 +324,7 @@ START_METHODS = (
         "fork",
         "Linux with Python up to 3.13",
         (
-            "the worker is a copy of this process: fast to start, nothing to import or pickle; "
+            "the worker is a copy of this process, fast to start with nothing to import or pickle; "
             "but once this process has used CUDA, a forked child cannot use CUDA at all"
         ),
     ),
@@ -332,7 +332,7 @@ START_METHODS = (
         "forkserver",
         "Linux with Python 3.14 and newer",
         (
-            "a small server process, started once, forks each worker: the dataset is pickled and "
+            "a small server process, started once, forks each worker; the dataset is pickled and "
             "its class must be importable (as with spawn); the server has not used CUDA, so its "
             "workers can"
         ),
@@ -341,7 +341,7 @@ START_METHODS = (
         "spawn",
         "macOS and Windows",
         (
-            "each worker is a fresh Python that imports torch and your dataset's module: seconds "
+            "each worker is a fresh Python that imports torch and your dataset's module, seconds "
             "per start; the dataset is pickled and its class must be importable"
         ),
     ),

@@ -896,8 +896,8 @@ who_saves = chapter.quiz(
             "while the others may lag behind"
         ),
         "d": (
-            "Rank 0 only, then a barrier: after every step the replicas hold identical weights, "
-            "so one copy is complete"
+            "Rank 0 alone, then a barrier: the averaged gradients keep all replicas equal, so "
+            "one rank's weights are the model"
         ),
     },
     digest="36e19008ec6a0bf2",
@@ -944,7 +944,10 @@ forgot_init = chapter.quiz(
         "b": (
             "TypeError: a `range` is not a Dataset; the sampler needs an object with `__getitem__`"
         ),
-        "c": "ValueError: the default process group has not been initialized",
+        "c": (
+            "ValueError: the sampler asks the default process group for world size and rank; "
+            "none exists"
+        ),
         "d": "KeyError: 'RANK' is not in the environment: the sampler reads torchrun's variables",
     },
     hints=[

@@ -7,6 +7,8 @@ a step sends), lays out the ZeRO stages, and holds the chapter's exercise and qu
 exercise is checked against FSDP itself: its judge measures real gloo processes.
 """
 
+import math
+
 import torch
 from torch import nn
 
@@ -29,6 +31,7 @@ __all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
     "rank_bytes",
     "when_sharding_pays",
     "fsdp_gigabytes",
+    "reshard_kept",
     # teaching helpers: the demos, tables and models the notebook uses
     "one_process",
     "show_one_process",
@@ -38,8 +41,10 @@ __all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
     "bytes_report",
     "plot_bytes",
     "collectives_report",
+    "reshard_report",
     "ring_numbers",
     "zero_table",
+    "CHAPTER_SHAPES",
 ]
 
 
@@ -181,6 +186,22 @@ def collectives_report(result: ddp_worker.LaunchResult, rank: int = 0) -> str:
     return "\n".join(lines)
 
 
+def reshard_report(result: ddp_worker.LaunchResult, rank: int = 0) -> str:
+    """Per FSDP run on `rank`: its all-gathers in one step, and the bytes of parameters it held
+    right after forward and after the step (chapter 08)."""
+    r, lines = result.ranks[rank], []
+    for run, between in r["after_forward"].items():
+        gathers = [n for name, n in r["sent"][run] if name.endswith("all_gather")]
+        after_step = r["holds"][run]["parameters"]
+        lines.append(
+            tr(
+                f"{run}: {len(gathers)} all-gather(s), {sum(gathers):,} numbers; parameters held "
+                f"after forward {format_bytes(between)}, after the step {format_bytes(after_step)}"
+            )
+        )
+    return "\n".join(lines)
+
+
 def ring_numbers(parameters: int, world_size: int) -> dict:
     """Numbers each rank sends per step in a ring, for DDP
     and for FSDP (NCCL's reduce-scatter) (chapter 08).
@@ -193,27 +214,41 @@ def ring_numbers(parameters: int, world_size: int) -> dict:
     return {"DDP": 2 * share, "FSDP": 3 * share}
 
 
-# (stage, what is split across the ranks, bytes per
-# parameter per rank: weights, grads, Adam) with N ranks
+# (stage, what is split across the ranks, which parts it
+# shards); bytes per number: weights 4, grads 4, Adam 8
 ZERO_STAGES = (
-    ("DDP (no sharding)", "nothing", lambda n: (4, 4, 8)),
-    ("ZeRO-1", "Adam's state", lambda n: (4, 4, 8 / n)),
-    ("ZeRO-2", "+ gradients", lambda n: (4, 4 / n, 8 / n)),
-    ("ZeRO-3 = FSDP", "+ parameters", lambda n: (4 / n, 4 / n, 8 / n)),
+    ("DDP (no sharding)", "nothing", ()),
+    ("ZeRO-1", "Adam's state", ("Adam",)),
+    ("ZeRO-2", "+ gradients", ("grads", "Adam")),
+    ("ZeRO-3 = FSDP", "+ parameters", ("weights", "grads", "Adam")),
 )
+PART_BYTES = (("weights", 4), ("grads", 4), ("Adam", 8))
 
 
-def zero_table(parameters: int, world_size: int) -> str:
-    """Bytes per rank for each ZeRO stage, float32
-    with Adam (step counters left out) (chapter 08)."""
-    head = [("weights", 11), ("grads", 11), ("Adam", 11), ("per rank", 12)]
+def rank0_share(shapes, world_size: int) -> int:
+    """Numbers rank 0 holds of parameters with these shapes, each cut along dimension 0 as
+    torch.chunk cuts it: the largest share when the rows do not divide (chapter 08)."""
+    return sum(
+        torch.chunk(torch.empty(shape, device="meta"), world_size)[0].numel() for shape in shapes
+    )
+
+
+def zero_table(shapes, world_size: int) -> str:
+    """Bytes rank 0 holds for each ZeRO stage, float32 with Adam (step counters left out), its
+    shards as torch.chunk cuts them (chapter 08)."""
+    parameters = sum(math.prod(shape) for shape in shapes)
+    mine = rank0_share(shapes, world_size)
+    head = [("weights", 11), ("grads", 11), ("Adam", 11), ("rank 0", 12)]
     lines = [
-        tr(f"{parameters:,} parameters on {world_size} ranks, float32, Adam:"),
+        tr(
+            f"{parameters:,} parameters on {world_size} ranks, float32, Adam; rank 0's shards "
+            f"(torch.chunk): {mine:,} numbers (an even split: {parameters / world_size:,.2f}):"
+        ),
         f"  {ljust(tr('stage'), 20)}{ljust(tr('shards'), 15)}"
         + "".join(rjust(tr(name), n) for name, n in head),
     ]
-    for stage, what, per_parameter in ZERO_STAGES:
-        parts = [b * parameters for b in per_parameter(world_size)]
+    for stage, what, sharded in ZERO_STAGES:
+        parts = [b * (mine if part in sharded else parameters) for part, b in PART_BYTES]
         lines.append(
             f"  {ljust(tr(stage), 20)}{ljust(tr(what), 15)}"
             + "".join(f"{format_bytes(b):>11}" for b in parts)
@@ -283,9 +318,10 @@ when_sharding_pays = chapter.quiz(
     title="When does sharding pay?",
     kind="multiple",
     question=(
-        "Sharding the model with FSDP costs communication: each step all-gathers the parameters "
-        "in forward and again in backward, and reduce-scatters the gradients, about 1.5 times "
-        "what DDP's one all-reduce sends. In which cases is it worth that? Choose all that apply."
+        "Sharding the model with FSDP costs communication: by default each step all-gathers each "
+        "layer's parameters in forward and again in backward, and reduce-scatters the gradients, "
+        "about 1.5 times what DDP's one all-reduce sends over NCCL. In which cases is it worth "
+        "that? Choose all that apply."
     ),
     options={
         "a": (
@@ -358,5 +394,50 @@ fsdp_gigabytes = chapter.quiz(
         "4 bytes of weights + 4 of gradients + 8 of Adam's two averages = 16 bytes per parameter, "
         "16 GB for 1 billion; FSDP on 8 GPUs leaves each GPU 16 / 8 = 2 GB. DDP would hold 16 GB "
         "on every GPU."
+    ),
+)
+
+
+reshard_kept = chapter.quiz(
+    "reshard_kept",
+    title="Keep the layers gathered?",
+    kind="single",
+    question=(
+        "In the chapter's 2-rank run, every fully_shard call is given reshard_after_forward=False "
+        "(the third run above). Compared with the default, what changes in one training step?"
+    ),
+    options={
+        "a": "Its peak memory is lower, since no layer is ever gathered twice in one training step",
+        "b": "Between steps each rank holds the whole model again, as it would under DDP",
+        "c": "One all-gather per layer instead of two; whole layers held from forward to backward",
+        "d": "The gradients are all-reduced whole instead of reduce-scattered, as in DDP",
+    },
+    digest="9ec4c89a4f0d7211",
+    hints=[
+        f"Compare the two FSDP lines of {section('08', 'What sharding costs')}: count the "
+        f"all-gathers, and the parameters held after forward and after the step.",
+        "What must backward have for each layer, and where does it come from when forward did "
+        "not free it?",
+    ],
+    why={
+        "a": (
+            "The other way round: a layer it does not gather again in backward is one it kept "
+            "whole since forward, so between forward and backward each rank holds every layer "
+            "whole (75 KiB here instead of 37.5)."
+        ),
+        "b": (
+            "After backward FSDP reshards every layer all the same: after the step both FSDP runs "
+            "hold half of the parameters, as measured."
+        ),
+        "d": (
+            "The gradients are still reduce-scattered (an all-reduce only under gloo, which FSDP "
+            "keeps its rows of): each rank keeps the sum for its own rows."
+        ),
+    },
+    explanation=(
+        "Forward gathers each layer and keeps it, so backward needs no second all-gather: one "
+        "all-gather and one reduce-scatter per layer, DDP's traffic (ZeRO-2's trade), for whole "
+        "layers held between forward and backward. The default frees them after forward (ZeRO-3) "
+        "except the root's, which backward needs first. An int N reshards to groups of N ranks."
     ),
 )

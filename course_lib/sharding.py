@@ -72,14 +72,29 @@ def held(model: nn.Module, optimizer) -> dict:
     }
 
 
-def shard(model: nn.Module, device) -> nn.Module:
+def shard(model: nn.Module, device, **options) -> nn.Module:
     """FSDP2: `fully_shard` each Linear layer (one all-gather
     each), then the whole model, on the run's device (chapter 08)."""
     mesh = run_mesh(device)  # 1-D: every rank holds 1/N
     for layer in model.modules():
         if isinstance(layer, nn.Linear):
-            fully_shard(layer, mesh=mesh)
-    return fully_shard(model, mesh=mesh)
+            fully_shard(layer, mesh=mesh, **options)
+    return fully_shard(model, mesh=mesh, **options)
+
+
+# the runs of chapter 08: name -> fully_shard's options (DDP
+# is the replica); False keeps each layer gathered until backward
+SHARDED_RUNS = {"FSDP": {}, "FSDP, reshard_after_forward=False": {"reshard_after_forward": False}}
+
+
+def after_forward(model: nn.Module) -> list:
+    """Bytes of parameters the rank holds right after each forward of `model` (FSDP's own hooks,
+    registered earlier, have resharded what they reshard): filled in as the model runs."""
+    seen = []
+    model.register_forward_hook(
+        lambda module, args, out: seen.append(sum(local_bytes(p) for p in module.parameters()))
+    )
+    return seen
 
 
 def shard_rows(model: nn.Module) -> list:
@@ -142,11 +157,13 @@ def compare_rank(rank: int, device: torch.device, config) -> dict:
     )
     loader = DataLoader(dataset, batch_size=config.per_device_batch, sampler=sampler)
     replica = ddp_worker.make_model(config).to(device)
-    plain = {"DDP": replica, "FSDP": shard(ddp_worker.make_model(config).to(device), device)}
-    runs = {
-        "DDP": DDP(replica, device_ids=[device.index] if device.type == "cuda" else None),
-        "FSDP": plain["FSDP"],
+    plain = {"DDP": replica} | {
+        name: shard(ddp_worker.make_model(config).to(device), device, **options)
+        for name, options in SHARDED_RUNS.items()
     }
+    gathered = {name: after_forward(plain[name]) for name in SHARDED_RUNS}
+    runs = {"DDP": DDP(replica, device_ids=[device.index] if device.type == "cuda" else None)}
+    runs |= {name: plain[name] for name in SHARDED_RUNS}
     optimizers = {
         name: torch.optim.Adam(model.parameters(), lr=config.lr) for name, model in runs.items()
     }
@@ -162,8 +179,11 @@ def compare_rank(rank: int, device: torch.device, config) -> dict:
         "sent": sent,
         "holds": {name: held(model, optimizers[name]) for name, model in plain.items()},
         "shards": shard_rows(plain["FSDP"]),
+        "after_forward": {name: seen[0] for name, seen in gathered.items()},
         "weights_gap": max(
-            (weights["DDP"][k] - weights["FSDP"][k]).abs().max().item() for k in weights["DDP"]
+            (weights["DDP"][k] - weights[name][k]).abs().max().item()
+            for name in SHARDED_RUNS
+            for k in weights["DDP"]
         ),
     }
     dist.barrier()
@@ -226,6 +246,7 @@ def measure_holdings(shapes, world_size: int) -> list:
 
 __all__ = [
     "PARTS",
+    "SHARDED_RUNS",
     "ShapesModel",
     "collectives",
     "compare_rank",

@@ -213,6 +213,7 @@ STATIC_SOURCES = {
         "bytes_report",
         "plot_bytes",
         "collectives_report",
+        "reshard_report",
         "_counts",
         "zero_table",
         "ZERO_STAGES",

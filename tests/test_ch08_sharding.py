@@ -12,6 +12,7 @@ from course_lib.checks.base import rebuild
 from course_lib.checks.sharding import RankBytes
 from course_lib.exercises import NOT_ATTEMPTED, Fail, wire
 from course_lib.key import ch08_sharding as key
+from course_lib.memory import format_bytes
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +88,12 @@ def test_reports_and_the_plot(run):
 def test_zero_table_and_ring_arithmetic():
     assert ch.ring_numbers(1000, 2) == {"DDP": 1000.0, "FSDP": 1500.0}
     assert ch.ring_numbers(800, 8) == {"DDP": 1400.0, "FSDP": 2100.0}
-    table = ch.zero_table(1024, 4)
+    table = ch.zero_table([(1024,)], 4)
     assert "16.00 KiB" in table.splitlines()[2] and table.splitlines()[-1].endswith("4.00 KiB")
+    # 8 ranks: torch.chunk gives Linear(256, 10)'s 10 rows as 2, 2, 2, 2, 2, 0, 0, 0
+    assert ch.rank0_share(ch.CHAPTER_SHAPES, 8) == 32 * 64 + 32 + 2 * 256 + 2 == 2594
+    last = ch.zero_table(ch.CHAPTER_SHAPES, 8).splitlines()[-1]
+    assert last.endswith(format_bytes(16 * 2594))  # not 19,210 / 8 = 2,401.25 numbers
 
 
 def test_the_task_travels_on_torchrun_s_command_line(monkeypatch):
@@ -201,3 +206,19 @@ def test_the_mesh_is_built_on_the_runs_device_not_the_accelerator(one_gpu_gloo):
     assert all(sharding.local(p).device.type == "cpu" for p in model.parameters())
     found = sharding.HoldingsTask([(3, 2)])(0, 1)
     assert one_gpu_gloo[3:] == ["cpu"] and found["FSDP"]["parameters"] == 4 * 6
+
+
+def test_reshard_after_forward_false_gathers_once_and_keeps_the_whole_layers_until_backward(run):
+    r = run.ranks[0]
+    total, mine = r["total_parameters"], r["holds"]["FSDP"]["parameter_count"]
+    kept = "FSDP, reshard_after_forward=False"
+    gathers = {
+        name: [n for c, n in r["sent"][name] if c.endswith("all_gather")] for name in ("FSDP", kept)
+    }
+    assert len(gathers["FSDP"]) == 4 and len(gathers[kept]) == 2  # forward only: ZeRO-2's traffic
+    assert sum(gathers[kept]) == mine
+    assert r["after_forward"] == {"FSDP": 4 * mine, kept: 4 * total}  # whole layers held
+    assert r["holds"][kept] == r["holds"]["FSDP"]  # between steps both hold 1/N
+    assert r["losses"][kept] == pytest.approx(r["losses"]["DDP"], abs=1e-5)
+    report = ch.reshard_report(run)
+    assert "2 all-gather(s)" in report and "4 all-gather(s)" in report

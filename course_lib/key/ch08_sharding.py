@@ -99,4 +99,5 @@ KEY = {
     ),
     "when_sharding_pays": AnswerKey(answer=["a", "c"]),
     "fsdp_gigabytes": AnswerKey(answer=2.0),
+    "reshard_kept": AnswerKey(answer="c"),
 }
