@@ -132,7 +132,7 @@ device_label = chapter.quiz(
     options={
         "a": "PyTorch raises a RuntimeError at once: this laptop has no CUDA GPU",
         "b": "A small block of GPU memory is reserved for the first tensor",
-        "c": "Nothing is allocated: `d` is a label; using it for a tensor fails",
+        "c": "Nothing happens on a GPU: `d` names a place; a tensor put there fails",
         "d": "`d` quietly becomes the CPU device, so later code runs there",
     },
     digest="50d4fd0c137e169d",

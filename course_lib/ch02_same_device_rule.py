@@ -495,7 +495,10 @@ forgot_assignment = chapter.quiz(
         "a": "RuntimeError: x never left the CPU, and the model's weight is on meta",
         "b": "No error: `model.to` and `x.to` both moved their objects in place",
         "c": "TypeError: `model.to` returned None, so `model` can no longer be called",
-        "d": "AttributeError: a plain tensor has no `.to` method; only modules do",
+        "d": (
+            "RuntimeError the other way round: `model.to`'s moved copy was thrown away, so the "
+            "weights stayed on the CPU and x moved"
+        ),
     },
     hints=[
         "Look at the two `.to` lines: which result is kept, and which is thrown away?",
@@ -514,8 +517,8 @@ forgot_assignment = chapter.quiz(
             f"{section('02', '`Module.to` and `Tensor.to`')} printed `returned is model: True`."
         ),
         "d": (
-            f"Tensors do have `.to` ({section('02', '`Module.to` and `Tensor.to`')} used "
-            "`x.to(other)`): the line runs, it just does not move `x`."
+            "The other way round: a module moves in place and returns itself; `Tensor.to` "
+            "returns a new tensor, and that is the copy thrown away."
         ),
     },
     explanation=(

@@ -167,8 +167,8 @@ seed_dynamicnet = chapter.quiz(
             "the first pass's output"
         ),
         "b": (
-            "TypeError: forward() cannot contain a Python for loop; a dynamic depth needs a "
-            "ModuleList"
+            "No error: the graph is fixed when the model is built, so `linear2` runs once and "
+            "the output has shape (4, 5)"
         ),
         "c": "RuntimeError: the shapes cannot be multiplied in the second pass through `linear2`",
         "d": (
@@ -186,8 +186,8 @@ seed_dynamicnet = chapter.quiz(
             "does it return?"
         ),
         "b": (
-            "forward is plain Python: for, if and print all work in it "
-            f"({section('03', 'plain Python')} ran a loop)."
+            "PyTorch builds the graph anew on every call, while forward runs: the loop really "
+            "calls `linear2` twice."
         ),
         "d": "`x.shape[1]` is a plain Python int; a Python if on it is fine inside forward.",
     },

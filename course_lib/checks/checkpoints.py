@@ -12,6 +12,7 @@ from torch import nn
 from ..exercises.spec import Fail
 from ..exercises.wire import TensorValue, roundtrip
 from .base import Check, attempt, check, expected, is_error, same_values, type_name
+from .rig import DeviceLog, made_elsewhere
 
 
 def missing_gpu() -> str:
@@ -65,15 +66,17 @@ class TinyNet(nn.Module):
 # ---------------------------------------------------------------- add_positions
 @check
 class Positions(Check):
-    """add_positions on a `shape` tensor of zeros on `device`: the result, by value."""
+    """add_positions on a `shape` tensor of zeros on `device`: the result, by value, and whether
+    the positions were made on `device` (not on the CPU, then copied), as make_batch's check."""
 
     shape: tuple
     device: str
 
     def run(self, candidate):
         x = torch.zeros(self.shape, device=self.device)
-        got, error = attempt(lambda: candidate(x), candidate)
-        return {"got": got, "error": error}
+        with DeviceLog() as log:
+            got, error = attempt(lambda: candidate(x), candidate)
+        return {"got": got, "error": error, "ops": log.ops[:200]}
 
     def judge(self, seen, ref):
         shape, device, got = tuple(self.shape), self.device, seen["got"]
@@ -97,6 +100,17 @@ class Positions(Check):
                 "The result is not on the input's device.",
                 expected=str(torch.device(device)),
                 got=got.device,
+            )
+        detour = made_elsewhere(seen.get("ops", ()), torch.device(device))
+        if detour:
+            raise Fail(
+                "The positions were made on another device and then copied to x's device.",
+                expected=f"one operation that creates it on {device}",
+                got=f"{detour[0]} made it on the CPU first",
+                hint=(
+                    "Make the positions where x lives: `torch.arange(..., device=x.device)` "
+                    "creates them there, with no CPU copy and no transfer."
+                ),
             )
         if device == "cpu":
             want = torch.arange(shape[-1], dtype=torch.float32).expand(shape)

@@ -13,7 +13,7 @@ import torch
 from ..exercises.spec import Fail
 from ..exercises.wire import TensorValue
 from .base import Check, check, error_record, shown, type_name
-from .rig import DeviceLog
+from .rig import DeviceLog, made_elsewhere
 
 # Machines a learner's code may meet; the simulator makes torch believe it runs on them.
 MACHINES = {
@@ -335,9 +335,7 @@ class Batch(Check):
             )
         if not self.detour_check or device.type == "cpu":
             return
-        detour = [
-            op for op, dev, shape in seen["ops"] if dev != str(device) and tuple(shape) == got.shape
-        ]
+        detour = made_elsewhere(seen["ops"], device, got.shape)
         drew = not (
             isinstance(seen["rng_after"], TensorValue)
             and seen["rng_after"].values is not None

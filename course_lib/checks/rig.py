@@ -53,6 +53,16 @@ class DeviceLog(TorchDispatchMode):
         )
 
 
+def made_elsewhere(ops, device, shape=None) -> list:
+    """The operations in a DeviceLog's `ops` that made a tensor (of `shape`, when given) on a
+    device other than `device`: a detour through another device (chapters 01, 04)."""
+    return [
+        op
+        for op, dev, made in ops
+        if dev != str(device) and (shape is None or tuple(made) == tuple(shape))
+    ]
+
+
 def trace_devices(fn):
     """Run fn() and print which operations made tensors on which device (chapter 01)."""
     with DeviceLog() as log:

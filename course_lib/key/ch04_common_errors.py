@@ -30,6 +30,10 @@ def _positions_on_cpu(x):
     return x + torch.arange(x.shape[-1])
 
 
+def _positions_copied_over(x):
+    return x + torch.arange(x.shape[-1], dtype=x.dtype).to(x.device)
+
+
 def _positions_wrong_dim(x):
     return x + torch.arange(x.shape[0], device=x.device).unsqueeze(-1)
 
@@ -89,6 +93,11 @@ KEY = {
         ],
         wrong_answers=[
             WrongAnswer("arange on the CPU", _positions_on_cpu, "device=x.device"),
+            WrongAnswer(
+                "arange on the CPU, then .to(x.device)",
+                _positions_copied_over,
+                "made on another device and then copied",
+            ),
             WrongAnswer(
                 "positions along the wrong dimension", _positions_wrong_dim, "LAST dimension"
             ),
