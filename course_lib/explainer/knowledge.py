@@ -44,6 +44,9 @@ class Entry:
 
 
 _DEVICE = r"[a-z]+(?::\d+)?"
+# torch.OutOfMemoryError / torch.cuda.OutOfMemoryError, not cupy.cuda.memory's nor OpenCV's
+# cv::OutOfMemoryError
+TORCH_OOM_CLASS = r"(?<![\w.:])(?:torch\.(?:cuda\.)?)?OutOfMemoryError\b"
 _SIZE = r"[\d.]+ ?(?:[KMGT]i?B|bytes)"
 # a checkpoint saved as {'state_dict': ..., 'optimizer':
 # ...}: its only "unexpected key" is the container's
@@ -792,7 +795,7 @@ ENTRIES = (
         (
             r"CUDA out of memory",
             r"CUDA error: out of memory",
-            r"(?<![\w.])(?:torch\.(?:cuda\.)?)?OutOfMemoryError\b",  # not cupy.cuda.memory's
+            TORCH_OOM_CLASS,
             r"cuda runtime error ?\(2\) ?: out of memory",
             r"Tried to allocate " + _SIZE + r" \(GPU \d+; " + _SIZE + " total capac",
             r"GPU \d+ has a total capac\w* of " + _SIZE,
@@ -2108,7 +2111,7 @@ FAMILIES = (
         "An accelerator (or the CPU) ran out of memory",
         (
             r"(?-i:\b(?:CUDA|MPS|XPU|HIP|NPU)\b) (?:backend )?out of memory\b",
-            r"(?<![\w.])(?:torch\.(?:cuda\.)?)?OutOfMemoryError\b",
+            TORCH_OOM_CLASS,
             r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)",
             r"\bCUDNN_STATUS_(?:ALLOC_FAILED|NOT_ENOUGH_WORKSPACE)\b",
         ),
