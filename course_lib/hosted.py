@@ -166,17 +166,17 @@ def _say(text: str) -> None:
             print(translated)
 
 
-def _enable_widgets(platform) -> str:
+def _enable_widgets(platform) -> bool:
     """Colab renders ipywidgets 8 through its custom widget manager: turn it on; else nothing."""
     if platform.name != "colab":
-        return ""
+        return False
     try:
         from google.colab import output
 
         output.enable_custom_widget_manager()
     except (ImportError, AttributeError):
-        return ""
-    return tr("Colab's widget manager on")
+        return False
+    return True
 
 
 def _keep_progress(platform) -> str:
@@ -230,10 +230,14 @@ def bootstrap(url: str = "", branch: str = "main", update=False, modules=None, e
         return ""
     if update and not install(repository_url(url), branch):
         return ""
-    parts = [part for part in (_enable_widgets(platform), _versions()) if part]
-    progress = _keep_progress(platform)
-    raw_what = ", ".join(parts)
-    _say(f"{platform.label}: course ready with this platform's packages ({raw_what}).")
+    raw_what, progress = _versions(), _keep_progress(platform)
+    if _enable_widgets(platform):
+        _say(
+            f"{platform.label}: course ready with this platform's packages ({raw_what}), "
+            f"its widget manager on."
+        )
+    else:
+        _say(f"{platform.label}: course ready with this platform's packages ({raw_what}).")
     if progress:
         _say(f"progress kept in {progress}.")
     _say(f"To hand in, download the notebook: {tr(platform.download)}.")

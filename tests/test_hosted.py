@@ -86,7 +86,8 @@ def test_on_colab_the_widget_manager_is_turned_on_and_progress_kept(capsys, monk
     assert hosted.bootstrap(URL, BRANCH) == "colab"
     out = capsys.readouterr().out
     assert calls == ["on"]
-    assert "Colab: course ready with this platform's packages (Colab's widget manager on" in out
+    assert "Colab: course ready with this platform's packages (torch " in out
+    assert "its widget manager on." in out and "已打开它的控件管理器" in out
     assert "torch " in out and "ipywidgets " in out  # the platform's own versions, said
     assert str(tmp_path / "course-progress.json") in out
     assert "Download .ipynb" in out
