@@ -320,3 +320,18 @@ def test_hosted_from_a_bad_address_is_a_clear_error_and_writes_nothing(tmp_path)
     assert proc.returncode == 2
     assert "https://github.com/ORG/REPO" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "b").exists()
+
+
+def test_hosted_release_keeps_the_two_editions_in_step(hosted_bundle):
+    """Both editions gain the same two cells in the same places: the pair keeps the shape
+    (ids, types, order) and notebook metadata `python -m course_lib.i18n check` asks of them."""
+    from course_lib.i18n.editions import zh_notebook_metadata
+
+    for nb in NOTEBOOKS:
+        en = json.loads((hosted_bundle / "notebooks" / nb.name).read_text(encoding="utf-8"))
+        zh = json.loads((hosted_bundle / "notebooks" / "zh" / nb.name).read_text(encoding="utf-8"))
+        shape = lambda book: [(c["id"], c["cell_type"]) for c in book["cells"]]
+        assert shape(en) == shape(zh)
+        assert zh["metadata"] == zh_notebook_metadata(en["metadata"])
+        bootstrap = [c for c in en["cells"] if c["id"] == "hosted-bootstrap"]
+        assert bootstrap == [c for c in zh["cells"] if c["id"] == "hosted-bootstrap"]
