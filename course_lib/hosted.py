@@ -209,10 +209,11 @@ def pip_command(url: str, branch: str) -> list:
 
 
 def install(url: str, branch: str, run=None) -> bool:
-    """pip install --no-deps the course from the repository; False (said why) without network."""
+    """pip install --no-deps the course again from the repository (its other packages stay as
+    they are); False, having said why, without network."""
     run = run or subprocess.run
     try:
-        done = run(pip_command(url, branch), capture_output=True, text=True)
+        done = run([*pip_command(url, branch), "--force-reinstall"], capture_output=True, text=True)
     except OSError as err:
         _say(f"could not run pip: {err}")
         return False

@@ -167,3 +167,17 @@ def test_the_cell_imports_no_course_lib_before_the_install():
     assert not [
         n for n in ast.walk(tree) if isinstance(n, ast.Import) and n.names[0].name == "course_lib"
     ]
+
+
+def test_an_update_reinstalls_the_course_alone(monkeypatch, capsys, tmp_path):
+    calls = []
+    monkeypatch.setattr(
+        subprocess,
+        "run",
+        lambda command, **k: calls.append(command) or subprocess.CompletedProcess(command, 0),
+    )
+    env = {"KAGGLE_KERNEL_RUN_TYPE": "Interactive"}
+    assert hosted.bootstrap(URL + "/", BRANCH, update=True, modules={}, environ=env) == "kaggle"
+    assert calls == [[*hosted.pip_command(URL, BRANCH), "--force-reinstall"]]
+    out = capsys.readouterr().out
+    assert "Kaggle: course ready" in out and "File > Download notebook" in out
