@@ -13,10 +13,12 @@ from a run on the platform (none was reachable from where this was written):
   the `COLAB_RELEASE_TAG` variable, `google.colab.output.enable_custom_widget_manager()`.
 - Kaggle: the `kaggle.com/kernels/welcome?src=` link form (Kaggle's "Open in Kaggle" badge), the
   `KAGGLE_KERNEL_RUN_TYPE` variable, `/kaggle/working` as the folder a session keeps.
-- ModelScope's free notebooks run on Alibaba Cloud PAI-DSW; `DSW_INSTANCE_ID` is the variable
-  PAI's own SDK reads to know it is inside DSW. Whether ModelScope's free instances set it, and
-  their GPU quota, are unverified; there is no open-from-GitHub link: the learner clones the
-  repository (or uploads the notebook) from the instance's JupyterLab.
+- ModelScope (魔搭): its free notebooks are said to run on Alibaba Cloud PAI-DSW, with a free GPU
+  quota; neither, nor the modelscope.cn/my/mynotebook address, could be read from ModelScope's
+  own pages here: unverified. `DSW_INSTANCE_ID` is the variable PAI's own SDK reads to know it
+  is inside DSW (seen in its source); whether ModelScope's free instances set it is unverified.
+  There is no open-from-GitHub link: the learner clones the repository (or uploads the
+  notebook) from the instance's JupyterLab.
 """
 
 import importlib.util
