@@ -84,7 +84,13 @@ def cmd_release(args) -> int:
         )
         return 2
     try:
-        report = release(args.out_dir, force=args.force, lang=args.lang)
+        report = release(
+            args.out_dir,
+            force=args.force,
+            lang=args.lang,
+            hosted_from=args.hosted_from,
+            branch=args.branch,
+        )
     except (ValueError, FileExistsError) as err:
         print(_why("no bundle written:", err), file=sys.stderr)
         return 2
@@ -341,6 +347,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="en",
         help="the edition to hand out: en (notebooks/), zh (notebooks/zh/) or both (default en)",
     )
+    p.add_argument(
+        "--hosted-from",
+        metavar="https://github.com/ORG/REPO",
+        help="the repository the bundle is published at: stamps Open in Colab / Kaggle links and "
+        "the bootstrap cell into every notebook, and the links into the README",
+    )
+    p.add_argument("--branch", default="main", help="the branch of --hosted-from (default main)")
     p.set_defaults(run=cmd_release)
     p = sub.add_parser(
         "grade", help="(teachers) grade a folder of submitted notebooks into a gradebook CSV"

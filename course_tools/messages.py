@@ -68,6 +68,14 @@ STATIC_SOURCES = {
         "TIMING_NOTES",
     ),
     "course_lib/profiling.py": ("compare_splits", "TIMELINE_PARTS"),
+    "course_lib/hosted.py": (
+        "PLATFORMS",
+        "CHINA_WAY_IN",
+        "links_markdown",
+        "install",
+        "bootstrap",
+        "_enable_widgets",
+    ),
     "course_lib/ch05_speedups.py": (  # what chapter 05's measurements print (GPU-only ones too)
         "starving_experiment",
         "profile_steps",

@@ -237,3 +237,101 @@ def test_release_command_refuses_to_overwrite_and_the_bundle_cannot_grade(bundle
         env={"PYTHONPATH": str(bundle), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
     )
     assert proc.returncode == 0 and "ch01.make_batch" in proc.stdout
+
+
+# ---------------------------------------------------------------- --hosted-from (issue 38)
+HOSTED = "https://github.com/acme/gpu-course"
+
+
+@pytest.fixture(scope="module")
+def hosted_bundle(tmp_path_factory):
+    out = tmp_path_factory.mktemp("hosted") / "bundle"
+    release(out, lang="both", hosted_from=HOSTED + "/", branch="spring")
+    return out
+
+
+def _cells(path):
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def _source(cell):
+    return "".join(cell["source"])
+
+
+@pytest.mark.parametrize("folder", ["", "zh"])
+def test_hosted_release_links_every_notebook_and_adds_the_bootstrap_cell(hosted_bundle, folder):
+    from course_lib import hosted
+
+    cell = hosted.bootstrap_cell(HOSTED, "spring")
+    for original in NOTEBOOKS:
+        rel = "/".join(["notebooks", *([folder] if folder else []), original.name])
+        cells = _cells(hosted_bundle / rel)
+        links = _source(cells[0])
+        assert cells[0]["cell_type"] == "markdown"
+        assert (
+            f"(https://colab.research.google.com/github/acme/gpu-course/blob/spring/{rel})" in links
+        )
+        assert f"(https://kaggle.com/kernels/welcome?src={HOSTED}/blob/spring/{rel})" in links
+        assert f"git clone {HOSTED}`" in links and "modelscope.cn" in links
+        assert ("在 Colab 中打开" in links) == (folder == "zh")
+        code = [c for c in cells if c["cell_type"] == "code"]
+        assert _source(code[0]) == cell and code[0]["outputs"] == []
+        if folder == "zh":  # the bootstrap cell comes before the one with the language line
+            assert _source(code[1]).startswith("import course_lib.zh")
+        source = json.loads((ROOT / rel).read_text(encoding="utf-8"))["cells"]
+        assert [c["id"] for c in cells] == [
+            "hosted-links",
+            *[c["id"] for c in source[: [c["cell_type"] for c in source].index("code")]],
+            "hosted-bootstrap",
+            *[c["id"] for c in source[[c["cell_type"] for c in source].index("code") :]],
+        ]  # nothing else changed in place or order
+
+
+def test_hosted_release_readmes_link_each_chapter_of_their_edition(hosted_bundle):
+    for readme, folder in (("README.md", ""), ("README.zh.md", "zh/")):
+        text = (hosted_bundle / readme).read_text(encoding="utf-8")
+        for nb in NOTEBOOKS:
+            rel = f"notebooks/{folder}{nb.name}"
+            assert (
+                f"https://colab.research.google.com/github/acme/gpu-course/blob/spring/{rel}"
+                in text
+            )
+            assert f"https://kaggle.com/kernels/welcome?src={HOSTED}/blob/spring/{rel}" in text
+        assert "modelscope.cn" in text
+    assert "在托管的 GPU 上运行" in (hosted_bundle / "README.zh.md").read_text(encoding="utf-8")
+
+
+def test_a_release_without_hosted_from_is_unchanged(bundle):
+    assert "colab" not in (bundle / "README.md").read_text(encoding="utf-8").lower()
+    for nb in NOTEBOOKS:
+        released = _cells(bundle / "notebooks" / nb.name)
+        assert [c["id"] for c in released] == [c["id"] for c in _cells(nb)]
+        assert [_source(c) for c in released] == [_source(c) for c in _cells(nb)]
+
+
+def test_hosted_from_a_bad_address_is_a_clear_error_and_writes_nothing(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "course_lib", "release", str(tmp_path / "b")]
+        + ["--hosted-from", "https://gitlab.com/acme/gpu-course"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2
+    assert "https://github.com/ORG/REPO" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "b").exists()
+
+
+def test_hosted_release_keeps_the_two_editions_in_step(hosted_bundle):
+    """Both editions gain the same two cells in the same places: the pair keeps the shape
+    (ids, types, order) and notebook metadata `python -m course_lib.i18n check` asks of them."""
+    from course_lib.i18n.editions import zh_notebook_metadata
+
+    for nb in NOTEBOOKS:
+        en = json.loads((hosted_bundle / "notebooks" / nb.name).read_text(encoding="utf-8"))
+        zh = json.loads((hosted_bundle / "notebooks" / "zh" / nb.name).read_text(encoding="utf-8"))
+        shape = lambda book: [(c["id"], c["cell_type"]) for c in book["cells"]]
+        assert shape(en) == shape(zh)
+        assert zh["metadata"] == zh_notebook_metadata(en["metadata"])
+        bootstrap = [c for c in en["cells"] if c["id"] == "hosted-bootstrap"]
+        assert bootstrap == [c for c in zh["cells"] if c["id"] == "hosted-bootstrap"]

@@ -11,13 +11,21 @@ for anything of the key (`find_leaks`); a leaking bundle is an error, never a wa
 `--lang` chooses the edition handed out: `en` (notebooks/, the default), `zh` (the Chinese
 notebooks, notebooks/zh/, as in this checkout, with a Chinese README) or `both`. The bundle's
 course_lib is the same for every edition: a Chinese notebook turns Chinese on in its first cell.
+
+`--hosted-from https://github.com/ORG/REPO [--branch main]` (the address the bundle will be
+published at) stamps into every released notebook a first markdown cell of "Open in Colab" and
+"Open in Kaggle" links and the way in from China (course_lib/hosted.py), and the bootstrap cell as
+its first code cell (in a Chinese notebook: before the cell with the language line); the
+README gets the links per chapter. Without it the notebooks are released as they are.
 """
 
 import re
 import shutil
 from pathlib import Path
 
-from .. import notebooks
+from .. import hosted, notebooks
+from ..i18n import tr
+from ..i18n.catalogue import in_language
 
 LEFT_OUT = ("key", "grading", "__pycache__")
 TOP_FILES = ("pyproject.toml", "course.sh", "course.py", "environment.yml", "docs/gpu/figures.json")
@@ -117,12 +125,64 @@ def _checkout() -> Path:
     return Path(course_lib.__file__).resolve().parent.parent
 
 
-def _clean_notebook(path: Path) -> str:
+HOSTED_README = {
+    "en": "\n## On a hosted GPU\n\nNo GPU here? Open a chapter on a free hosted GPU; its first "
+    "code cell installs the course there (never PyTorch: the platform's own is used).\n\n"
+    "| notebook | Colab | Kaggle |\n|---|---|---|\n",
+    "zh": "\n## 在托管的 GPU 上运行\n\n手边没有 GPU？在免费的托管 GPU 上打开一章；"
+    "它的第一个代码单元格会在那里安装课程（从不安装 PyTorch：用平台自带的）。\n\n"
+    "| 笔记本 | Colab | Kaggle |\n|---|---|---|\n",
+}  # the README's hosted section, per language: its heading, its sentence, its table's head
+
+
+def _as_source(text: str) -> list:
+    """A cell's source as nbformat's list of lines."""
+    return text.splitlines(keepends=True)
+
+
+def stamp_hosted(nb: dict, url: str, branch: str, path: str) -> dict:
+    """The notebook with its "Open in" links cell first and the bootstrap cell as its first code
+    cell (before the cell that holds a Chinese notebook's language line)."""
+    cells = nb["cells"]
+    first_code = next((i for i, c in enumerate(cells) if c.get("cell_type") == "code"), len(cells))
+    code = {"cell_type": "code", "execution_count": None, "id": "hosted-bootstrap"}
+    code.update(metadata={}, outputs=[], source=_as_source(hosted.bootstrap_cell(url, branch)))
+    links = {"cell_type": "markdown", "id": "hosted-links", "metadata": {}}
+    links["source"] = _as_source(hosted.links_markdown(url, branch, path))
+    nb["cells"] = [links, *cells[:first_code], code, *cells[first_code:]]
+    return nb
+
+
+def _clean_notebook(path: Path, hosted_at=None, repo_path: str = "", lang: str = "en") -> str:
     nb = notebooks.read(path)
     for cell in nb.get("cells", []):
         if cell.get("cell_type") == "code":
             cell["outputs"], cell["execution_count"] = [], None
+    if hosted_at:
+        with in_language(lang):
+            stamp_hosted(nb, *hosted_at, repo_path)
     return notebooks.dumps(nb)
+
+
+def _folder_lang(folder: str) -> str:
+    return folder or "en"
+
+
+def _repo_path(folder: str, name: str) -> str:
+    """The notebook's path in the repository the bundle is published as."""
+    return "/".join(["notebooks", *([folder] if folder else []), name])
+
+
+def hosted_readme(lang: str, folder: str, paths: list, url: str, branch: str) -> str:
+    """The README's section of "Open in" links, one row per chapter of the edition `folder`."""
+    rows = []
+    with in_language(lang):
+        for nb in paths:
+            links = hosted.open_links(url, branch, _repo_path(folder, nb.name))
+            cells = [f"[{tr(f'Open in {label}')}]({link})" for label, link in links.items()]
+            rows.append(f"| `{_repo_path(folder, nb.name)}` | " + " | ".join(cells) + " |\n")
+        china = hosted.china_way_in(url, _repo_path(folder, "01_device_check.ipynb"))
+    return HOSTED_README[lang] + "".join(rows) + "\n" + china + "\n"
 
 
 def _ignore(directory, names):
@@ -150,11 +210,15 @@ def edition_notebooks(root: Path, lang: str) -> dict:
     return found
 
 
-def release(out_dir, force: bool = False, lang: str = "en") -> dict:
+def release(
+    out_dir, force: bool = False, lang: str = "en", hosted_from=None, branch: str = "main"
+) -> dict:
     """Write the student bundle of the edition `lang` (en, zh or both) to `out_dir`; refuses a
-    non-empty folder unless `force`."""
+    non-empty folder unless `force`; `hosted_from` (https://github.com/ORG/REPO): with links and
+    the bootstrap cell for hosted notebooks, at `branch`."""
     root, out = _checkout(), Path(out_dir).resolve()
     editions = edition_notebooks(root, lang)
+    hosted_at = (hosted.repository_url(hosted_from), branch) if hosted_from else None
     if out.exists() and any(out.iterdir()):
         if not force:
             raise FileExistsError(f"{out} is not empty; pass --force to replace it")
@@ -165,7 +229,8 @@ def release(out_dir, force: bool = False, lang: str = "en") -> dict:
     for folder, paths in editions.items():
         (out / "notebooks" / folder).mkdir(exist_ok=True)
         for nb in paths:
-            (out / "notebooks" / folder / nb.name).write_text(_clean_notebook(nb), encoding="utf-8")
+            text = _clean_notebook(nb, hosted_at, _repo_path(folder, nb.name), _folder_lang(folder))
+            (out / "notebooks" / folder / nb.name).write_text(text, encoding="utf-8")
     for folder in {"", *editions}:  # files beside the notebooks (every edition's code may use them)
         for extra in (root / "notebooks" / folder).iterdir():
             if extra.is_file() and extra.suffix != ".ipynb":
@@ -179,7 +244,9 @@ def release(out_dir, force: bool = False, lang: str = "en") -> dict:
         "zh": {"README.md": STUDENT_README_ZH},
         "both": {"README.md": STUDENT_README, "README.zh.md": STUDENT_README_ZH},
     }[lang]
-    for name, text in readmes.items():
+    for (name, text), folder in zip(readmes.items(), editions):
+        if hosted_at:
+            text += hosted_readme(_folder_lang(folder), folder, editions[folder], *hosted_at)
         (out / name).write_text(text, encoding="utf-8")
     leaks = find_leaks(out)
     if leaks:
