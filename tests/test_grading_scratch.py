@@ -136,3 +136,22 @@ def test_a_link_planted_at_the_old_scratch_name_neither_crashes_nor_redirects_a_
                 assert mode(scratch / sub) == 0o700
         for f in (scratch / "work").glob("*") if (scratch / "work").exists() else ():
             assert mode(f) == 0o600, f  # the notebook and its support files
+
+
+def test_what_the_grader_writes_for_the_teacher_is_the_teachers_alone(tmp_path):
+    """Gradebook, summary and feedback hold grades and classmates' answers: 0600 files, a 0700
+    feedback folder, whatever the teacher's umask (issue 34 item 2)."""
+    import os
+    import stat
+
+    from course_lib.grading import gradebook
+
+    old = os.umask(0o022)
+    try:
+        book = gradebook.Gradebook(tmp_path / "grades" / "gradebook.csv")
+        gradebook.write_atomic(tmp_path / "grades" / "alice.md", "feedback")
+    finally:
+        os.umask(old)
+    for path in (book.path, tmp_path / "grades" / "alice.md"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    assert stat.S_IMODE((tmp_path / "grades").stat().st_mode) == 0o700

@@ -62,7 +62,10 @@ def write_atomic(path: Path, text: str) -> None:
     """Write `text` as UTF-8 (anything unencodable,
     a lone surrogate say, becomes '?'), atomically."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w", newline="", encoding="utf-8", errors="replace") as f:
+    tmp.unlink(missing_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    # 0600: the teacher's alone (grades and classmates' answers), whatever the umask
+    with open(os.open(tmp, flags, 0o600), "w", newline="", encoding="utf-8", errors="replace") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
@@ -79,7 +82,7 @@ class Gradebook:
         if self.path.exists() and not fresh:
             self._load()
         else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             write_atomic(self.path, ",".join(COLUMNS) + "\n")
 
     def _load(self) -> None:

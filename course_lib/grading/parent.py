@@ -90,7 +90,7 @@ class Grader:
             import shutil
 
             shutil.rmtree(self.paths["feedback"], ignore_errors=True)
-        self.paths["feedback"].mkdir(parents=True, exist_ok=True)
+        self.paths["feedback"].mkdir(parents=True, exist_ok=True, mode=0o700)
         subs = intake.read_all(found, self.paths["journal"], self.fresh)
         intake.assign(subs, self.chapters)
         intake.flag_added_code(subs)
