@@ -372,7 +372,7 @@ fsdp_gigabytes = chapter.quiz(
         "Count the bytes per parameter first: weights, gradients, and Adam's two running averages.",
         (
             "Then ask which of those parts ZeRO-3 splits across the GPUs, and which (if any) it "
-            "keeps whole: the ZeRO table in section 2 lists them."
+            "keeps whole: the chapter's ZeRO table lists them."
         ),
     ],
     why={

@@ -14,8 +14,8 @@ import math
 import pytest
 import torch
 
-from course_lib.checks import base, loops, wire
-from course_lib.exercises import all_exercises, get
+from course_lib.checks import base, loops
+from course_lib.exercises import all_exercises, get, wire
 from course_lib.exercises.spec import judge_outcome
 from course_lib.grading.analyze import analyze, check_source
 from course_lib.grading.cells import read_cells

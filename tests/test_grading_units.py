@@ -131,7 +131,7 @@ def _report(exercise, candidate) -> Child:
     child = Child(pid=0, fd=-1, role="check")
     lines = [
         {"kind": "sandbox", "held": []},
-        {"kind": "defined", "problems": [], "callable": True, "type": "function"},
+        {"kind": "defined", "problems": [], "callable": True, "type": "function", "changed": []},
     ]
     for i, test in enumerate(exercise.graded_tests()):
         seen = observe(test.check.__class__(**test.check.inputs()), candidate, exercise.time_limit)

@@ -60,7 +60,10 @@ def _plumbing(scratch: str, keep_fd: int) -> None:
         MPLBACKEND="Agg",
         COURSE_PROGRESS_FILE="off",
         PYTHONDONTWRITEBYTECODE="1",
+        # torch's cache_dir() wrote the zygote's own (private) path here during the warm-up
+        TORCHINDUCTOR_CACHE_DIR=os.path.join(tmp, "torchinductor"),
     )
+    os.environ.pop("TRITON_CACHE_DIR", None)
     os.chdir(work)
     os.umask(0o077)  # after its own root is built: what student code creates is private too
     tempfile.tempdir = tmp

@@ -198,6 +198,7 @@ def test_teacher_collects_every_user_and_grades_them(classroom):
     totals = {
         r["submission"]: float(r["points"])
         for r in csv.DictReader(open(out.with_name("ch01.summary.csv")))
+        if r["submission"] != "(grader note)"  # e.g. which mechanism held the limits
     }
     wrong = next(c for c in chapter_cases("01") if c.name == "ch01-wrong01")
     assert totals == {
