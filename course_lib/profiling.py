@@ -32,14 +32,15 @@ PHASE_COLORS = {
     "backward": "tab:purple",
     "step": "tab:green",
 }
-OUTPUT_DIR = Path(tempfile.gettempdir()) / "pytorch-gpu-course"  # where traces and HTML files go
+OUTPUT_FOLDER = "pytorch-gpu-course"  # under the temp folder: where traces and HTML files go
 
 
 def output_path(name: str) -> Path:
-    """A file in the course's output folder (the system's
-    temp folder), created if needed (chapters 05, 06)."""
-    OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
-    return OUTPUT_DIR / name
+    """A file in the course's output folder (the system's temp folder, read at each call: a
+    graded process has its own), created if needed (chapters 05, 06)."""
+    folder = Path(tempfile.gettempdir()) / OUTPUT_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / name
 
 
 def activities(device) -> list:
