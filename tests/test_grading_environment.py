@@ -47,19 +47,9 @@ FUNCTION = (
 )
 
 
-def _cell(source: str) -> dict:
-    return {
-        "cell_type": "code",
-        "metadata": {},
-        "execution_count": None,
-        "outputs": [],
-        "source": source,
-    }
-
-
 def leaking_notebook() -> dict:
     nb = json.loads(json.dumps(submissions.bases()["reference"]))
-    nb["cells"] += [_cell(LEAK), _cell(ANCESTORS), _cell(FUNCTION)]
+    nb["cells"] += [submissions.code_cell(s) for s in (LEAK, ANCESTORS, FUNCTION)]
     return nb
 
 

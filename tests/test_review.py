@@ -18,12 +18,7 @@ QUESTION = "why_label"
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """alice, bob (reference) and carol (blank), each with a written answer; graded."""
-    tmp = tmp_path_factory.mktemp("review")
-    subs = submissions.written_class(tmp)
-    out = tmp / "grades" / "gradebook.csv"
-    proc = submissions.run_grader(subs, out, "--workers", 2)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return subs, out
+    return submissions.graded_written_class(tmp_path_factory.mktemp("review"))
 
 
 def totals(out):
