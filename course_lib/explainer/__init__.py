@@ -22,7 +22,7 @@ from .. import chapters
 from ..i18n import language, tr
 from ..i18n.catalogue import join, tr_join
 from ..i18n.headings import heading_in, notebook_path
-from .knowledge import ENTRIES, FAMILIES, Entry
+from .knowledge import ENTRIES, FAMILIES, OTHER_FRAMEWORK, Entry
 
 UNKNOWN = "Not a GPU-training error this course knows"
 WARNING_CONTEXT = "A warning, not an error: the code went on running. The warning:"
@@ -37,6 +37,8 @@ _NEEDS = {e.id: [re.compile(p, _FLAGS) for p in e.needs] for e in ENTRIES}
 _READINGS = {e.id: [(re.compile(r, _FLAGS), text) for r, text in e.readings] for e in ENTRIES}
 _FAMILY_PATTERNS = [(f, [re.compile(p, _FLAGS) for p in f.patterns]) for f in FAMILIES]
 _FAMILY_FRAMES = [(f, [re.compile(p, _FLAGS) for p in f.frames]) for f in FAMILIES if f.frames]
+_FOREIGN = re.compile(OTHER_FRAMEWORK, _FLAGS)  # another framework's log: its CUDA codes
+_TORCH_WORD = re.compile(r"\b(?:torch|pytorch)\b", _FLAGS)
 _FRAME_LINE = re.compile(r'^[ \t]*File "[^"\n]+", line \d+')
 # a traceback frame, `File "path", line N, in name`, and the source line Python prints under it
 _FRAME = re.compile(
@@ -225,7 +227,8 @@ def last_known_error(text: str, wrappers: bool = True):
 # the other places a path of torch's says where an error arose: a Jupyter traceback's frame
 # (`File /path/x.py:297, in fn`) and a warning's log line (`/path/x.py:613: UserWarning: ...`)
 _OTHER_FRAMES = re.compile(
-    r"^[ \t]*(?:File (?P<jupyter>\S+\.py):\d+, in \w+|.*?(?P<warned>\S+\.py):\d+: \w*Warning\b)",
+    r"^[ \t]*(?:File (?P<jupyter>\S+\.py):\d+, in \w+|.*?(?P<warned>\S+\.py):\d+: \w*Warning\b)"
+    r'|^[^\n"]*\][ \t]+File "(?P<logged>[^"\n]+\.py)", line \d+',  # behind a log's `[...] ` prefix
     re.M,
 )
 _NUMBERED_SOURCE = re.compile(r"^[ \t]*(?:-*> ?)?\d+ .*$\n?", re.M)  # Jupyter's quoted lines
@@ -234,7 +237,10 @@ _NUMBERED_SOURCE = re.compile(r"^[ \t]*(?:-*> ?)?\d+ .*$\n?", re.M)  # Jupyter's
 def _torch_frames(text: str) -> list:
     """The paths of a traceback's frames and warnings' log lines, in order of their place."""
     found = [(m.start(), m["path"] + m["rest"]) for m in _FRAME.finditer(text)]
-    found += [(m.start(), m["jupyter"] or m["warned"]) for m in _OTHER_FRAMES.finditer(text)]
+    found += [
+        (m.start(), m["jupyter"] or m["warned"] or m["logged"])
+        for m in _OTHER_FRAMES.finditer(text)
+    ]
     return [path for _, path in sorted(found)]
 
 
@@ -244,7 +250,10 @@ def family_of(text: str, final: str = "") -> Entry | None:
     Evidence, in this order: a family's wording or exception class in the final exception, then
     anywhere in the text, then the last traceback frame in one of torch's folders. Frames and the
     source lines quoted under them are no wording evidence: a line of code is not a message.
+    Another framework's log (onnxruntime, GGML, Caffe...) without a word of torch is none either.
     """
+    if _FOREIGN.search(text) and not _TORCH_WORD.search(text):
+        return None
     for where in (final, text):
         said = _NUMBERED_SOURCE.sub("", _FRAME.sub("", where))
         for family, patterns in _FAMILY_PATTERNS:

@@ -57,7 +57,14 @@ _WRAPPED_CHECKPOINT = (
 )
 
 # another framework's own log or exception: the same CUDA library codes are not PyTorch's
-_OTHER_FRAMEWORK = r"\b(?:tensorflow|cupy|cupy_backends|jaxlib|stream_executor)\b"
+# (TensorFlow, CuPy, JAX; onnxruntime's and CNTK's "CUBLAS failure 13:", Caffe's "Check failed:",
+# Kaldi's "cublasStatus_t 13", GGML/llama.cpp, ctranslate2's "CUDA failed with error"; issue 35,
+# collection 4)
+OTHER_FRAMEWORK = (
+    r"\b(?:tensorflow|cupy|cupy_backends|jaxlib|stream_executor|onnxruntime|ggml\w*|GGML|"
+    r"llama\.cpp|ctranslate2)\b|\b(?:CUBLAS|CUDNN|cuDNN) failure \d+|"
+    r"Check failed: status == \w+_STATUS_SUCCESS|\bcublasStatus_t \d+|\bCUDA failed with error\b"
+)
 
 # ------------------------------------------------------------ issue 35, item 3: wordings that only
 # a family answered (collections 1-3) or that PyTorch raises with one cause; each raised live on
@@ -1050,6 +1057,7 @@ ENTRIES = (
                 "This driver supports CUDA up to {major}.{minor}; this PyTorch needs a newer one.",
             ),
         ),
+        unless=(OTHER_FRAMEWORK,),  # ctranslate2's "CUDA failed with error" (collection 4)
     ),
     Entry(
         "no_usable_gpu",
@@ -1308,6 +1316,7 @@ ENTRIES = (
                 ),
             ),
         ),
+        unless=(OTHER_FRAMEWORK,),  # GGML's "CUDA error: out of memory" (collection 4)
     ),
     Entry(
         "memory_budget",
@@ -1723,7 +1732,7 @@ ENTRIES = (
             ),
         ),
         closest=True,
-        unless=(_OTHER_FRAMEWORK,),  # TensorFlow's and CuPy's cuBLAS/cuDNN codes
+        unless=(OTHER_FRAMEWORK,),  # TensorFlow's and CuPy's cuBLAS/cuDNN codes
     ),
     Entry(
         "async_cuda_error",
@@ -2011,7 +2020,7 @@ ENTRIES = (
         (
             (
                 r"one of the variables needed for gradient computation has been modified by an "
-                r"inplace operation"
+                r"in-?place operation"
             ),
         ),
         (
@@ -2430,7 +2439,8 @@ ENTRIES = (
         "### When a rank fails",
         wrapper=True,
     ),
-) + SPECIFIC_35
+    *SPECIFIC_35,
+)
 
 
 def _family(id, title, patterns, frames, meaning, look, fix, chapter, section):
@@ -2461,6 +2471,7 @@ FAMILIES = (
             r"\b(?:BackendCompilerFailed|InternalTorchDynamoError|TorchRuntimeError|"
             r"InductorError|TorchDynamoException)\b",
             r"(?:torch\._dynamo hit config\.|Dynamo failed to run FX node)",
+            r"\bDynamo does not know how to trace\b",  # a graph break's explanation (2.7+)
         ),
         (r"torch[/\\]_(?:dynamo|inductor|functorch|export)[/\\]",),
         (
@@ -2483,7 +2494,7 @@ FAMILIES = (
         "family_sharding",
         "An error in sharded training (FSDP, DTensor)",
         (
-            r"\b(?:FullyShardedDataParallel|FlatParameter|DTensor|fully_shard|FSDPModule)\b",
+            r"\b(?:FullyShardedDataParallel|FlatParameter|DTensor|fully_shard|FSDPModule|FSDP2?)\b",
             r"\btorch\.distributed\.(?:fsdp|tensor|_tensor|_composable)\b",
         ),
         (r"torch[/\\]distributed[/\\](?:fsdp|tensor|_tensor|_composable|checkpoint)[/\\]",),
@@ -2621,6 +2632,7 @@ FAMILIES = (
             r"\bsm_\d+ is not compatible with the current PyTorch installation",
             r"\bThe NVIDIA driver on your system is too old\b",
             r"\bCUDA initialization:",
+            r"\bHIP error: invalid device function\b",  # ROCm: no kernel for this GPU's gfx arch
         ),
         (r"torch[/\\]cuda[/\\]__init__\.py",),
         (
@@ -2734,6 +2746,7 @@ FAMILIES = (
             r"\bneeded for gradient computation has been modified by an inplace operation\b",
             r"\bgrad can be implicitly created only for (?:real )?scalar outputs\b",
             r"\ba leaf Variable that requires grad\b",
+            r"\barguments don't support automatic differentiation\b",
             r"\bFunction '?\w+Backward\d*'? returned (?:nan|an invalid gradient)",
             r"\b\w+Backward\d+\b",
         ),
@@ -2767,6 +2780,8 @@ FAMILIES = (
             r"\bExpected input batch_size \(\d+\) to match target batch_size\b",
             r"\bsize mismatch, (?:m1|mat1):",
             r"\bnon-singleton dimension \d+\b",
+            r"\bdoesn't match the broadcast shape\b",
+            r"\bCalculated output size: \([^)]*\)\. Output size is too small\b",
             r"\bstack expects each tensor to be equal size\b",
             r"\ba Tensor with \d+ elements cannot be converted to Scalar\b",
         ),
