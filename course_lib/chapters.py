@@ -5,7 +5,9 @@ is ``course_lib/ch05_speedups.py``, its answer key ``course_lib/key/ch05_speedup
 notebook ``notebooks/05_speedups.ipynb``. The exercise registry, the grader, the explainer, the
 release and the tests all read these declarations; nothing parses a module or file name for a
 number. A chapter module takes its declaration with ``chapter = chapters.of_module(__name__)`` and
-declares its exercises on it (``chapter.function_exercise(...)``, ``chapter.quiz(...)``).
+declares its exercises on it (``chapter.function_exercise(...)``, ``chapter.quiz(...)``). A chapter
+declared with ``apart=True`` declares them in ``course_lib/declared/chNN_topic.py`` instead, which
+its chapter module re-exports: the registry (so the judge and the grader) imports that module only.
 Standard library only, so that anything may import it cheaply.
 """
 
@@ -13,7 +15,7 @@ Standard library only, so that anything may import it cheaply.
 class Chapter:
     """One chapter: number, name, title, and (once its module is imported) its exercises."""
 
-    def __init__(self, number: str, name: str, title: str):
+    def __init__(self, number: str, name: str, title: str, apart: bool = False):
         if not (len(number) == 2 and number.isdigit()):
             raise ValueError(f"a chapter number has two digits, like '05'; got {number!r}")
         self.number, self.name, self.title = number, name, title
@@ -23,6 +25,8 @@ class Chapter:
             f"course_lib.key.ch{self.stem}"  # its answer key (not in the student bundle)
         )
         self.notebook = f"{self.stem}.ipynb"  # its notebook, in notebooks/
+        # where its exercises and quizzes are declared: the chapter module, or a module of its own
+        self.declarations = f"course_lib.declared.ch{self.stem}" if apart else self.module
         self.exercises = {}  # exercise name -> exercise, filled by the chapter module
 
     def __repr__(self) -> str:
@@ -53,8 +57,8 @@ CHAPTERS = (
     Chapter("03", "training_template", "The training template"),
     Chapter("04", "common_errors", "Common errors"),
     Chapter("05", "speedups", "Speedups, measured"),
-    Chapter("06", "out_of_memory", "Out of memory"),
-    Chapter("07", "dp_vs_ddp", "DataParallel vs DistributedDataParallel"),
+    Chapter("06", "out_of_memory", "Out of memory", apart=True),
+    Chapter("07", "dp_vs_ddp", "DataParallel vs DistributedDataParallel", apart=True),
     Chapter("08", "sharding", "Sharding with FSDP"),
 )
 
@@ -72,9 +76,10 @@ def get(number) -> Chapter:
 
 
 def of_module(module_name: str) -> Chapter:
-    """The chapter whose module is `module_name` (a chapter module passes its ``__name__``)."""
+    """The chapter whose module (or declarations module) is `module_name` (it passes its
+    ``__name__``)."""
     for chapter in CHAPTERS:
-        if chapter.module == module_name:
+        if module_name in (chapter.module, chapter.declarations):
             return chapter
     raise KeyError(f"{module_name} is not a chapter module declared in course_lib/chapters.py")
 

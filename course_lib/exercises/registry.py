@@ -1,6 +1,7 @@
 """The one registry of exercises: those of the chapters declared in course_lib/chapters.py.
 
-Nobody names a chapter here; a chapter module's exercises are known once it is imported.
+Nobody names a chapter here; a chapter's exercises are known once the module that declares them
+(`Chapter.declarations`: the chapter module, or its `course_lib/declared/` module) is imported.
 """
 
 import importlib
@@ -10,9 +11,9 @@ from ..chapters import CHAPTERS
 
 
 def discover() -> None:
-    """Import every declared chapter module (each declares its exercises on its Chapter)."""
+    """Import every chapter's declarations (each declares its exercises on its Chapter)."""
     for chapter in CHAPTERS:
-        importlib.import_module(chapter.module)
+        importlib.import_module(chapter.declarations)
 
 
 def all_exercises() -> list:
@@ -25,14 +26,14 @@ def all_exercises() -> list:
 
 def get(exercise_id: str):
     """The exercise with this id ('ch01.choose_device'); KeyError that says where to look.
-    Only its own chapter's module is imported (the judge and the zygote need a few chapters)."""
+    Only its own chapter's declarations are imported (the judge and the zygote need a few)."""
     head, _, name = str(exercise_id).partition(".")
     try:
         chapter = chapters.get(head[2:]) if head.startswith("ch") and head[2:].isdigit() else None
     except KeyError:
         chapter = None
     if chapter is not None:
-        importlib.import_module(chapter.module)
+        importlib.import_module(chapter.declarations)
         exercise = chapter.exercises.get(name)
         if exercise is not None and exercise.id == exercise_id:
             return exercise
