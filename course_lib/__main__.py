@@ -1,5 +1,5 @@
 """Command line: python -m course_lib {doctor, exercises, digest, grade, report, review,
-release, explain, collect, gradescope}.
+release, assignment, explain, collect, gradescope}.
 
 What a command prints (summaries, progress, errors) is in the course's language: --lang where a
 command has it, else $COURSE_LANG, else English. Files it writes (gradebooks, exports, manifests)
@@ -100,6 +100,32 @@ def cmd_release(args) -> int:
             f"student bundle written to {report['out']}: {report['notebooks']} notebooks "
             f"({editions}), {report['files']} files (answer key and grader left out)"
         )
+    )
+    return 0
+
+
+def cmd_assignment(args) -> int:
+    """`assignment release|check SOURCE OUT`: a teacher's assignment (course_lib/authoring)."""
+    from .authoring import release
+    from .authoring.source import SourceError
+
+    try:
+        if args.action == "release":
+            derived = release.release(args.source, args.out_dir)
+        else:
+            drifted = release.drift(args.source, args.out_dir)
+    except SourceError as err:
+        print(_why("nothing released:", err), file=sys.stderr)
+        return 2
+    if args.action == "check":
+        for path, what in drifted:
+            print(f"{args.out_dir}/{path}: {what}; run `assignment release` again")
+        return 1 if drifted else 0
+    names = ", ".join(sorted(derived.assignment.exercises))
+    print(
+        f"{derived.assignment.name}: {len(derived.files)} files written to {args.out_dir} "
+        f"(hand out {derived.assignment.notebook}; {derived.key_path} is the teacher's); "
+        f"exercises: {names}"
     )
     return 0
 
@@ -355,6 +381,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--branch", default="main", help="the branch of --hosted-from (default main)")
     p.set_defaults(run=cmd_release)
+    p = sub.add_parser(
+        "assignment",
+        help="(teachers) release a source notebook of your own, or check its release for drift",
+        description="release: derive the student's copy, the key and the index from SOURCE into "
+        "OUT_DIR, after proving the source right. check: say which derived file of OUT_DIR no "
+        "longer matches SOURCE (exit 1). The format: docs/teacher-assignment.md.",
+    )
+    p.add_argument("action", choices=["release", "check"])
+    p.add_argument("source", help="the source notebook (### BEGIN SOLUTION ... markers)")
+    p.add_argument("out_dir", help="the release folder")
+    p.set_defaults(run=cmd_assignment)
     p = sub.add_parser(
         "grade", help="(teachers) grade a folder of submitted notebooks into a gradebook CSV"
     )
