@@ -141,7 +141,10 @@ def cmd_grade(args) -> int:
             _say("grading is part of the teacher's copy of the course, not of the student bundle")
         )
         return 2
-    exporter = _grade_exporter(args)
+    released = _released(args)
+    if released is False:
+        return 2
+    exporter = _grade_exporter(args, released)
     if exporter is False:
         return 2
     import os
@@ -168,6 +171,7 @@ def cmd_grade(args) -> int:
         progress=not args.no_progress,
         fresh=args.fresh,
         keep_scratch=args.keep_scratch,
+        assignment=released,
     )
     try:
         report = grader.run()
@@ -248,14 +252,31 @@ def cmd_report(args) -> int:
     return _class_report(args.gradebook, anonymous=args.anonymous)
 
 
-def _grade_exporter(args):
+def _released(args):
+    """grade's --assignment OUT: the teacher's release (None without it, False after saying why
+    it cannot be graded)."""
+    if not args.assignment:
+        return None
+    from .authoring.released import NotARelease, Released
+    from .grading.isolation import check_unreachable
+
+    try:
+        released = Released.read(args.assignment)
+        check_unreachable(released.key)
+    except (NotARelease, ValueError) as err:
+        print(_why("nothing graded:", err), file=sys.stderr)
+        return False
+    return released
+
+
+def _grade_exporter(args, released=None):
     """grade's --export/--roster step (course_lib/classroom/exports.py), checked before grading:
     None without --export, False (after saying why) for a bad roster."""
     from .classroom.exports import Exporter, ExportError
     from .classroom.roster import RosterError
 
     try:
-        return Exporter.from_args(args)
+        return Exporter.from_args(args, released)
     except (ExportError, RosterError) as err:
         print(_why("nothing graded:", err), file=sys.stderr)
         return False
@@ -431,6 +452,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=512,
         help="scratch, /tmp and /dev/shm of each graded process, in MB each (default 512)",
+    )
+    p.add_argument(
+        "--assignment",
+        metavar="OUT_DIR",
+        help="grade a teacher's own assignment, released into OUT_DIR by `assignment release`",
     )
     p.add_argument("--fresh", action="store_true", help="start a new gradebook instead of resuming")
     p.add_argument(
