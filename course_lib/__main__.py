@@ -315,9 +315,16 @@ def cmd_gradescope(args) -> int:
     from .classroom.assignments import NoSuchChapter
     from .classroom.gradescope import NotTheTeachersCopy, build
 
+    released = _released(args)
+    if released is False:
+        return 2
     try:
         info = build(
-            args.chapter, args.out_zip, cell_timeout=args.cell_timeout, timeout=args.timeout
+            args.chapter,
+            args.out_zip,
+            released,
+            cell_timeout=args.cell_timeout,
+            timeout=args.timeout,
         )
     except (NoSuchChapter, NotTheTeachersCopy) as err:
         print(_why("no autograder written:", err), file=sys.stderr)
@@ -544,8 +551,13 @@ def build_parser() -> argparse.ArgumentParser:
     _lang_option(p, "the summary and errors printed")
     p.set_defaults(run=cmd_collect)
     p = sub.add_parser("gradescope", help="(teachers) write a chapter's Gradescope autograder zip")
-    p.add_argument("chapter", help="the chapter to grade, e.g. 01")
+    p.add_argument("chapter", help="the chapter to grade, e.g. 01 (with --assignment: its name)")
     p.add_argument("out_zip", help="the zip to write (upload it as the assignment's autograder)")
+    p.add_argument(
+        "--assignment",
+        metavar="OUT_DIR",
+        help="a teacher's own assignment, released into OUT_DIR by `assignment release`",
+    )
     p.add_argument(
         "--cell-timeout", type=float, default=60.0, help="seconds per notebook cell (default 60)"
     )
