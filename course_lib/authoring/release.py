@@ -20,7 +20,7 @@ from ..exercises import CORRECT, NOT_ATTEMPTED, index, wire
 from . import source as src
 from .assignment import Assignment
 
-EXPECTED_LINE = "{var}.expected({name!r}, {values!r})  # the release wrote this line: visible tests' expected values"
+EXPECTED_LINE = "{var}.expected({name!r}, {values!r})  # the visible tests' expected values"
 
 
 @dataclass
@@ -75,7 +75,7 @@ def check_tests(ex) -> None:
         if not test.check.splittable or not module.startswith("course_lib.checks."):
             raise _problem(
                 ex,
-                f"test {test.name!r} is a {type(test.check).__name__}, a test type the grader "
+                f"test {test.name!r} ({type(test.check).__name__}) is of a type the grader "
                 "cannot split; use generic.Returns, generic.Raises, generic.StateAfter or a "
                 "course check from course_lib.checks",
             )
@@ -90,14 +90,14 @@ def prove(ex, stub) -> None:
     """The reference passes, each known-wrong answer fails with its feedback, the stub is not
     attempted; SourceError naming the first that does not."""
     key = ex.key()
-    if key is None or key.solution is None:
+    if key is None or not key.wrong_answers:
+        raise _problem(ex, "no known-wrong answer (hw.wrong(...) in the hidden block)")
+    if key.solution is None:
         raise _problem(ex, f"no solution cell defines the function {ex.name}")
     check_tests(ex)
     result = ex.check(key.solution, include_hidden=True, record=False)
     if result.status != CORRECT:
         raise _problem(ex, f"the reference solution fails its test {_first_failure(result)}")
-    if not key.wrong_answers:
-        raise _problem(ex, "no known-wrong answer (hw.wrong(...) in the hidden block)")
     for wrong in key.wrong_answers:
         result = ex.check(wrong.function, include_hidden=True, record=False)
         feedback = " ".join(line for o in result.tests for line in o.public_lines())

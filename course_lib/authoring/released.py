@@ -35,7 +35,10 @@ class Released:
             head, rows = data["assignment"], data["exercises"]
             name, key = str(head["name"]), folder / str(head["key"])
             info = cls(folder, name, str(head["title"]), str(head["notebook"]), key, ())
-            parsed = tuple(ExerciseInfo(**{f: row[f] for f in FIELDS if f != "chapter"}, chapter=info) for row in rows)
+            parsed = tuple(
+                ExerciseInfo(**{f: row[f] for f in FIELDS if f != "chapter"}, chapter=info)
+                for row in rows
+            )
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise NotARelease(
                 f"{folder} is not an assignment release (its index.json: {type(err).__name__}: "

@@ -2,13 +2,13 @@
 
 Code cells by their marker lines (alone on their line):
 
-    ### ASSIGNMENT                  first line of the one cell that imports and declares it:
-                                    `hw = Assignment("hw1", "Homework 1")`
-    ### EXERCISE                    first line of a cell declaring exercises (`hw.function_exercise`)
-    ### BEGIN HIDDEN TESTS          inside an EXERCISE cell: hidden tests and known-wrong answers
-    ### END HIDDEN TESTS            (`hw.hidden(...)`, `hw.wrong(...)`), left out of the student's copy
-    ### BEGIN SOLUTION              inside the function's cell: the reference solution, replaced in
-    ### END SOLUTION                the student's copy by `# YOUR CODE HERE` / `raise NotImplementedError`
+    ### ASSIGNMENT            first line of the one cell that imports and declares it:
+                              `hw = Assignment("hw1", "Homework 1")`
+    ### EXERCISE              first line of a cell declaring exercises (`hw.function_exercise`)
+    ### BEGIN HIDDEN TESTS    inside an EXERCISE cell: hidden tests and known-wrong answers
+    ### END HIDDEN TESTS      (`hw.hidden(...)`, `hw.wrong(...)`), left out of the student's copy
+    ### BEGIN SOLUTION        inside the function's cell: the reference solution, replaced in the
+    ### END SOLUTION          student's copy by `# YOUR CODE HERE` / `raise NotImplementedError`
 
 Every other cell is handed out as it is (outputs and execution counts dropped). The key the
 judge reads is the ASSIGNMENT, EXERCISE and solution cells, whole, in order.
@@ -21,7 +21,9 @@ from pathlib import Path
 
 ASSIGNMENT, EXERCISE, SOLUTION, OTHER = "assignment", "exercise", "solution", "other"
 HEAD = re.compile(r"^### (ASSIGNMENT|EXERCISE)\s*$")
-MARKER = re.compile(r"^(?P<indent>[ \t]*)### (?P<end>BEGIN|END) (?P<what>SOLUTION|HIDDEN TESTS)\s*$")
+MARKER = re.compile(
+    r"^(?P<indent>[ \t]*)### (?P<end>BEGIN|END) (?P<what>SOLUTION|HIDDEN TESTS)\s*$"
+)
 ANY_MARKER = re.compile(r"###\s*(BEGIN|END)\s+(SOLUTION|HIDDEN TESTS)|^###\s*(ASSIGNMENT|EXERCISE)")
 STUB = ("# YOUR CODE HERE", "raise NotImplementedError")
 WHERE = {SOLUTION: ("SOLUTION",), EXERCISE: ("HIDDEN TESTS",)}  # regions each kind may hold
@@ -70,7 +72,9 @@ def regions_of(number: int, lines: list) -> list:
         mark = MARKER.match(line)
         if mark is None:
             if ANY_MARKER.search(line) and not HEAD.match(line):
-                raise _fail(number, f"line {i + 1}: a marker must stand alone on its line: {line!r}")
+                raise _fail(
+                    number, f"line {i + 1}: a marker must stand alone on its line: {line!r}"
+                )
             continue
         what = mark["what"]
         if mark["end"] == "BEGIN":
@@ -180,6 +184,8 @@ def key_text(source: Source, title: str) -> str:
         'source and release again."""\n'
     ]
     for cell in source.of_kind(ASSIGNMENT, EXERCISE, SOLUTION):
-        parts.append(f"# ---------------------------------------------------------------- cell {cell.number}\n")
+        parts.append(
+            f"# ---------------------------------------------------------------- cell {cell.number}\n"
+        )
         parts.append(cell.source.rstrip("\n") + "\n")
     return "\n".join(parts)

@@ -86,8 +86,7 @@ def results(rows: list, record: dict, settings: dict) -> dict:
     run = record.get("run", {})
     label = settings.get("label") or f"Chapter {settings['chapter']}: {settings['title']}"
     summary = [
-        f"{label}. "
-        f"Total: {float(total['points']):g} / {float(total['max_points']):g} points."
+        f"{label}. Total: {float(total['points']):g} / {float(total['max_points']):g} points."
     ]
     if run.get("summary"):
         summary.append(f"Your notebook, run from the top: {run['summary']}")

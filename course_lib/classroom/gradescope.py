@@ -106,7 +106,11 @@ def files(number: str, released=None) -> dict:
     for p in [*handed, *notebooks.support_files()]:
         chosen[f"course/notebooks/{p.name}"] = p
     if released is not None:
-        for relative in (released.notebook, "index.json", released.key.relative_to(released.folder)):
+        for relative in (
+            released.notebook,
+            "index.json",
+            released.key.relative_to(released.folder),
+        ):
             chosen[f"assignment/{Path(relative).as_posix()}"] = released.folder / relative
     chosen["course/pyproject.toml"] = root / "pyproject.toml"
     return chosen
