@@ -184,8 +184,6 @@ def key_text(source: Source, title: str) -> str:
         'source and release again."""\n'
     ]
     for cell in source.of_kind(ASSIGNMENT, EXERCISE, SOLUTION):
-        parts.append(
-            f"# ---------------------------------------------------------------- cell {cell.number}\n"
-        )
+        parts.append(f"# {'-' * 64} cell {cell.number}\n")
         parts.append(cell.source.rstrip("\n") + "\n")
     return "\n".join(parts)
