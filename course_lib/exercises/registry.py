@@ -1,4 +1,5 @@
-"""The one registry of exercises: those of the chapters declared in course_lib/chapters.py.
+"""The one registry of exercises: those of the chapters declared in course_lib/chapters.py,
+and of any teacher's assignment that registered itself (course_lib/authoring, ids 'hw1.dot').
 
 Nobody names a chapter here; a chapter's exercises are known once the module that declares them
 (`Chapter.declarations`: the chapter module, or its `course_lib/declared/` module) is imported.
@@ -8,6 +9,13 @@ import importlib
 
 from .. import chapters
 from ..chapters import CHAPTERS
+
+ASSIGNMENTS = {}  # prefix -> a teacher's assignment (chapter-like: .prefix, .exercises)
+
+
+def register(assignment) -> None:
+    """Make a teacher's assignment's exercises known by id (the last one of a name wins)."""
+    ASSIGNMENTS[assignment.prefix] = assignment
 
 
 def discover() -> None:
@@ -28,6 +36,8 @@ def get(exercise_id: str):
     """The exercise with this id ('ch01.choose_device'); KeyError that says where to look.
     Only its own chapter's declarations are imported (the judge and the zygote need a few)."""
     head, _, name = str(exercise_id).partition(".")
+    if head in ASSIGNMENTS and name in ASSIGNMENTS[head].exercises:
+        return ASSIGNMENTS[head].exercises[name]
     try:
         chapter = chapters.get(head[2:]) if head.startswith("ch") and head[2:].isdigit() else None
     except KeyError:
