@@ -9,6 +9,13 @@ Parametrized over the registry (a new quiz is covered). Issue 9.1 and 12.2:
   is right in more than 40% of them (issue 15.4);
 - a wrong answer gets more than "Not quite.": a `why` for the option, or a hint; no `why` is
   ever attached to a right option.
+Issue 36.8 (quizzes that teach):
+- a right option paraphrases the chapter: it shares no run of QUOTED_WORDS words with the
+  notebook's markdown (a learner who matches sentences wins without understanding);
+- the length rules hold in the Chinese edition too (the learner there reads the catalogue's text);
+- the right option is neither the shortest by far (a bare error line beside explained ones) nor
+  the only one of its form (the only one opening with a short label and a colon, "DP:", "Never:",
+  or the only one without).
 """
 
 import collections
@@ -18,6 +25,7 @@ import pytest
 
 from course_lib import notebooks
 from course_lib.exercises import all_exercises
+from course_lib.i18n.catalogue import translate
 from course_lib.text import without_marks
 from support.notebook_cells import chapter_notebook
 
@@ -30,6 +38,11 @@ EXTREME_SHARE = (
     1 / 3
 )  # the right option may be the strictly longest (or shortest) in at most this share
 MOST_OFTEN = 0.40  # no letter may be the right one in more of the course's single/error quizzes
+SHORTEST_RIGHT = 0.8  # the right option is at least this share of the shortest wrong one
+QUOTED_WORDS = 8  # a run of this many words shared with the chapter's markdown is a quotation
+LANGUAGES = ("en", "zh")
+# A short label and a colon opening an option: "RuntimeError:", "No error:", "DP:", "Never:".
+LABEL = re.compile(r"^\s*[^\s:`]+(?: [^\s:`]+){0,2}:\s")
 
 
 def cells(quiz) -> list:
@@ -80,16 +93,82 @@ def test_quiz_is_shown_or_stated_before_its_answer_cell(quiz):
     ) + "; ".join(missing)
 
 
+def option_text(quiz, letter, lang="en") -> str:
+    """Option `letter` as a learner of edition `lang` reads it, Markdown marks removed."""
+    text = quiz.options[letter]
+    return without_marks(text if lang == "en" else translate(text, lang))
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
 @pytest.mark.parametrize("quiz", CHOICE, ids=ids)
-def test_right_option_is_not_given_away_by_its_length(quiz):
+def test_right_option_is_not_given_away_by_its_length(quiz, lang):
     right = right_letters(quiz)
     assert right, f"{quiz.id}: no right option found"
-    length = lambda letter: len(without_marks(quiz.options[letter]))
-    longest_wrong = max(length(k) for k in quiz.options if k != right)
-    assert length(right) <= LONGEST_RIGHT * longest_wrong, (
-        f"{quiz.id}: the right option {right}) has {length(right)} characters, the longest "
-        f"wrong one {longest_wrong}: picking the longest option wins without reading. Write "
+    length = lambda letter: len(option_text(quiz, letter, lang))
+    wrong = [length(k) for k in quiz.options if k != right]
+    assert length(right) <= LONGEST_RIGHT * max(wrong), (
+        f"{quiz.id} ({lang}): the right option {right}) has {length(right)} characters, the "
+        f"longest wrong one {max(wrong)}: picking the longest option wins without reading. Write "
         f"the wrong options as detailed as the right one (at most {LONGEST_RIGHT:g} x)."
+    )
+    assert length(right) >= SHORTEST_RIGHT * min(wrong), (
+        f"{quiz.id} ({lang}): the right option {right}) has {length(right)} characters, the "
+        f"shortest wrong one {min(wrong)}: a bare line beside explained options stands out. "
+        f"Explain the right option as the wrong ones are (at least {SHORTEST_RIGHT:g} x)."
+    )
+
+
+def form(text: str) -> str:
+    """An option's form: 'label: ...' when a short label and a colon open it, else 'sentence'."""
+    return "label: ..." if LABEL.match(without_marks(text)) else "sentence"
+
+
+@pytest.mark.parametrize("quiz", CHOICE, ids=ids)
+def test_right_option_is_not_the_only_one_of_its_form(quiz):
+    right = right_letters(quiz)
+    alike = [
+        k for k, v in quiz.options.items() if k != right and form(v) == form(quiz.options[right])
+    ]
+    assert alike, (
+        f"{quiz.id}: the right option {right}) is the only one written as "
+        f"{form(quiz.options[right])!r} (the others: "
+        f"{sorted({form(v) for k, v in quiz.options.items() if k != right})}): its shape gives it "
+        "away. Write the options alike."
+    )
+
+
+def words(text: str) -> list:
+    """The words of `text` as read (normal()), punctuation dropped."""
+    return re.findall(r"[\w.'()=/+-]+", normal(text))
+
+
+def shared_run(a: list, b: list) -> list:
+    """The longest run of words that `a` and `b` share, in order."""
+    best, end, previous = 0, 0, [0] * (len(b) + 1)
+    for i, word in enumerate(a, 1):
+        current = [0] * (len(b) + 1)
+        for j, other in enumerate(b, 1):
+            if word == other:
+                current[j] = previous[j - 1] + 1
+                if current[j] > best:
+                    best, end = current[j], i
+        previous = current
+    return a[end - best : end]
+
+
+@pytest.mark.parametrize("quiz", [q for q in QUIZZES if q.kind != "numeric"], ids=ids)
+def test_right_options_paraphrase_the_chapter(quiz):
+    markdown = [words(c.source) for c in cells(quiz) if c.cell_type == "markdown"]
+    quoted = {
+        letter: run
+        for letter in right_letters(quiz)
+        for run in [max((shared_run(words(quiz.options[letter]), m) for m in markdown), key=len)]
+        if len(run) >= QUOTED_WORDS
+    }
+    assert not quoted, f"{quiz.id}: " + "; ".join(
+        f"right option {k}) quotes the chapter's markdown ({len(v)} words in a row: "
+        f"{' '.join(v)!r}): say it in other words, so that matching a sentence is not enough"
+        for k, v in quoted.items()
     )
 
 
@@ -158,4 +237,28 @@ def test_a_wrong_answer_learns_something(quiz):
     assert quiz.kind in ("single", "error") and not unexplained, (
         f"{quiz.id}: a wrong answer would read only 'Not quite.': give the quiz hints=[...]"
         + (f" or a why for option(s) {unexplained}" if quiz.kind in ("single", "error") else "")
+    )
+
+
+CODE_SPAN = re.compile(r"`[^`\n]+`")
+
+
+def quiz_texts(quiz) -> list:
+    """Every text a learner of the quiz reads: question, options, whys, hints, explanation."""
+    texts = [quiz.prompt, *quiz.options.values(), *quiz.why.values(), *quiz.hints]
+    return [str(t) for t in [*texts, quiz.explanation] if t]
+
+
+@pytest.mark.parametrize("quiz", QUIZZES, ids=ids)
+def test_code_in_a_quiz_reaches_the_chinese_edition_unchanged(quiz):
+    """A template's placeholder must not translate the error message it holds (ch04 which_tensor
+    once showed `cuda:0 (when checking ...) 上的 RuntimeError: ...`)."""
+    changed = [
+        (text, translate(text, "zh"))
+        for text in quiz_texts(quiz)
+        if collections.Counter(CODE_SPAN.findall(text))
+        - collections.Counter(CODE_SPAN.findall(translate(text, "zh")))
+    ]
+    assert not changed, f"{quiz.id}: code spans changed in the Chinese edition: " + "; ".join(
+        f"{en!r} -> {zh!r}" for en, zh in changed
     )
