@@ -19,6 +19,7 @@ Issue 36.8 (quizzes that teach):
 """
 
 import collections
+import difflib
 import re
 
 import pytest
@@ -40,13 +41,21 @@ EXTREME_SHARE = (
 MOST_OFTEN = 0.40  # no letter may be the right one in more of the course's single/error quizzes
 SHORTEST_RIGHT = 0.8  # the right option is at least this share of the shortest wrong one
 QUOTED_WORDS = 8  # a run of this many words shared with the chapter's markdown is a quotation
+QUOTED_CHARACTERS = 20  # the same in the Chinese edition, in characters
 LANGUAGES = ("en", "zh")
 # A short label and a colon opening an option: "RuntimeError:", "No error:", "DP:", "Never:".
+CODE_SPAN = re.compile(r"`[^`\n]+`")
 LABEL = re.compile(r"^\s*[^\s:`]+(?: [^\s:`]+){0,2}:\s")
 
 
 def cells(quiz) -> list:
     return notebooks.cells(chapter_notebook(quiz))
+
+
+def zh_notebook(quiz):
+    """The Chinese edition of the quiz's chapter notebook."""
+    path = chapter_notebook(quiz)
+    return path.parent / "zh" / path.name
 
 
 def answer_cell(quiz, notebook_cells) -> int:
@@ -93,10 +102,14 @@ def test_quiz_is_shown_or_stated_before_its_answer_cell(quiz):
     ) + "; ".join(missing)
 
 
+def option_in(quiz, letter, lang="en") -> str:
+    """Option `letter` as written in edition `lang` (Markdown kept)."""
+    return quiz.options[letter] if lang == "en" else translate(quiz.options[letter], lang)
+
+
 def option_text(quiz, letter, lang="en") -> str:
     """Option `letter` as a learner of edition `lang` reads it, Markdown marks removed."""
-    text = quiz.options[letter]
-    return without_marks(text if lang == "en" else translate(text, lang))
+    return without_marks(option_in(quiz, letter, lang))
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
@@ -142,32 +155,43 @@ def words(text: str) -> list:
     return re.findall(r"[\w.'()=/+-]+", normal(text))
 
 
-def shared_run(a: list, b: list) -> list:
-    """The longest run of words that `a` and `b` share, in order."""
-    best, end, previous = 0, 0, [0] * (len(b) + 1)
-    for i, word in enumerate(a, 1):
-        current = [0] * (len(b) + 1)
-        for j, other in enumerate(b, 1):
-            if word == other:
-                current[j] = previous[j - 1] + 1
-                if current[j] > best:
-                    best, end = current[j], i
-        previous = current
-    return a[end - best : end]
+def characters(text: str) -> str:
+    """Chinese text as read: each code span one mark, no Markdown marks, no spaces."""
+    return re.sub(r"[*_\\\s]", "", CODE_SPAN.sub("\0", str(text)))
 
 
+# How a text is cut for the quotation check, and how long a shared run is a quotation:
+# 8 English words, 20 Chinese characters (about as much said).
+READING = {
+    "en": (words, QUOTED_WORDS, " ", "words"),
+    "zh": (characters, QUOTED_CHARACTERS, "", "characters"),
+}
+
+
+def shared_run(a, b):
+    """The longest run (of words, or of characters) that `a` and `b` share, in order."""
+    match = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match()
+    return a[match.a : match.a + match.size]
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
 @pytest.mark.parametrize("quiz", [q for q in QUIZZES if q.kind != "numeric"], ids=ids)
-def test_right_options_paraphrase_the_chapter(quiz):
-    markdown = [words(c.source) for c in cells(quiz) if c.cell_type == "markdown"]
+def test_right_options_paraphrase_the_chapter(quiz, lang):
+    cut, longest, joiner, unit = READING[lang]
+    notebook = chapter_notebook(quiz) if lang == "en" else zh_notebook(quiz)
+    markdown = [cut(c.source) for c in notebooks.cells(notebook) if c.cell_type == "markdown"]
     quoted = {
         letter: run
         for letter in right_letters(quiz)
-        for run in [max((shared_run(words(quiz.options[letter]), m) for m in markdown), key=len)]
-        if len(run) >= QUOTED_WORDS
+        for run in [
+            max((shared_run(cut(option_in(quiz, letter, lang)), m) for m in markdown), key=len)
+        ]
+        if len(run) >= longest
     }
-    assert not quoted, f"{quiz.id}: " + "; ".join(
-        f"right option {k}) quotes the chapter's markdown ({len(v)} words in a row: "
-        f"{' '.join(v)!r}): say it in other words, so that matching a sentence is not enough"
+    assert not quoted, f"{quiz.id} ({lang}): " + "; ".join(
+        f"right option {k}) quotes the chapter's markdown ({len(v)} {unit} in a row: "
+        f"{joiner.join(v).replace(chr(0), '`...`')!r}): say it in other words, so that "
+        "matching a sentence is not enough"
         for k, v in quoted.items()
     )
 
@@ -238,9 +262,6 @@ def test_a_wrong_answer_learns_something(quiz):
         f"{quiz.id}: a wrong answer would read only 'Not quite.': give the quiz hints=[...]"
         + (f" or a why for option(s) {unexplained}" if quiz.kind in ("single", "error") else "")
     )
-
-
-CODE_SPAN = re.compile(r"`[^`\n]+`")
 
 
 def quiz_texts(quiz) -> list:
