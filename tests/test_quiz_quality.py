@@ -43,9 +43,13 @@ SHORTEST_RIGHT = 0.8  # the right option is at least this share of the shortest 
 QUOTED_WORDS = 8  # a run of this many words shared with the chapter's markdown is a quotation
 QUOTED_CHARACTERS = 20  # the same in the Chinese edition, in characters
 LANGUAGES = ("en", "zh")
-# A short label and a colon opening an option: "RuntimeError:", "No error:", "DP:", "Never:".
 CODE_SPAN = re.compile(r"`[^`\n]+`")
-LABEL = re.compile(r"^\s*[^\s:`]+(?: [^\s:`]+){0,2}:\s")
+# A short label and a colon opening an option: "RuntimeError:", "No error:", "DP:", "Never:";
+# in Chinese "RuntimeError：", "不报错：", "DP：" (up to 12 characters, no space).
+LABEL = {
+    "en": re.compile(r"^\s*[^\s:`]+(?: [^\s:`]+){0,2}:\s"),
+    "zh": re.compile(r"^\s*[^\s：:`]{1,12}[：:]"),
+}
 
 
 def cells(quiz) -> list:
@@ -131,22 +135,21 @@ def test_right_option_is_not_given_away_by_its_length(quiz, lang):
     )
 
 
-def form(text: str) -> str:
+def form(text: str, lang: str = "en") -> str:
     """An option's form: 'label: ...' when a short label and a colon open it, else 'sentence'."""
-    return "label: ..." if LABEL.match(without_marks(text)) else "sentence"
+    return "label: ..." if LABEL[lang].match(text) else "sentence"
 
 
+@pytest.mark.parametrize("lang", LANGUAGES)
 @pytest.mark.parametrize("quiz", CHOICE, ids=ids)
-def test_right_option_is_not_the_only_one_of_its_form(quiz):
+def test_right_option_is_not_the_only_one_of_its_form(quiz, lang):
     right = right_letters(quiz)
-    alike = [
-        k for k, v in quiz.options.items() if k != right and form(v) == form(quiz.options[right])
-    ]
-    assert alike, (
-        f"{quiz.id}: the right option {right}) is the only one written as "
-        f"{form(quiz.options[right])!r} (the others: "
-        f"{sorted({form(v) for k, v in quiz.options.items() if k != right})}): its shape gives it "
-        "away. Write the options alike."
+    forms = {k: form(option_text(quiz, k, lang), lang) for k in quiz.options}
+    others = sorted({f for k, f in forms.items() if k != right})
+    assert forms[right] in others, (
+        f"{quiz.id} ({lang}): the right option {right}) is the only one written as "
+        f"{forms[right]!r} (the others: {others}): its shape gives it away. Write the options "
+        "alike."
     )
 
 
