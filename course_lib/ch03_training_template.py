@@ -212,7 +212,7 @@ seed_branch = chapter.quiz(
             "`x.shape[1]` counts the rows"
         ),
         "c": (
-            "At random, like dropout: about half of the batches take the sigmoid branch in "
+            "At random: like dropout, about half of the batches take the sigmoid branch in "
             "training mode"
         ),
         "d": (
