@@ -168,3 +168,31 @@ def test_the_class_report_shows_each_answer_beside_its_expectation(fresh):
     with in_language("zh"):
         assert html.escape(tr(asked.expects[0]), quote=True) in page
         assert html.escape(tr("What a good answer says")) in page
+
+
+def test_the_jupyterlab_view_saves_into_the_same_review_file(fresh):
+    _, out = fresh
+    import html
+
+    from course_lib.classroom.review_view import review_view
+
+    view = review_view(out)
+    box = view.questions["eval_and_no_grad"]
+    asked = written_question("03", "eval_and_no_grad")
+    assert html.escape(asked.expects[0], quote=True) in box.children[0].value
+    row = next(r for r in box.rows if r.submission == "bo")
+    assert ZH_ANSWER in row.children[0].value and row.top.value == 3 and row.top.disabled
+    row.points.value, row.comment.value = 2, "<b>ok</b>"
+    row.save.click()
+    assert "saved" in row.status.value
+    saved = review.review_path(out).read_text(encoding="utf-8")
+    assert "bo,eval_and_no_grad,2" in saved
+    row.points.value = 9
+    row.save.click()
+    assert "outside 0 to the maximum 3" in row.status.value
+    assert review.review_path(out).read_text(encoding="utf-8") == saved
+    again = review_view(out, "zh").questions["eval_and_no_grad"]
+    bo = next(r for r in again.rows if r.submission == "bo")
+    assert bo.points.value == 2 and bo.save.description == "保存"
+    with in_language("zh"):
+        assert html.escape(tr(asked.expects[0]), quote=True) in again.children[0].value
