@@ -48,3 +48,21 @@ def get(exercise_id: str):
         if exercise is not None and exercise.id == exercise_id:
             return exercise
     raise KeyError(f"no exercise {exercise_id!r}; `python -m course_lib exercises` lists them")
+
+
+def written_question(chapter_number: str, name: str):
+    """Chapter `chapter_number`'s declared written question `name`, or None (a teacher's own
+    notebook asks questions no chapter declares). Only that chapter's module is imported."""
+    try:
+        chapter = chapters.get(chapter_number)
+    except KeyError:
+        return None
+    importlib.import_module(chapter.module)
+    return chapter.written_questions.get(str(name))
+
+
+def written_questions() -> list:
+    """Every chapter's declared written questions, by id."""
+    discover()
+    found = [q for chapter in CHAPTERS for q in chapter.written_questions.values()]
+    return sorted(found, key=lambda q: q.id)
