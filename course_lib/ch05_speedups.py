@@ -35,8 +35,7 @@ from .device import amp_dtype, gpu_only, mps_available
 from .exercises import Test
 from .i18n import tr
 from .i18n.catalogue import CJK, join, listing
-from .i18n.layout import ljust, rjust
-from .i18n.layout import width as text_width
+from .i18n.layout import Table, rjust
 from .sections import section
 from .widgets import reveal, text_table
 
@@ -616,18 +615,17 @@ def benchmark_compare(
 
 
 # ---------------------------------------------------------------- 4. mixed precision
-def float_formats() -> str:
+def float_formats() -> Table:
     """float32, float16 and bfloat16 side by side: bits,
     largest value, smallest normal, precision (chapter 05)."""
-    head = (("dtype", 15), ("bits", 4), ("largest", 11), ("smallest normal", 16))
-    lines = [" ".join(rjust(tr(h), w) for h, w in head + (("eps (precision)", 16),))]
+    header = [tr(h) for h in ("dtype", "bits", "largest", "smallest normal", "eps (precision)")]
+    rows = []
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         info = torch.finfo(dtype)
-        lines.append(
-            f"{str(dtype):>15} {info.bits:>4} {info.max:>11.3g} {info.tiny:>16.3g} "
-            f"{info.eps:>16.3g}"
+        rows.append(
+            [str(dtype), info.bits, f"{info.max:.3g}", f"{info.tiny:.3g}", f"{info.eps:.3g}"]
         )
-    return "\n".join(lines)
+    return Table(rows, header)
 
 
 def round_trip(values=(1e-8, 1e-3, 70000.0)) -> str:
@@ -672,22 +670,14 @@ def precision_rows() -> dict:
     return {what: [compute(d) for d in PRECISION_DTYPES] for what, compute in PRECISION_CASES}
 
 
-def precision_pitfalls() -> str:
+def precision_pitfalls() -> Table:
     """Where 16-bit arithmetic goes wrong, computed on this machine in three dtypes (chapter 05)."""
-    rows = {tr(what): values for what, values in precision_rows().items()}
-    width = max(text_width(what) for what in rows)
-    lines = [
-        f"{'':<{width}}  "
-        + "".join(f"{str(d).replace('torch.', ''):>12}" for d in PRECISION_DTYPES)
+    header = ["", *(str(d).replace("torch.", "") for d in PRECISION_DTYPES), ""]
+    rows = [
+        [tr(what), *(f"{v:.6g}" for v in values), tr(f"(row {i})")]
+        for i, (what, values) in enumerate(precision_rows().items(), 1)
     ]
-    for i, (what, values) in enumerate(rows.items(), 1):
-        lines.append(
-            f"{ljust(what, width)}  "
-            + "".join(f"{v:>12.6g}" for v in values)
-            + "   "
-            + tr(f"(row {i})")
-        )
-    return "\n".join(lines)
+    return Table(rows, header)
 
 
 # (op, how it is called on `a`, an (8, 16) input; w is a (16, 16) float32 weight, y 8 class labels).
@@ -737,22 +727,20 @@ def autocast_groups(rows, dtype) -> dict:
     return groups
 
 
-def show_autocast_ops(device_type: str, dtype) -> str:
+def show_autocast_ops(device_type: str, dtype) -> Table:
     """The op table of autocast_op_dtypes, then the
     ops grouped by what autocast did (chapter 05)."""
     rows = autocast_op_dtypes(device_type, dtype)
     low = str(dtype).replace("torch.", "")
-    lines = [
-        tr(f"torch.autocast({device_type!r}, {low}), measured here:"),
-        ljust(tr("op"), 16) + rjust(tr("float32 input ->"), 20) + rjust(tr(low + " input ->"), 22),
-    ]
-    lines += [
-        f"{name:<16}{str(a).replace('torch.', ''):>20}{str(b).replace('torch.', ''):>22}"
-        for name, a, b in rows
-    ]
-    for what, names in autocast_groups(rows, dtype).items():
-        lines.append(join([tr(what), listing(names) or tr("none")], ": "))
-    return "\n".join(lines)
+    return Table(
+        [[name, *(str(d).replace("torch.", "") for d in (a, b))] for name, a, b in rows],
+        [tr("op"), tr("float32 input ->"), tr(low + " input ->")],
+        title=tr(f"torch.autocast({device_type!r}, {low}), measured here:"),
+        notes=[
+            join([tr(what), listing(names) or tr("none")], ": ")
+            for what, names in autocast_groups(rows, dtype).items()
+        ],
+    )
 
 
 def autocast_dtypes(model: nn.Module, x, y, criterion, device_type: str, dtype) -> list:
