@@ -35,7 +35,7 @@ from .device import amp_dtype, gpu_only, mps_available
 from .exercises import Test
 from .i18n import tr
 from .i18n.catalogue import CJK, join, listing
-from .i18n.layout import Table, rjust
+from .i18n.layout import Table, rjust, wrap
 from .sections import section
 from .widgets import reveal, text_table
 
@@ -1171,11 +1171,54 @@ class ValueBranchNet(LoopNet):
         return self.last(h)
 
 
-def _first_lines(reason: str, n: int = 2, width: int = 110) -> str:
-    """A graph-break reason in short: its first `n` non-empty lines, joined and cut to `width`."""
-    lines = [line.strip() for line in reason.splitlines() if line.strip()][:n]
-    text = " ".join(lines)
-    return text if len(text) <= width else text[: width - 3] + "..."
+# (a pattern of PyTorch's graph-break reason, what it means): the reasons this chapter's forwards
+# and its learners' commonest ones give; any other reason is shown as PyTorch wrote it
+GRAPH_BREAKS = (
+    (
+        r"builtin operator\s+`?print",
+        "a `print` in forward: TorchDynamo cannot put Python's print in a graph, so the graph ends "
+        "before it and a new one starts after it",
+    ),
+    (
+        r"generic_jump TensorVariable|[Dd]ata[- ]dependent (?:branching|jump)",
+        "an `if` on a tensor's value: which branch runs is known only once the kernels have run, "
+        "so the graph ends at the `if`",
+    ),
+    (
+        r"Tensor\.item|\.item\(\)|capture_scalar_outputs",
+        "`.item()`: a Python number read from a tensor ends the graph (unless "
+        "`torch._dynamo.config.capture_scalar_outputs = True`)",
+    ),
+    (
+        r"Tensor\.(?:tolist|numpy)|\.tolist\(\)",
+        "`.tolist()` or `.numpy()`: Python values read from a tensor end the graph",
+    ),
+)
+_NOT_SHOWN = re.compile(r"^\s*(?:Developer debug context|Hint:)")  # PyTorch's notes to itself
+
+
+def graph_break_summary(reason: str) -> str:
+    """What a graph-break reason means, from GRAPH_BREAKS; "" for a reason the table lacks."""
+    return next((what for pattern, what in GRAPH_BREAKS if re.search(pattern, reason)), "")
+
+
+def pytorch_words(reason: str, summarized: bool) -> str:
+    """PyTorch's reason, every line whole; without a summary of ours its hints stay too."""
+    lines = [line.strip() for line in reason.splitlines() if line.strip()]
+    kept = [line for line in lines if not (summarized and _NOT_SHOWN.match(line))]
+    ended = [
+        line if line[-1] in ".:;!?)" else line + "." for line in kept[:-1]
+    ]  # one sentence each
+    return " ".join(ended + kept[-1:])
+
+
+def show_graph_break(reason: str, columns: int = 96) -> str:
+    """One graph break: what it means (when GRAPH_BREAKS knows it), then PyTorch's own words, each
+    wrapped between words under "why it broke" (chapter 05)."""
+    summary = graph_break_summary(reason)
+    lines = [tr(f"why it broke: {tr(summary)}")] if summary else []
+    lines.append(tr(f"PyTorch says: {pytorch_words(reason, bool(summary))}"))
+    return "\n".join(wrap("    " + line, columns, indent="    ") for line in lines)
 
 
 def explain_forwards(x=None) -> str:
@@ -1191,14 +1234,13 @@ def explain_forwards(x=None) -> str:
     ):
         kwargs = {"depth": 3} if type(net) is LoopNet else {}
         report = torch._dynamo.explain(net)(x, **kwargs)
-        reasons = "; ".join(_first_lines(str(b.reason)) for b in report.break_reasons)
         lines.append(
             tr(
                 f"{call}:\n    {report.graph_count} graph(s), {report.graph_break_count} graph "
                 f"break(s), {report.op_count} ops"
             )
-            + (tr(f"\n    why it broke: {reasons}") if reasons else "")
         )
+        lines += [show_graph_break(str(b.reason)) for b in report.break_reasons]
     return "\n".join(lines)
 
 
