@@ -14,6 +14,7 @@ import math
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -36,6 +37,7 @@ from .exercises import Test
 from .i18n import tr
 from .i18n.catalogue import CJK, join, listing
 from .i18n.layout import Table, rjust, wrap
+from .i18n.layout import width as text_width
 from .sections import section
 from .widgets import reveal, text_table
 
@@ -68,6 +70,7 @@ __all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
     "nvidia_smi",
     "time_epochs",
     "workers_experiment",
+    "show_epochs",
     "plot_epochs",
     "workers_notes",
     "start_method_note",
@@ -251,27 +254,70 @@ def time_epochs(
 
 
 def workers_experiment(
-    dataset, device, settings=((0, False), (2, False), (2, True)), epochs: int = 2, items=None
+    dataset,
+    device,
+    settings=((0, False), (2, False), (2, True)),
+    epochs: int = 2,
+    items=None,
+    repeats: int = 3,
 ) -> dict:
     """Epoch times for each (num_workers, persistent_workers) setting, on the first `items` of
-    `dataset` (all by default): label -> [ms per epoch] (chapter 05)."""
+    `dataset` (all by default), each setting run `repeats` times with a fresh loader and model, the
+    settings taking turns (so that a slow minute of a shared machine is not one setting's alone):
+    label -> one list per epoch of its ms in each run (chapter 05)."""
     if items is not None:
         dataset = Subset(dataset, range(min(items, len(dataset))))
-    results = {}
-    for workers, persistent in settings:
-        label = f"num_workers={workers}" + (", persistent" if persistent else "")
-        results[label] = time_epochs(dataset, device, workers, persistent, epochs)
-    return results
+    labels = {
+        (w, p): f"num_workers={w}" + (", persistent" if p else "") for w, p in settings
+    }  # fmt: skip
+    runs = {label: [] for label in labels.values()}
+    for _ in range(repeats):
+        for (workers, persistent), label in labels.items():
+            runs[label].append(time_epochs(dataset, device, workers, persistent, epochs))
+    return {label: [list(epoch) for epoch in zip(*times)] for label, times in runs.items()}
+
+
+def epoch_runs(value) -> list:
+    """The ms of one epoch in each run: a list, or one number (a single run)."""
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def medians(results: dict) -> dict:
+    """label -> the median ms of each epoch over its runs (chapter 05)."""
+    return {
+        label: [statistics.median(epoch_runs(e)) for e in epochs]
+        for label, epochs in results.items()
+    }
+
+
+def _spread(value) -> str:
+    runs = epoch_runs(value)
+    middle = f"{statistics.median(runs):.0f} ms"
+    return middle if len(runs) == 1 else tr(f"{middle} ({min(runs):.0f}-{max(runs):.0f} ms)")
+
+
+def show_epochs(results: dict) -> str:
+    """One line per loader setting: each epoch's median over the runs and their range (chapter
+    05)."""
+    names = {label: tr(label) for label in results}
+    column = max(text_width(name) for name in names.values())
+    runs = max(len(epoch_runs(e)) for epochs in results.values() for e in epochs)
+    lines = [tr(f"each epoch: the median of {runs} run(s) (the fastest-the slowest)")]
+    for label, epochs in results.items():
+        shown = [tr(f"epoch {i + 1}: {_spread(e)}") for i, e in enumerate(epochs)]
+        lines.append(join([rjust(names[label], column), join(shown, ", ")], ": "))
+    return "\n".join(lines)
 
 
 def plot_epochs(results: dict):
-    """Epoch 1 and epoch 2 side by side for each loader setting (chapter 05)."""
+    """Epoch 1 and epoch 2 side by side for each loader setting, medians over the runs (chapter
+    05)."""
     n = max(len(v) for v in results.values())
     return measure.plot_grouped(
-        results,
+        medians(results),
         parts=tuple(f"epoch {i + 1}" for i in range(n)),
         title="the same epochs, per loader setting",
-        ylabel="ms per epoch",
+        ylabel="ms per epoch (median of the runs)",
     )
 
 
@@ -301,8 +347,18 @@ WORKER_COMPARISONS = (
 )
 
 
+def epoch_verdict(this, other) -> str:
+    """How the runs of one epoch compare with another's: by median, unless their ranges overlap,
+    which a single noisy run cannot tell apart from a real difference (chapter 05)."""
+    a, b = epoch_runs(this), epoch_runs(other)
+    if len(a) > 1 and len(b) > 1 and min(a) <= max(b) and min(b) <= max(a):
+        return tr("within this machine's run-to-run noise (the runs overlap)")
+    return measure.speed_ratio(measure.Timing("other", b), measure.Timing("this", a))
+
+
 def workers_notes(results: dict) -> str:
-    """The comparisons the text asks for, computed from the measured epoch times (chapter 05)."""
+    """The comparisons the text asks for, computed from the measured epoch times: medians over the
+    runs, their ranges, and a verdict only where the ranges do not overlap (chapter 05)."""
     lines = []
     for this, i, other, j, what in WORKER_COMPARISONS:
         if (
@@ -312,8 +368,8 @@ def workers_notes(results: dict) -> str:
             and len(results[other]) > j
         ):
             a, b = results[this][i], results[other][j]
-            verdict = measure.speed_ratio(measure.Timing(other, [b]), measure.Timing(this, [a]))
-            lines.append(f"- {tr(what)}\n    " + tr(f"{a:.0f} ms vs {b:.0f} ms: {verdict}"))
+            compared = tr(f"median {_spread(a)} vs {_spread(b)}: {epoch_verdict(a, b)}")
+            lines.append(f"- {tr(what)}\n    " + compared)
     return "\n".join(lines)
 
 

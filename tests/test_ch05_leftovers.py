@@ -61,3 +61,44 @@ def test_an_if_on_a_value_is_summarized_and_an_unknown_reason_is_shown_whole():
     assert "图中断的原因" not in unknown  # no summary of ours: PyTorch's words, hints included
     assert " ".join(words(unknown)).endswith("`SomeManager` in compiled code.")
     assert "Hint:" in unknown
+
+
+# ---------------------------------------------------------------- the workers' epochs, repeated
+NOISY = {  # ms per epoch, three runs each: the second setting's epoch 2 had one slow run
+    "num_workers=0": [[3400, 3300, 3600], [3500, 8400, 3450]],
+    "num_workers=2": [[1570, 1600, 1500], [990, 1000, 1100]],
+    "num_workers=2, persistent": [[2100, 2000, 2050], [1028, 900, 1200]],
+}
+
+
+def test_the_workers_claims_rest_on_medians_and_say_when_the_runs_overlap():
+    with in_language("en"):
+        notes = ch.workers_notes(NOISY).splitlines()
+    # 2 workers vs none: the median 3500, not the one slow run of 8400 (that made it 8.4x)
+    assert notes[1] == "    median 1000 ms (990-1100 ms) vs 3500 ms (3450-8400 ms): 3.50x faster"
+    assert notes[3].endswith("within this machine's run-to-run noise (the runs overlap)")
+    assert "x faster" not in notes[3] and "x slower" not in notes[3]
+    assert notes[5].endswith("2050 ms (2000-2100 ms): 1.99x faster")
+
+
+def test_the_workers_experiment_runs_each_setting_repeatedly_taking_turns(monkeypatch):
+    calls = []
+
+    def fake_epochs(dataset, device, workers, persistent, epochs):
+        calls.append((workers, persistent))
+        return [100.0 * (len(calls)), 50.0]
+
+    monkeypatch.setattr(ch, "time_epochs", fake_epochs)
+    results = ch.workers_experiment(range(8), "cpu", settings=((0, False), (2, True)), repeats=3)
+    assert calls == [(0, False), (2, True)] * 3  # the settings take turns
+    assert results["num_workers=0"] == [[100.0, 300.0, 500.0], [50.0, 50.0, 50.0]]
+    assert ch.medians(results)["num_workers=2, persistent"] == [400.0, 50.0]
+
+
+def test_the_epoch_lines_name_the_settings_in_chinese_and_line_up():
+    with in_language("zh"):
+        lines = ch.show_epochs(NOISY).splitlines()
+    assert lines[0] == "每个 epoch：3 次运行的中位数（最快-最慢）"
+    assert lines[3].startswith("num_workers=2，持久 worker：第 1 个 epoch 2050 ms（2000-2100 ms）")
+    assert len({width(line[: line.index("：")]) for line in lines[1:]}) == 1
+    assert not any("persistent" in line for line in lines)
