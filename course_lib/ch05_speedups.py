@@ -1537,11 +1537,11 @@ time_it = chapter.function_exercise(
         ),
         Test(
             "the same with repeats=3",
-            TimeIt([8.0, 30.0, 9.0], 3, torch.device("cuda"), " (repeats=3)"),
+            TimeIt([8.0, 30.0, 9.0], 3, torch.device("cuda"), " (three repeats)"),
         ),
         Test(
             "a CPU device on a machine without CUDA: no CUDA calls, the median in ms",
-            TimeIt([3.0, 5.0, 4.0, 9.0, 2.0], 5, torch.device("cpu"), " (device cpu, no GPU)"),
+            TimeIt([3.0, 5.0, 4.0, 9.0, 2.0], 5, torch.device("cpu"), " (a CPU device, no GPU)"),
         ),
         Test(
             "a CPU device on a machine that has a GPU: still no CUDA calls",
@@ -1549,7 +1549,7 @@ time_it = chapter.function_exercise(
                 [3.0, 5.0, 4.0, 9.0, 2.0],
                 5,
                 torch.device("cpu"),
-                " (device cpu, GPU machine)",
+                " (a CPU device, a GPU machine)",
                 machine_has_cuda=True,
             ),
         ),

@@ -2,9 +2,15 @@
 the workers' epochs over repeats, chapter 05's feedback without English inside the Chinese, and
 the profile quiz judged against the learner's own profile."""
 
+import re
+import types
+
 import pytest
+import torch
 
 from course_lib import ch05_speedups as ch
+from course_lib import text
+from course_lib.errors import describe_exception
 from course_lib.i18n.catalogue import CJK, in_language
 from course_lib.i18n.layout import width
 
@@ -102,3 +108,91 @@ def test_the_epoch_lines_name_the_settings_in_chinese_and_line_up():
     assert lines[3].startswith("num_workers=2，持久 worker：第 1 个 epoch 2050 ms（2000-2100 ms）")
     assert len({width(line[: line.index("：")]) for line in lines[1:]}) == 1
     assert not any("persistent" in line for line in lines)
+
+
+# ---------------------------------------------------------------- Chinese feedback, no English
+def mean_without_sync(fn, device, repeats=5):
+    import statistics
+    import time
+
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.mean(times)
+
+
+def phase_us(events):
+    totals = dict.fromkeys(("data", "forward", "backward", "step"), 0.0)
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "user_annotation" and e.get("name") in totals:
+            totals[e["name"]] += e["dur"]  # microseconds, not milliseconds
+    return totals
+
+
+def raising_step(model, x, y, optimizer, criterion, scaler, device_type, dtype):
+    optimizer.zero_grad()
+    with torch.autocast(device_type=device_type, dtype=dtype):
+        loss = criterion(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    return loss.item() + undefined_name  # noqa: F821
+
+
+def feedback(exercise, candidate) -> str:
+    result = exercise.check(candidate, record=False)
+    return "\n".join(" ".join(t.public_lines()) for t in result.tests)
+
+
+@pytest.fixture(scope="module")
+def chinese_feedback():
+    with in_language("zh"):
+        return "\n".join(
+            feedback(exercise, candidate)
+            for exercise, candidate in (
+                (ch.time_it, mean_without_sync),
+                (ch.phase_ms, phase_us),
+                (ch.amp_train_step, raising_step),
+            )
+        )
+
+
+@pytest.mark.parametrize(
+    "english",
+    ["(repeats=3)", "three repeats", "(device cpu", "no GPU)", "(a CUDA trace)", "line ", " in "],
+)
+def test_chapter_05_feedback_in_chinese_has_no_english_fragment(chinese_feedback, english):
+    assert english not in chinese_feedback
+
+
+def test_the_fragments_are_said_in_chinese(chinese_feedback):
+    for said in ("多久（重复 3 次）。", "（CPU 设备，机器上没有 GPU）", "（CUDA 的 trace）"):
+        assert said in chinese_feedback
+    assert re.search(
+        r"NameError: name 'undefined_name' is not defined（raising_step 第 \d+ 行：return",
+        chinese_feedback,
+    )
+
+
+def test_a_raised_error_keeps_its_english_frames_in_english():
+    try:
+        raising_step(None, None, None, types.SimpleNamespace(zero_grad=lambda: 1 / 0), *[None] * 4)
+    except ZeroDivisionError as err:
+        with in_language("en"):
+            english = describe_exception(err)
+        with in_language("zh"):
+            chinese = describe_exception(err)
+    assert re.search(
+        r"; line \d+ in raising_step: optimizer.zero_grad\(\); line \d+ in <lambda>", english
+    )
+    assert re.search(
+        r"；raising_step 第 \d+ 行：optimizer.zero_grad\(\)；<lambda> 第 \d+ 行", chinese
+    )
+
+
+def test_emphasis_is_bold_in_html_and_powers_stay_as_they_are():
+    assert text.html("测到的是**启动** GPU 工作") == "测到的是<b>启动</b> GPU 工作"
+    assert text.html("10**9 bytes, `a**2`, 2**3") == "10**9 bytes, <code>a**2</code>, 2**3"
