@@ -786,15 +786,22 @@ def plot_leak(runs: dict):
 
 
 # ---------------------------------------------------------------- empty_cache (GPU only)
-def empty_cache_demo(device):
-    """allocated vs reserved around del and empty_cache, on a CUDA GPU (chapter 06)."""
+def empty_cache_rows(device, mib: int = 256) -> list:
+    """(moment, memory.cuda_memory) around a `mib` MiB tensor, its del and empty_cache (chapter 06;
+    the GPU check records the same rows)."""
     rows = [("start", memory.cuda_memory(device))]
-    big = torch.empty(256 * 2**20, dtype=torch.uint8, device=device)
-    rows.append(("after a 256 MiB tensor", memory.cuda_memory(device)))
+    big = torch.empty(mib * 2**20, dtype=torch.uint8, device=device)
+    rows.append((f"after a {mib} MiB tensor", memory.cuda_memory(device)))
     del big
     rows.append(("after del", memory.cuda_memory(device)))
     torch.cuda.empty_cache()
     rows.append(("after empty_cache()", memory.cuda_memory(device)))
+    return rows
+
+
+def empty_cache_demo(device):
+    """allocated vs reserved around del and empty_cache, on a CUDA GPU (chapter 06)."""
+    rows = empty_cache_rows(device)
     return table(
         [tr(h) for h in ("moment", "allocated (tensors)", "reserved (cached by PyTorch)")],
         [(tr(m), format_bytes(r["allocated"]), format_bytes(r["reserved"])) for m, r in rows],
