@@ -15,7 +15,7 @@ import statistics
 import torch
 from torch import nn
 
-from . import chapters, memory, profiling, training
+from . import chapters, memory, profiling, torch_compat, training
 from .checks import memory as checks
 from .checks.rig import MovesData
 from .data import N_CLASSES, N_FEATURES
@@ -457,16 +457,12 @@ def split_pattern(device, mib=SPLIT_PATTERN_MIB) -> dict:
     return {key: after.get(key, 0) - before.get(key, 0) for key, _ in ALLOCATOR_COUNTERS}
 
 
-# the allocator's variable: PYTORCH_ALLOC_CONF in torch 2.13's documentation; the old name
-# PYTORCH_CUDA_ALLOC_CONF is still read, but only when the new one is not set (c10's
-# AcceleratorAllocatorConfig); older releases read only the old name
-ALLOC_CONF_NAMES = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
-
-
 def alloc_conf() -> str:
-    """The allocator settings this process started with, from
-    the first of ALLOC_CONF_NAMES that is set (chapter 06)."""
-    return next((os.environ[n] for n in ALLOC_CONF_NAMES if n in os.environ), "")
+    """The allocator settings this process started with, from the first of the variables this
+    torch reads that is set: PYTORCH_ALLOC_CONF, then PYTORCH_CUDA_ALLOC_CONF; before torch
+    2.10 only the old name (torch_compat.alloc_conf_names, chapter 06)."""
+    names = torch_compat.alloc_conf_names()
+    return next((os.environ[n] for n in names if n in os.environ), "")
 
 
 def expandable_setting() -> bool:
@@ -477,24 +473,16 @@ def expandable_setting() -> bool:
     return settings.get("expandable_segments") == "true"
 
 
-def set_allocator_settings(settings: str) -> None:
-    """Change the CUDA allocator's settings while the process runs: torch 2.13's
-    torch._C._accelerator_setAllocatorSettings, or on older releases
-    torch.cuda.memory._set_allocator_settings (2.13 deprecates it, with a FutureWarning)."""
-    setter = getattr(torch._C, "_accelerator_setAllocatorSettings", None)
-    (setter or torch.cuda.memory._set_allocator_settings)(settings)
-
-
 def fragmentation_demo(device) -> dict:
     """On a CUDA GPU: split_pattern without and with
     expandable segments; the setting is put back (chapter 06)."""
     results = {}
     try:
         for on in (False, True):
-            set_allocator_settings(f"expandable_segments:{on}")
+            torch_compat.set_allocator_settings(f"expandable_segments:{on}")
             results[f"expandable_segments:{on}"] = split_pattern(device)
     finally:
-        set_allocator_settings(f"expandable_segments:{expandable_setting()}")
+        torch_compat.set_allocator_settings(f"expandable_segments:{expandable_setting()}")
     return results
 
 
