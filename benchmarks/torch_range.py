@@ -140,24 +140,25 @@ def pytest(python: str, paths: list, extra=()) -> dict:
     }
 
 
-def notebooks(python: str, chapters) -> dict:
-    """Every notebook of both editions (or those of `chapters`) under nbval-lax, one run each."""
+def notebooks(python: str, chapters):
+    """Every notebook of both editions (or those of `chapters`) under nbval-lax, one run each:
+    (row, result) pairs as they finish."""
     found = sorted(ROOT.glob("notebooks/*.ipynb")) + sorted(ROOT.glob("notebooks/zh/*.ipynb"))
     chosen = [p for p in found if not chapters or p.name[:2] in chapters]
     # --nbval-current-env: the kernel is this interpreter, whatever kernelspec the machine has
     extra = ["--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout=900"]
-    return {
-        str(path.relative_to(ROOT)): pytest(python, [str(path.relative_to(ROOT))], extra)
-        for path in chosen
-    }
+    for path in chosen:
+        name = str(path.relative_to(ROOT))
+        yield name, pytest(python, [name], extra)
 
 
-def claims(python: str) -> dict:
-    """The claim tests, one pytest run per group."""
-    return {group: pytest(python, files) for group, files in CLAIMS.items()}
+def claims(python: str, chapters=()):
+    """The claim tests, one pytest run per group: (row, result) pairs."""
+    for group, files in CLAIMS.items():
+        yield group, pytest(python, files)
 
 
-def hosted(python: str) -> dict:
+def hosted(python: str, chapters=()):
     """benchmarks/hosted_sim.py run by `python`, its torch the platform's: a row per platform."""
     site = subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
@@ -174,23 +175,26 @@ def hosted(python: str) -> dict:
         report, end = decoder.raw_decode(text[start:])
         reports[report["platform"]] = report
         text = text[start + end :]
-    rows = {}
     for platform in PLATFORMS:
         report = reports.get(platform)
         if report is None:
-            rows[f"hosted {platform}"] = {"ok": False, "tail": done.stderr[-4000:], "failed": []}
+            yield f"hosted {platform}", {"ok": False, "tail": done.stderr[-4000:], "failed": []}
             continue
         bad = {n: r for n, r in report["chapters"].items() if r.get("errors") or "failed" in r}
-        rows[f"hosted {platform}"] = {
-            "ok": report["torch_unchanged"] and not bad,
-            "torch_unchanged": report["torch_unchanged"],
-            "torch": report["torch_before"]["version"],
-            "chapters": sorted(report["chapters"]),
-            "widget_model": sorted({r.get("widget_model") for r in report["chapters"].values()}),
-            "failed": [f"{n}: {json.dumps(r)[:600]}" for n, r in bad.items()],
-            "seconds": round(time.monotonic() - started),
-        }
-    return rows
+        yield (
+            f"hosted {platform}",
+            {
+                "ok": report["torch_unchanged"] and not bad,
+                "torch_unchanged": report["torch_unchanged"],
+                "torch": report["torch_before"]["version"],
+                "chapters": sorted(report["chapters"]),
+                "widget_model": sorted(
+                    {r.get("widget_model") for r in report["chapters"].values()}
+                ),
+                "failed": [f"{n}: {json.dumps(r)[:600]}" for n, r in bad.items()],
+                "seconds": round(time.monotonic() - started),
+            },
+        )
 
 
 PARTS = {"notebooks": notebooks, "claims": claims, "hosted": hosted}
@@ -217,16 +221,6 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def run(python: str, parts, chapters) -> dict:
-    """Every part asked for with `python`: {row: result}."""
-    rows = {}
-    for part in parts:
-        args = (python, chapters) if part == "notebooks" else (python,)
-        rows.update(PARTS[part](*args))
-        print(f"  {part}: done", flush=True)
-    return rows
-
-
 def main(argv=None) -> int:
     """Build or take each environment, run the parts, print the table; exit 1 on a failure."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -243,9 +237,13 @@ def main(argv=None) -> int:
     for python in pythons:
         version = torch_of(python)
         print(f"torch {version} ({python})", flush=True)
-        results[version] = run(python, args.parts, args.notebooks)
-        if args.json:  # after each version: a long run keeps what it measured
-            args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+        rows = results.setdefault(version, {})
+        for part in args.parts:
+            for row, result in PARTS[part](python, args.notebooks):
+                rows[row] = result
+                print(f"  {row}: {cell(result)} ({result.get('seconds', '?')} s)", flush=True)
+                if args.json:  # a long run keeps what it measured
+                    args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     print(table(results))
     for version, rows in results.items():
         for row, result in rows.items():
