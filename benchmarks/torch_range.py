@@ -65,6 +65,7 @@ CLAIMS = {
     ],
 }
 PLATFORMS = ("colab", "kaggle", "modelscope")
+EDITIONS = {"en": "notebooks", "zh": "notebooks/zh"}
 DEPENDENCIES = [  # pyproject.toml's, and the test tools the runs above need
     "jupyterlab>=4.2",
     "ipywidgets>=8.1",
@@ -79,7 +80,7 @@ DEPENDENCIES = [  # pyproject.toml's, and the test tools the runs above need
     "mistune>=3,<4",
 ]
 COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)")
-CLOSING = re.compile(r"^=+ .* in [\d.]+s.* =+$", re.M)
+CLOSING = re.compile(r"^=* ?(?:\d+ \w+(?:, )?)+ in [\d.]+s", re.M)  # pytest's closing line
 
 
 def environment() -> dict:
@@ -140,10 +141,10 @@ def pytest(python: str, paths: list, extra=()) -> dict:
     }
 
 
-def notebooks(python: str, chapters):
+def notebooks(python: str, chapters, editions=("en", "zh")):
     """Every notebook of both editions (or those of `chapters`) under nbval-lax, one run each:
     (row, result) pairs as they finish."""
-    found = sorted(ROOT.glob("notebooks/*.ipynb")) + sorted(ROOT.glob("notebooks/zh/*.ipynb"))
+    found = [p for e in editions for p in sorted(ROOT.glob(f"{EDITIONS[e]}/*.ipynb"))]
     chosen = [p for p in found if not chapters or p.name[:2] in chapters]
     # --nbval-current-env: the kernel is this interpreter, whatever kernelspec the machine has
     extra = ["--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout=900"]
@@ -152,13 +153,13 @@ def notebooks(python: str, chapters):
         yield name, pytest(python, [name], extra)
 
 
-def claims(python: str, chapters=()):
+def claims(python: str, *unused):
     """The claim tests, one pytest run per group: (row, result) pairs."""
     for group, files in CLAIMS.items():
         yield group, pytest(python, files)
 
 
-def hosted(python: str, chapters=()):
+def hosted(python: str, *unused):
     """benchmarks/hosted_sim.py run by `python`, its torch the platform's: a row per platform."""
     site = subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
@@ -230,8 +231,17 @@ def main(argv=None) -> int:
     parser.add_argument("--ignore-pip-constraints", action="store_true")
     parser.add_argument("--parts", nargs="+", choices=list(PARTS), default=list(PARTS))
     parser.add_argument("--notebooks", nargs="*", default=[], help="chapters, e.g. 01 03")
+    parser.add_argument("--editions", nargs="+", choices=list(EDITIONS), default=list(EDITIONS))
     parser.add_argument("--json", type=Path, help="write every result here")
+    parser.add_argument("--table", type=Path, nargs="+", help="only print the table of these JSONs")
     args = parser.parse_args(argv)
+    if args.table:  # runs made apart (one per version or edition), one table
+        merged = {}
+        for path in args.table:
+            for version, rows in json.loads(path.read_text(encoding="utf-8")).items():
+                merged.setdefault(version, {}).update(rows)
+        print(table(merged))
+        return 0
     pythons = args.python + [build(v, args.venvs, args.ignore_pip_constraints) for v in args.build]
     results = {}
     for python in pythons:
@@ -239,7 +249,7 @@ def main(argv=None) -> int:
         print(f"torch {version} ({python})", flush=True)
         rows = results.setdefault(version, {})
         for part in args.parts:
-            for row, result in PARTS[part](python, args.notebooks):
+            for row, result in PARTS[part](python, args.notebooks, args.editions):
                 rows[row] = result
                 print(f"  {row}: {cell(result)} ({result.get('seconds', '?')} s)", flush=True)
                 if args.json:  # a long run keeps what it measured

@@ -562,6 +562,18 @@ def oom_parts(message: str) -> dict:
     return {name: m.group(1) if m else None for name, m in found.items()}
 
 
+# the variable to set, and what to say of the other name, by whether this torch has the
+# accelerator-wide allocator settings (2.10 and newer; torch_compat)
+ALLOC_ADVICE = {
+    True: ("PYTORCH_ALLOC_CONF", "the old name PYTORCH_CUDA_ALLOC_CONF is still read"),
+    False: (
+        "PYTORCH_CUDA_ALLOC_CONF",
+        "this torch is older than 2.10 and reads only that name; 2.10 and newer read "
+        "PYTORCH_ALLOC_CONF first",
+    ),
+}
+
+
 def oom_diagnosis(message: str) -> str:
     """What the message says to do: fragmentation or
     really full, from its own numbers (chapter 06)."""
@@ -571,13 +583,14 @@ def oom_diagnosis(message: str) -> str:
         return tr("This is not the CUDA allocator's out-of-memory message: nothing to read here.")
     used = parts["is allocated by PyTorch"]
     if size_in_bytes(spare) >= size_in_bytes(tried):
+        name, said = ALLOC_ADVICE[torch_compat.unified_allocator_config()]
         return tr(
             f"Fragmentation: {spare} sat reserved but unused, more than the {tried} asked "
             "for, yet in pieces none of which fits. torch.cuda.empty_cache() cannot help: "
             "before raising, the allocator already gave back every cached block it could and "
-            "tried again. What helps is PYTORCH_ALLOC_CONF=expandable_segments:True (the old "
-            "name PYTORCH_CUDA_ALLOC_CONF is still read), set before the program's first CUDA "
-            "allocation (in the shell, or in os.environ before importing torch)."
+            f"tried again. What helps is {name}=expandable_segments:True ({said}), set before "
+            "the program's first CUDA allocation (in the shell, or in os.environ before "
+            "importing torch)."
         )
     cap = f" of the {parts['allowed']} allowed" if parts["allowed"] else ""
     return tr(
