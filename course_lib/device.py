@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from . import torch_compat
 from .i18n import tr
 from .i18n.catalogue import CJK, Said
 from .i18n.layout import wrap
@@ -219,21 +220,11 @@ def second_device() -> torch.device:
     return torch.device("meta")
 
 
-def bf16_in_hardware() -> bool:
-    """True when the CUDA GPU computes bfloat16 itself: emulated bfloat16 (a T4, a P100) is
-    slower than float32, so it does not count (`including_emulation=False`, torch 2.6 and newer;
-    before, capability 8.0 or above, where bfloat16 arrived)."""
-    try:
-        return bool(torch.cuda.is_bf16_supported(including_emulation=False))
-    except TypeError:  # torch before 2.6: no such argument
-        return torch.cuda.get_device_capability()[0] >= 8
-
-
 def amp_dtype(device) -> torch.dtype:
     """The 16-bit dtype for torch.autocast on `device`: bfloat16 (no GradScaler needed), or float16
     on a CUDA GPU without bfloat16 in hardware (chapters 05, 06)."""
     device = torch.device(device)
-    if device.type == "cuda" and not bf16_in_hardware():
+    if device.type == "cuda" and not torch_compat.bf16_in_hardware():
         return torch.float16
     return torch.bfloat16
 
