@@ -177,12 +177,12 @@ SPECIFIC_35 = (
         ),
         wordings=(
             (
-                "torch 1.8 and later",
+                "later releases (2.13 checked)",
                 "RuntimeError: Sizes of tensors must match except in dimension 0. Expected size 3 "
                 "but got size 4 for tensor number 1 in the list.",
             ),
             (
-                "earlier releases",
+                "older 1.x releases (seen in threads, release not checked)",
                 "RuntimeError: Sizes of tensors must match except in dimension 0. Got 3 and 4 in "
                 "dimension 1 (The offending index is 1)",
             ),
