@@ -32,7 +32,7 @@ from .checks import amp, profiles
 from .checks.timing import TimeIt
 from .collector import collector_paused
 from .device import amp_dtype, gpu_only, mps_available
-from .exercises import Test
+from .exercises import Declarations, Test
 from .i18n import tr
 from .i18n.catalogue import CJK, join, listing
 from .i18n.layout import ljust, rjust
@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # imported on first use (`_benchmark`): it pulls in setuptool
     import torch.utils.benchmark as benchmark
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
+declare = Declarations(chapter)  # records each exercise and quiz on the chapter
 
 __all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
     "chapter",
@@ -1355,7 +1356,7 @@ def hidden_syncs(device, steps: int = 3) -> dict:
 # ---------------------------------------------------------------- exercise: amp_train_step
 # The checks (and the AMP rig, the scaler spy, the simulated
 # GPU clock) live in course_lib/checks/amp.py and timing.py.
-amp_train_step = chapter.function_exercise(
+amp_train_step = declare.function_exercise(
     "amp_train_step",
     title="One mixed-precision training step, today's API",
     prompt=(
@@ -1394,7 +1395,7 @@ amp_train_step = chapter.function_exercise(
 # ------------------------------------------------------------------------------- exercise: phase_ms
 # Its check (a real profile, the profiler's own totals,
 # the mistakes table) is checks/profiles.py's PhaseMs.
-phase_ms = chapter.function_exercise(
+phase_ms = declare.function_exercise(
     "phase_ms",
     title="Read the trace: milliseconds per phase",
     prompt=(
@@ -1431,7 +1432,7 @@ phase_ms = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise: time_it
-time_it = chapter.function_exercise(
+time_it = declare.function_exercise(
     "time_it",
     title="Timing a GPU correctly",
     prompt=(
@@ -1488,7 +1489,7 @@ time_it = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- quizzes
-bf16_scaler = chapter.quiz(
+bf16_scaler = declare.quiz(
     "bf16_scaler",
     title="Does bfloat16 need a GradScaler?",
     question=(
@@ -1529,7 +1530,7 @@ bf16_scaler = chapter.quiz(
     ),
 )
 
-low_utilization = chapter.quiz(
+low_utilization = declare.quiz(
     "low_utilization",
     title="The GPU sits at 30% utilization",
     kind="multiple",
@@ -1579,7 +1580,7 @@ low_utilization = chapter.quiz(
     ),
 )
 
-profile_verdict = chapter.quiz(
+profile_verdict = declare.quiz(
     "profile_verdict",
     title="Read your profile",
     question=(
@@ -1627,7 +1628,7 @@ profile_verdict = chapter.quiz(
     ),
 )
 
-scale_after_overflow = chapter.quiz(
+scale_after_overflow = declare.quiz(
     "scale_after_overflow",
     title="The scale after an overflow",
     kind="numeric",
@@ -1669,7 +1670,7 @@ scale_after_overflow = chapter.quiz(
     ),
 )
 
-compile_control_flow = chapter.quiz(
+compile_control_flow = declare.quiz(
     "compile_control_flow",
     title="Python control flow under torch.compile",
     question=(
