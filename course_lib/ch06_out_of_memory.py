@@ -15,7 +15,7 @@ import statistics
 import torch
 from torch import nn
 
-from . import memory, profiling, training
+from . import memory, profiling, torch_compat, training
 from .checks import memory as checks
 from .data import N_CLASSES, N_FEATURES
 from .declared.ch06_out_of_memory import (  # its exercises and quizzes, declared apart
@@ -465,16 +465,12 @@ def split_pattern(device, mib=SPLIT_PATTERN_MIB) -> dict:
     return {key: after.get(key, 0) - before.get(key, 0) for key, _ in ALLOCATOR_COUNTERS}
 
 
-# the allocator's variable: PYTORCH_ALLOC_CONF in torch 2.13's documentation; the old name
-# PYTORCH_CUDA_ALLOC_CONF is still read, but only when the new one is not set (c10's
-# AcceleratorAllocatorConfig); older releases read only the old name
-ALLOC_CONF_NAMES = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
-
-
 def alloc_conf() -> str:
-    """The allocator settings this process started with, from
-    the first of ALLOC_CONF_NAMES that is set (chapter 06)."""
-    return next((os.environ[n] for n in ALLOC_CONF_NAMES if n in os.environ), "")
+    """The allocator settings this process started with, from the first of the variables this
+    torch reads that is set: PYTORCH_ALLOC_CONF, then PYTORCH_CUDA_ALLOC_CONF; before torch
+    2.10 only the old name (torch_compat.alloc_conf_names, chapter 06)."""
+    names = torch_compat.alloc_conf_names()
+    return next((os.environ[n] for n in names if n in os.environ), "")
 
 
 def expandable_setting() -> bool:
@@ -485,24 +481,16 @@ def expandable_setting() -> bool:
     return settings.get("expandable_segments") == "true"
 
 
-def set_allocator_settings(settings: str) -> None:
-    """Change the CUDA allocator's settings while the process runs: torch 2.13's
-    torch._C._accelerator_setAllocatorSettings, or on older releases
-    torch.cuda.memory._set_allocator_settings (2.13 deprecates it, with a FutureWarning)."""
-    setter = getattr(torch._C, "_accelerator_setAllocatorSettings", None)
-    (setter or torch.cuda.memory._set_allocator_settings)(settings)
-
-
 def fragmentation_demo(device) -> dict:
     """On a CUDA GPU: split_pattern without and with
     expandable segments; the setting is put back (chapter 06)."""
     results = {}
     try:
         for on in (False, True):
-            set_allocator_settings(f"expandable_segments:{on}")
+            torch_compat.set_allocator_settings(f"expandable_segments:{on}")
             results[f"expandable_segments:{on}"] = split_pattern(device)
     finally:
-        set_allocator_settings(f"expandable_segments:{expandable_setting()}")
+        torch_compat.set_allocator_settings(f"expandable_segments:{expandable_setting()}")
     return results
 
 
@@ -582,6 +570,18 @@ def oom_parts(message: str) -> dict:
     return {name: m.group(1) if m else None for name, m in found.items()}
 
 
+# the variable to set, and what to say of the other name, by whether this torch has the
+# accelerator-wide allocator settings (2.10 and newer; torch_compat)
+ALLOC_ADVICE = {
+    True: ("PYTORCH_ALLOC_CONF", "the old name PYTORCH_CUDA_ALLOC_CONF is still read"),
+    False: (
+        "PYTORCH_CUDA_ALLOC_CONF",
+        "this torch is older than 2.10 and reads only that name; 2.10 and newer read "
+        "PYTORCH_ALLOC_CONF first",
+    ),
+}
+
+
 def oom_diagnosis(message: str) -> str:
     """What the message says to do: fragmentation or
     really full, from its own numbers (chapter 06)."""
@@ -591,13 +591,14 @@ def oom_diagnosis(message: str) -> str:
         return tr("This is not the CUDA allocator's out-of-memory message: nothing to read here.")
     used = parts["is allocated by PyTorch"]
     if size_in_bytes(spare) >= size_in_bytes(tried):
+        name, said = ALLOC_ADVICE[torch_compat.unified_allocator_config()]
         return tr(
             f"Fragmentation: {spare} sat reserved but unused, more than the {tried} asked "
             "for, yet in pieces none of which fits. torch.cuda.empty_cache() cannot help: "
             "before raising, the allocator already gave back every cached block it could and "
-            "tried again. What helps is PYTORCH_ALLOC_CONF=expandable_segments:True (the old "
-            "name PYTORCH_CUDA_ALLOC_CONF is still read), set before the program's first CUDA "
-            "allocation (in the shell, or in os.environ before importing torch)."
+            f"tried again. What helps is {name}=expandable_segments:True ({said}), set before "
+            "the program's first CUDA allocation (in the shell, or in os.environ before "
+            "importing torch)."
         )
     cap = f" of the {parts['allowed']} allowed" if parts["allowed"] else ""
     return tr(
@@ -786,15 +787,22 @@ def plot_leak(runs: dict):
 
 
 # ---------------------------------------------------------------- empty_cache (GPU only)
-def empty_cache_demo(device):
-    """allocated vs reserved around del and empty_cache, on a CUDA GPU (chapter 06)."""
+def empty_cache_rows(device, mib: int = 256) -> list:
+    """(moment, memory.cuda_memory) around a `mib` MiB tensor, its del and empty_cache (chapter 06;
+    the GPU check records the same rows)."""
     rows = [("start", memory.cuda_memory(device))]
-    big = torch.empty(256 * 2**20, dtype=torch.uint8, device=device)
-    rows.append(("after a 256 MiB tensor", memory.cuda_memory(device)))
+    big = torch.empty(mib * 2**20, dtype=torch.uint8, device=device)
+    rows.append((f"after a {mib} MiB tensor", memory.cuda_memory(device)))
     del big
     rows.append(("after del", memory.cuda_memory(device)))
     torch.cuda.empty_cache()
     rows.append(("after empty_cache()", memory.cuda_memory(device)))
+    return rows
+
+
+def empty_cache_demo(device):
+    """allocated vs reserved around del and empty_cache, on a CUDA GPU (chapter 06)."""
+    rows = empty_cache_rows(device)
     return table(
         [tr(h) for h in ("moment", "allocated (tensors)", "reserved (cached by PyTorch)")],
         [(tr(m), format_bytes(r["allocated"]), format_bytes(r["reserved"])) for m, r in rows],

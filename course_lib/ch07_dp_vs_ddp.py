@@ -29,7 +29,7 @@ from .declared.ch07_dp_vs_ddp import (  # its exercises and quizzes, declared ap
     shard_indices,
     who_saves,
 )
-from .device import gpu_only
+from .device import gpu_only, say_skipped
 from .i18n import tr
 from .i18n.layout import rjust
 from .i18n.plots import plot_text
@@ -73,14 +73,15 @@ def gpus_available() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def multi_gpu_only(n: int, what: str) -> bool:
-    """For a cell that needs `n` GPUs: True when there
-    are enough, else print a visible SKIPPED line."""
-    if not gpu_only(what):
+def multi_gpu_only(n: int, what: str, figure: str = None) -> bool:
+    """For a cell that needs `n` GPUs: True when there are enough, else print a visible SKIPPED
+    line, with what `figure`'s GPUs showed (chapter 07)."""
+    if not gpu_only(what, figure=figure):
         return False
     if gpus_available() < n:
-        print(
-            tr(f"[GPU only] skipped on this machine ({gpus_available()} GPU, {n} needed): {what}")
+        say_skipped(
+            f"[GPU only] skipped on this machine ({gpus_available()} GPU, {n} needed): {what}",
+            figure,
         )
         return False
     return True

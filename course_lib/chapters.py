@@ -9,8 +9,41 @@ declares its exercises through the engine (``declare = exercises.Declarations(ch
 ``declare.function_exercise(...)``, ``declare.quiz(...)``): a chapter is plain data. A chapter
 declared with ``apart=True`` declares them in ``course_lib/declared/chNN_topic.py`` instead, which
 its chapter module re-exports: the registry (so the judge and the grader) imports that module only.
+A chapter's written questions (answered in words, read and graded by the teacher) are declared
+on it too, as data: ``chapter.written("name", ...)`` (see WrittenQuestion).
 Standard library only, so that anything may import it cheaply.
 """
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class WrittenQuestion:
+    """A question answered in words: what a good answer makes, for the teacher who grades it.
+
+    The notebook holds its answer cell (a Markdown cell with ``<!-- answer: NAME -->``); nothing
+    grades it automatically. `expects` are the 2-4 points a good answer makes, `section` where
+    the chapter teaches them (``sections.section(...)``), `points` the maximum the teacher gives.
+    Every text is English; the teacher's language comes from the catalogue (``tr``).
+    """
+
+    chapter: str  # its chapter's number, "03"
+    name: str  # the answer cell's NAME; the gradebook's exercise chNN.written.NAME
+    title: str
+    question: str
+    expects: tuple
+    section: str
+    points: float = 2.0
+
+    def __post_init__(self):
+        if not 2 <= len(self.expects) <= 4:
+            raise ValueError(f"{self.id}: 2 to 4 expected points, not {len(self.expects)}")
+        if not self.points > 0:
+            raise ValueError(f"{self.id}: the maximum must be above 0, not {self.points!r}")
+
+    @property
+    def id(self) -> str:
+        return f"ch{self.chapter}.written.{self.name}"
 
 
 class Chapter:
@@ -29,6 +62,7 @@ class Chapter:
         # where its exercises and quizzes are declared: the chapter module, or a module of its own
         self.declarations = f"course_lib.declared.ch{self.stem}" if apart else self.module
         self.exercises = {}  # exercise name -> exercise, filled by the chapter module
+        self.written_questions = {}  # name -> WrittenQuestion, filled by the chapter module
 
     def __repr__(self) -> str:
         return f"Chapter({self.number!r}, {self.name!r}, {self.title!r})"
@@ -39,6 +73,15 @@ class Chapter:
             raise ValueError(f"two exercises share the id {exercise.id}")
         self.exercises[exercise.name] = exercise
         return exercise
+
+    def written(self, name, **kwargs) -> WrittenQuestion:
+        """Declare a written question of this chapter (see WrittenQuestion)."""
+        if name in self.written_questions or name in self.exercises:
+            raise ValueError(f"two questions of chapter {self.number} share the name {name!r}")
+        kwargs["expects"] = tuple(kwargs.get("expects", ()))
+        question = WrittenQuestion(self.number, name, **kwargs)
+        self.written_questions[name] = question
+        return question
 
 
 CHAPTERS = (
@@ -74,4 +117,4 @@ def of_module(module_name: str) -> Chapter:
     raise KeyError(f"{module_name} is not a chapter module declared in course_lib/chapters.py")
 
 
-__all__ = ["Chapter", "CHAPTERS", "get", "of_module"]
+__all__ = ["Chapter", "CHAPTERS", "WrittenQuestion", "get", "of_module"]

@@ -91,15 +91,20 @@ def test_starving_experiment_reads_only_the_first_items():
 
 def test_workers_experiment_has_each_setting_and_epoch(train_set):
     small = torch.utils.data.Subset(ch.AugmentedDigits(train_set), range(128))
-    results = ch.workers_experiment(small, "cpu", settings=((0, False), (2, True)), epochs=2)
+    results = ch.workers_experiment(
+        small, "cpu", settings=((0, False), (2, True)), epochs=2, repeats=2
+    )
     assert list(results) == ["num_workers=0", "num_workers=2, persistent"]
-    assert all(len(v) == 2 and all(t > 0 for t in v) for v in results.values())
+    # one list per epoch, one time per run
+    assert all(len(v) == 2 and all(len(e) == 2 and min(e) > 0 for e in v) for v in results.values())
     assert len(ch.plot_epochs(results).axes[0].patches) == 4
 
 
 def test_workers_experiment_reads_only_the_first_items():
     counted = Counted(torch.randn(40, 64), torch.randint(0, 10, (40,)))
-    results = ch.workers_experiment(counted, "cpu", settings=((0, False),), epochs=2, items=24)
+    results = ch.workers_experiment(
+        counted, "cpu", settings=((0, False),), epochs=2, items=24, repeats=1
+    )
     assert len(results["num_workers=0"]) == 2
     assert sorted(counted.reads) == sorted(list(range(24)) * 2)
 

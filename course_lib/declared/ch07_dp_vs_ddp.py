@@ -244,17 +244,16 @@ dp_vs_ddp = declare.quiz(
             "gradients"
         ),
         "b": (
-            "DP splits the model's layers across the GPUs (model parallelism), while DDP splits "
-            "each batch across the GPUs, so DDP is the only one of the two that is data parallel"
+            "DP: the model's layers are split across the GPUs (model parallelism). DDP: each "
+            "batch is split across them, so of the two only DDP is data parallel"
         ),
         "c": (
-            "DP averages the gradients with an all-reduce among peer GPUs, while DDP sends every "
-            "gradient to a parameter server on `cuda:0`, which is why DDP needs one Python "
-            "process per GPU"
+            "DP: peer GPUs average the gradients with an all-reduce. DDP: every gradient goes to "
+            "a parameter server on `cuda:0`, which is why it needs one Python process per GPU"
         ),
         "d": (
-            "DP works only inside one machine and DDP only across machines; on one machine with "
-            "several GPUs both run as one single process, so there they train at the same speed"
+            "DP: inside one machine only. DDP: across machines only; on one machine with several "
+            "GPUs both run as one single process, so there they train at the same speed"
         ),
     },
     digest="ccab4bd296e14534",
@@ -295,12 +294,12 @@ faster_not_smarter = declare.quiz(
             "learn a little worse; the speed is what they buy in exchange"
         ),
         "b": (
-            "Each step applies the gradient one device would compute on the N x b batch (the mean "
-            "of the shard gradients): same model, same math, more samples per second"
+            "Averaging N gradients, each the mean over b samples, gives the mean over all N x b: "
+            "every step is the update one device would make on that batch, in less time"
         ),
         "c": (
-            "The N replicas each learn a different part of the data, and at the end only the best "
-            "replica is kept while the others are thrown away, so nothing is added to the model"
+            "Each replica trains on its own shard for the whole epoch, and averaging the N "
+            "replicas' weights at its end cancels out what each one learned differently"
         ),
         "d": (
             "They do change it: each GPU adds its memory to the model, so N GPUs hold a model "
@@ -320,8 +319,8 @@ faster_not_smarter = declare.quiz(
             "process's to rounding error."
         ),
         "c": (
-            "The replicas never diverge: rank 0 and rank 1 ended with weights that differ by "
-            "exactly 0."
+            "DDP averages gradients in every backward, not weights once an epoch: the replicas "
+            "never diverge (rank 0 and rank 1 ended with weights that differ by exactly 0)."
         ),
         "d": (
             "Data parallelism copies the WHOLE model to every GPU: the parameter count does not "
