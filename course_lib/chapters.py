@@ -89,7 +89,7 @@ CHAPTERS = (
     Chapter("02", "same_device_rule", "The same-device rule"),
     Chapter("03", "training_template", "The training template"),
     Chapter("04", "common_errors", "Common errors"),
-    Chapter("05", "speedups", "Speedups, measured"),
+    Chapter("05", "speedups", "Speedups, measured", apart=True),
     Chapter("06", "out_of_memory", "Out of memory", apart=True),
     Chapter("07", "dp_vs_ddp", "DataParallel vs DistributedDataParallel", apart=True),
     Chapter("08", "sharding", "Sharding with FSDP"),
