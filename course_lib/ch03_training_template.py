@@ -17,7 +17,7 @@ from . import chapters, data, training
 from .checks import loops
 from .checks.loops import averaging_fail as _averaging_fail  # noqa: F401 (the table of known mistakes)
 from .checks.rig import MovesData
-from .exercises import Test
+from .exercises import Declarations, Test
 from .i18n import tr
 from .i18n.catalogue import join
 from .i18n.plots import plot_text
@@ -25,6 +25,7 @@ from .sections import section
 from .seed import seed_everything
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
+declare = Declarations(chapter)  # records each exercise and quiz on the chapter
 
 __all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
     "chapter",
@@ -54,7 +55,7 @@ def __dir__():
 
 # ================================================================ exercises and quizzes
 # ---------------------------------------------------------------- exercise: train_one_epoch
-train_one_epoch = chapter.function_exercise(
+train_one_epoch = declare.function_exercise(
     "train_one_epoch",
     title="Article A's exercise: train one epoch on any device",
     prompt=(
@@ -96,7 +97,7 @@ train_one_epoch = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise: evaluate
-evaluate = chapter.function_exercise(
+evaluate = declare.function_exercise(
     "evaluate",
     title="The evaluation loop: eval mode, no graph, data moved too",
     prompt=(
@@ -137,7 +138,7 @@ evaluate = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- quizzes
-seed_dynamicnet = chapter.quiz(
+seed_dynamicnet = declare.quiz(
     "seed_dynamicnet",
     title="Does article B's DynamicNet run?",
     kind="error",
@@ -197,7 +198,7 @@ seed_dynamicnet = chapter.quiz(
     ),
 )
 
-seed_branch = chapter.quiz(
+seed_branch = declare.quiz(
     "seed_branch",
     title="When does article B's sigmoid branch run?",
     question="In article B's DynamicNet(10, 20, 5), forward picks sigmoid when x.shape[1] is odd. "
@@ -241,7 +242,7 @@ seed_branch = chapter.quiz(
     ),
 )
 
-eval_vs_no_grad = chapter.quiz(
+eval_vs_no_grad = declare.quiz(
     "eval_vs_no_grad",
     title="model.eval() or torch.no_grad()?",
     kind="multiple",

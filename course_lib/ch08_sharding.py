@@ -14,7 +14,7 @@ from torch import nn
 
 from . import chapters, ddp_worker, measure, sharding, training
 from .checks.sharding import RankBytes
-from .exercises import Test
+from .exercises import Declarations, Test
 from .exercises.runner import warm_up
 from .i18n import tr
 from .i18n.catalogue import listing
@@ -24,6 +24,7 @@ from .memory import format_bytes, state_bytes
 from .sections import section
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
+declare = Declarations(chapter)  # records each exercise and quiz on the chapter
 
 __all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
     "chapter",
@@ -268,7 +269,7 @@ CHAPTER_SHAPES = (
     (10,),
 )  # the chapter's model: Linear(64, 256), Linear(256, 10)
 
-rank_bytes = chapter.function_exercise(
+rank_bytes = declare.function_exercise(
     "rank_bytes",
     title="Predict what each rank holds",
     prompt=(
@@ -313,7 +314,7 @@ rank_bytes = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- quizzes
-when_sharding_pays = chapter.quiz(
+when_sharding_pays = declare.quiz(
     "when_sharding_pays",
     title="When does sharding pay?",
     kind="multiple",
@@ -358,7 +359,7 @@ when_sharding_pays = chapter.quiz(
     ),
 )
 
-fsdp_gigabytes = chapter.quiz(
+fsdp_gigabytes = declare.quiz(
     "fsdp_gigabytes",
     title="Gigabytes per GPU",
     kind="numeric",
@@ -398,7 +399,7 @@ fsdp_gigabytes = chapter.quiz(
 )
 
 
-reshard_kept = chapter.quiz(
+reshard_kept = declare.quiz(
     "reshard_kept",
     title="Keep the layers gathered?",
     kind="single",

@@ -5,7 +5,8 @@ is ``course_lib/ch05_speedups.py``, its answer key ``course_lib/key/ch05_speedup
 notebook ``notebooks/05_speedups.ipynb``. The exercise registry, the grader, the explainer, the
 release and the tests all read these declarations; nothing parses a module or file name for a
 number. A chapter module takes its declaration with ``chapter = chapters.of_module(__name__)`` and
-declares its exercises on it (``chapter.function_exercise(...)``, ``chapter.quiz(...)``). A chapter
+declares its exercises through the engine (``declare = exercises.Declarations(chapter)``, then
+``declare.function_exercise(...)``, ``declare.quiz(...)``): a chapter is plain data. A chapter
 declared with ``apart=True`` declares them in ``course_lib/declared/chNN_topic.py`` instead, which
 its chapter module re-exports: the registry (so the judge and the grader) imports that module only.
 A chapter's written questions (answered in words, read and graded by the teacher) are declared
@@ -66,23 +67,12 @@ class Chapter:
     def __repr__(self) -> str:
         return f"Chapter({self.number!r}, {self.name!r}, {self.title!r})"
 
-    def _add(self, exercise):
+    def add(self, exercise):
+        """Record one of this chapter's exercises (exercises.Declarations calls it)."""
         if exercise.name in self.exercises:
             raise ValueError(f"two exercises share the id {exercise.id}")
         self.exercises[exercise.name] = exercise
         return exercise
-
-    def function_exercise(self, name, **kwargs):
-        """Declare a function exercise of this chapter (see exercises.spec.FunctionExercise)."""
-        from .exercises.spec import FunctionExercise
-
-        return self._add(FunctionExercise(self, name, **kwargs))
-
-    def quiz(self, name, **kwargs):
-        """Declare a quiz of this chapter (see exercises.spec.Quiz)."""
-        from .exercises.spec import Quiz
-
-        return self._add(Quiz(self, name, **kwargs))
 
     def written(self, name, **kwargs) -> WrittenQuestion:
         """Declare a written question of this chapter (see WrittenQuestion)."""
@@ -99,7 +89,7 @@ CHAPTERS = (
     Chapter("02", "same_device_rule", "The same-device rule"),
     Chapter("03", "training_template", "The training template"),
     Chapter("04", "common_errors", "Common errors"),
-    Chapter("05", "speedups", "Speedups, measured"),
+    Chapter("05", "speedups", "Speedups, measured", apart=True),
     Chapter("06", "out_of_memory", "Out of memory", apart=True),
     Chapter("07", "dp_vs_ddp", "DataParallel vs DistributedDataParallel", apart=True),
     Chapter("08", "sharding", "Sharding with FSDP"),

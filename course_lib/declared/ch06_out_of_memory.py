@@ -7,10 +7,11 @@ re-exports every name here for the notebook); the checks live in course_lib/chec
 from .. import chapters
 from ..checks import memory as checks
 from ..checks.rig import MovesData
-from ..exercises import Test
+from ..exercises import Declarations, Test
 from ..sections import section
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
+declare = Declarations(chapter)  # records each exercise and quiz on the chapter
 
 __all__ = [  # the chapter module re-exports these (ch.<name>)
     "chapter",
@@ -28,7 +29,7 @@ __all__ = [  # the chapter module re-exports these (ch.<name>)
 
 # ================================================================ exercises and quizzes
 # ---------------------------------------------------------------- exercise 1: model_state_bytes
-model_state_bytes = chapter.function_exercise(
+model_state_bytes = declare.function_exercise(
     "model_state_bytes",
     title="Count the bytes a model and its optimizer hold",
     prompt=(
@@ -62,7 +63,7 @@ model_state_bytes = chapter.function_exercise(
 
 
 # -------------------------------------------------------------- exercise 2: train_with_accumulation
-train_with_accumulation = chapter.function_exercise(
+train_with_accumulation = declare.function_exercise(
     "train_with_accumulation",
     title="Gradient accumulation: a big batch in small pieces",
     prompt=(
@@ -109,7 +110,7 @@ train_with_accumulation = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise 3: largest_batch
-largest_batch = chapter.function_exercise(
+largest_batch = declare.function_exercise(
     "largest_batch",
     title="Find the largest batch that fits",
     prompt=(
@@ -160,7 +161,7 @@ largest_batch = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- quizzes
-seed_question = chapter.quiz(
+seed_question = declare.quiz(
     "seed_question",
     title="Article A's question, asked of the measurement",
     kind="multiple",
@@ -217,7 +218,7 @@ seed_question = chapter.quiz(
     ),
 )
 
-state_dominates = chapter.quiz(
+state_dominates = declare.quiz(
     "state_dominates",
     title="When the model's state dominates",
     question=(
@@ -266,7 +267,7 @@ state_dominates = chapter.quiz(
     ),
 )
 
-empty_cache = chapter.quiz(
+empty_cache = declare.quiz(
     "empty_cache",
     title="What does torch.cuda.empty_cache() give you?",
     question="After an out-of-memory error you call `torch.cuda.empty_cache()`. What does it do?",
@@ -314,7 +315,7 @@ empty_cache = chapter.quiz(
     ),
 )
 
-oom_message = chapter.quiz(
+oom_message = declare.quiz(
     "oom_message",
     title="Read the message before you fix",
     question=(
@@ -370,7 +371,7 @@ oom_message = chapter.quiz(
     ),
 )
 
-accumulation_conditions = chapter.quiz(
+accumulation_conditions = declare.quiz(
     "accumulation_conditions",
     title="When is accumulation exactly the big batch?",
     question=(
@@ -425,7 +426,7 @@ accumulation_conditions = chapter.quiz(
     ),
 )
 
-adam_bytes = chapter.quiz(
+adam_bytes = declare.quiz(
     "adam_bytes",
     title="How big is Adam's state?",
     kind="numeric",

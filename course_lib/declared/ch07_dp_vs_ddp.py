@@ -6,10 +6,11 @@ re-exports every name here for the notebook); the checks live in course_lib/chec
 
 from .. import chapters
 from ..checks import distributed
-from ..exercises import Test
+from ..exercises import Declarations, Test
 from ..sections import section
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
+declare = Declarations(chapter)  # records each exercise and quiz on the chapter
 
 __all__ = [  # the chapter module re-exports these (ch.<name>)
     "chapter",
@@ -26,7 +27,7 @@ __all__ = [  # the chapter module re-exports these (ch.<name>)
 
 # ================================================================ exercises and quizzes
 # ---------------------------------------------------------------- exercise 1: shard_indices
-shard_indices = chapter.function_exercise(
+shard_indices = declare.function_exercise(
     "shard_indices",
     title="Which samples does each rank read?",
     prompt=(
@@ -55,7 +56,7 @@ shard_indices = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise 2: average_gradients
-average_gradients = chapter.function_exercise(
+average_gradients = declare.function_exercise(
     "average_gradients",
     title="Average the gradients yourself, in a real process group",
     prompt=(
@@ -91,7 +92,7 @@ average_gradients = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- quizzes
-local_rank_device = chapter.quiz(
+local_rank_device = declare.quiz(
     "local_rank_device",
     title="RANK or LOCAL_RANK?",
     kind="numeric",
@@ -116,7 +117,7 @@ local_rank_device = chapter.quiz(
     ),
 )
 
-effective_batch = chapter.quiz(
+effective_batch = declare.quiz(
     "effective_batch",
     title="Effective batch size",
     kind="numeric",
@@ -136,7 +137,7 @@ effective_batch = chapter.quiz(
     explanation="2 x 32 = 64: the all-reduce averages the two ranks' mean gradients.",
 )
 
-who_saves = chapter.quiz(
+who_saves = declare.quiz(
     "who_saves",
     title="Which rank writes the checkpoint?",
     question="In a DDP run on 4 GPUs, which process should call `torch.save`, and why?",
@@ -186,7 +187,7 @@ who_saves = chapter.quiz(
     ),
 )
 
-forgot_init = chapter.quiz(
+forgot_init = declare.quiz(
     "forgot_init",
     title="Which error will this raise?",
     kind="error",
@@ -229,7 +230,7 @@ forgot_init = chapter.quiz(
     ),
 )
 
-dp_vs_ddp = chapter.quiz(
+dp_vs_ddp = declare.quiz(
     "dp_vs_ddp",
     title="Article A's question, part 1: what is the essential difference?",
     question=(
@@ -281,7 +282,7 @@ dp_vs_ddp = chapter.quiz(
     ),
 )
 
-faster_not_smarter = chapter.quiz(
+faster_not_smarter = declare.quiz(
     "faster_not_smarter",
     title="Article A's question, part 2: why do more GPUs not make the model smarter?",
     question=(

@@ -52,12 +52,12 @@ def get(exercise_id: str):
 
 def written_question(chapter_number: str, name: str):
     """Chapter `chapter_number`'s declared written question `name`, or None (a teacher's own
-    notebook asks questions no chapter declares). Only that chapter's module is imported."""
+    notebook asks questions no chapter declares). Only that chapter's declarations are imported."""
     try:
         chapter = chapters.get(chapter_number)
     except KeyError:
         return None
-    importlib.import_module(chapter.module)
+    importlib.import_module(chapter.declarations)
     return chapter.written_questions.get(str(name))
 
 
