@@ -33,9 +33,9 @@ from .checks import speedups
 from .checks.speedups import TimeIt
 from .collector import collector_paused
 from .device import amp_dtype, gpu_only, mps_available
-from .exercises import Test
+from .exercises import Quiz, Test
 from .i18n import tr
-from .i18n.catalogue import CJK, join, listing
+from .i18n.catalogue import CJK, Said, join, listing
 from .i18n.layout import Table, rjust, wrap
 from .i18n.layout import width as text_width
 from .sections import section
@@ -203,10 +203,26 @@ def profile_steps(dataset, device, steps: int = 4, batch_size: int = 16) -> tupl
     """`steps` training steps on `dataset` under torch.profiler,
     phases labelled: (profiler, LoopTimes) (chapter 05). The profile holds an event for every
     operator of every item's augmentation (~100 per item): batches of 16 keep it (and the time
-    key_averages takes to read it) a quarter of 64's, with the data phase still the larger one."""
+    key_averages takes to read it) a quarter of 64's, with the data phase still the larger one.
+    What it shows is kept (`PROFILE_READING`): the quiz `profile_verdict` is judged against it."""
     loader = data.make_loader(dataset, device, batch_size, shuffle=True)
     step = warmed_up(fresh_step(device, phase=record_function), loader)
-    return profiling.profile_training(step, loader, device, steps=steps, label="profiled steps")
+    prof, times = profiling.profile_training(
+        step, loader, device, steps=steps, label="profiled steps"
+    )
+    PROFILE_READING.clear()
+    PROFILE_READING.update(read_profile(prof, device))
+    return prof, times
+
+
+PROFILE_READING = {}  # what the learner's last profile_steps showed: read_profile's dict
+
+
+def read_profile(prof, device, rows: int = 3) -> dict:
+    """What a profile shows: ms per labelled phase, and its `rows` operators with the most self
+    time (names as the table prints them) (chapter 05)."""
+    _, top, _ = profiling.operator_rows(prof, device, rows)
+    return {"phases": profiling.label_totals(prof), "top": [row[0] for row in top]}
 
 
 def nvidia_smi() -> None:
@@ -1667,7 +1683,110 @@ low_utilization = chapter.quiz(
     ),
 )
 
-profile_verdict = chapter.quiz(
+# which option of `profile_verdict` shortens each phase
+PHASE_OPTIONS = {"data": "a", "forward": "b", "backward": "c", "step": "d"}
+# (the start of an operator's name in the table, what it is in this chapter's profiled steps)
+OPERATOR_ROLES = (
+    ("aten::bmm", "inside `affine_grid`: the augmentation, so data"),
+    ("aten::affine_grid", "the augmentation's `affine_grid`: data"),
+    ("aten::grid_sampler", "the augmentation's `grid_sample`: data"),
+    ("aten::avg_pool2d", "the augmentation's pooling back to 8x8: data"),
+    ("aten::upsample", "the augmentation's upsampling: data"),
+    ("enumerate(DataLoader)", "the DataLoader handing over each batch: data"),
+    ("aten::mm", "the model's Linear layers, in forward and in backward's gradients"),
+    ("aten::addmm", "the model's Linear layers: forward"),
+    ("Optimizer.step", "Adam's update: step"),
+)
+# what shortens each phase, said after a right answer
+PHASE_REMEDIES = {
+    "data": (
+        "Workers build batches in parallel with the training, and cheaper preprocessing shortens "
+        "each one; the other options speed up phases that are a smaller share of your step."
+    ),
+    "forward": "torch.compile fuses the forward's kernels; faster batches would not shorten it.",
+    "backward": (
+        "Autocast computes the backward's matrix products in 16 bits; whether that is faster on "
+        "your hardware is what section 5 measures."
+    ),
+    "step": "A lighter optimizer shortens the update; the other phases are a smaller share.",
+}
+
+
+def operator_role(name: str) -> str:
+    """What an operator of the profile table is in this chapter's steps, or "" (chapter 05)."""
+    return next((tr(role) for start, role in OPERATOR_ROLES if name.startswith(start)), "")
+
+
+def largest_phase(reading: dict) -> str:
+    phases = reading["phases"]
+    return max(phases, key=phases.get)
+
+
+def phase_share(reading: dict, phase: str) -> str:
+    """ "31 ms of the 40 ms the four labels hold (78%)": one phase of a profile reading."""
+    phases = reading["phases"]
+    total = sum(phases.values()) or 1.0
+    return tr(
+        f"{phases[phase]:.0f} ms of the {total:.0f} ms the four labels hold "
+        f"({phases[phase] / total:.0%})"
+    )
+
+
+def profile_explanation(reading: dict) -> str:
+    """What the learner's own profile shows: its largest phase, its top operators and what each
+    is, and what shortens that phase (chapter 05)."""
+    phase = largest_phase(reading)
+    named = [join([f"`{op}`", operator_role(op)], ": ") for op in reading["top"]]
+    usual = (
+        ""
+        if phase == "data"
+        else tr(
+            "On most machines the data phase is the largest after the warm-up step: run the "
+            "profile cell again to see whether this was a busy moment of yours."
+        )
+    )
+    return join(
+        [
+            tr(f"In your profile, {phase} is the largest phase: {phase_share(reading, phase)}."),
+            tr(f"The table's top rows by self time: {listing(named)}."),
+            tr(PHASE_REMEDIES[phase]),
+            usual,
+        ]
+    )
+
+
+class ProfileQuiz(Quiz):
+    """The quiz about the learner's own profile: where the learner profiled in this process (the
+    notebook), the right answer is the option of the phase their profile shows largest, and the
+    feedback names what their table shows; elsewhere (a grader, which has no profile of theirs)
+    the key's answer, by its digest."""
+
+    def measured_answer(self) -> str:
+        return PHASE_OPTIONS[largest_phase(PROFILE_READING)] if PROFILE_READING else ""
+
+    def is_right(self, normalized: str) -> bool:
+        measured = self.measured_answer()
+        return normalized == measured if measured else super().is_right(normalized)
+
+    @property
+    def explanation(self) -> str:
+        return profile_explanation(PROFILE_READING) if PROFILE_READING else self._explanation
+
+    @explanation.setter
+    def explanation(self, text: str) -> None:
+        self._explanation = text
+
+    def wrong_feedback(self, normalized: str, hint_below: bool = False) -> str:
+        if not PROFILE_READING:
+            return super().wrong_feedback(normalized, hint_below)
+        phase = next(p for p, letter in PHASE_OPTIONS.items() if letter == normalized)
+        share = phase_share(PROFILE_READING, phase)
+        said = tr(f"In your profile, {phase} took {share}: another phase took more.")
+        return join([tr("Not quite."), Said(f"{normalized}) {said}")])
+
+
+profile_verdict = ProfileQuiz(
+    chapter,
     "profile_verdict",
     title="Read your profile",
     question=(
@@ -1714,6 +1833,7 @@ profile_verdict = chapter.quiz(
         "one; the other options speed up phases that are a small share of the step."
     ),
 )
+chapter._add(profile_verdict)  # a Quiz judged against the learner's own profile
 
 scale_after_overflow = chapter.quiz(
     "scale_after_overflow",
