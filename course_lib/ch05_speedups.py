@@ -1863,8 +1863,8 @@ scale_after_overflow = chapter.quiz(
             "smaller."
         ),
         0: (
-            "The scale is multiplied by the backoff factor 0.5: halved, not replaced by 0.5 or "
-            "set to 0."
+            "The scale is multiplied by the backoff factor, not set to 0: a scale of 0 would turn "
+            "every scaled loss, and so every gradient, into 0."
         ),
         0.5: (
             "0.5 is the backoff factor itself: update() multiplies the scale by it, it does not "
