@@ -29,8 +29,8 @@ from torch.profiler import record_function
 from torch.utils.data import Dataset, Subset
 
 from . import chapters, data, measure, profiling, training
-from .checks import speedups
-from .checks.speedups import TimeIt
+from .checks import amp, profiles
+from .checks.timing import TimeIt
 from .collector import collector_paused
 from .device import amp_dtype, gpu_only, mps_available
 from .exercises import Quiz, Test
@@ -1456,7 +1456,7 @@ def hidden_syncs(device, steps: int = 3) -> dict:
 # ================================================================ exercises and quizzes
 # ---------------------------------------------------------------- exercise: amp_train_step
 # The checks (and the AMP rig, the scaler spy, the simulated
-# GPU clock) live in course_lib/checks/speedups.py.
+# GPU clock) live in course_lib/checks/amp.py and timing.py.
 amp_train_step = chapter.function_exercise(
     "amp_train_step",
     title="One mixed-precision training step, today's API",
@@ -1470,12 +1470,10 @@ amp_train_step = chapter.function_exercise(
     ),
     points=5,
     tests=[
-        Test("runs the forward pass under autocast with the given dtype", speedups.Autocast()),
-        Test(
-            "clears the gradients and calls backward on the scaled loss", speedups.ScaledBackward()
-        ),
-        Test("steps through the scaler, then updates the scale", speedups.ScalerStep()),
-        Test("returns this step's loss as a Python float", speedups.ReturnsLoss()),
+        Test("runs the forward pass under autocast with the given dtype", amp.Autocast()),
+        Test("clears the gradients and calls backward on the scaled loss", amp.ScaledBackward()),
+        Test("steps through the scaler, then updates the scale", amp.ScalerStep()),
+        Test("returns this step's loss as a Python float", amp.ReturnsLoss()),
     ],
     hints=[
         (
@@ -1497,7 +1495,7 @@ amp_train_step = chapter.function_exercise(
 
 # ------------------------------------------------------------------------------- exercise: phase_ms
 # Its check (a real profile, the profiler's own totals,
-# the mistakes table) is checks/speedups.py's PhaseMs.
+# the mistakes table) is checks/profiles.py's PhaseMs.
 phase_ms = chapter.function_exercise(
     "phase_ms",
     title="Read the trace: milliseconds per phase",
@@ -1510,14 +1508,14 @@ phase_ms = chapter.function_exercise(
     ),
     points=3,
     tests=[
-        Test("a real profile of 3 training steps", speedups.PhaseMs(3)),
+        Test("a real profile of 3 training steps", profiles.PhaseMs(3)),
         Test(
             "an evaluation profile: no backward, no step",
-            speedups.PhaseMs(2, seed=1, train=False, where=" (evaluation profile)"),
+            profiles.PhaseMs(2, seed=1, train=False, where=" (evaluation profile)"),
         ),
         Test(
             "a CUDA trace: every label also on the GPU's row",
-            speedups.PhaseMs(2, seed=2, cuda=True, where=" (a CUDA trace)"),
+            profiles.PhaseMs(2, seed=2, cuda=True, where=" (a CUDA trace)"),
         ),
     ],
     hints=[

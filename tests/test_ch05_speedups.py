@@ -12,7 +12,7 @@ from torch import nn
 
 from course_lib import ch05_speedups as ch
 from course_lib import data, measure, notebooks, training
-from course_lib.checks import speedups
+from course_lib.checks import timing
 from course_lib.errors import expect_warning
 from course_lib.exercises import CORRECT, INCORRECT, NOT_ATTEMPTED
 
@@ -403,16 +403,16 @@ def test_time_it_right_answers_pass(candidate):
 
 
 def test_simulated_gpu_is_asynchronous_until_synchronized():
-    gpu = speedups.SimulatedGPU([10.0], host_ms=0.5, first_ms=100.0)
+    gpu = timing.SimulatedGPU([10.0], host_ms=0.5, first_ms=100.0)
     gpu.work()
     assert gpu.seconds() == pytest.approx(1000.0005)
     gpu.synchronize()
     assert gpu.seconds() == pytest.approx(1000.1005)
     assert gpu.call_ms(0) == pytest.approx(100.5) and gpu.call_ms(1) == pytest.approx(10.5)
-    cpu = speedups.SimulatedGPU([10.0], cuda=False)
+    cpu = timing.SimulatedGPU([10.0], cuda=False)
     with pytest.raises(AssertionError):
         cpu.synchronize()
-    gpu_machine = speedups.SimulatedGPU([10.0], cuda=False, machine_has_cuda=True)
+    gpu_machine = timing.SimulatedGPU([10.0], cuda=False, machine_has_cuda=True)
     gpu_machine.synchronize()  # torch.cuda.synchronize() on a GPU machine: no error
     with pytest.raises(ValueError):
         gpu_machine.synchronize(torch.device("cpu"))  # what torch says for a CPU device

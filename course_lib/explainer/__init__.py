@@ -33,6 +33,7 @@ _PATTERNS = [
     (e, [re.compile(p, _FLAGS) for p in e.patterns], [re.compile(p, _FLAGS) for p in e.unless])
     for e in ENTRIES
 ]
+_NEEDS = {e.id: [re.compile(p, _FLAGS) for p in e.needs] for e in ENTRIES}
 _READINGS = {e.id: [(re.compile(r, _FLAGS), text) for r, text in e.readings] for e in ENTRIES}
 _FAMILY_PATTERNS = [(f, [re.compile(p, _FLAGS) for p in f.patterns]) for f in FAMILIES]
 _FAMILY_FRAMES = [(f, [re.compile(p, _FLAGS) for p in f.frames]) for f in FAMILIES if f.frames]
@@ -168,17 +169,21 @@ def exception_blocks(text: str) -> list:
     return blocks
 
 
-def _steps_aside(unless, text: str) -> bool:
-    return any(p.search(text) for p in unless)
+def _steps_aside(entry: Entry, unless, text: str, whole: str) -> bool:
+    """True if `entry` must not answer: a wording it leaves to another entry, or (a plain Python
+    wording) no PyTorch evidence anywhere in the whole paste."""
+    lacks = any(not p.search(whole) for p in _NEEDS[entry.id])
+    return lacks or any(p.search(text) for p in unless)
 
 
-def match(text: str, wrappers: bool = True) -> Entry | None:
-    """The first entry (in knowledge-base order) one of whose patterns occurs in `text`, or None."""
+def match(text: str, wrappers: bool = True, whole: str = "") -> Entry | None:
+    """The first entry (in knowledge-base order) one of whose patterns occurs in `text`, or None;
+    `whole` is the paste `text` came from (an entry's `needs` may be found anywhere in it)."""
     for entry, patterns, unless in _PATTERNS:
         if (
             (wrappers or not entry.wrapper)
             and any(p.search(text) for p in patterns)
-            and not _steps_aside(unless, text)
+            and not _steps_aside(entry, unless, text, whole or text)
         ):
             return entry
     return None
@@ -204,7 +209,7 @@ def last_known_error(text: str, wrappers: bool = True):
     best = None  # (line number, -entry order, entry)
     quoted = _quoted_lines(text)
     for order, (entry, patterns, unless) in enumerate(_PATTERNS):
-        if (entry.wrapper and not wrappers) or _steps_aside(unless, text):
+        if (entry.wrapper and not wrappers) or _steps_aside(entry, unless, text, text):
             continue
         for pattern in patterns:
             found = [m for m in pattern.finditer(text) if _line_of(text, m) not in quoted]
@@ -287,7 +292,7 @@ def explain_text(text: str) -> Explanation:
     text = clean(str(text))
     blocks = exception_blocks(text)
     final = blocks[-1] if blocks else ""
-    entry = match(final) if final else None
+    entry = match(final, whole=text) if final else None
     if entry and not entry.wrapper:
         return _explained(entry, final)
     found = last_known_error(text, wrappers=False) or (None if entry else last_known_error(text))
@@ -321,23 +326,26 @@ def explain_exception(err: BaseException) -> Explanation:
         text
     ):  # e.g. a DataLoader worker's error carries the original traceback
         return explain_text(text)
-    text = clean(text)
-    entry = match(text)
+    text, whole = clean(text), clean("".join(traceback.format_exception(err)))
+    entry = match(text, whole=whole)  # the frames: evidence for an entry's `needs` and a family
     if entry:
         return _explained(entry, text)
-    return _general(clean("".join(traceback.format_exception(err))), text)  # frames: evidence
+    return _general(whole, text)
 
 
 def explain_warning(
     message, category=UserWarning, filename: str = "", lineno: int = 0
 ) -> Explanation:
-    """Explain a warning (`warnings.showwarning`'s arguments)
-    as Python prints it: `file:line: Category: text`."""
-    text = f"{filename or '<warning>'}:{lineno}: {category.__name__}: {message}"
-    found = last_known_error(clean(text))
-    if found is None:
+    """Explain a warning (`warnings.showwarning`'s arguments) as Python prints it:
+    `file:line: Category: text`; one no entry knows gets its family's general case, if any."""
+    text = clean(f"{filename or '<warning>'}:{lineno}: {category.__name__}: {message}")
+    found = last_known_error(text)
+    if found is not None:
+        return _explained(found[0], found[1], WARNING_CONTEXT)
+    family = family_of(text, text)  # its wording, or the torch folder that warned (issue 35)
+    if family is None:
         return Explanation(False, _first_line(text))
-    return _explained(found[0], found[1], WARNING_CONTEXT)
+    return Explanation(True, _first_line(text), family, context=WARNING_CONTEXT)
 
 
 def last_error() -> BaseException | None:
