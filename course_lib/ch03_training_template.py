@@ -212,7 +212,7 @@ seed_branch = chapter.quiz(
             "`x.shape[1]` counts the rows"
         ),
         "c": (
-            "At random, like dropout: about half of the batches take the sigmoid branch in "
+            "At random: like dropout, about half of the batches take the sigmoid branch in "
             "training mode"
         ),
         "d": (
@@ -271,6 +271,49 @@ eval_vs_no_grad = chapter.quiz(
         "They are independent switches: `eval()` changes how layers behave, `no_grad()` whether "
         "autograd records. An evaluation loop needs both."
     ),
+)
+
+
+# ---------------------------------------------------------------- written questions
+# Answered in words in the notebook's answer cells, read and graded by the teacher (the review
+# page shows each answer beside what it expects); nothing grades them automatically.
+chapter.written(
+    "eval_and_no_grad",
+    title="Why two switches: `model.eval()` and `torch.no_grad()`",
+    question=(
+        "Why does an evaluation loop need both `model.eval()` and `torch.no_grad()`? Say what "
+        "each one changes, and what goes wrong when only one of them is used."
+    ),
+    expects=[
+        "`model.eval()` changes how layers behave: dropout stops dropping and batch norm uses its "
+        "running statistics instead of the batch's (and stops updating them)",
+        "`torch.no_grad()` only stops autograd from recording a graph: no activations are kept "
+        "for a backward pass, which saves memory and time; the layers behave as before",
+        "With `eval()` alone the graph is still recorded (the cell printed `requires_grad` True); "
+        "with `no_grad()` alone dropout still drops and batch norm uses batch statistics, so the "
+        "measured accuracy is wrong",
+    ],
+    section=section("03", "The evaluation loop"),
+    points=3,
+)
+
+chapter.written(
+    "zero_grad_place",
+    title="Article B's missing `zero_grad()`",
+    question=(
+        "Article B lost two hours to a missing `optimizer.zero_grad()`. Why does leaving it out "
+        "make training go wrong, and where in the loop does it belong?"
+    ),
+    expects=[
+        "`backward()` adds into each parameter's `.grad` and never replaces it: without "
+        "`zero_grad()` the gradient at step k is the sum of all k batch gradients",
+        "So the steps keep growing (like a momentum that never decays): the loss swings back up, "
+        "and with a larger learning rate it overflows to inf and nan",
+        "It belongs once per batch before `backward()` (or right after `step()`), never between "
+        "`backward()` and `step()`, where it erases the gradient the step needs",
+    ],
+    section=section("03", "`zero_grad` story"),
+    points=2,
 )
 
 

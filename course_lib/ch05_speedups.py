@@ -14,6 +14,7 @@ import math
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -28,14 +29,14 @@ from torch.profiler import record_function
 from torch.utils.data import Dataset, Subset
 
 from . import chapters, data, measure, profiling, training
-from .checks import speedups
-from .checks.speedups import TimeIt
+from .checks import amp, profiles
+from .checks.timing import TimeIt
 from .collector import collector_paused
 from .device import amp_dtype, gpu_only, mps_available
 from .exercises import Test
 from .i18n import tr
 from .i18n.catalogue import CJK, join, listing
-from .i18n.layout import ljust, rjust
+from .i18n.layout import Table, rjust, wrap
 from .i18n.layout import width as text_width
 from .sections import section
 from .widgets import reveal, text_table
@@ -69,6 +70,7 @@ __all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
     "nvidia_smi",
     "time_epochs",
     "workers_experiment",
+    "show_epochs",
     "plot_epochs",
     "workers_notes",
     "start_method_note",
@@ -252,27 +254,70 @@ def time_epochs(
 
 
 def workers_experiment(
-    dataset, device, settings=((0, False), (2, False), (2, True)), epochs: int = 2, items=None
+    dataset,
+    device,
+    settings=((0, False), (2, False), (2, True)),
+    epochs: int = 2,
+    items=None,
+    repeats: int = 3,
 ) -> dict:
     """Epoch times for each (num_workers, persistent_workers) setting, on the first `items` of
-    `dataset` (all by default): label -> [ms per epoch] (chapter 05)."""
+    `dataset` (all by default), each setting run `repeats` times with a fresh loader and model, the
+    settings taking turns (so that a slow minute of a shared machine is not one setting's alone):
+    label -> one list per epoch of its ms in each run (chapter 05)."""
     if items is not None:
         dataset = Subset(dataset, range(min(items, len(dataset))))
-    results = {}
-    for workers, persistent in settings:
-        label = f"num_workers={workers}" + (", persistent" if persistent else "")
-        results[label] = time_epochs(dataset, device, workers, persistent, epochs)
-    return results
+    labels = {
+        (w, p): f"num_workers={w}" + (", persistent" if p else "") for w, p in settings
+    }  # fmt: skip
+    runs = {label: [] for label in labels.values()}
+    for _ in range(repeats):
+        for (workers, persistent), label in labels.items():
+            runs[label].append(time_epochs(dataset, device, workers, persistent, epochs))
+    return {label: [list(epoch) for epoch in zip(*times)] for label, times in runs.items()}
+
+
+def epoch_runs(value) -> list:
+    """The ms of one epoch in each run: a list, or one number (a single run)."""
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def medians(results: dict) -> dict:
+    """label -> the median ms of each epoch over its runs (chapter 05)."""
+    return {
+        label: [statistics.median(epoch_runs(e)) for e in epochs]
+        for label, epochs in results.items()
+    }
+
+
+def _spread(value) -> str:
+    runs = epoch_runs(value)
+    middle = f"{statistics.median(runs):.0f} ms"
+    return middle if len(runs) == 1 else tr(f"{middle} ({min(runs):.0f}-{max(runs):.0f} ms)")
+
+
+def show_epochs(results: dict) -> str:
+    """One line per loader setting: each epoch's median over the runs and their range (chapter
+    05)."""
+    names = {label: tr(label) for label in results}
+    column = max(text_width(name) for name in names.values())
+    runs = max(len(epoch_runs(e)) for epochs in results.values() for e in epochs)
+    lines = [tr(f"each epoch: the median of {runs} run(s) (the fastest-the slowest)")]
+    for label, epochs in results.items():
+        shown = [tr(f"epoch {i + 1}: {_spread(e)}") for i, e in enumerate(epochs)]
+        lines.append(join([rjust(names[label], column), join(shown, ", ")], ": "))
+    return "\n".join(lines)
 
 
 def plot_epochs(results: dict):
-    """Epoch 1 and epoch 2 side by side for each loader setting (chapter 05)."""
+    """Epoch 1 and epoch 2 side by side for each loader setting, medians over the runs (chapter
+    05)."""
     n = max(len(v) for v in results.values())
     return measure.plot_grouped(
-        results,
+        medians(results),
         parts=tuple(f"epoch {i + 1}" for i in range(n)),
         title="the same epochs, per loader setting",
-        ylabel="ms per epoch",
+        ylabel="ms per epoch (median of the runs)",
     )
 
 
@@ -302,8 +347,18 @@ WORKER_COMPARISONS = (
 )
 
 
+def epoch_verdict(this, other) -> str:
+    """How the runs of one epoch compare with another's: by median, unless their ranges overlap,
+    which a single noisy run cannot tell apart from a real difference (chapter 05)."""
+    a, b = epoch_runs(this), epoch_runs(other)
+    if len(a) > 1 and len(b) > 1 and min(a) <= max(b) and min(b) <= max(a):
+        return tr("within this machine's run-to-run noise (the runs overlap)")
+    return measure.speed_ratio(measure.Timing("other", b), measure.Timing("this", a))
+
+
 def workers_notes(results: dict) -> str:
-    """The comparisons the text asks for, computed from the measured epoch times (chapter 05)."""
+    """The comparisons the text asks for, computed from the measured epoch times: medians over the
+    runs, their ranges, and a verdict only where the ranges do not overlap (chapter 05)."""
     lines = []
     for this, i, other, j, what in WORKER_COMPARISONS:
         if (
@@ -313,8 +368,8 @@ def workers_notes(results: dict) -> str:
             and len(results[other]) > j
         ):
             a, b = results[this][i], results[other][j]
-            verdict = measure.speed_ratio(measure.Timing(other, [b]), measure.Timing(this, [a]))
-            lines.append(f"- {tr(what)}\n    " + tr(f"{a:.0f} ms vs {b:.0f} ms: {verdict}"))
+            compared = tr(f"median {_spread(a)} vs {_spread(b)}: {epoch_verdict(a, b)}")
+            lines.append(f"- {tr(what)}\n    " + compared)
     return "\n".join(lines)
 
 
@@ -616,18 +671,17 @@ def benchmark_compare(
 
 
 # ---------------------------------------------------------------- 4. mixed precision
-def float_formats() -> str:
+def float_formats() -> Table:
     """float32, float16 and bfloat16 side by side: bits,
     largest value, smallest normal, precision (chapter 05)."""
-    head = (("dtype", 15), ("bits", 4), ("largest", 11), ("smallest normal", 16))
-    lines = [" ".join(rjust(tr(h), w) for h, w in head + (("eps (precision)", 16),))]
+    header = [tr(h) for h in ("dtype", "bits", "largest", "smallest normal", "eps (precision)")]
+    rows = []
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         info = torch.finfo(dtype)
-        lines.append(
-            f"{str(dtype):>15} {info.bits:>4} {info.max:>11.3g} {info.tiny:>16.3g} "
-            f"{info.eps:>16.3g}"
+        rows.append(
+            [str(dtype), info.bits, f"{info.max:.3g}", f"{info.tiny:.3g}", f"{info.eps:.3g}"]
         )
-    return "\n".join(lines)
+    return Table(rows, header)
 
 
 def round_trip(values=(1e-8, 1e-3, 70000.0)) -> str:
@@ -672,22 +726,14 @@ def precision_rows() -> dict:
     return {what: [compute(d) for d in PRECISION_DTYPES] for what, compute in PRECISION_CASES}
 
 
-def precision_pitfalls() -> str:
+def precision_pitfalls() -> Table:
     """Where 16-bit arithmetic goes wrong, computed on this machine in three dtypes (chapter 05)."""
-    rows = {tr(what): values for what, values in precision_rows().items()}
-    width = max(text_width(what) for what in rows)
-    lines = [
-        f"{'':<{width}}  "
-        + "".join(f"{str(d).replace('torch.', ''):>12}" for d in PRECISION_DTYPES)
+    header = ["", *(str(d).replace("torch.", "") for d in PRECISION_DTYPES), ""]
+    rows = [
+        [tr(what), *(f"{v:.6g}" for v in values), tr(f"(row {i})")]
+        for i, (what, values) in enumerate(precision_rows().items(), 1)
     ]
-    for i, (what, values) in enumerate(rows.items(), 1):
-        lines.append(
-            f"{ljust(what, width)}  "
-            + "".join(f"{v:>12.6g}" for v in values)
-            + "   "
-            + tr(f"(row {i})")
-        )
-    return "\n".join(lines)
+    return Table(rows, header)
 
 
 # (op, how it is called on `a`, an (8, 16) input; w is a (16, 16) float32 weight, y 8 class labels).
@@ -737,22 +783,20 @@ def autocast_groups(rows, dtype) -> dict:
     return groups
 
 
-def show_autocast_ops(device_type: str, dtype) -> str:
+def show_autocast_ops(device_type: str, dtype) -> Table:
     """The op table of autocast_op_dtypes, then the
     ops grouped by what autocast did (chapter 05)."""
     rows = autocast_op_dtypes(device_type, dtype)
     low = str(dtype).replace("torch.", "")
-    lines = [
-        tr(f"torch.autocast({device_type!r}, {low}), measured here:"),
-        ljust(tr("op"), 16) + rjust(tr("float32 input ->"), 20) + rjust(tr(low + " input ->"), 22),
-    ]
-    lines += [
-        f"{name:<16}{str(a).replace('torch.', ''):>20}{str(b).replace('torch.', ''):>22}"
-        for name, a, b in rows
-    ]
-    for what, names in autocast_groups(rows, dtype).items():
-        lines.append(join([tr(what), listing(names) or tr("none")], ": "))
-    return "\n".join(lines)
+    return Table(
+        [[name, *(str(d).replace("torch.", "") for d in (a, b))] for name, a, b in rows],
+        [tr("op"), tr("float32 input ->"), tr(low + " input ->")],
+        title=tr(f"torch.autocast({device_type!r}, {low}), measured here:"),
+        notes=[
+            join([tr(what), listing(names) or tr("none")], ": ")
+            for what, names in autocast_groups(rows, dtype).items()
+        ],
+    )
 
 
 def autocast_dtypes(model: nn.Module, x, y, criterion, device_type: str, dtype) -> list:
@@ -1183,11 +1227,54 @@ class ValueBranchNet(LoopNet):
         return self.last(h)
 
 
-def _first_lines(reason: str, n: int = 2, width: int = 110) -> str:
-    """A graph-break reason in short: its first `n` non-empty lines, joined and cut to `width`."""
-    lines = [line.strip() for line in reason.splitlines() if line.strip()][:n]
-    text = " ".join(lines)
-    return text if len(text) <= width else text[: width - 3] + "..."
+# (a pattern of PyTorch's graph-break reason, what it means): the reasons this chapter's forwards
+# and its learners' commonest ones give; any other reason is shown as PyTorch wrote it
+GRAPH_BREAKS = (
+    (
+        r"builtin operator\s+`?print",
+        "a `print` in forward: TorchDynamo cannot put Python's print in a graph, so the graph ends "
+        "before it and a new one starts after it",
+    ),
+    (
+        r"generic_jump TensorVariable|[Dd]ata[- ]dependent (?:branching|jump)",
+        "an `if` on a tensor's value: which branch runs is known only once the kernels have run, "
+        "so the graph ends at the `if`",
+    ),
+    (
+        r"Tensor\.item|\.item\(\)|capture_scalar_outputs",
+        "`.item()`: a Python number read from a tensor ends the graph (unless "
+        "`torch._dynamo.config.capture_scalar_outputs = True`)",
+    ),
+    (
+        r"Tensor\.(?:tolist|numpy)|\.tolist\(\)",
+        "`.tolist()` or `.numpy()`: Python values read from a tensor end the graph",
+    ),
+)
+_NOT_SHOWN = re.compile(r"^\s*(?:Developer debug context|Hint:)")  # PyTorch's notes to itself
+
+
+def graph_break_summary(reason: str) -> str:
+    """What a graph-break reason means, from GRAPH_BREAKS; "" for a reason the table lacks."""
+    return next((what for pattern, what in GRAPH_BREAKS if re.search(pattern, reason)), "")
+
+
+def pytorch_words(reason: str, summarized: bool) -> str:
+    """PyTorch's reason, every line whole; without a summary of ours its hints stay too."""
+    lines = [line.strip() for line in reason.splitlines() if line.strip()]
+    kept = [line for line in lines if not (summarized and _NOT_SHOWN.match(line))]
+    ended = [
+        line if line[-1] in ".:;!?)" else line + "." for line in kept[:-1]
+    ]  # one sentence each
+    return " ".join(ended + kept[-1:])
+
+
+def show_graph_break(reason: str, columns: int = 96) -> str:
+    """One graph break: what it means (when GRAPH_BREAKS knows it), then PyTorch's own words, each
+    wrapped between words under "why it broke" (chapter 05)."""
+    summary = graph_break_summary(reason)
+    lines = [tr(f"why it broke: {tr(summary)}")] if summary else []
+    lines.append(tr(f"PyTorch says: {pytorch_words(reason, bool(summary))}"))
+    return "\n".join(wrap("    " + line, columns, indent="    ") for line in lines)
 
 
 def explain_forwards(x=None) -> str:
@@ -1203,14 +1290,13 @@ def explain_forwards(x=None) -> str:
     ):
         kwargs = {"depth": 3} if type(net) is LoopNet else {}
         report = torch._dynamo.explain(net)(x, **kwargs)
-        reasons = "; ".join(_first_lines(str(b.reason)) for b in report.break_reasons)
         lines.append(
             tr(
                 f"{call}:\n    {report.graph_count} graph(s), {report.graph_break_count} graph "
                 f"break(s), {report.op_count} ops"
             )
-            + (tr(f"\n    why it broke: {reasons}") if reasons else "")
         )
+        lines += [show_graph_break(str(b.reason)) for b in report.break_reasons]
     return "\n".join(lines)
 
 
@@ -1354,7 +1440,7 @@ def hidden_syncs(device, steps: int = 3) -> dict:
 # ================================================================ exercises and quizzes
 # ---------------------------------------------------------------- exercise: amp_train_step
 # The checks (and the AMP rig, the scaler spy, the simulated
-# GPU clock) live in course_lib/checks/speedups.py.
+# GPU clock) live in course_lib/checks/amp.py and timing.py.
 amp_train_step = chapter.function_exercise(
     "amp_train_step",
     title="One mixed-precision training step, today's API",
@@ -1368,12 +1454,10 @@ amp_train_step = chapter.function_exercise(
     ),
     points=5,
     tests=[
-        Test("runs the forward pass under autocast with the given dtype", speedups.Autocast()),
-        Test(
-            "clears the gradients and calls backward on the scaled loss", speedups.ScaledBackward()
-        ),
-        Test("steps through the scaler, then updates the scale", speedups.ScalerStep()),
-        Test("returns this step's loss as a Python float", speedups.ReturnsLoss()),
+        Test("runs the forward pass under autocast with the given dtype", amp.Autocast()),
+        Test("clears the gradients and calls backward on the scaled loss", amp.ScaledBackward()),
+        Test("steps through the scaler, then updates the scale", amp.ScalerStep()),
+        Test("returns this step's loss as a Python float", amp.ReturnsLoss()),
     ],
     hints=[
         (
@@ -1395,7 +1479,7 @@ amp_train_step = chapter.function_exercise(
 
 # ------------------------------------------------------------------------------- exercise: phase_ms
 # Its check (a real profile, the profiler's own totals,
-# the mistakes table) is checks/speedups.py's PhaseMs.
+# the mistakes table) is checks/profiles.py's PhaseMs.
 phase_ms = chapter.function_exercise(
     "phase_ms",
     title="Read the trace: milliseconds per phase",
@@ -1408,14 +1492,14 @@ phase_ms = chapter.function_exercise(
     ),
     points=3,
     tests=[
-        Test("a real profile of 3 training steps", speedups.PhaseMs(3)),
+        Test("a real profile of 3 training steps", profiles.PhaseMs(3)),
         Test(
             "an evaluation profile: no backward, no step",
-            speedups.PhaseMs(2, seed=1, train=False, where=" (evaluation profile)"),
+            profiles.PhaseMs(2, seed=1, train=False, where=" (evaluation profile)"),
         ),
         Test(
             "a CUDA trace: every label also on the GPU's row",
-            speedups.PhaseMs(2, seed=2, cuda=True, where=" (a CUDA trace)"),
+            profiles.PhaseMs(2, seed=2, cuda=True, where=" (a CUDA trace)"),
         ),
     ],
     hints=[
@@ -1451,11 +1535,11 @@ time_it = chapter.function_exercise(
         ),
         Test(
             "the same with repeats=3",
-            TimeIt([8.0, 30.0, 9.0], 3, torch.device("cuda"), " (repeats=3)"),
+            TimeIt([8.0, 30.0, 9.0], 3, torch.device("cuda"), " (three repeats)"),
         ),
         Test(
             "a CPU device on a machine without CUDA: no CUDA calls, the median in ms",
-            TimeIt([3.0, 5.0, 4.0, 9.0, 2.0], 5, torch.device("cpu"), " (device cpu, no GPU)"),
+            TimeIt([3.0, 5.0, 4.0, 9.0, 2.0], 5, torch.device("cpu"), " (a CPU device, no GPU)"),
         ),
         Test(
             "a CPU device on a machine that has a GPU: still no CUDA calls",
@@ -1463,7 +1547,7 @@ time_it = chapter.function_exercise(
                 [3.0, 5.0, 4.0, 9.0, 2.0],
                 5,
                 torch.device("cpu"),
-                " (device cpu, GPU machine)",
+                " (a CPU device, a GPU machine)",
                 machine_has_cuda=True,
             ),
         ),

@@ -441,3 +441,28 @@ reshard_kept = chapter.quiz(
         "except the root's, which backward needs first. An int N reshards to groups of N ranks."
     ),
 )
+
+
+# ---------------------------------------------------------------- written questions
+# Answered in words in the notebook's answer cell, read and graded by the teacher (the review
+# page shows each answer beside what it expects); nothing grades it automatically.
+chapter.written(
+    "sharding_trade",
+    title="When sharding pays, and what it costs",
+    question=(
+        "When does sharding a model with FSDP pay, and what does it cost? Answer with the "
+        "numbers of this chapter's run."
+    ),
+    expects=[
+        "It pays when memory is what stops you: the weights, gradients and Adam's state (16 "
+        "bytes per parameter) do not fit on one GPU, or leave room only for a batch too small; "
+        "FSDP divides them by up to the number of ranks (the run measured each part halved)",
+        "It costs communication: an all-gather of each layer in forward and again in backward, "
+        "then a reduce-scatter of the gradients, about 1.5 times DDP's traffic with NCCL (2 "
+        "times in the run, where gloo all-reduces the whole gradient)",
+        "Prefetching hides much of that traffic behind the compute on GPUs; with memory to spare "
+        "or a slow network, DDP (or ZeRO-1, or `reshard_after_forward=False`) is the better trade",
+    ],
+    section=section("08", "What sharding costs"),
+    points=3,
+)

@@ -339,6 +339,11 @@ def exercises() -> None:
     )
     bare.next_hint()
     _hints(bare)
+    from course_lib.classroom.written import expectation
+    from course_lib.exercises.registry import written_questions
+
+    for question in written_questions():  # what the teacher's review page and report show
+        expectation(question)
 
 
 def explainer() -> None:
