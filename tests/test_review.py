@@ -47,6 +47,7 @@ def test_the_answers_are_read_as_written(fresh):
     assert len(answers) == 3
     data = review_page.answers_json(out, "en")
     assert data["questions"][0]["prompt"] == submissions.QUESTION  # as text, markup and all
+    assert data["questions"][0]["declared"] is None  # a teacher's own question: no declaration
 
 
 def test_a_review_reaches_the_gradebook_the_summary_and_canvas(fresh):
