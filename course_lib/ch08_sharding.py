@@ -335,7 +335,7 @@ when_sharding_pays = chapter.quiz(
     digest="f3bb45e9f77260fe",
     hints=[
         "Sharding buys memory and pays with communication: in which cases is memory the problem?",
-        f"What FSDP frees is each rank's share of the 16 bytes per parameter "
+        f"FSDP leaves each rank only its own share of the 16 bytes per parameter "
         f"({section('08', 'What every DDP rank holds')}); what it costs is measured in "
         f"{section('08', 'What sharding costs')}.",
     ],
