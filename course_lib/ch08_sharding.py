@@ -409,7 +409,7 @@ reshard_kept = chapter.quiz(
     options={
         "a": "Its peak memory is lower, since no layer is ever gathered twice in one training step",
         "b": "Between steps each rank holds the whole model again, as it would under DDP",
-        "c": "One all-gather per layer instead of two; whole layers held from forward to backward",
+        "c": "Each layer is gathered once, not twice, and stays whole from forward to backward",
         "d": "The gradients are all-reduced whole instead of reduce-scattered, as in DDP",
     },
     digest="9ec4c89a4f0d7211",
