@@ -169,3 +169,13 @@ def test_what_the_cells_say_through_tr_has_its_chinese(path):
         with in_language("en"):
             assert tr(text) == text
         assert said != text and english_prose(said, run=2) == [], (text, said)
+
+
+def test_device_report_names_the_two_devices_in_chinese():
+    """Its mismatch verdict (chapters 02 and 04) joins the devices with 和, not an English 'and'."""
+    from course_lib.device import device_report
+
+    show = lambda: device_report(model=torch.nn.Linear(2, 2), x=torch.zeros(1, device="meta"))
+    zh, en = both_editions(show)
+    assert "cpu 和 meta" in zh and " and " not in zh, zh
+    assert "cpu and meta" in en
