@@ -11,8 +11,9 @@ measured. Exit 0, 1 when a figure raised, 77 (skipped) when every figure asked f
 ``--dry-run`` says what each key would do and measures nothing. An existing OUT.json from the same
 GPU is extended (gpu_check.sh measures torch.compile in a second, timeboxed run). Each figure reuses
 the course's own code: the public measurement helpers (measure, memory, training, data) and the
-chapters' public experiments (ch05, ch06), so a figure measures what its chapter shows; one training
-step everywhere (training.train_step, ch05's precision_step for autocast).
+chapters' public experiments (ch05, ch06, ch07), called with the arguments of the cell that shows the
+figure, so a figure measures what its cell shows (tests/test_gpu_figure_workloads.py); where it cannot,
+course_lib.device.FIGURE_KEYS says how it differs.
 """
 
 import argparse
