@@ -267,10 +267,11 @@ class GpuFacts:
 
 
 def gpu_facts():
-    """The usable CUDA GPUs' facts, or None (no GPU, or one this PyTorch has no kernels for)."""
+    """The CUDA GPUs' facts when the course device is one, else None (no GPU, one this PyTorch
+    has no kernels for, or COURSE_DEVICE chose another device)."""
     from . import device
 
-    if not device.cuda_usable():
+    if device.pick_device().type != "cuda":
         return None
     import torch
 

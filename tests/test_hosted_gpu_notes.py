@@ -41,6 +41,9 @@ def test_the_facts_are_read_from_torch_cuda(monkeypatch):
     """Capability, count, memory, P2P and bfloat16 as torch reports them; emulated bf16 is none."""
     fake_cuda(monkeypatch)
     assert hosted.gpu_facts() == T4X2
+    monkeypatch.setenv(device.ENV_VAR, "cpu")  # the course device is the CPU: no GPU note
+    assert hosted.gpu_facts() is None
+    monkeypatch.delenv(device.ENV_VAR)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert hosted.gpu_facts() is None
 
