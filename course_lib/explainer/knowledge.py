@@ -1277,7 +1277,8 @@ ENTRIES = (
         "with torch.no_grad(): ...                          # in evaluation\n"
         "total += loss.item()                               # not the loss tensor\n"
         "# large 'reserved but unallocated': PYTORCH_ALLOC_CONF=expandable_segments:True\n"
-        "# (the name torch 2.13 documents; PYTORCH_CUDA_ALLOC_CONF is still accepted)",
+        "# (torch 2.10 and newer; PYTORCH_CUDA_ALLOC_CONF is still accepted, and it is the\n"
+        "# only name torch 2.6 to 2.9 read for CUDA)",
         "06",
         "## 2. A real out-of-memory error",
         (
