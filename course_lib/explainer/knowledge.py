@@ -56,14 +56,34 @@ _WRAPPED_CHECKPOINT = (
     r'network|params|ema|module)"\.'
 )
 
-# another framework's own log or exception: the same CUDA library codes are not PyTorch's
-# (TensorFlow, CuPy, JAX; onnxruntime's and CNTK's "CUBLAS failure 13:", Caffe's "Check failed:",
-# Kaldi's "cublasStatus_t 13", GGML/llama.cpp, ctranslate2's "CUDA failed with error"; issue 35,
-# collection 4)
-OTHER_FRAMEWORK = (
-    r"\b(?:tensorflow|cupy|cupy_backends|jaxlib|stream_executor|onnxruntime|ggml\w*|GGML|"
-    r"llama\.cpp|ctranslate2)\b|\b(?:CUBLAS|CUDNN|cuDNN) failure \d+|"
-    r"Check failed: status == \w+_STATUS_SUCCESS|\bcublasStatus_t \d+|\bCUDA failed with error\b"
+# Text that every CUDA program prints (issue 35): the CUDA runtime's and its libraries' error
+# strings and status codes, the driver's and the loader's messages. PyTorch prints them, and so do
+# TensorFlow, onnxruntime, GGML, Caffe, CTranslate2...: alone they say nothing about PyTorch.
+SHARED_CUDA = (
+    r"\b(?:CUBLAS|CUDNN|CUSOLVER|CUFFT|CURAND|CUSPARSE)_STATUS_\w+|\bcu(?:DNN|BLAS) error\b|"
+    r"\b(?:CUDA|HIP) error\b[^\n]*|\bcuda\w*Error\w*|\bnccl\w*Error\b|\bunhandled cuda error\b|"
+    r"\bout of memory\b|CUDA driver version is insufficient|\bno CUDA-capable device\b|"
+    r"forward compatibility was attempted|unsupported display driver / cuda driver combination|"
+    r"no kernel image is available|an illegal memory access|device-side assert triggered|"
+    r"\binvalid device function\b|\blib(?:cudart|nvrtc|cudnn|cublas\w*|nccl)\w*\.so[\w.]*"
+)
+# PyTorch's own words: its modules and frames (torch., torch/, torchrun, torchvision...), its C++
+# namespaces (aten::, c10::, at::, c10d), its environment variables (TORCH_*, PYTORCH_*), the
+# classes of its exceptions, the sentences its CUDA checks add, and the exact form in which PyTorch
+# raises shared text: Python's RuntimeError around it (other Python CUDA libraries raise classes of
+# their own: CuPy's CUDARuntimeError, TensorFlow's InternalError, JAX's XlaRuntimeError), ATen's
+# "cuDNN error: CUDNN_STATUS_..." and "CUDA error: CUBLAS_STATUS_...", THC's "cuda runtime error
+# (N)" (torch 1.x).
+TORCH_EVIDENCE = (
+    r"\b(?:py)?torch\w*\b|\b(?:aten|c10|at)::|\bc10d?\b|\b(?:PY)?TORCH_[A-Z_]+|"
+    r"\b(?:aten|ATen|THC)[/\\]|(?<![\w.])RuntimeError: [^\n]*?(?:CUDA error|cuDNN error|"
+    r"CUDNN_STATUS_|CUBLAS_STATUS_|cuda runtime error|cudaError)|"
+    r"\b(?:CUDA|cuDNN) error: \w+_STATUS_|"
+    r"\bcuda runtime error ?\(\d+\)|\bCUDA initialization: |\(Triggered internally at |"
+    r"(?<![\w.:])(?:OutOfMemoryError|AcceleratorError|DistBackendError|DistNetworkError|"
+    r"DistStoreError|ChildFailedError)\b|CUDA kernel errors might be asynchronously reported|"
+    r"CUDA out of memory\. Tried to allocate|reserved in total by PyTorch|"
+    r"^[ \t]*RuntimeError: (?:CUDA|HIP) error: "
 )
 
 # ------------------------------------------------------------ issue 35, item 3: wordings that only
@@ -1057,7 +1077,6 @@ ENTRIES = (
                 "This driver supports CUDA up to {major}.{minor}; this PyTorch needs a newer one.",
             ),
         ),
-        unless=(OTHER_FRAMEWORK,),  # ctranslate2's "CUDA failed with error" (collection 4)
     ),
     Entry(
         "no_usable_gpu",
@@ -1317,7 +1336,6 @@ ENTRIES = (
                 ),
             ),
         ),
-        unless=(OTHER_FRAMEWORK,),  # GGML's "CUDA error: out of memory" (collection 4)
     ),
     Entry(
         "memory_budget",
@@ -1733,7 +1751,6 @@ ENTRIES = (
             ),
         ),
         closest=True,
-        unless=(OTHER_FRAMEWORK,),  # TensorFlow's and CuPy's cuBLAS/cuDNN codes
     ),
     Entry(
         "async_cuda_error",
@@ -2458,11 +2475,6 @@ def _family(id, title, patterns, frames, meaning, look, fix, chapter, section):
 # checkpoints before shapes, device before dtype.
 
 
-def _with_torch(pattern: str) -> str:
-    """`pattern`, where the text also names torch, c10 or aten somewhere (a shared code)."""
-    return r"\A(?=[\s\S]*\b(?:torch|c10|aten)\b)[\s\S]*?" + pattern
-
-
 FAMILIES = (
     _family(
         "family_compile",
@@ -2600,10 +2612,10 @@ FAMILIES = (
         "An error of the CUDA runtime or one of its libraries (cuDNN, cuBLAS, NCCL)",
         (
             r"(?-i:\bCUDA error: )\w",
-            _with_torch(r"\bCUBLAS_STATUS_\w+"),  # cuBLAS, cuDNN and NCCL codes: other
-            _with_torch(r"\bCUDNN_STATUS_\w+"),  # frameworks print them too
-            _with_torch(r"\bcuDNN error\b"),
-            _with_torch(r"\bnccl(?:UnhandledCudaError|InternalError|SystemError|InvalidUsage)\b"),
+            r"\bCUBLAS_STATUS_\w+",  # cuBLAS, cuDNN and NCCL codes: shared text,
+            r"\bCUDNN_STATUS_\w+",  # claimed only with PyTorch evidence
+            r"\bcuDNN error\b",
+            r"\bnccl(?:UnhandledCudaError|InternalError|SystemError|InvalidUsage)\b",
             r"CUDA kernel errors might be asynchronously reported",
             r"\bcuda runtime error \(\d+\)",
         ),
@@ -2629,7 +2641,7 @@ FAMILIES = (
             r"\bnot compiled with (?:CUDA|MPS|XPU|NCCL|ROCm)\b",
             r"torch\.cuda\.is_available\(\) is False",
             r"\b(?:libtorch_cuda|libc10_cuda|libtorch_cpu)\w*\.so",
-            _with_torch(r"\b(?:libcudart|libnvrtc|libcudnn)\w*\.so"),
+            r"\b(?:libcudart|libnvrtc|libcudnn)\w*\.so",
             r"\bsm_\d+ is not compatible with the current PyTorch installation",
             r"\bThe NVIDIA driver on your system is too old\b",
             r"\bCUDA initialization:",
