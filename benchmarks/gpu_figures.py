@@ -16,8 +16,10 @@ step everywhere (training.train_step, ch05's precision_step for autocast).
 """
 
 import argparse
+import contextlib
 import datetime
 import functools
+import io
 import json
 import os
 import platform
@@ -38,6 +40,7 @@ from torch import nn  # noqa: E402
 
 from course_lib import ch05_speedups as ch05  # noqa: E402
 from course_lib import ch06_out_of_memory as ch06  # noqa: E402
+from course_lib import ch07_dp_vs_ddp as ch07  # noqa: E402
 from course_lib import data, measure, memory, profiling, training  # noqa: E402
 from course_lib.device import FIGURE_KEYS, amp_dtype, pick_device  # noqa: E402
 from course_lib.doctor import nvidia_smi_gpus  # noqa: E402
@@ -51,7 +54,10 @@ S = {
     "copy_mib": 64,
     "matmul": 4096,
     "oom_limit": 2**30,
-    "epoch_items": None,
+    "epoch_items": 384,  # chapter 05's c13: items=384
+    "item_args": {},  # chapter 05's c52s2: item_loops' own sizes (batch 256 on CUDA, width 128)
+    "ch06_batch": 1024,  # chapter 06's cells: batch_size=1024, wide_mlp's own width (512)
+    "cache_mib": 256,  # chapter 06's c33: a 256 MiB tensor
 }
 SMALL = {
     "width": 32,
@@ -61,6 +67,9 @@ SMALL = {
     "matmul": 64,
     "oom_limit": 2**20,
     "epoch_items": 128,
+    "item_args": {"batch": 16, "width": 8},
+    "ch06_batch": 16,
+    "cache_mib": 1,
 }
 
 
@@ -70,15 +79,6 @@ def mlp(width: int) -> nn.Sequential:
     10 scores out (the model of ch05.amp_speed)."""
     return nn.Sequential(
         nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10)
-    )
-
-
-def amp_step(model, optimizer, x, y, dtype):
-    """ch05's precision_step as ``step()``: autocast with `dtype` (float16 with a GradScaler)."""
-    device_type = x.device.type
-    scaler = torch.amp.GradScaler(device_type, enabled=dtype == torch.float16)
-    return functools.partial(
-        ch05.precision_step, model, optimizer, scaler, device_type, dtype, x, y
     )
 
 
@@ -94,12 +94,6 @@ def batch_of(n: int, width: int, device, seed: int = 0):
     ).to(device)
 
 
-def digits_batch(n: int, device):
-    """n digits drawn from all of them, as chapter 06 draws its batches."""
-    return ch06.digit_batch(data.DigitsDataset(*data.load_digits()), n, device)
-
-
-# ---------------------------------------------------------------- one function per figure key
 def device_memory(device):
     before = torch.cuda.memory_allocated(device)
     _label = torch.device("cuda")  # a device label: no memory
@@ -164,12 +158,11 @@ def sync_timing(device):
 
 def data_wait(device):
     train_set, _ = data.digits_split(test_fraction=0.2, seed=0)
-    if S["epoch_items"]:
-        train_set = torch.utils.data.Subset(train_set, range(S["epoch_items"]))
     lines, values = [], {}
-    for times in ch05.starving_experiment(train_set, device, batch_size=64):
+    for times in ch05.starving_experiment(train_set, device, batch_size=64, items=S["epoch_items"]):
         lines.append(
-            f"{times.label} (batch 64, num_workers=0): waiting for data "
+            f"{times.label} (first {S['epoch_items']} digits, batch 64, num_workers=0): waiting "
+            "for data "
             f"{sum(times.wait_ms):.0f} ms ({times.wait_share:.0%}), computing "
             f"{sum(times.compute_ms):.0f} ms per epoch"
         )
@@ -204,27 +197,18 @@ def pinned_copy(device):
 
 
 def amp(device):
+    """Chapter 05's c47: ch05.amp_speed, MLP 4096 wide, batch 1024, every precision it offers."""
     width, batch = S["width"], S["batch"]
-    x, y = batch_of(batch, width, device)
-    results = {}
-    for label, dtype in (
-        ("float32", None),
-        (f"autocast {str(amp_dtype(device)).replace('torch.', '')}", amp_dtype(device)),
-    ):
-        torch.manual_seed(0)
-        model = mlp(width).to(device)
-        step = amp_step(model, torch.optim.SGD(model.parameters(), lr=1e-3), x, y, dtype)
-        results[label] = measure.time_fn(step, device, repeats=10, warmup=3, label=label)
-    base, fast = results.values()
+    timings = ch05.amp_speed(device, batch=batch, width=width)
+    base = timings[0]
     return (
-        [
-            (
-                f"training step of an MLP {width} wide, batch {batch}: {base.label} "
-                f"{base.median:.2f} ms, {fast.label} {fast.median:.2f} ms "
-                f"({measure.speed_ratio(base, fast)})"
-            )
+        [f"training step of an MLP {width} wide, batch {batch} (ch05.amp_speed, median of 5):"]
+        + [
+            f"{t.label} {t.median:.2f} ms"
+            + (f" ({measure.speed_ratio(base, t)} than {base.label})" if t is not base else "")
+            for t in timings
         ],
-        {label: t.median for label, t in results.items()},
+        {t.label: t.median for t in timings},
     )
 
 
@@ -273,13 +257,19 @@ def nvidia_smi_during_training(device, seconds: float = 3.0):
     stop.set()
     worker.join()
     row = out.stdout.strip().splitlines()[torch.cuda.current_device()] if out.stdout.strip() else ""
-    return ([f"nvidia-smi during a training loop: {row}  ({query})"], {"row": row})
+    return (
+        [
+            f"nvidia-smi during a training loop (MLP {S['width']} wide, batch {S['batch']}; the "
+            f"cell asks whenever you run it, often while the GPU is idle): {row}  ({query})"
+        ],
+        {"row": row},
+    )
 
 
 def benchmark_table(device):
-    sizes = (64, 256, S["matmul"]) if S["matmul"] > 256 else (16, S["matmul"])
+    """Chapter 05's c09e: the same sizes and dtypes, 0.1 s of blocks each (the cell: 0.02 s)."""
     results = ch05.benchmark_measurements(
-        device, sizes=sizes, dtypes=(torch.float32, amp_dtype(device)), min_run_time=0.1
+        device, sizes=(64, 256), dtypes=(torch.float32, torch.bfloat16), min_run_time=0.1
     )
     values = {f"{m.task_spec.sub_label} {m.task_spec.description}": m.median * 1e6 for m in results}
     return [
@@ -307,12 +297,15 @@ def profiler_cuda(device):
 
 
 def item_sync(device):
-    timings = ch05.item_loops(device, steps=30, batch=S["batch"], width=S["width"] // 4 or 8)
+    """Chapter 05's c52s2: ch05.item_loops(device, steps=30) with its own sizes."""
+    timings = ch05.item_loops(device, steps=30, **S["item_args"])
     (a, every), (b, once) = timings.items()
+    width = S["item_args"].get("width", 128)
+    batch = S["item_args"].get("batch", 256 if torch.device(device).type == "cuda" else 64)
     return (
         [
             (
-                f"30 training steps, MLP {S['width'] // 4 or 8} wide, batch {S['batch']}: {a} "
+                f"30 training steps, MLP 64-{width}-10, batch {batch}: {a} "
                 f"{every.median:.2f} ms, {b} {once.median:.2f} ms "
                 f"({measure.speed_ratio(every, once)})"
             )
@@ -339,17 +332,22 @@ def sync_debug(device):
     )
 
 
+def ch06_train_set():
+    """Chapter 06's training digits (its first cell's split)."""
+    return data.digits_split(test_fraction=0.2, seed=0)[0]
+
+
 def estimate_vs_peak(device):
-    width, batch = S["width"], S["batch"]
-    result = ch06.accounting_and_peak(
-        device, data.DigitsDataset(*data.load_digits()), batch, hidden=width
-    )
+    """Chapter 06's c10: accounting_and_peak of wide_mlp (512 wide), Adam, batch 1024."""
+    batch = S["ch06_batch"]
+    result = ch06.accounting_and_peak(device, ch06_train_set(), batch_size=batch)
     counted, measured = result["counted"], result["measured"]
     parts = ", ".join(f"{k.replace('_', ' ')} {fmt(v)}" for k, v in counted.items())
     total = sum(counted.values())
     return (
         [
-            f"digits MLP {width} wide, Adam, batch {batch}: counted {fmt(total)} ({parts})",
+            f"digits wide_mlp (2 hidden layers of 512), Adam, batch {batch}: counted {fmt(total)} "
+            f"({parts})",
             (
                 f"peak measured by torch.cuda.max_memory_allocated: {fmt(measured['peak'])} "
                 f"({measured['peak'] / total:.2f}x the count; before the step "
@@ -361,83 +359,51 @@ def estimate_vs_peak(device):
 
 
 def real_oom(device):
-    limit, index = S["oom_limit"], torch.device("cuda", memory.cuda_index(device))
-    model = ch06.wide_mlp(S["width"]).to(index)
-    before = (
-        torch.cuda.get_per_process_memory_fraction(index)
-        if hasattr(torch.cuda, "get_per_process_memory_fraction")
-        else None
-    )
-    start, batch, error = time.perf_counter(), 2**10, None
-    with memory.small_gpu(limit, index):
-        while batch <= 2**22 and error is None:
-            try:
-                x = torch.randn(batch, data.N_FEATURES, device=index)
-                model(x).sum().backward()
-                del x
-                batch *= 2
-            except memory.OutOfMemoryError as err:
-                error = err
+    """Chapter 06's c19: ch06.gpu_oom_demo under a 1 GiB cap, timed until it raises."""
+    limit = S["oom_limit"]
+    start, error = time.perf_counter(), None
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            ch06.gpu_oom_demo(device, limit_bytes=limit)
+    except memory.OutOfMemoryError as err:
+        error = err
     seconds = time.perf_counter() - start
     if error is None:
-        return [f"no out-of-memory error up to batch {batch // 2} under a {fmt(limit)} cap"], {
-            "batch": batch
-        }
+        return [f"no out-of-memory error under a {fmt(limit)} cap"], {"seconds": seconds}
     message = " ".join(str(error).split())[:160]
     lines = [
         (
-            f"under a {fmt(limit)} cap (set_per_process_memory_fraction on {index}), a digits MLP "
-            f"{S['width']} wide raised torch.OutOfMemoryError at batch {batch} after "
-            f'{seconds:.2f} s: "{message}..."'
+            f"under a {fmt(limit)} cap, ch06.gpu_oom_demo (wide_mlp 4096 wide, a batch of 2**17 "
+            f'digits) raised torch.OutOfMemoryError after {seconds:.2f} s: "{message}..."'
         )
     ]
-    values = {"batch": batch, "seconds": seconds, "message": message, "fraction_before": before}
-    if before is not None:
-        values["fraction_after"] = torch.cuda.get_per_process_memory_fraction(index)
-    return lines, values
+    return lines, {"seconds": seconds, "message": message}
 
 
 def empty_cache(device):
-    torch.cuda.empty_cache()
-    state = {}
-    t = torch.empty(S["oom_limit"] // 4, device=device)
-    state[f"with a {fmt(S['oom_limit'])} tensor"] = memory.cuda_memory(device)
-    del t
-    state["after del"] = memory.cuda_memory(device)
-    torch.cuda.empty_cache()
-    state["after empty_cache()"] = memory.cuda_memory(device)
+    """Chapter 06's c33: ch06.empty_cache_rows, a 256 MiB tensor."""
+    rows = ch06.empty_cache_rows(device, mib=S["cache_mib"])
     return (
         [
             f"{when}: allocated {fmt(m['allocated'])}, reserved {fmt(m['reserved'])}"
-            for when, m in state.items()
+            for when, m in rows
         ],
-        state,
+        dict(rows),
     )
 
 
 def amp_memory(device):
-    width, batch = S["width"], S["big_batch"]
-    x, y = digits_batch(batch, device)
-    peaks = {}
-    for label, dtype in (
-        ("float32", None),
-        (f"autocast {str(amp_dtype(device)).replace('torch.', '')}", amp_dtype(device)),
-    ):
-        torch.manual_seed(0)
-        model = ch06.wide_mlp(width).to(device)
-        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-        step = amp_step(model, optimizer, x, y, dtype)
-        step()  # Adam's state exists from here on
-        peaks[label] = memory.cuda_peak(step, device)
-        del model, optimizer, step
-        torch.cuda.empty_cache()
-    (base, b), (amp_label, a) = peaks.items()
+    """Chapter 06's c42b: ch06.amp_peak, wide_mlp (512 wide), Adam, batch 1024, no GradScaler."""
+    batch = S["ch06_batch"]
+    peaks = ch06.amp_peak(device, ch06_train_set(), batch_size=batch)
+    dtype = str(amp_dtype(device)).replace("torch.", "")
     return (
         [
             (
-                f"training step, digits MLP {width} wide, Adam, batch {batch}: peak "
-                f"{fmt(b['peak'])} in {base}, {fmt(a['peak'])} under {amp_label}; in use between "
-                f"steps (weights, Adam state): {fmt(b['before'])} vs {fmt(a['before'])}"
+                f"training step, digits wide_mlp (512 wide), Adam, batch {batch}: peak "
+                f"{fmt(peaks['float32'])} in float32, {fmt(peaks['autocast'])} under autocast "
+                f"{dtype}"
+                + (f" ({peaks['autocast'] / peaks['float32']:.2f}x)" if peaks["float32"] else "")
             )
         ],
         peaks,
@@ -478,10 +444,16 @@ def fragmentation(device):
     return lines, results
 
 
+def dp_workload():
+    """Chapter 07's c05: a digits MLP and a batch of 64 digits' worth of features."""
+    torch.manual_seed(0)
+    return training.digits_mlp(), torch.randn(64, data.N_FEATURES)
+
+
 def data_parallel_on_one_gpu(device):
     """With one GPU, nn.DataParallel is a plain call of its module: no replicas, no gather."""
-    x, _ = batch_of(S["batch"], S["width"], device)
-    model = mlp(S["width"]).to(device)
+    model, x = dp_workload()
+    model, x = model.to(device).eval(), x.to(device)  # eval: no dropout, so outputs can match
     dp = nn.DataParallel(model)
     calls = {"replicate": 0, "gather": 0}
     for name in calls:
@@ -498,9 +470,10 @@ def data_parallel_on_one_gpu(device):
     return (
         [
             (
-                "with 1 GPU, nn.DataParallel(model)(x) is a plain call of model(x): device_ids "
-                f"{dp.device_ids}, {calls['replicate']} replicas made, {calls['gather']} gathers, "
-                f"the same output: {same}; a speed comparison needs 2 or more GPUs"
+                "with 1 GPU, nn.DataParallel(model)(x) is a plain call of model(x) (digits MLP, "
+                f"batch 64): device_ids {dp.device_ids}, {calls['replicate']} replicas made, "
+                f"{calls['gather']} gathers, the same output: {same}; scatter and gather need 2 "
+                "or more GPUs"
             )
         ],
         {"gpus": 1, "same_output": same, **calls},
@@ -508,28 +481,13 @@ def data_parallel_on_one_gpu(device):
 
 
 def data_parallel(device):
-    batch, width = 4 * S["batch"], S["width"]
+    """Chapter 07's c05: DataParallel's phases by hand over every GPU (a digits MLP, batch 64)."""
     n = torch.cuda.device_count()
     if n < 2:
         return data_parallel_on_one_gpu(device)
-    x, y = batch_of(batch, width, device)
-    results = {}
-    for label in ("one GPU", f"DataParallel over {n} GPUs"):
-        torch.manual_seed(0)
-        model = mlp(width).to(device)
-        run = model if label == "one GPU" else nn.DataParallel(model)
-        step = plain_step(run, torch.optim.SGD(model.parameters(), lr=1e-3), x, y)
-        results[label] = measure.time_fn(step, device, repeats=5, warmup=2, label=label)
-    one, dp = results.values()
-    return (
-        [
-            (
-                f"training step, MLP {width} wide, batch {batch}: one GPU {one.median:.2f} ms, "
-                f"{dp.label} {dp.median:.2f} ms ({measure.speed_ratio(one, dp)})"
-            )
-        ],
-        {k: t.median for k, t in results.items()},
-    )
+    model, x = dp_workload()
+    lines = ch07.dataparallel_phases(model, x, n)
+    return [f"digits MLP, batch 64, {n} GPUs:"] + lines, {"gpus": n, "lines": lines}
 
 
 FIGURES = {

@@ -1,5 +1,5 @@
 """Command line: python -m course_lib {doctor, exercises, digest, grade, report, review,
-release, explain, collect, gradescope}.
+release, assignment, explain, collect, gradescope}.
 
 What a command prints (summaries, progress, errors) is in the course's language: --lang where a
 command has it, else $COURSE_LANG, else English. Files it writes (gradebooks, exports, manifests)
@@ -104,6 +104,32 @@ def cmd_release(args) -> int:
     return 0
 
 
+def cmd_assignment(args) -> int:
+    """`assignment release|check SOURCE OUT`: a teacher's assignment (course_lib/authoring)."""
+    from .authoring import release
+    from .authoring.source import SourceError
+
+    try:
+        if args.action == "release":
+            derived = release.release(args.source, args.out_dir)
+        else:
+            drifted = release.drift(args.source, args.out_dir)
+    except SourceError as err:
+        print(_why("nothing released:", err), file=sys.stderr)
+        return 2
+    if args.action == "check":
+        for path, what in drifted:
+            print(f"{args.out_dir}/{path}: {what}; run `assignment release` again")
+        return 1 if drifted else 0
+    names = ", ".join(sorted(derived.assignment.exercises))
+    print(
+        f"{derived.assignment.name}: {len(derived.files)} files written to {args.out_dir} "
+        f"(hand out {derived.assignment.notebook}; {derived.key_path} is the teacher's); "
+        f"exercises: {names}"
+    )
+    return 0
+
+
 def cmd_grade(args) -> int:
     _speak(args)
     try:
@@ -115,7 +141,10 @@ def cmd_grade(args) -> int:
             _say("grading is part of the teacher's copy of the course, not of the student bundle")
         )
         return 2
-    exporter = _grade_exporter(args)
+    released = _released(args)
+    if released is False:
+        return 2
+    exporter = _grade_exporter(args, released)
     if exporter is False:
         return 2
     import os
@@ -142,6 +171,7 @@ def cmd_grade(args) -> int:
         progress=not args.no_progress,
         fresh=args.fresh,
         keep_scratch=args.keep_scratch,
+        assignment=released,
     )
     try:
         report = grader.run()
@@ -222,14 +252,31 @@ def cmd_report(args) -> int:
     return _class_report(args.gradebook, anonymous=args.anonymous)
 
 
-def _grade_exporter(args):
+def _released(args):
+    """grade's --assignment OUT: the teacher's release (None without it, False after saying why
+    it cannot be graded)."""
+    if not args.assignment:
+        return None
+    from .authoring.released import NotARelease, Released
+    from .grading.isolation import check_unreachable
+
+    try:
+        released = Released.read(args.assignment)
+        check_unreachable(released.key)
+    except (NotARelease, ValueError) as err:
+        print(_why("nothing graded:", err), file=sys.stderr)
+        return False
+    return released
+
+
+def _grade_exporter(args, released=None):
     """grade's --export/--roster step (course_lib/classroom/exports.py), checked before grading:
     None without --export, False (after saying why) for a bad roster."""
     from .classroom.exports import Exporter, ExportError
     from .classroom.roster import RosterError
 
     try:
-        return Exporter.from_args(args)
+        return Exporter.from_args(args, released)
     except (ExportError, RosterError) as err:
         print(_why("nothing graded:", err), file=sys.stderr)
         return False
@@ -268,9 +315,16 @@ def cmd_gradescope(args) -> int:
     from .classroom.assignments import NoSuchChapter
     from .classroom.gradescope import NotTheTeachersCopy, build
 
+    released = _released(args)
+    if released is False:
+        return 2
     try:
         info = build(
-            args.chapter, args.out_zip, cell_timeout=args.cell_timeout, timeout=args.timeout
+            args.chapter,
+            args.out_zip,
+            released,
+            cell_timeout=args.cell_timeout,
+            timeout=args.timeout,
         )
     except (NoSuchChapter, NotTheTeachersCopy) as err:
         print(_why("no autograder written:", err), file=sys.stderr)
@@ -356,6 +410,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--branch", default="main", help="the branch of --hosted-from (default main)")
     p.set_defaults(run=cmd_release)
     p = sub.add_parser(
+        "assignment",
+        help="(teachers) release a source notebook of your own, or check its release for drift",
+        description="release: derive the student's copy, the key and the index from SOURCE into "
+        "OUT_DIR, after proving the source right. check: say which derived file of OUT_DIR no "
+        "longer matches SOURCE (exit 1). The format: docs/teacher-assignment.md.",
+    )
+    p.add_argument("action", choices=["release", "check"])
+    p.add_argument("source", help="the source notebook (### BEGIN SOLUTION ... markers)")
+    p.add_argument("out_dir", help="the release folder")
+    p.set_defaults(run=cmd_assignment)
+    p = sub.add_parser(
         "grade", help="(teachers) grade a folder of submitted notebooks into a gradebook CSV"
     )
     p.add_argument("submissions", help="folder with one .ipynb per student (searched recursively)")
@@ -394,6 +459,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=512,
         help="scratch, /tmp and /dev/shm of each graded process, in MB each (default 512)",
+    )
+    p.add_argument(
+        "--assignment",
+        metavar="OUT_DIR",
+        help="grade a teacher's own assignment, released into OUT_DIR by `assignment release`",
     )
     p.add_argument("--fresh", action="store_true", help="start a new gradebook instead of resuming")
     p.add_argument(
@@ -481,8 +551,13 @@ def build_parser() -> argparse.ArgumentParser:
     _lang_option(p, "the summary and errors printed")
     p.set_defaults(run=cmd_collect)
     p = sub.add_parser("gradescope", help="(teachers) write a chapter's Gradescope autograder zip")
-    p.add_argument("chapter", help="the chapter to grade, e.g. 01")
+    p.add_argument("chapter", help="the chapter to grade, e.g. 01 (with --assignment: its name)")
     p.add_argument("out_zip", help="the zip to write (upload it as the assignment's autograder)")
+    p.add_argument(
+        "--assignment",
+        metavar="OUT_DIR",
+        help="a teacher's own assignment, released into OUT_DIR by `assignment release`",
+    )
     p.add_argument(
         "--cell-timeout", type=float, default=60.0, help="seconds per notebook cell (default 60)"
     )

@@ -10,12 +10,13 @@ from .checks import devices
 from .checks.devices import MACHINES, expected_device_type, simulated_machine
 from .checks.rig import trace_devices
 from .doctor import doctor_widget
-from .exercises import Test
+from .exercises import Declarations, Test
 from .i18n import tr
 from .sections import section
 from .widgets import code, html_table, widget
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
+declare = Declarations(chapter)  # records each exercise and quiz on the chapter
 
 __all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
     "chapter",
@@ -42,7 +43,7 @@ def __dir__():
 
 # ================================================================ exercises and quizzes
 # ---------------------------------------------------------------- exercise 1: choose_device
-choose_device = chapter.function_exercise(
+choose_device = declare.function_exercise(
     "choose_device",
     title="Choose the device without hard-coding it",
     prompt=(
@@ -72,7 +73,7 @@ choose_device = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise 2: gpu_names
-gpu_names = chapter.function_exercise(
+gpu_names = declare.function_exercise(
     "gpu_names",
     title="List the GPUs (and survive having none)",
     prompt="Write gpu_names() -> list[str]: the name of every visible CUDA GPU, in index order; "
@@ -94,7 +95,7 @@ gpu_names = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise 3: make_batch
-make_batch = chapter.function_exercise(
+make_batch = declare.function_exercise(
     "make_batch",
     title="Create a batch directly on the device",
     prompt=(
@@ -125,7 +126,7 @@ make_batch = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- quizzes
-device_label = chapter.quiz(
+device_label = declare.quiz(
     "device_label",
     title="What does torch.device('cuda') do?",
     question="On a laptop WITHOUT a GPU you run `d = torch.device('cuda')`. What happens?",
@@ -162,7 +163,7 @@ device_label = chapter.quiz(
     ),
 )
 
-model_vs_input = chapter.quiz(
+model_vs_input = declare.quiz(
     "model_vs_input",
     title="Which error will this raise?",
     kind="error",
@@ -202,7 +203,7 @@ model_vs_input = chapter.quiz(
     ),
 )
 
-tensor_bytes = chapter.quiz(
+tensor_bytes = declare.quiz(
     "tensor_bytes",
     title="How big is a tensor?",
     kind="numeric",
@@ -222,7 +223,7 @@ tensor_bytes = chapter.quiz(
     },
 )
 
-created_on_device = chapter.quiz(
+created_on_device = declare.quiz(
     "created_on_device",
     title="Which lines create the tensor directly on the device?",
     kind="multiple",

@@ -17,13 +17,14 @@ from torch import nn
 from . import chapters
 from .checks import batches
 from .device import device_report, second_device
-from .exercises import Test
+from .exercises import Declarations, Test
 from .i18n import tr
 from .i18n.catalogue import join
 from .sections import section
 from .widgets import Html, code, html_table, reveal, widget
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
+declare = Declarations(chapter)  # records each exercise and quiz on the chapter
 
 __all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
     "chapter",
@@ -301,7 +302,7 @@ def placements_reveal(other=None):
 # ---------------------------------------------------------------- exercise 1: move_to
 # The checks live in course_lib/checks/batches.py.
 
-move_to = chapter.function_exercise(
+move_to = declare.function_exercise(
     "move_to",
     title="Move a whole batch to the device",
     prompt=(
@@ -354,7 +355,7 @@ def _where(layers, tensors, model, tensor_devices, same):
     )
 
 
-where_is = chapter.function_exercise(
+where_is = declare.function_exercise(
     "where_is",
     title="Where is everything? A device diagnostic",
     prompt=(
@@ -426,7 +427,7 @@ where_is = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- quizzes
-failing_placements = chapter.quiz(
+failing_placements = declare.quiz(
     "failing_placements",
     title="Which training steps fail?",
     kind="multiple",
@@ -478,7 +479,7 @@ failing_placements = chapter.quiz(
     ),
 )
 
-forgot_assignment = chapter.quiz(
+forgot_assignment = declare.quiz(
     "forgot_assignment",
     title="Which error will this raise?",
     kind="error",

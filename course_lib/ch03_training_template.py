@@ -17,7 +17,7 @@ from . import chapters, data, training
 from .checks import loops
 from .checks.loops import averaging_fail as _averaging_fail  # noqa: F401 (the table of known mistakes)
 from .checks.rig import MovesData
-from .exercises import Test
+from .exercises import Declarations, Test
 from .i18n import tr
 from .i18n.catalogue import join
 from .i18n.plots import plot_text
@@ -25,6 +25,7 @@ from .sections import section
 from .seed import seed_everything
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
+declare = Declarations(chapter)  # records each exercise and quiz on the chapter
 
 __all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
     "chapter",
@@ -54,7 +55,7 @@ def __dir__():
 
 # ================================================================ exercises and quizzes
 # ---------------------------------------------------------------- exercise: train_one_epoch
-train_one_epoch = chapter.function_exercise(
+train_one_epoch = declare.function_exercise(
     "train_one_epoch",
     title="Article A's exercise: train one epoch on any device",
     prompt=(
@@ -96,7 +97,7 @@ train_one_epoch = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise: evaluate
-evaluate = chapter.function_exercise(
+evaluate = declare.function_exercise(
     "evaluate",
     title="The evaluation loop: eval mode, no graph, data moved too",
     prompt=(
@@ -137,7 +138,7 @@ evaluate = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- quizzes
-seed_dynamicnet = chapter.quiz(
+seed_dynamicnet = declare.quiz(
     "seed_dynamicnet",
     title="Does article B's DynamicNet run?",
     kind="error",
@@ -197,7 +198,7 @@ seed_dynamicnet = chapter.quiz(
     ),
 )
 
-seed_branch = chapter.quiz(
+seed_branch = declare.quiz(
     "seed_branch",
     title="When does article B's sigmoid branch run?",
     question="In article B's DynamicNet(10, 20, 5), forward picks sigmoid when x.shape[1] is odd. "
@@ -241,7 +242,7 @@ seed_branch = chapter.quiz(
     ),
 )
 
-eval_vs_no_grad = chapter.quiz(
+eval_vs_no_grad = declare.quiz(
     "eval_vs_no_grad",
     title="model.eval() or torch.no_grad()?",
     kind="multiple",
@@ -274,6 +275,49 @@ eval_vs_no_grad = chapter.quiz(
         "They are independent switches: `eval()` changes how layers behave, `no_grad()` whether "
         "autograd records. An evaluation loop needs both."
     ),
+)
+
+
+# ---------------------------------------------------------------- written questions
+# Answered in words in the notebook's answer cells, read and graded by the teacher (the review
+# page shows each answer beside what it expects); nothing grades them automatically.
+chapter.written(
+    "eval_and_no_grad",
+    title="Why two switches: `model.eval()` and `torch.no_grad()`",
+    question=(
+        "Why does an evaluation loop need both `model.eval()` and `torch.no_grad()`? Say what "
+        "each one changes, and what goes wrong when only one of them is used."
+    ),
+    expects=[
+        "`model.eval()` changes how layers behave: dropout stops dropping and batch norm uses its "
+        "running statistics instead of the batch's (and stops updating them)",
+        "`torch.no_grad()` only stops autograd from recording a graph: no activations are kept "
+        "for a backward pass, which saves memory and time; the layers behave as before",
+        "With `eval()` alone the graph is still recorded (the cell printed `requires_grad` True); "
+        "with `no_grad()` alone dropout still drops and batch norm uses batch statistics, so the "
+        "measured accuracy is wrong",
+    ],
+    section=section("03", "The evaluation loop"),
+    points=3,
+)
+
+chapter.written(
+    "zero_grad_place",
+    title="Article B's missing `zero_grad()`",
+    question=(
+        "Article B lost two hours to a missing `optimizer.zero_grad()`. Why does leaving it out "
+        "make training go wrong, and where in the loop does it belong?"
+    ),
+    expects=[
+        "`backward()` adds into each parameter's `.grad` and never replaces it: without "
+        "`zero_grad()` the gradient at step k is the sum of all k batch gradients",
+        "So the steps keep growing (like a momentum that never decays): the loss swings back up, "
+        "and with a larger learning rate it overflows to inf and nan",
+        "It belongs once per batch before `backward()` (or right after `step()`), never between "
+        "`backward()` and `step()`, where it erases the gradient the step needs",
+    ],
+    section=section("03", "`zero_grad` story"),
+    points=2,
 )
 
 

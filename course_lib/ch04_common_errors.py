@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from . import chapters
 from .checks import checkpoints
 from .checks.checkpoints import Loading, Strip, TinyNet, save_for_missing_gpu
-from .exercises import Test
+from .exercises import Declarations, Test
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
+declare = Declarations(chapter)  # records each exercise and quiz on the chapter
 
 __all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
     "chapter",
@@ -63,7 +64,7 @@ class TrainConfig:
 
 # ================================================================ exercises and quizzes
 # ---------------------------------------------------------------- exercise 1: add_positions
-add_positions = chapter.function_exercise(
+add_positions = declare.function_exercise(
     "add_positions",
     title="A forward pass that creates a tensor: on which device?",
     prompt=(
@@ -89,7 +90,7 @@ add_positions = chapter.function_exercise(
 # ---------------------------------------------------------------- exercise 2: strip_module_prefix
 
 
-strip_module_prefix = chapter.function_exercise(
+strip_module_prefix = declare.function_exercise(
     "strip_module_prefix",
     title="Load a wrapped model's checkpoint into a plain model",
     prompt=(
@@ -133,7 +134,7 @@ strip_module_prefix = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- exercise 3: load_for_inference
-load_for_inference = chapter.function_exercise(
+load_for_inference = declare.function_exercise(
     "load_for_inference",
     title="Load a checkpoint from another machine, ready for inference",
     prompt=(
@@ -180,7 +181,7 @@ UNSEEN_MESSAGES = {
     ),
 }
 
-what_is_wrong = chapter.quiz(
+what_is_wrong = declare.quiz(
     "what_is_wrong",
     title="Article A's question: what is wrong with this code?",
     kind="multiple",
@@ -216,7 +217,7 @@ what_is_wrong = chapter.quiz(
     ),
 )
 
-dp_checkpoint = chapter.quiz(
+dp_checkpoint = declare.quiz(
     "dp_checkpoint",
     title="Which error will this raise?",
     kind="error",
@@ -252,7 +253,7 @@ dp_checkpoint = chapter.quiz(
     ),
 )
 
-state_dict_device = chapter.quiz(
+state_dict_device = declare.quiz(
     "state_dict_device",
     title="Does a state_dict remember the device?",
     question=(
@@ -284,7 +285,7 @@ state_dict_device = chapter.quiz(
     ),
 )
 
-input_type = chapter.quiz(
+input_type = declare.quiz(
     "input_type",
     title="A message you have not seen: read it",
     question=(
@@ -327,7 +328,7 @@ input_type = chapter.quiz(
     ),
 )
 
-which_tensor = chapter.quiz(
+which_tensor = declare.quiz(
     "which_tensor",
     title="Which tensor was forgotten?",
     question=f"A language model on the GPU stops with: `{UNSEEN_MESSAGES['which_tensor']}`. "

@@ -4,7 +4,8 @@ pinned memory, mixed precision, torch.compile.
 Every number in this chapter is measured on the learner's machine by the functions below; the
 notebook prints and plots them and draws no conclusion that the numbers did not show. The
 exercises are checked on the CPU: autocast and GradScaler work there for real, and a simulated
-clock stands in for a GPU that runs asynchronously.
+clock stands in for a GPU that runs asynchronously. The exercises and quizzes are declared in
+course_lib/declared/ch05_speedups.py (re-exported here).
 """
 
 import functools
@@ -14,6 +15,7 @@ import math
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -27,23 +29,28 @@ from torch import nn
 from torch.profiler import record_function
 from torch.utils.data import Dataset, Subset
 
-from . import chapters, data, measure, profiling, training
-from .checks import speedups
-from .checks.speedups import TimeIt
+from . import data, measure, profiling, training
 from .collector import collector_paused
 from .device import amp_dtype, gpu_only, mps_available
-from .exercises import Test
 from .i18n import tr
 from .i18n.catalogue import CJK, join, listing
-from .i18n.layout import ljust, rjust
+from .i18n.layout import Table, rjust, wrap
 from .i18n.layout import width as text_width
-from .sections import section
 from .widgets import reveal, text_table
 
 if TYPE_CHECKING:  # imported on first use (`_benchmark`): it pulls in setuptools, 0.1-0.3 s
     import torch.utils.benchmark as benchmark
-
-chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
+from .declared.ch05_speedups import (  # its exercises and quizzes, declared apart
+    amp_train_step,
+    bf16_scaler,
+    chapter,
+    compile_control_flow,
+    low_utilization,
+    phase_ms,
+    profile_verdict,
+    scale_after_overflow,
+    time_it,
+)
 
 __all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
     "chapter",
@@ -69,6 +76,7 @@ __all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
     "nvidia_smi",
     "time_epochs",
     "workers_experiment",
+    "show_epochs",
     "plot_epochs",
     "workers_notes",
     "start_method_note",
@@ -252,27 +260,70 @@ def time_epochs(
 
 
 def workers_experiment(
-    dataset, device, settings=((0, False), (2, False), (2, True)), epochs: int = 2, items=None
+    dataset,
+    device,
+    settings=((0, False), (2, False), (2, True)),
+    epochs: int = 2,
+    items=None,
+    repeats: int = 3,
 ) -> dict:
     """Epoch times for each (num_workers, persistent_workers) setting, on the first `items` of
-    `dataset` (all by default): label -> [ms per epoch] (chapter 05)."""
+    `dataset` (all by default), each setting run `repeats` times with a fresh loader and model, the
+    settings taking turns (so that a slow minute of a shared machine is not one setting's alone):
+    label -> one list per epoch of its ms in each run (chapter 05)."""
     if items is not None:
         dataset = Subset(dataset, range(min(items, len(dataset))))
-    results = {}
-    for workers, persistent in settings:
-        label = f"num_workers={workers}" + (", persistent" if persistent else "")
-        results[label] = time_epochs(dataset, device, workers, persistent, epochs)
-    return results
+    labels = {
+        (w, p): f"num_workers={w}" + (", persistent" if p else "") for w, p in settings
+    }  # fmt: skip
+    runs = {label: [] for label in labels.values()}
+    for _ in range(repeats):
+        for (workers, persistent), label in labels.items():
+            runs[label].append(time_epochs(dataset, device, workers, persistent, epochs))
+    return {label: [list(epoch) for epoch in zip(*times)] for label, times in runs.items()}
+
+
+def epoch_runs(value) -> list:
+    """The ms of one epoch in each run: a list, or one number (a single run)."""
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def medians(results: dict) -> dict:
+    """label -> the median ms of each epoch over its runs (chapter 05)."""
+    return {
+        label: [statistics.median(epoch_runs(e)) for e in epochs]
+        for label, epochs in results.items()
+    }
+
+
+def _spread(value) -> str:
+    runs = epoch_runs(value)
+    middle = f"{statistics.median(runs):.0f} ms"
+    return middle if len(runs) == 1 else tr(f"{middle} ({min(runs):.0f}-{max(runs):.0f} ms)")
+
+
+def show_epochs(results: dict) -> str:
+    """One line per loader setting: each epoch's median over the runs and their range (chapter
+    05)."""
+    names = {label: tr(label) for label in results}
+    column = max(text_width(name) for name in names.values())
+    runs = max(len(epoch_runs(e)) for epochs in results.values() for e in epochs)
+    lines = [tr(f"each epoch: the median of {runs} run(s) (the fastest-the slowest)")]
+    for label, epochs in results.items():
+        shown = [tr(f"epoch {i + 1}: {_spread(e)}") for i, e in enumerate(epochs)]
+        lines.append(join([rjust(names[label], column), join(shown, ", ")], ": "))
+    return "\n".join(lines)
 
 
 def plot_epochs(results: dict):
-    """Epoch 1 and epoch 2 side by side for each loader setting (chapter 05)."""
+    """Epoch 1 and epoch 2 side by side for each loader setting, medians over the runs (chapter
+    05)."""
     n = max(len(v) for v in results.values())
     return measure.plot_grouped(
-        results,
+        medians(results),
         parts=tuple(f"epoch {i + 1}" for i in range(n)),
         title="the same epochs, per loader setting",
-        ylabel="ms per epoch",
+        ylabel="ms per epoch (median of the runs)",
     )
 
 
@@ -302,8 +353,18 @@ WORKER_COMPARISONS = (
 )
 
 
+def epoch_verdict(this, other) -> str:
+    """How the runs of one epoch compare with another's: by median, unless their ranges overlap,
+    which a single noisy run cannot tell apart from a real difference (chapter 05)."""
+    a, b = epoch_runs(this), epoch_runs(other)
+    if len(a) > 1 and len(b) > 1 and min(a) <= max(b) and min(b) <= max(a):
+        return tr("within this machine's run-to-run noise (the runs overlap)")
+    return measure.speed_ratio(measure.Timing("other", b), measure.Timing("this", a))
+
+
 def workers_notes(results: dict) -> str:
-    """The comparisons the text asks for, computed from the measured epoch times (chapter 05)."""
+    """The comparisons the text asks for, computed from the measured epoch times: medians over the
+    runs, their ranges, and a verdict only where the ranges do not overlap (chapter 05)."""
     lines = []
     for this, i, other, j, what in WORKER_COMPARISONS:
         if (
@@ -313,8 +374,8 @@ def workers_notes(results: dict) -> str:
             and len(results[other]) > j
         ):
             a, b = results[this][i], results[other][j]
-            verdict = measure.speed_ratio(measure.Timing(other, [b]), measure.Timing(this, [a]))
-            lines.append(f"- {tr(what)}\n    " + tr(f"{a:.0f} ms vs {b:.0f} ms: {verdict}"))
+            compared = tr(f"median {_spread(a)} vs {_spread(b)}: {epoch_verdict(a, b)}")
+            lines.append(f"- {tr(what)}\n    " + compared)
     return "\n".join(lines)
 
 
@@ -616,18 +677,17 @@ def benchmark_compare(
 
 
 # ---------------------------------------------------------------- 4. mixed precision
-def float_formats() -> str:
+def float_formats() -> Table:
     """float32, float16 and bfloat16 side by side: bits,
     largest value, smallest normal, precision (chapter 05)."""
-    head = (("dtype", 15), ("bits", 4), ("largest", 11), ("smallest normal", 16))
-    lines = [" ".join(rjust(tr(h), w) for h, w in head + (("eps (precision)", 16),))]
+    header = [tr(h) for h in ("dtype", "bits", "largest", "smallest normal", "eps (precision)")]
+    rows = []
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         info = torch.finfo(dtype)
-        lines.append(
-            f"{str(dtype):>15} {info.bits:>4} {info.max:>11.3g} {info.tiny:>16.3g} "
-            f"{info.eps:>16.3g}"
+        rows.append(
+            [str(dtype), info.bits, f"{info.max:.3g}", f"{info.tiny:.3g}", f"{info.eps:.3g}"]
         )
-    return "\n".join(lines)
+    return Table(rows, header)
 
 
 def round_trip(values=(1e-8, 1e-3, 70000.0)) -> str:
@@ -672,22 +732,14 @@ def precision_rows() -> dict:
     return {what: [compute(d) for d in PRECISION_DTYPES] for what, compute in PRECISION_CASES}
 
 
-def precision_pitfalls() -> str:
+def precision_pitfalls() -> Table:
     """Where 16-bit arithmetic goes wrong, computed on this machine in three dtypes (chapter 05)."""
-    rows = {tr(what): values for what, values in precision_rows().items()}
-    width = max(text_width(what) for what in rows)
-    lines = [
-        f"{'':<{width}}  "
-        + "".join(f"{str(d).replace('torch.', ''):>12}" for d in PRECISION_DTYPES)
+    header = ["", *(str(d).replace("torch.", "") for d in PRECISION_DTYPES), ""]
+    rows = [
+        [tr(what), *(f"{v:.6g}" for v in values), tr(f"(row {i})")]
+        for i, (what, values) in enumerate(precision_rows().items(), 1)
     ]
-    for i, (what, values) in enumerate(rows.items(), 1):
-        lines.append(
-            f"{ljust(what, width)}  "
-            + "".join(f"{v:>12.6g}" for v in values)
-            + "   "
-            + tr(f"(row {i})")
-        )
-    return "\n".join(lines)
+    return Table(rows, header)
 
 
 # (op, how it is called on `a`, an (8, 16) input; w is a (16, 16) float32 weight, y 8 class labels).
@@ -737,22 +789,20 @@ def autocast_groups(rows, dtype) -> dict:
     return groups
 
 
-def show_autocast_ops(device_type: str, dtype) -> str:
+def show_autocast_ops(device_type: str, dtype) -> Table:
     """The op table of autocast_op_dtypes, then the
     ops grouped by what autocast did (chapter 05)."""
     rows = autocast_op_dtypes(device_type, dtype)
     low = str(dtype).replace("torch.", "")
-    lines = [
-        tr(f"torch.autocast({device_type!r}, {low}), measured here:"),
-        ljust(tr("op"), 16) + rjust(tr("float32 input ->"), 20) + rjust(tr(low + " input ->"), 22),
-    ]
-    lines += [
-        f"{name:<16}{str(a).replace('torch.', ''):>20}{str(b).replace('torch.', ''):>22}"
-        for name, a, b in rows
-    ]
-    for what, names in autocast_groups(rows, dtype).items():
-        lines.append(join([tr(what), listing(names) or tr("none")], ": "))
-    return "\n".join(lines)
+    return Table(
+        [[name, *(str(d).replace("torch.", "") for d in (a, b))] for name, a, b in rows],
+        [tr("op"), tr("float32 input ->"), tr(low + " input ->")],
+        title=tr(f"torch.autocast({device_type!r}, {low}), measured here:"),
+        notes=[
+            join([tr(what), listing(names) or tr("none")], ": ")
+            for what, names in autocast_groups(rows, dtype).items()
+        ],
+    )
 
 
 def autocast_dtypes(model: nn.Module, x, y, criterion, device_type: str, dtype) -> list:
@@ -1183,11 +1233,54 @@ class ValueBranchNet(LoopNet):
         return self.last(h)
 
 
-def _first_lines(reason: str, n: int = 2, width: int = 110) -> str:
-    """A graph-break reason in short: its first `n` non-empty lines, joined and cut to `width`."""
-    lines = [line.strip() for line in reason.splitlines() if line.strip()][:n]
-    text = " ".join(lines)
-    return text if len(text) <= width else text[: width - 3] + "..."
+# (a pattern of PyTorch's graph-break reason, what it means): the reasons this chapter's forwards
+# and its learners' commonest ones give; any other reason is shown as PyTorch wrote it
+GRAPH_BREAKS = (
+    (
+        r"builtin operator\s+`?print",
+        "a `print` in forward: TorchDynamo cannot put Python's print in a graph, so the graph ends "
+        "before it and a new one starts after it",
+    ),
+    (
+        r"generic_jump TensorVariable|[Dd]ata[- ]dependent (?:branching|jump)",
+        "an `if` on a tensor's value: which branch runs is known only once the kernels have run, "
+        "so the graph ends at the `if`",
+    ),
+    (
+        r"Tensor\.item|\.item\(\)|capture_scalar_outputs",
+        "`.item()`: a Python number read from a tensor ends the graph (unless "
+        "`torch._dynamo.config.capture_scalar_outputs = True`)",
+    ),
+    (
+        r"Tensor\.(?:tolist|numpy)|\.tolist\(\)",
+        "`.tolist()` or `.numpy()`: Python values read from a tensor end the graph",
+    ),
+)
+_NOT_SHOWN = re.compile(r"^\s*(?:Developer debug context|Hint:)")  # PyTorch's notes to itself
+
+
+def graph_break_summary(reason: str) -> str:
+    """What a graph-break reason means, from GRAPH_BREAKS; "" for a reason the table lacks."""
+    return next((what for pattern, what in GRAPH_BREAKS if re.search(pattern, reason)), "")
+
+
+def pytorch_words(reason: str, summarized: bool) -> str:
+    """PyTorch's reason, every line whole; without a summary of ours its hints stay too."""
+    lines = [line.strip() for line in reason.splitlines() if line.strip()]
+    kept = [line for line in lines if not (summarized and _NOT_SHOWN.match(line))]
+    ended = [
+        line if line[-1] in ".:;!?)" else line + "." for line in kept[:-1]
+    ]  # one sentence each
+    return " ".join(ended + kept[-1:])
+
+
+def show_graph_break(reason: str, columns: int = 96) -> str:
+    """One graph break: what it means (when GRAPH_BREAKS knows it), then PyTorch's own words, each
+    wrapped between words under "why it broke" (chapter 05)."""
+    summary = graph_break_summary(reason)
+    lines = [tr(f"why it broke: {tr(summary)}")] if summary else []
+    lines.append(tr(f"PyTorch says: {pytorch_words(reason, bool(summary))}"))
+    return "\n".join(wrap("    " + line, columns, indent="    ") for line in lines)
 
 
 def explain_forwards(x=None) -> str:
@@ -1203,14 +1296,13 @@ def explain_forwards(x=None) -> str:
     ):
         kwargs = {"depth": 3} if type(net) is LoopNet else {}
         report = torch._dynamo.explain(net)(x, **kwargs)
-        reasons = "; ".join(_first_lines(str(b.reason)) for b in report.break_reasons)
         lines.append(
             tr(
                 f"{call}:\n    {report.graph_count} graph(s), {report.graph_break_count} graph "
                 f"break(s), {report.op_count} ops"
             )
-            + (tr(f"\n    why it broke: {reasons}") if reasons else "")
         )
+        lines += [show_graph_break(str(b.reason)) for b in report.break_reasons]
     return "\n".join(lines)
 
 
@@ -1349,379 +1441,3 @@ def hidden_syncs(device, steps: int = 3) -> dict:
             found[line] = found.get(line, 0) + 1
     del logged, upper
     return found
-
-
-# ================================================================ exercises and quizzes
-# ---------------------------------------------------------------- exercise: amp_train_step
-# The checks (and the AMP rig, the scaler spy, the simulated
-# GPU clock) live in course_lib/checks/speedups.py.
-amp_train_step = chapter.function_exercise(
-    "amp_train_step",
-    title="One mixed-precision training step, today's API",
-    prompt=(
-        "Write amp_train_step(model, x, y, optimizer, criterion, scaler, device_type, dtype) -> "
-        "float: one training step with automatic mixed precision. Clear the old gradients; run "
-        "the forward pass and the loss inside torch.autocast for `device_type` with `dtype`; "
-        "backward on the loss scaled by the GradScaler `scaler`; let the scaler step the "
-        "optimizer and then update its scale. Return this step's (unscaled) loss as a Python "
-        "float. x and y are already on the model's device."
-    ),
-    points=5,
-    tests=[
-        Test("runs the forward pass under autocast with the given dtype", speedups.Autocast()),
-        Test(
-            "clears the gradients and calls backward on the scaled loss", speedups.ScaledBackward()
-        ),
-        Test("steps through the scaler, then updates the scale", speedups.ScalerStep()),
-        Test("returns this step's loss as a Python float", speedups.ReturnsLoss()),
-    ],
-    hints=[
-        (
-            "It is chapter 03's training step with two changes: the forward pass and the loss run "
-            "inside an autocast block, and the GradScaler takes part in backward and in the "
-            "update."
-        ),
-        "The GradScaler has three methods you need, used in this order: `scale` (the loss, before "
-        "backward), `step` (takes the optimizer), `update` (no arguments).",
-        (
-            "The shape of it, in order: clear the gradients; a `with torch.autocast(...)` block "
-            "(the device type and the dtype you were given) around the forward pass and the loss; "
-            "backward on what the scaler's `scale` returns; the scaler's `step` with the "
-            "optimizer; the scaler's `update`; return the loss as a Python float."
-        ),
-    ],
-)
-
-
-# ------------------------------------------------------------------------------- exercise: phase_ms
-# Its check (a real profile, the profiler's own totals,
-# the mistakes table) is checks/speedups.py's PhaseMs.
-phase_ms = chapter.function_exercise(
-    "phase_ms",
-    title="Read the trace: milliseconds per phase",
-    prompt=(
-        'Write phase_ms(events) -> dict: from a trace\'s event list (the "traceEvents" of the '
-        "file export_chrome_trace wrote), the total milliseconds of each phase labelled by "
-        "record_function, over all steps: {'data': ms, 'forward': ms, 'backward': ms, 'step': "
-        'ms}, 0.0 for a phase that never ran. A label is a complete event (ph "X") with cat '
-        '"user_annotation" and the phase\'s name; its duration, dur, is in microseconds.'
-    ),
-    points=3,
-    tests=[
-        Test("a real profile of 3 training steps", speedups.PhaseMs(3)),
-        Test(
-            "an evaluation profile: no backward, no step",
-            speedups.PhaseMs(2, seed=1, train=False, where=" (evaluation profile)"),
-        ),
-        Test(
-            "a CUDA trace: every label also on the GPU's row",
-            speedups.PhaseMs(2, seed=2, cuda=True, where=" (a CUDA trace)"),
-        ),
-    ],
-    hints=[
-        (
-            "Look at one event first: `[e for e in events if e.get('name') == 'forward'][0]`. "
-            "Which keys tell you it is a label, and how long it lasted?"
-        ),
-        (
-            "Keep one running total per phase, each starting at 0.0, so that a phase that never "
-            "ran is still there. Add only the events that are labels (their `ph` and `cat` say "
-            "so) and whose `name` is a phase, and mind the unit `dur` is in."
-        ),
-    ],
-)
-
-
-# ---------------------------------------------------------------- exercise: time_it
-time_it = chapter.function_exercise(
-    "time_it",
-    title="Timing a GPU correctly",
-    prompt=(
-        "Write time_it(fn, device, repeats=5) -> float: how long one call of fn() takes, in "
-        "milliseconds. Call fn() once untimed (warm-up), then time `repeats` calls with "
-        "time.perf_counter(). When device is a CUDA device, call torch.cuda.synchronize(device) "
-        "before starting and before stopping the clock (never on other devices). Return the "
-        "median of the timed calls, in milliseconds, as a float."
-    ),
-    points=4,
-    tests=[
-        Test(
-            "warms up, synchronizes, returns the median in ms (simulated GPU)",
-            TimeIt([10.0, 14.0, 11.0, 50.0, 12.0], 5, torch.device("cuda")),
-        ),
-        Test(
-            "the same with repeats=3",
-            TimeIt([8.0, 30.0, 9.0], 3, torch.device("cuda"), " (repeats=3)"),
-        ),
-        Test(
-            "a CPU device on a machine without CUDA: no CUDA calls, the median in ms",
-            TimeIt([3.0, 5.0, 4.0, 9.0, 2.0], 5, torch.device("cpu"), " (device cpu, no GPU)"),
-        ),
-        Test(
-            "a CPU device on a machine that has a GPU: still no CUDA calls",
-            TimeIt(
-                [3.0, 5.0, 4.0, 9.0, 2.0],
-                5,
-                torch.device("cpu"),
-                " (device cpu, GPU machine)",
-                machine_has_cuda=True,
-            ),
-        ),
-    ],
-    hints=[
-        (
-            "Three rules: one untimed warm-up call; on a CUDA device, wait for the GPU "
-            "(`torch.cuda.synchronize`) before each clock reading; report the median, in "
-            "milliseconds."
-        ),
-        (
-            "Decide whether to synchronize from the device you were given (its `.type`), never "
-            "from whether the machine has a GPU: on a CPU device, `torch.cuda` has nothing to do "
-            "with your timing."
-        ),
-        (
-            "The shape of it: `fn()` once, untimed; then, `repeats` times: wait for the device if "
-            "it is CUDA, read the clock, call `fn()`, wait for the device if it is CUDA, read the "
-            "clock again and keep the difference in milliseconds; return the median of what you "
-            "kept."
-        ),
-    ],
-)
-
-
-# ---------------------------------------------------------------- quizzes
-bf16_scaler = chapter.quiz(
-    "bf16_scaler",
-    title="Does bfloat16 need a GradScaler?",
-    question=(
-        "You train with `torch.autocast(device_type, dtype=torch.bfloat16)`. Do you need a "
-        "GradScaler?"
-    ),
-    options={
-        "a": "Yes: bfloat16 has float16's 5 exponent bits, so small gradients underflow",
-        "b": "Yes: `torch.autocast` refuses bfloat16 unless a GradScaler is enabled",
-        "c": "No: its range goes as low as float32's, so gradients too small for float16 survive",
-        "d": "No: autocast keeps every gradient in float32, so no 16-bit dtype needs a scaler",
-    },
-    digest="659f8988bebabc50",
-    hints=[
-        "Compare the 'smallest normal' column of float16 and bfloat16 in the table above.",
-        "Underflow is about range (exponent bits), not precision (mantissa bits).",
-    ],
-    why={
-        "a": (
-            "Count again in the table above: bfloat16's smallest normal number is about 1e-38, "
-            "float16's about 6e-5. They do not share an exponent width."
-        ),
-        "b": (
-            "Autocast accepts bfloat16 on its own: the autocast table above was recorded without "
-            "any scaler."
-        ),
-        "d": (
-            "Only the weights' `.grad` is float32. The gradients flowing back through the layers "
-            "are computed in the 16-bit dtype, and in float16 the small ones underflow there: "
-            "that is why float16 does need a scaler."
-        ),
-    },
-    explanation=(
-        "bfloat16 keeps float32's 8 exponent bits (smallest normal about 1e-38); float16 has 5 "
-        "(about 6e-5, and 0 below about 3e-8), which is why float16 needs the loss scaled up "
-        "before backward. bfloat16 pays with precision instead: 7 stored mantissa bits, float16 "
-        "10."
-    ),
-)
-
-low_utilization = chapter.quiz(
-    "low_utilization",
-    title="The GPU sits at 30% utilization",
-    kind="multiple",
-    question=(
-        "`nvidia-smi` shows your GPU at about 30% utilization during training. This chapter's "
-        "step timer (wait = `next(iterator)` hands over a batch; compute = copy to the GPU, "
-        "forward, backward, update) says most of each step is spent waiting. Which changes "
-        "shorten the wait? Choose all that apply."
-    ),
-    options={
-        "a": "More DataLoader workers (`num_workers`), so batches are prepared in parallel",
-        "b": "`pin_memory=True` in the DataLoader, with `.to(device, non_blocking=True)`",
-        "c": "Make the per-item preprocessing cheaper (or do it once, ahead of training)",
-        "d": "`torch.cuda.empty_cache()` after every step, so each batch finds free memory",
-        "e": "Wrap the model in `nn.DataParallel`, so the one GPU gets more work per step",
-    },
-    digest="a167ae89d7f783cb",
-    hints=[
-        (
-            "For each change, ask which part of the step it speeds up: building the next batch "
-            "(the wait) or copying and computing on it (the compute)."
-        ),
-        (
-            "Go back to the definition of wait and compute at the start of "
-            f"{section('05', 'Is the GPU starving')}."
-        ),
-    ],
-    why={
-        "b": (
-            "Pinned memory with non_blocking speeds up the copy to the GPU, which this timer "
-            "counts as compute, not as waiting: the loader builds batches no faster."
-        ),
-        "d": (
-            "empty_cache hands cached GPU memory back to the driver; it does not make the loader "
-            "any faster (and the next allocation gets slower)."
-        ),
-        "e": (
-            "DataParallel splits a batch over several GPUs; on one GPU it only adds work, and the "
-            "loader stays as slow as before."
-        ),
-    },
-    explanation=(
-        "The wait is the loader building batches: build them in parallel (workers) and make each "
-        "cheaper. Pinned memory and non_blocking are worth having on a GPU, but they speed up the "
-        "copy, which is part of the compute here; empty_cache and DataParallel on one GPU add "
-        "work."
-    ),
-)
-
-profile_verdict = chapter.quiz(
-    "profile_verdict",
-    title="Read your profile",
-    question=(
-        "Your profile of four training steps on the augmented digits (`num_workers=0`): the "
-        "operator table, the timeline and the split printed under it. Which phase takes most of "
-        "each step, and which change shortens it?"
-    ),
-    options={
-        "a": "data: build the batches in DataLoader workers, or make the augmentation cheaper",
-        "b": "forward: compile the model with `torch.compile`, so its layers' kernels are fused",
-        "c": "backward: run the step under `torch.autocast`, so gradients are computed in 16 bits",
-        "d": "step: swap Adam for plain SGD, which keeps no running averages per weight",
-    },
-    digest="12a95ed5d23397f8",
-    hints=[
-        (
-            "Read the split printed under the timeline, or compare the lengths of the four lanes: "
-            "which phase is the largest?"
-        ),
-        "A change can only shorten the phase it works on: which phase does each option speed up?",
-    ],
-    why={
-        "b": (
-            "Look at the forward lane and its milliseconds in the split: fusing its kernels can "
-            "shorten only that part, and it is not where most of each step goes."
-        ),
-        "c": (
-            "Compare the backward lane with the others in your timeline: 16-bit gradients shorten "
-            "only that lane, a small share of each step here."
-        ),
-        "d": (
-            "The step lane (the optimizer's update) is one of the short ones in your timeline: a "
-            "lighter optimizer cannot shorten the rest of the step."
-        ),
-    },
-    explanation=(
-        "After the untimed warm-up step, the data phase (each augmented batch built in this "
-        "process, as `num_workers=0` does) is most of every profiled step: the split under the "
-        "timeline says so, and so does the table, whose top rows are the augmentation's own "
-        "operators: `aten::bmm` (inside `affine_grid`), `aten::avg_pool2d` (pooling back to "
-        "8x8), `aten::grid_sampler_2d`, while the model's `aten::mm` and `aten::addmm` come "
-        "lower. Workers "
-        "build batches in parallel with the training, and cheaper preprocessing shortens each "
-        "one; the other options speed up phases that are a small share of the step."
-    ),
-)
-
-scale_after_overflow = chapter.quiz(
-    "scale_after_overflow",
-    title="The scale after an overflow",
-    kind="numeric",
-    question=(
-        "A `torch.amp.GradScaler` starts with its default scale 65536. In the first step a "
-        "gradient overflows to inf. `scaler.step(optimizer)` skips that update; then "
-        "`scaler.update()` runs with the default `backoff_factor` 0.5. What is "
-        "`scaler.get_scale()` now?"
-    ),
-    digest="dc3fd0bbd381aee6",
-    hints=[
-        "After a step with inf or nan gradients, update() multiplies the scale by backoff_factor.",
-        (
-            "Which scale did this step start from, and what does multiplying by a factor of 0.5 "
-            "do to a number? Work it out from those two."
-        ),
-    ],
-    why={
-        65536: (
-            "That is the scale before `update()`: after a step with inf or nan gradients, it "
-            "changes."
-        ),
-        131072: (
-            "The scale grows (x2) only after 2000 clean steps in a row; an overflow makes it "
-            "smaller."
-        ),
-        0: (
-            "The scale is multiplied by the backoff factor 0.5: halved, not replaced by 0.5 or "
-            "set to 0."
-        ),
-        0.5: (
-            "0.5 is the backoff factor itself: update() multiplies the scale by it, it does not "
-            "become the scale."
-        ),
-    },
-    explanation=(
-        "The scale is multiplied by backoff_factor (0.5) after a step with inf or nan gradients, "
-        "and grows by growth_factor (2) only after growth_interval (2000) clean steps in a row."
-    ),
-)
-
-compile_control_flow = chapter.quiz(
-    "compile_control_flow",
-    title="Python control flow under torch.compile",
-    question=(
-        "LoopNet's forward runs `for _ in range(depth): h = relu(self.middle(h))`, where `depth` "
-        "is a Python int passed to forward. You call the compiled model with `depth=2`, then with "
-        "`depth=3`. What happens?"
-    ),
-    options={
-        "a": (
-            "A graph break at the loop: the loop runs in plain Python, the layers around it "
-            "compiled"
-        ),
-        "b": (
-            "One graph for every depth: the loop stays a loop in the graph and reads `depth` at "
-            "run time"
-        ),
-        "c": (
-            "`depth=3` raises an error: a compiled model's control flow is fixed by its first call"
-        ),
-        "d": (
-            "The loop is unrolled for `depth=2` and guarded; `depth=3` fails the guard, so it "
-            "recompiles"
-        ),
-    },
-    digest="5f0c12e0a7fc60ad",
-    hints=[
-        (
-            "TorchDynamo reads the Python code while it runs once, and records the tensor "
-            "operations it sees."
-        ),
-        "A Python int is known while tracing; a tensor's value is not.",
-    ],
-    why={
-        "a": (
-            "Graph breaks come from what TorchDynamo cannot follow (a print, a branch on a "
-            "tensor's value); a loop over range of a known int is something it can follow."
-        ),
-        "b": (
-            "A traced graph has no Python loop in it: it holds the operations that ran while "
-            "tracing."
-        ),
-        "c": (
-            "Nothing raises: a compiled model keeps working for new inputs; the question is what "
-            "it costs."
-        ),
-    },
-    explanation=(
-        "TorchDynamo runs the Python code once while tracing: range(2) becomes two copies of the "
-        "layer in the graph, and a guard records depth == 2. depth=3 fails that guard, so a "
-        "second graph is compiled (with a recompile limit, after which it falls back to eager). "
-        "Graph breaks come from code it cannot trace, such as print or an if on a tensor's value."
-    ),
-)

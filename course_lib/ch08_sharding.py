@@ -14,7 +14,7 @@ from torch import nn
 
 from . import chapters, ddp_worker, measure, sharding, training
 from .checks.sharding import RankBytes
-from .exercises import Test
+from .exercises import Declarations, Test
 from .exercises.runner import warm_up
 from .i18n import tr
 from .i18n.catalogue import listing
@@ -24,6 +24,7 @@ from .memory import format_bytes, state_bytes
 from .sections import section
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
+declare = Declarations(chapter)  # records each exercise and quiz on the chapter
 
 __all__ = [  # what `ch.` offers the learner; `dir(ch)` lists these only
     "chapter",
@@ -268,7 +269,7 @@ CHAPTER_SHAPES = (
     (10,),
 )  # the chapter's model: Linear(64, 256), Linear(256, 10)
 
-rank_bytes = chapter.function_exercise(
+rank_bytes = declare.function_exercise(
     "rank_bytes",
     title="Predict what each rank holds",
     prompt=(
@@ -313,7 +314,7 @@ rank_bytes = chapter.function_exercise(
 
 
 # ---------------------------------------------------------------- quizzes
-when_sharding_pays = chapter.quiz(
+when_sharding_pays = declare.quiz(
     "when_sharding_pays",
     title="When does sharding pay?",
     kind="multiple",
@@ -358,7 +359,7 @@ when_sharding_pays = chapter.quiz(
     ),
 )
 
-fsdp_gigabytes = chapter.quiz(
+fsdp_gigabytes = declare.quiz(
     "fsdp_gigabytes",
     title="Gigabytes per GPU",
     kind="numeric",
@@ -398,7 +399,7 @@ fsdp_gigabytes = chapter.quiz(
 )
 
 
-reshard_kept = chapter.quiz(
+reshard_kept = declare.quiz(
     "reshard_kept",
     title="Keep the layers gathered?",
     kind="single",
@@ -440,4 +441,29 @@ reshard_kept = chapter.quiz(
         "layers held between forward and backward. The default frees them after forward (ZeRO-3) "
         "except the root's, which backward needs first. An int N reshards to groups of N ranks."
     ),
+)
+
+
+# ---------------------------------------------------------------- written questions
+# Answered in words in the notebook's answer cell, read and graded by the teacher (the review
+# page shows each answer beside what it expects); nothing grades it automatically.
+chapter.written(
+    "sharding_trade",
+    title="When sharding pays, and what it costs",
+    question=(
+        "When does sharding a model with FSDP pay, and what does it cost? Answer with the "
+        "numbers of this chapter's run."
+    ),
+    expects=[
+        "It pays when memory is what stops you: the weights, gradients and Adam's state (16 "
+        "bytes per parameter) do not fit on one GPU, or leave room only for a batch too small; "
+        "FSDP divides them by up to the number of ranks (the run measured each part halved)",
+        "It costs communication: an all-gather of each layer in forward and again in backward, "
+        "then a reduce-scatter of the gradients, about 1.5 times DDP's traffic with NCCL (2 "
+        "times in the run, where gloo all-reduces the whole gradient)",
+        "Prefetching hides much of that traffic behind the compute on GPUs; with memory to spare "
+        "or a slow network, DDP (or ZeRO-1, or `reshard_after_forward=False`) is the better trade",
+    ],
+    section=section("08", "What sharding costs"),
+    points=3,
 )

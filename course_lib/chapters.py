@@ -5,15 +5,51 @@ is ``course_lib/ch05_speedups.py``, its answer key ``course_lib/key/ch05_speedup
 notebook ``notebooks/05_speedups.ipynb``. The exercise registry, the grader, the explainer, the
 release and the tests all read these declarations; nothing parses a module or file name for a
 number. A chapter module takes its declaration with ``chapter = chapters.of_module(__name__)`` and
-declares its exercises on it (``chapter.function_exercise(...)``, ``chapter.quiz(...)``).
+declares its exercises through the engine (``declare = exercises.Declarations(chapter)``, then
+``declare.function_exercise(...)``, ``declare.quiz(...)``): a chapter is plain data. A chapter
+declared with ``apart=True`` declares them in ``course_lib/declared/chNN_topic.py`` instead, which
+its chapter module re-exports: the registry (so the judge and the grader) imports that module only.
+A chapter's written questions (answered in words, read and graded by the teacher) are declared
+on it too, as data: ``chapter.written("name", ...)`` (see WrittenQuestion).
 Standard library only, so that anything may import it cheaply.
 """
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class WrittenQuestion:
+    """A question answered in words: what a good answer makes, for the teacher who grades it.
+
+    The notebook holds its answer cell (a Markdown cell with ``<!-- answer: NAME -->``); nothing
+    grades it automatically. `expects` are the 2-4 points a good answer makes, `section` where
+    the chapter teaches them (``sections.section(...)``), `points` the maximum the teacher gives.
+    Every text is English; the teacher's language comes from the catalogue (``tr``).
+    """
+
+    chapter: str  # its chapter's number, "03"
+    name: str  # the answer cell's NAME; the gradebook's exercise chNN.written.NAME
+    title: str
+    question: str
+    expects: tuple
+    section: str
+    points: float = 2.0
+
+    def __post_init__(self):
+        if not 2 <= len(self.expects) <= 4:
+            raise ValueError(f"{self.id}: 2 to 4 expected points, not {len(self.expects)}")
+        if not self.points > 0:
+            raise ValueError(f"{self.id}: the maximum must be above 0, not {self.points!r}")
+
+    @property
+    def id(self) -> str:
+        return f"ch{self.chapter}.written.{self.name}"
 
 
 class Chapter:
     """One chapter: number, name, title, and (once its module is imported) its exercises."""
 
-    def __init__(self, number: str, name: str, title: str):
+    def __init__(self, number: str, name: str, title: str, apart: bool = False):
         if not (len(number) == 2 and number.isdigit()):
             raise ValueError(f"a chapter number has two digits, like '05'; got {number!r}")
         self.number, self.name, self.title = number, name, title
@@ -23,28 +59,29 @@ class Chapter:
             f"course_lib.key.ch{self.stem}"  # its answer key (not in the student bundle)
         )
         self.notebook = f"{self.stem}.ipynb"  # its notebook, in notebooks/
+        # where its exercises and quizzes are declared: the chapter module, or a module of its own
+        self.declarations = f"course_lib.declared.ch{self.stem}" if apart else self.module
         self.exercises = {}  # exercise name -> exercise, filled by the chapter module
+        self.written_questions = {}  # name -> WrittenQuestion, filled by the chapter module
 
     def __repr__(self) -> str:
         return f"Chapter({self.number!r}, {self.name!r}, {self.title!r})"
 
-    def _add(self, exercise):
+    def add(self, exercise):
+        """Record one of this chapter's exercises (exercises.Declarations calls it)."""
         if exercise.name in self.exercises:
             raise ValueError(f"two exercises share the id {exercise.id}")
         self.exercises[exercise.name] = exercise
         return exercise
 
-    def function_exercise(self, name, **kwargs):
-        """Declare a function exercise of this chapter (see exercises.spec.FunctionExercise)."""
-        from .exercises.spec import FunctionExercise
-
-        return self._add(FunctionExercise(self, name, **kwargs))
-
-    def quiz(self, name, **kwargs):
-        """Declare a quiz of this chapter (see exercises.spec.Quiz)."""
-        from .exercises.spec import Quiz
-
-        return self._add(Quiz(self, name, **kwargs))
+    def written(self, name, **kwargs) -> WrittenQuestion:
+        """Declare a written question of this chapter (see WrittenQuestion)."""
+        if name in self.written_questions or name in self.exercises:
+            raise ValueError(f"two questions of chapter {self.number} share the name {name!r}")
+        kwargs["expects"] = tuple(kwargs.get("expects", ()))
+        question = WrittenQuestion(self.number, name, **kwargs)
+        self.written_questions[name] = question
+        return question
 
 
 CHAPTERS = (
@@ -52,9 +89,9 @@ CHAPTERS = (
     Chapter("02", "same_device_rule", "The same-device rule"),
     Chapter("03", "training_template", "The training template"),
     Chapter("04", "common_errors", "Common errors"),
-    Chapter("05", "speedups", "Speedups, measured"),
-    Chapter("06", "out_of_memory", "Out of memory"),
-    Chapter("07", "dp_vs_ddp", "DataParallel vs DistributedDataParallel"),
+    Chapter("05", "speedups", "Speedups, measured", apart=True),
+    Chapter("06", "out_of_memory", "Out of memory", apart=True),
+    Chapter("07", "dp_vs_ddp", "DataParallel vs DistributedDataParallel", apart=True),
     Chapter("08", "sharding", "Sharding with FSDP"),
 )
 
@@ -72,11 +109,12 @@ def get(number) -> Chapter:
 
 
 def of_module(module_name: str) -> Chapter:
-    """The chapter whose module is `module_name` (a chapter module passes its ``__name__``)."""
+    """The chapter whose module (or declarations module) is `module_name` (it passes its
+    ``__name__``)."""
     for chapter in CHAPTERS:
-        if chapter.module == module_name:
+        if module_name in (chapter.module, chapter.declarations):
             return chapter
     raise KeyError(f"{module_name} is not a chapter module declared in course_lib/chapters.py")
 
 
-__all__ = ["Chapter", "CHAPTERS", "get", "of_module"]
+__all__ = ["Chapter", "CHAPTERS", "WrittenQuestion", "get", "of_module"]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from . import torch_compat
 from .i18n import tr
 from .i18n.catalogue import CJK, Said
 from .i18n.layout import wrap
@@ -28,41 +29,79 @@ SKIP_WIDTH = 78  # skip lines are wrapped here, between words (JupyterLab would 
 
 # The figures a real GPU run records (benchmarks/gpu_figures.py writes exactly these keys into
 # figures.json); a GPU-only cell names one with gpu_only(..., figure=KEY). docs/gpu/README.md.
-FIGURE_KEYS = {
-    "ch01.device_memory": "memory_allocated after a torch.device label and after a 4 MiB tensor",
-    "ch01.create_on_device": "a 4096 x 4096 tensor made on the CPU then copied vs made on the GPU",
-    "ch05.sync_timing": "a matrix product timed without and with torch.cuda.synchronize()",
-    "ch05.data_wait": "one epoch's data-wait vs compute time, plain vs augmented-on-the-fly digits",
-    "ch05.pinned_copy": "host-to-GPU copy bandwidth from pageable vs pinned memory",
-    "ch05.amp": "training step time in float32 vs under autocast (bf16/fp16)",
-    "ch05.compile": "training step time eager vs torch.compile, and the first (compiling) call",
-    "ch05.nvidia_smi": "nvidia-smi's utilization and memory columns during training",
+FIGURE_KEYS = {  # each names the workload it measures: the cell's own, or how it differs
+    "ch01.device_memory": (
+        "memory_allocated after a torch.device label and after a 1024 x 1024 float32 tensor"
+    ),
+    "ch01.create_on_device": (
+        "a 4096 x 4096 tensor made on the CPU then copied vs made on the GPU (median of 10; the "
+        "cell: mean of 50)"
+    ),
+    "ch05.sync_timing": (
+        "a 4096 x 4096 matrix product timed without and with torch.cuda.synchronize() (median "
+        "of 5; the cell: once)"
+    ),
+    "ch05.data_wait": (
+        "one epoch of the first 384 digits, batch 64: data-wait vs compute, plain vs augmented"
+    ),
+    "ch05.pinned_copy": (
+        "a 64 MiB host-to-GPU copy from pageable vs pinned memory, and non_blocking from pinned"
+    ),
+    "ch05.amp": (
+        "a training step of an MLP 4096 wide, batch 1024, in float32 and each autocast precision "
+        "(bfloat16, float16 + GradScaler)"
+    ),
+    "ch05.compile": (
+        "a training step of an MLP 256 wide, batch 256, eager vs torch.compile, and the first "
+        "(compiling) call"
+    ),
+    "ch05.nvidia_smi": (
+        "nvidia-smi's utilization and memory columns during a training loop (MLP 4096 wide, batch "
+        "1024; the cell: whenever it runs)"
+    ),
     "ch05.benchmark": (
-        "torch.utils.benchmark.Timer medians of a matmul over sizes and dtypes (Compare)"
+        "torch.utils.benchmark.Timer medians of a @ a, sizes 64 and 256, float32 and bfloat16"
     ),
     "ch05.profiler_cuda": (
-        "torch.profiler, 4 augmented-digits steps with CUDA: the split and top kernels"
+        "torch.profiler, 4 augmented-digits steps of batch 16 with CUDA: the split and top kernels"
     ),
     "ch05.item_sync": (
-        "a training loop with .item() every step vs summed on the device and read once"
+        "30 training steps of a 64-128-10 MLP, batch 256: .item() every step vs summed on the "
+        "device and read once"
     ),
     "ch05.nonblocking_d2h": (
-        "a device-to-host non_blocking copy read at once vs after event.synchronize()"
+        "5 rounds of a non_blocking copy of 4194304 floats to the host behind a 4096 x 4096 "
+        "matrix product, read at once vs after event.synchronize()"
     ),
     "ch05.sync_debug": (
-        "torch.cuda.set_sync_debug_mode('warn') over a loop: the synchronizing lines"
+        "torch.cuda.set_sync_debug_mode('warn') over 3 steps of the digits MLP, batch 64"
     ),
-    "ch06.estimate_vs_peak": "the course's memory estimate vs torch.cuda.max_memory_allocated",
-    "ch06.real_oom": "how fast a real torch.OutOfMemoryError comes under a 1 GiB memory cap",
-    "ch06.empty_cache": "memory_allocated / memory_reserved after del and after empty_cache()",
-    "ch06.amp_memory": "peak memory of a training step in float32 vs under autocast",
+    "ch06.estimate_vs_peak": (
+        "the course's count vs torch.cuda.max_memory_allocated, wide_mlp (512 wide), Adam, "
+        "batch 1024"
+    ),
+    "ch06.real_oom": (
+        "how fast a real torch.OutOfMemoryError comes under a 1 GiB cap (wide_mlp 4096 wide, "
+        "a batch of 131072)"
+    ),
+    "ch06.empty_cache": (
+        "memory_allocated / memory_reserved around a 256 MiB tensor, del and empty_cache()"
+    ),
+    "ch06.amp_memory": (
+        "peak memory of a training step in float32 vs under autocast, wide_mlp (512 wide), Adam, "
+        "batch 1024"
+    ),
     "ch06.memory_snapshot": (
-        "a real OOM under _record_memory_history: the snapshot, its segments and oom event"
+        "a real OOM under a 1 GiB cap and _record_memory_history: the snapshot's segments and "
+        "oom event"
     ),
     "ch06.fragmentation": (
         "memory_stats after a split pattern, without and with expandable_segments"
     ),
-    "ch07.data_parallel": "a training step on one GPU vs nn.DataParallel over all GPUs (needs 2+)",
+    "ch07.data_parallel": (
+        "DataParallel's scatter / replicate / gather by hand over every GPU (needs 2+), a digits "
+        "MLP, batch 64"
+    ),
 }
 
 
@@ -181,21 +220,11 @@ def second_device() -> torch.device:
     return torch.device("meta")
 
 
-def bf16_in_hardware() -> bool:
-    """True when the CUDA GPU computes bfloat16 itself: emulated bfloat16 (a T4, a P100) is
-    slower than float32, so it does not count (`including_emulation=False`, torch 2.6 and newer;
-    before, capability 8.0 or above, where bfloat16 arrived)."""
-    try:
-        return bool(torch.cuda.is_bf16_supported(including_emulation=False))
-    except TypeError:  # torch before 2.6: no such argument
-        return torch.cuda.get_device_capability()[0] >= 8
-
-
 def amp_dtype(device) -> torch.dtype:
     """The 16-bit dtype for torch.autocast on `device`: bfloat16 (no GradScaler needed), or float16
     on a CUDA GPU without bfloat16 in hardware (chapters 05, 06)."""
     device = torch.device(device)
-    if device.type == "cuda" and not bf16_in_hardware():
+    if device.type == "cuda" and not torch_compat.bf16_in_hardware():
         return torch.float16
     return torch.bfloat16
 
@@ -212,13 +241,18 @@ def gpu_only(what: str, figure: str = None) -> bool:
     device = pick_device()
     if device.type == "cuda":
         return True
-    lines = [f"[GPU only] skipped ({why_not_cuda(device)}): {what}"]
+    say_skipped(f"[GPU only] skipped ({why_not_cuda(device)}): {what}", figure)
+    return False
+
+
+def say_skipped(line: str, figure: str = None) -> None:
+    """Print a skip line, then what a GPU shows for `figure` and the figures it recorded."""
+    lines = [line]
     if figure is not None:
         from .gpu_notes import note_lines  # what a GPU shows here and why (learner-facing text)
 
         lines += note_lines(figure) + reference_figures(figure)
     print("\n".join(_wrap(line if isinstance(line, Said) else tr(line)) for line in lines))
-    return False
 
 
 def why_not_cuda(device: torch.device) -> str:

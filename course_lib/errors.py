@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from types import SimpleNamespace
 
 from .i18n import tr
+from .i18n.catalogue import CJK
 
 ANSI_CODES = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -94,12 +95,16 @@ def _is_library(filename: str) -> bool:
 
 
 def describe_exception(err: BaseException, limit: int = 3) -> str:
-    """'TypeError: ...' plus the last few frames, for a learner to read."""
+    """'TypeError: ...' plus the last few frames, for a learner to read: Python's error as it is,
+    the frames in the course's language (the message around it keeps the error raw)."""
     frames = [f for f in traceback.extract_tb(err.__traceback__) if not _is_library(f.filename)][
         -limit:
     ]
-    where = "; ".join(f"line {f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames)
+    where = [tr(f"line {f.lineno} in {f.name}: {(f.line or '').strip()}") for f in frames]
     text = f"{type(err).__name__}: {err}".strip()
     if len(text) > 600:
         text = text[:600] + " ..."
-    return f"{text} ({where})" if where else text
+    if not where:
+        return text
+    chinese = any(CJK.search(w) for w in where)
+    return f"{text}（{'；'.join(where)}）" if chinese else f"{text} ({'; '.join(where)})"

@@ -68,7 +68,11 @@ NOTES = {
         "the 'CUDA semantics' notes, Use pinned memory buffers",
     ),
     "ch05.amp": (
-        "on a GPU with Tensor Cores, the autocast step of this wide model is faster than float32.",
+        (
+            "on a GPU with Tensor Cores, the autocast rows of this wide model are faster than "
+            "float32; a GPU without bfloat16 in hardware (a T4, sm_75) has no bfloat16 row, only "
+            "float16 + GradScaler."
+        ),
         (
             "its matrix products, which dominate the step, run in float16 or bfloat16 on the "
             "Tensor Cores (float16 since Volta, bfloat16 since Ampere); how much faster depends "
@@ -250,11 +254,15 @@ NOTES = {
         "c10/cuda/CUDACachingAllocator.cpp",
     ),
     "ch07.data_parallel": (
-        "on 2 or more GPUs, the step time of one GPU next to nn.DataParallel over all of them.",
         (
-            "DataParallel scatters the batch from cuda:0, copies the model to every GPU and "
-            "gathers the outputs back, every step, from one Python process: on a small model that "
-            "overhead can cost more than the extra GPUs save."
+            "on 2 or more GPUs, one line per phase: the batch of 64 cut into one chunk per GPU (32 "
+            "rows each on 2), a full copy of the weights on every GPU, each replica's output on "
+            "its GPU, all gathered back on cuda:0."
+        ),
+        (
+            "DataParallel.forward does exactly these four steps at every call, from one Python "
+            "process: scatter, replicate, parallel_apply, gather; the loss and the optimizer step "
+            "then run on cuda:0 alone."
         ),
         "the nn.DataParallel documentation, which recommends DistributedDataParallel instead",
     ),

@@ -28,6 +28,7 @@ SECTIONS = {  # chapter -> {words of a heading: that heading's number}
         "Loss and optimizer": "4",
         "One training step": "5",
         "The evaluation loop": "6",
+        "`zero_grad` story": "8",
         "plain Python": "9",
     },
     "04": {

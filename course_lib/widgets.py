@@ -20,7 +20,7 @@ import textwrap
 from html import escape
 
 from .i18n import tr
-from .i18n.layout import ljust, width
+from .i18n.layout import Table
 from .text import html as text_html
 
 _SHARED = {}  # (model class, traits) -> the Layout or Style model the widgets like it share
@@ -279,18 +279,10 @@ def table(header, rows, **options):
     return HTML(html_table(header, rows, **options))
 
 
-def text_table(rows, header=None, gap: int = 2) -> str:
-    """Rows as plain-text columns, each as wide as its widest cell (the last one not padded)."""
-    rows = [[str(c) for c in row] for row in ([header] if header else []) + list(rows)]
-    widths = [  # display columns: a Chinese character takes two
-        max(width(row[i]) for row in rows if i < len(row))
-        for i in range(max(map(len, rows), default=0))
-    ]
-    pad = " " * gap
-    return "\n".join(
-        pad.join(ljust(c, widths[i]) if i < len(row) - 1 else c for i, c in enumerate(row))
-        for row in rows
-    )
+def text_table(rows, header=None, gap: int = 2) -> Table:
+    """Rows as columns, each as wide as its widest cell: plain text when printed (padded by display
+    width), an HTML table when it is a cell's value in Jupyter (`i18n.layout.Table`)."""
+    return Table(rows, header, gap=gap)
 
 
 def print_wrapped(*paragraphs: str, width: int = 96) -> None:

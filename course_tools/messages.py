@@ -324,7 +324,7 @@ def exercises() -> None:
     """Every exercise: checks of its reference, stub and wrong answers; its hints; quizzes'
     answers."""
     from course_lib.chapters import Chapter
-    from course_lib.exercises import all_exercises
+    from course_lib.exercises import Declarations, all_exercises
 
     for ex in all_exercises():
         if ex.kind == "function":
@@ -332,11 +332,16 @@ def exercises() -> None:
         else:
             _quiz(ex)
         _hints(ex)
-    bare = Chapter("99", "messages", "Messages").function_exercise(
+    bare = Declarations(Chapter("99", "messages", "Messages")).function_exercise(
         "nothing", title="Nothing", prompt="", points=1, tests=[]
     )
     bare.next_hint()
     _hints(bare)
+    from course_lib.classroom.written import expectation
+    from course_lib.exercises.registry import written_questions
+
+    for question in written_questions():  # what the teacher's review page and report show
+        expectation(question)
 
 
 def explainer() -> None:

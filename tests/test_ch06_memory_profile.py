@@ -139,28 +139,41 @@ def test_expandable_segments_change_the_counters_and_are_switched_back():
     assert expandable["reserved_bytes.all.current"] < plain["reserved_bytes.all.current"]
 
 
-# (PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF, expandable?): the new name wins when it is set,
-# as c10's AcceleratorAllocatorConfig reads it (the old one only "with lower priority")
+# (PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF, expandable on torch 2.10+, before 2.10): the new
+# name wins when it is set, as c10's AcceleratorAllocatorConfig reads it (the old one only "with
+# lower priority"); a torch without that config (2.6 to 2.9) reads only the old name for CUDA
 ALLOC_CONF_CASES = (
-    ("expandable_segments:True", None, True),
-    (None, "expandable_segments:True", True),
-    ("max_split_size_mb:128, expandable_segments : true", None, True),
-    ("expandable_segments:False", "expandable_segments:True", False),
-    ("max_split_size_mb:128", "expandable_segments:True", False),
-    (None, None, False),
+    ("expandable_segments:True", None, True, False),
+    (None, "expandable_segments:True", True, True),
+    ("max_split_size_mb:128, expandable_segments : true", None, True, False),
+    ("expandable_segments:False", "expandable_segments:True", False, True),
+    ("max_split_size_mb:128", "expandable_segments:True", False, True),
+    (None, None, False, False),
 )
 
 
-@pytest.mark.parametrize("new, old, expected", ALLOC_CONF_CASES)
-def test_the_allocator_setting_reads_both_names_and_the_new_one_wins(
-    new, old, expected, monkeypatch
+def as_torch(monkeypatch, *, unified: bool) -> None:
+    """This torch as 2.10 and newer (the accelerator-wide setter) or as an older one (2.6-2.9)."""
+    if unified:
+        monkeypatch.setattr(
+            torch._C, "_accelerator_setAllocatorSettings", lambda s: None, raising=False
+        )
+    else:
+        monkeypatch.delattr(torch._C, "_accelerator_setAllocatorSettings", raising=False)
+
+
+@pytest.mark.parametrize("unified", (True, False), ids=("torch2.10+", "torch2.6-2.9"))
+@pytest.mark.parametrize("new, old, expected, expected_before", ALLOC_CONF_CASES)
+def test_the_allocator_setting_is_read_from_the_names_this_torch_reads(
+    new, old, expected, expected_before, unified, monkeypatch
 ):
+    as_torch(monkeypatch, unified=unified)
     for name, value in (("PYTORCH_ALLOC_CONF", new), ("PYTORCH_CUDA_ALLOC_CONF", old)):
         if value is None:
             monkeypatch.delenv(name, raising=False)
         else:
             monkeypatch.setenv(name, value)
-    assert ch.expandable_setting() is expected
+    assert ch.expandable_setting() is (expected if unified else expected_before)
 
 
 def recorded_settings(monkeypatch, *, new_api: bool) -> list:
@@ -175,8 +188,11 @@ def recorded_settings(monkeypatch, *, new_api: bool) -> list:
     return calls
 
 
-@pytest.mark.parametrize("new_api", (True, False))
-def test_the_fragmentation_demo_puts_back_a_setting_made_with_the_new_name(new_api, monkeypatch):
+@pytest.mark.parametrize("new_api", (True, False), ids=("torch2.10+", "torch2.6-2.9"))
+def test_the_fragmentation_demo_puts_back_the_setting_this_torch_read(new_api, monkeypatch):
+    """The learner's PYTORCH_ALLOC_CONF is put back where torch read it (2.10 and newer); an older
+    torch never read that name, so its allocator had expandable segments off, and off it goes back
+    (the old code put back True there, a setting that torch never had)."""
     monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
     monkeypatch.setenv("PYTORCH_ALLOC_CONF", "expandable_segments:True")
     calls = recorded_settings(monkeypatch, new_api=new_api)
@@ -187,7 +203,7 @@ def test_the_fragmentation_demo_puts_back_a_setting_made_with_the_new_name(new_a
     assert calls == [
         "expandable_segments:False",
         "expandable_segments:True",
-        "expandable_segments:True",  # put back: the learner's own setting
+        f"expandable_segments:{new_api}",  # put back: what this torch read at start-up
     ]
 
 

@@ -10,6 +10,7 @@ import torch
 from course_lib import ch06_out_of_memory as ch
 from course_lib import data, memory, notebooks
 from course_lib.exercises import CORRECT
+from course_lib.i18n import catalogue
 
 
 def check(exercise, candidate):
@@ -310,3 +311,25 @@ def test_gpu_cells_skip_when_the_course_device_is_the_cpu_on_a_cuda_machine(monk
         "EXAMPLE"
         in namespace["ch"].read_oom_message(namespace["message"], namespace["source"]).data
     )
+
+
+@pytest.mark.parametrize(
+    "unified, told, other",
+    (
+        (True, "PYTORCH_ALLOC_CONF=expandable_segments:True", "PYTORCH_CUDA_ALLOC_CONF is still"),
+        (False, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "older than 2.10"),
+    ),
+    ids=("torch2.10+", "torch2.6-2.9"),
+)
+def test_the_diagnosis_names_the_variable_this_torch_reads(unified, told, other, monkeypatch):
+    """torch 2.6 to 2.9 never read PYTORCH_ALLOC_CONF for CUDA: the advice names the old one."""
+    setter = "_accelerator_setAllocatorSettings"
+    if unified:
+        monkeypatch.setattr(torch._C, setter, lambda settings: None, raising=False)
+    else:
+        monkeypatch.delattr(torch._C, setter, raising=False)
+    fragmented = ch.oom_diagnosis(ch.OOM_EXAMPLE)
+    assert told in fragmented and other in fragmented
+    with catalogue.in_language("zh"):
+        said = ch.oom_diagnosis(ch.OOM_EXAMPLE)
+    assert told in said and not catalogue.untranslated(fragmented)

@@ -12,6 +12,7 @@ from course_lib.exercises import (
     CORRECT,
     INCORRECT,
     NOT_ATTEMPTED,
+    Declarations,
     Fail,
     Test,
     answer_digest,
@@ -20,6 +21,7 @@ from course_lib.exercises import (
 from course_lib.exercises.runner import describe_exception
 
 chapter = Chapter("99", "engine_selftest", "Engine self-test")  # not in CHAPTERS: never registered
+declare = Declarations(chapter)
 
 
 def _expect_double(candidate):
@@ -28,7 +30,7 @@ def _expect_double(candidate):
         raise Fail("double(3) is wrong.", expected=6, got=got, hint="Multiply by two.")
 
 
-double = chapter.function_exercise(
+double = declare.function_exercise(
     "double",
     title="Double it",
     prompt="double(x) -> 2x",
@@ -44,7 +46,7 @@ double = chapter.function_exercise(
     time_limit=0.5,
 )
 
-letter = chapter.quiz(
+letter = declare.quiz(
     "letter",
     title="Pick b",
     question="?",
@@ -88,7 +90,7 @@ def test_stub_seen_through_a_test_that_catches_runtime_error():
         except RuntimeError as err:  # NotImplementedError is a RuntimeError
             raise Fail(f"failed: {err}") from err
 
-    ex = chapter.function_exercise(
+    ex = declare.function_exercise(
         "careless", title="t", prompt="p", points=1, tests=[Test("t", careless_test)]
     )
     assert ex.check(stub).status == NOT_ATTEMPTED
@@ -127,7 +129,7 @@ def test_html_is_escaped_and_coloured():
 
 
 def test_hints_come_one_level_at_a_time():
-    ex = chapter.function_exercise(
+    ex = declare.function_exercise(
         "hinted", title="t", prompt="p", points=1, tests=[], hints=["one", "two"]
     )
     assert ex.next_hint().startswith("Hint 1 of 2: one")
@@ -154,7 +156,7 @@ def test_quiz_forms_and_bad_input():
 
 
 def test_numeric_and_multiple_quizzes():
-    num = chapter.quiz(
+    num = declare.quiz(
         "num",
         title="n",
         question="?",
@@ -164,7 +166,7 @@ def test_numeric_and_multiple_quizzes():
     )
     assert num.check(2.5).status == CORRECT and num.check("2.50").status == CORRECT
     assert num.check(2.4).status == INCORRECT and "number" in num.check("lots").summary
-    multi = chapter.quiz(
+    multi = declare.quiz(
         "multi",
         title="m",
         question="?",
@@ -178,7 +180,7 @@ def test_numeric_and_multiple_quizzes():
 
 
 def test_a_numeric_answer_is_judged_as_typed_within_the_stated_tolerance():
-    scale = chapter.quiz(
+    scale = declare.quiz(
         "scale",
         title="s",
         question="?",
@@ -192,7 +194,7 @@ def test_a_numeric_answer_is_judged_as_typed_within_the_stated_tolerance():
     half = scale.check(0.5)  # shown as typed, with its own reason
     assert "0.5: a factor, not the scale" in half.summary and "0:" not in half.summary
     assert "0: not zero" in scale.check(0).summary
-    loose = chapter.quiz(
+    loose = declare.quiz(
         "loose",
         title="l",
         question="?",
@@ -205,11 +207,11 @@ def test_a_numeric_answer_is_judged_as_typed_within_the_stated_tolerance():
     off = loose.check(2.55)  # 0.05 from both 2.5 and 2.6
     assert off.status == INCORRECT and "0.04" in off.summary
     with pytest.raises(ValueError, match="tolerance"):
-        chapter.quiz("bad", title="b", question="?", kind="numeric", tolerance=0.5)
+        declare.quiz("bad", title="b", question="?", kind="numeric", tolerance=0.5)
 
 
 def test_error_quiz_runs_the_code_for_real():
-    quiz = chapter.quiz(
+    quiz = declare.quiz(
         "err",
         title="e",
         question="?",
@@ -286,12 +288,12 @@ def test_describe_exception_hides_library_frames():
 
 def test_duplicate_ids_are_rejected():
     with pytest.raises(ValueError, match="share the id"):
-        chapter.function_exercise("double", title="again", prompt="", points=1, tests=[])
+        declare.function_exercise("double", title="again", prompt="", points=1, tests=[])
 
 
 # ------------------------------------------------------------------ verdict colour (issue 9.2)
 def test_box_colour_follows_the_verdict_not_the_last_test():
-    ex = chapter.function_exercise(
+    ex = declare.function_exercise(
         "last_passes",
         title="t",
         prompt="p",
@@ -360,7 +362,7 @@ def _keyed(monkeypatch, name):
                 "double(-7) secret message", expected=-14, got=candidate(-7), hint="secret hint"
             )
 
-    ex = chapter.function_exercise(
+    ex = declare.function_exercise(
         name, title="t", prompt="p", points=2, tests=[Test("doubles 3", _expect_double)]
     )
     key = AnswerKey(
@@ -395,7 +397,7 @@ def test_backticks_become_code_in_html_and_stay_in_text():
     def wants_to(candidate):
         raise Fail("Call `x.to(device)` <now>", hint="Use `.to()`")
 
-    ex = chapter.function_exercise(
+    ex = declare.function_exercise(
         "coded", title="t", prompt="p", points=1, tests=[Test("moves `x`", wants_to)]
     )
     result = ex.check(lambda: None)
@@ -416,7 +418,7 @@ def test_a_hint_repeated_by_several_failures_is_shown_once():
 
         return run
 
-    ex = chapter.function_exercise(
+    ex = declare.function_exercise(
         "repeats",
         title="t",
         prompt="p",
@@ -433,7 +435,7 @@ def test_a_hint_repeated_by_several_failures_is_shown_once():
 
 
 # ------------------------------------------------------------------ quizzes that teach (issue 12.2)
-why_quiz = chapter.quiz(
+why_quiz = declare.quiz(
     "why",
     title="Pick `c`",
     question="Which one?",
@@ -453,7 +455,7 @@ def test_a_wrong_answer_says_why_its_option_is_off_without_naming_the_right_one(
 
 
 def test_a_wrong_answer_without_why_gets_the_next_hint_then_the_one_after():
-    quiz = chapter.quiz(
+    quiz = declare.quiz(
         "hinted_quiz",
         title="t",
         question="?",
@@ -465,7 +467,7 @@ def test_a_wrong_answer_without_why_gets_the_next_hint_then_the_one_after():
     second = quiz.check("b").summary
     assert "second hint" in second and "Hint 2 of 2" in second
     assert quiz.check("c").status == CORRECT
-    bare = chapter.quiz(
+    bare = declare.quiz(
         "bare",
         title="t",
         question="?",
@@ -477,7 +479,7 @@ def test_a_wrong_answer_without_why_gets_the_next_hint_then_the_one_after():
 
 def test_why_must_name_real_options():
     with pytest.raises(ValueError, match="do not exist"):
-        chapter.quiz(
+        declare.quiz(
             "badwhy", title="t", question="?", options={"a": "A"}, digest="", why={"z": "no such"}
         )
 
@@ -485,7 +487,7 @@ def test_why_must_name_real_options():
 def test_an_empty_numeric_answer_is_not_attempted_and_not_recorded(tmp_path, monkeypatch):
     path = tmp_path / "p.json"
     monkeypatch.setenv("COURSE_PROGRESS_FILE", str(path))
-    num = chapter.quiz(
+    num = declare.quiz(
         "num_empty",
         title="n",
         question="?",
@@ -564,7 +566,7 @@ def test_alike_widgets_share_their_layout_and_style_and_get_their_classes_when_m
 
 # ----------------------------------------------------------------- hints one at a time (issue 12.4)
 def _hinted(name):
-    return chapter.function_exercise(
+    return declare.function_exercise(
         name, title="t", prompt="p", points=1, tests=[], hints=["one `a`", "two", "three"]
     )
 
@@ -625,7 +627,7 @@ def test_hint_in_a_notebook_displays_the_widget_and_in_a_terminal_prints_the_nex
 
 
 def test_a_quiz_hint_revealed_by_a_wrong_answer_shows_in_its_widget():
-    quiz = chapter.quiz(
+    quiz = declare.quiz(
         "hint_sync",
         title="t",
         question="?",
@@ -644,7 +646,7 @@ def test_a_quiz_hint_revealed_by_a_wrong_answer_shows_in_its_widget():
 
 
 def test_a_wrong_answer_in_the_widget_shows_each_hint_once_and_steps_one_at_a_time():
-    quiz = chapter.quiz(
+    quiz = declare.quiz(
         "hint_once",
         title="t",
         question="?",

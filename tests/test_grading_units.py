@@ -88,6 +88,21 @@ def test_answers_chapters_and_free_text_are_read_statically():
     assert md.markdown_texts == {"why": "Because."}
 
 
+@pytest.mark.parametrize(
+    "cell, read",
+    [
+        ("<!-- answer: why -->\n*(Your answer: replace this line.)*", {}),
+        ("<!-- answer: why -->\n*（你的答案：替换这一行。）*\n", {}),
+        ("<!-- answer: why -->\n*(Your answer: replace this line.)*\nBecause it adds.", None),
+        ("<!-- answer: why -->\nIt adds (*always*) into .grad", None),
+    ],
+)
+def test_an_answer_cell_left_as_handed_out_is_no_answer(cell, read):
+    md = analyze(read_cells(nb_bytes(cell, kind="markdown")))
+    expected = read if read is not None else {"why": cell.splitlines()[-1]}
+    assert md.markdown_texts == expected
+
+
 def test_chapter_guess_prefers_the_chapter_a_notebook_answers():
     a = cells_of(
         "from course_lib import ch01_device_check, ch02_same_device_rule",

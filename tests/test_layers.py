@@ -111,6 +111,11 @@ def test_the_modules_that_import_each_other_are_the_ones_the_map_lists():
     assert found == said, (sorted(found - said), sorted(said - found))
 
 
+def test_no_import_points_up_and_no_two_modules_import_each_other():
+    """Issue 37's done-means: the lists of what is left to fix are empty, and so is the code."""
+    assert not upward() and not mutual(), (sorted(upward()), sorted(mutual()))
+
+
 def test_a_new_upward_import_would_fail():
     """The check can fail: an import from the engine up to the grader is upward and unlisted."""
     table = layers()
@@ -150,3 +155,55 @@ def test_every_recipe_has_its_chinese_steps():
         title, body = recipe
         if title.startswith(("A new", "A grading rule")):
             assert "Chinese" in body or "zh" in body, f"recipe {title!r} has no Chinese step"
+
+
+# What the judge of one chapter's grade imports: that chapter's declarations and its key only.
+JUDGE_VIEW = """
+import json, sys
+from course_lib import chapters
+from course_lib.exercises import get
+chapter = chapters.get(sys.argv[1])
+rows = json.load(open("course_lib/exercises/index.json", encoding="utf-8"))
+for row in rows:
+    if row["chapter"] == chapter.number:
+        get(row["id"]).key()
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("course_lib."))))
+"""
+
+
+def apart_chapters() -> list:
+    from course_lib.chapters import CHAPTERS
+
+    return [c for c in CHAPTERS if c.declarations != c.module]
+
+
+def test_chapters_05_06_and_07_declare_their_exercises_apart():
+    assert {"05", "06", "07"} <= {c.number for c in apart_chapters()}
+
+
+def test_the_judge_of_a_chapter_declared_apart_imports_no_demonstration():
+    """Grading a chapter imports its declarations and its key, not its chapter module (the demos,
+    the widgets, the plots); the learner's module still offers every exercise under its name."""
+    import importlib
+    import json
+    import subprocess
+    import sys
+
+    from course_lib.exercises import get
+
+    for chapter in apart_chapters():
+        run = subprocess.run(
+            [sys.executable, "-c", JUDGE_VIEW, chapter.number],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert run.returncode == 0, run.stderr[-2000:]
+        imported = json.loads(run.stdout.splitlines()[-1])
+        assert chapter.declarations in imported and chapter.key_module in imported
+        assert chapter.module not in imported, f"the judge of chapter {chapter.number} imported it"
+        assert "course_lib.widgets" not in imported
+        module = importlib.import_module(chapter.module)
+        for name, exercise in chapter.exercises.items():
+            assert getattr(module, name) is exercise is get(exercise.id)

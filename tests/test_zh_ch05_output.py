@@ -109,12 +109,13 @@ def test_the_autocast_table_names_layers_in_chinese_and_lines_up(zh):
 def test_tables_line_up_by_display_width(zh):
     header, *rows = ch.precision_pitfalls().splitlines()
     assert all(CJK.search(row) for row in rows[:3])
-    assert {width(row.rsplit("   ", 1)[0]) for row in rows} == {width(header)}
+    assert {width(row.rsplit("  ", 1)[0]) for row in rows} == {width(header)}
     assert rows[0].endswith("（第 1 行）")
     formats = ch.float_formats().splitlines()
     assert "最小规格化数" in formats[0] and len({width(line) for line in formats}) == 1
     ops = ch.show_autocast_ops("cpu", torch.bfloat16).splitlines()
-    assert width(ops[1]) == width(ops[2])  # the header's columns end where the rows' do
+    head, row = ops[1], ops[2]  # the second column starts where its head does
+    assert width(head[: head.index("float32")]) == width(row[: row.index("bfloat16")])
     assert ops[-1].startswith("保持原 dtype 的一组：") and "、" in ops[-1]
 
 
@@ -197,10 +198,10 @@ def test_english_lines_are_unchanged(digits):
             .endswith("1 thread(s), IQR 0.0010 ms (the Measurement warns: a wide spread)")
         )
         assert ch.float_formats().splitlines()[0] == (
-            "          dtype bits     largest  smallest normal  eps (precision)"
+            "dtype           bits   largest  smallest normal  eps (precision)"
         )
         assert ch.show_autocast_ops("cpu", torch.bfloat16).splitlines()[1] == (
-            "op                  float32 input ->     bfloat16 input ->"
+            "op              float32 input ->  bfloat16 input ->"
         )
         assert ch.show_precision_runs(RUNS, every=2).splitlines()[0] == (
             " step" + "float32 (no autocast)".rjust(33) + "autocast float16 + GradScaler".rjust(32)

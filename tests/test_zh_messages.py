@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from course_lib.chapters import Chapter
-from course_lib.exercises import Fail, Test, get
+from course_lib.exercises import Declarations, Fail, Test, get
 from course_lib.i18n import catalogue, editions, language, use_language
 from course_lib.i18n.catalogue import CJK, in_language, is_prose, problems, translate, untranslated
 from course_tools import messages
@@ -151,7 +151,7 @@ def test_every_entry_keeps_its_english_placeholders_and_is_chinese():
 
 # ---------------------------------------------------------------- (c) drift fails the tests
 def _throwaway():
-    chapter = Chapter("98", "drift", "Drift")  # not in CHAPTERS: never registered
+    declare = Declarations(Chapter("98", "drift", "Drift"))  # not in CHAPTERS: never registered
 
     def judge(candidate):
         raise Fail(
@@ -160,14 +160,14 @@ def _throwaway():
             hint="Read the new paragraph again.",
         )
 
-    quiz = chapter.quiz(
+    quiz = declare.quiz(
         "new_quiz",
         title="A question nobody has translated",
         question="Which of these sentences is brand new?",
         digest="0" * 16,
         options={"a": "This option was written a minute ago", "b": "And so was this one"},
     )
-    ex = chapter.function_exercise(
+    ex = declare.function_exercise(
         "new_fn",
         title="A new exercise",
         prompt="",

@@ -147,6 +147,11 @@ def attempt(call, candidate):
 
 
 # ---------------------------------------------------------------- judge-half helpers
+def raised(error: dict) -> Fail:
+    """The Fail for an error record the run half observed."""
+    return Fail(f"Your code raised {error['text']}")
+
+
 def close(a: float, b: float, rel: float = 1e-4, abs_: float = 1e-6) -> bool:
     return math.isclose(a, b, rel_tol=rel, abs_tol=abs_)
 

@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from ..exercises.spec import Fail
 from ..i18n import tr
 from ..seed import manual_seed
-from .base import Check, check, error_record
+from .base import Check, check, error_record, raised
 
 N_IN, N_HIDDEN, N_OUT = 12, 16, 4  # the checker's tiny classification problem
 
@@ -290,10 +290,6 @@ def _moved_fail(name: str, what: str, got, device, discarded: bool) -> Fail:
     )
 
 
-def _raised(error: dict) -> Fail:
-    return Fail(f"Your code raised {error['text']}")
-
-
 @check
 class MovesData(Check):
     """On a second device (the GPU, or meta): did the inputs and the labels get there?
@@ -348,7 +344,7 @@ class MovesData(Check):
         for record, name, what, receiver in self.ARRIVALS:
             if not seen[record]:
                 if error is not None:
-                    raise _raised(error)
+                    raise raised(error)
                 raise Fail(f"Your function never called {receiver}{where}.")
             arrived, shape = seen[record][0]
             if torch.device(arrived).type != device.type:
@@ -360,4 +356,4 @@ class MovesData(Check):
                     _copied_to(seen["copies"], device, shape),
                 )
         if error is not None and device.type != "meta":  # meta refuses .item(): expected there
-            raise _raised(error)
+            raise raised(error)

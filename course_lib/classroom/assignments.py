@@ -14,11 +14,18 @@ class Assignment:
     title: str
     points: float
     notebook: str  # file name of the chapter's notebook, e.g. 01_device_check.ipynb
+    own: bool = False  # a teacher's own assignment (course_lib/authoring), not a chapter
 
     @property
     def label(self) -> str:
-        """How the assignment is called in an LMS: 'Chapter 01: Device check'."""
-        return f"Chapter {self.number}: {self.title}"
+        """How the assignment is called in an LMS: 'Chapter 01: Device check', or a teacher's
+        assignment's own title."""
+        return self.title if self.own else f"Chapter {self.number}: {self.title}"
+
+
+def of_release(released) -> Assignment:
+    """A teacher's release (authoring.released.Released) as an assignment of the exports."""
+    return Assignment(released.number, released.title, released.points, released.notebook, True)
 
 
 def all_assignments() -> dict:
@@ -41,8 +48,11 @@ def _chapter_by_exercise() -> dict:
     return {ex.id: ex.chapter.number for ex in index.exercises()}
 
 
-def chapter_of(exercise_id: str) -> str:
-    """'ch01.make_batch' -> '01' (the registry's number when it knows the exercise)."""
+def chapter_of(exercise_id: str, released=None) -> str:
+    """'ch01.make_batch' -> '01' (the registry's number when it knows the exercise); a teacher's
+    `released` assignment's exercise -> its name ('hw1.dot' -> 'hw1')."""
+    if released is not None and any(r.id == exercise_id for r in released.rows):
+        return released.number
     if exercise_id in _chapter_by_exercise():
         return _chapter_by_exercise()[exercise_id]
     head = exercise_id.split(".", 1)[0]

@@ -84,9 +84,9 @@ def results(rows: list, record: dict, settings: dict) -> dict:
     exercises = [r for r in rows if r["exercise"] != "TOTAL"]
     tests = [_test(n, row, by_id.get(row["exercise"], {})) for n, row in enumerate(exercises, 1)]
     run = record.get("run", {})
+    label = settings.get("label") or f"Chapter {settings['chapter']}: {settings['title']}"
     summary = [
-        f"Chapter {settings['chapter']}: {settings['title']}. "
-        f"Total: {float(total['points']):g} / {float(total['max_points']):g} points."
+        f"{label}. Total: {float(total['points']):g} / {float(total['max_points']):g} points."
     ]
     if run.get("summary"):
         summary.append(f"Your notebook, run from the top: {run['summary']}")
@@ -138,8 +138,9 @@ def write_results(folder: Path, data: dict) -> Path:
     return path
 
 
-def grade(notebook: Path, settings: dict, work: Path) -> tuple:
-    """(gradebook rows, feedback record, grader report) of one notebook, by the course's grader."""
+def grade(notebook: Path, settings: dict, work: Path, released=None) -> tuple:
+    """(gradebook rows, feedback record, grader report) of one notebook, by the course's grader
+    (on a teacher's `released` assignment where the zip holds one)."""
     from ..grading.feedback import file_name
     from ..grading.grader import Grader, hide_gpus
     from ..grading.sandbox import Limits
@@ -154,7 +155,10 @@ def grade(notebook: Path, settings: dict, work: Path) -> tuple:
         timeout=float(settings.get("timeout", 600)),
         memory_mb=int(settings.get("memory_mb", 4096)),
     )
-    report = Grader(subs, out, chapters=[settings["chapter"]], limits=limits, progress=False).run()
+    chapters = [] if released is not None else [settings["chapter"]]
+    report = Grader(
+        subs, out, chapters=chapters, limits=limits, progress=False, assignment=released
+    ).run()
     with open(out, newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["submission"] == NAME]
     record_path = out.with_name(out.stem + "_feedback") / f"{file_name(NAME)}.json"
@@ -178,7 +182,12 @@ def main(root) -> int:
         return 0
     work = Path(tempfile.mkdtemp(prefix="course-autograder-"))
     try:
-        rows, record, report = grade(notebook, settings, work)
+        released = None
+        if settings.get("assignment"):
+            from ..authoring.released import Released
+
+            released = Released.read(root / "source" / settings["assignment"])
+        rows, record, report = grade(notebook, settings, work, released)
         for note in report["notes"]:
             print(f"grader note: {note}")
         if report["key_problems"] or not any(r["exercise"] == "TOTAL" for r in rows):

@@ -24,7 +24,7 @@ from ..grading.gradebook import TOTAL
 from ..grading.intake import find_submissions
 from ..i18n import tr
 from ..i18n.catalogue import join
-from .assignments import all_assignments, chapter_of
+from .assignments import all_assignments, chapter_of, of_release
 
 NBGRADER_COLUMNS = [
     "assignment",
@@ -94,8 +94,9 @@ def _number(text) -> float:
         return 0.0
 
 
-def read_scores(gradebook_csv, submissions_dir=None) -> list:
-    """Scores per (submission, chapter) from a gradebook CSV; complete submissions only."""
+def read_scores(gradebook_csv, submissions_dir=None, released=None) -> list:
+    """Scores per (submission, chapter) from a gradebook CSV; complete submissions only (a
+    teacher's `released` assignment counts as one chapter)."""
     path = Path(gradebook_csv)
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -115,7 +116,7 @@ def read_scores(gradebook_csv, submissions_dir=None) -> list:
     for name in status:
         chapters = {}
         for row in by_sub.get(name, []):
-            chapter = chapters.setdefault(chapter_of(row["exercise"]), [0.0, 0.0])
+            chapter = chapters.setdefault(chapter_of(row["exercise"], released), [0.0, 0.0])
             chapter[0] += _number(row["points"])
             chapter[1] += _number(row["max_points"])
         for number, (points, top) in sorted(chapters.items()) or [("", (0.0, 0.0))]:
@@ -184,9 +185,11 @@ def entries(scores: list, roster=None) -> tuple:
     return list(table.values()), report
 
 
-def chapters_of(scores: list) -> list:
+def chapters_of(scores: list, released=None) -> list:
     """(number, label, notebook stem, max points) of each chapter in the scores, in order."""
     known = all_assignments()
+    if released is not None:
+        known[released.number] = of_release(released)
     found = []
     for number in sorted({s.chapter for s in scores}):
         if number in known:
@@ -254,14 +257,17 @@ def export_path(gradebook_csv, fmt: str) -> Path:
     return gradebook_csv.with_name(f"{gradebook_csv.stem}.{fmt}.csv")
 
 
-def export(gradebook_csv, formats, roster=None, submissions_dir=None, duedate: str = "") -> Report:
-    """Write each of `formats` beside the gradebook; ExportError, and nothing written, if not."""
+def export(
+    gradebook_csv, formats, roster=None, submissions_dir=None, duedate: str = "", released=None
+) -> Report:
+    """Write each of `formats` beside the gradebook; ExportError, and nothing written, if not.
+    `released`: the teacher's assignment the gradebook grades (`grade --assignment`)."""
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
         raise ExportError(f"unknown export format {unknown[0]!r}; choose from {', '.join(FORMATS)}")
-    scores = read_scores(gradebook_csv, submissions_dir)
+    scores = read_scores(gradebook_csv, submissions_dir, released)
     table, report = entries(scores, roster)
-    chapters = chapters_of(scores)
+    chapters = chapters_of(scores, released)
     report.students = len(table)
     if roster is None and "canvas" in formats:
         report.warnings.append(
@@ -282,12 +288,12 @@ def export(gradebook_csv, formats, roster=None, submissions_dir=None, duedate: s
 class Exporter:
     """The `--export/--roster` step of `grade`: the roster is read before grading, files after."""
 
-    def __init__(self, gradebook_csv, formats, roster=None, submissions_dir=None):
+    def __init__(self, gradebook_csv, formats, roster=None, submissions_dir=None, released=None):
         self.gradebook_csv, self.formats = gradebook_csv, list(formats)
-        self.roster, self.submissions_dir = roster, submissions_dir
+        self.roster, self.submissions_dir, self.released = roster, submissions_dir, released
 
     @classmethod
-    def from_args(cls, args):
+    def from_args(cls, args, released=None):
         """None without --export; ExportError for --roster alone; RosterError for a bad roster."""
         from .roster import Roster
 
@@ -296,12 +302,18 @@ class Exporter:
                 raise ExportError("--roster is used by --export nbgrader|canvas; add one")
             return None
         roster = Roster.read(args.roster) if args.roster else None
-        return cls(args.out, args.export, roster, args.submissions)
+        return cls(args.out, args.export, roster, args.submissions, released)
 
     def run(self, log=print) -> int:
         """Write the exports; 0 done, 1 done with submissions the roster lacks, 2 not written."""
         try:
-            report = export(self.gradebook_csv, self.formats, self.roster, self.submissions_dir)
+            report = export(
+                self.gradebook_csv,
+                self.formats,
+                self.roster,
+                self.submissions_dir,
+                released=self.released,
+            )
         except ExportError as err:
             log(join([tr("export not written:"), tr(str(err))]))
             return 2

@@ -8,7 +8,9 @@ image) and `run_autograder` (run for each submission, from /autograder, with the
 contents in /autograder/source, the student's files in /autograder/submission; it must
 write /autograder/results/results.json). Ours holds the teacher's course (course_lib WITH
 the answer key and the grader, the chapter's notebook and its support files) under
-`course/`, and `autograder.json` (chapter, limits). `run_autograder` runs
+`course/`, and `autograder.json` (chapter, limits); for a teacher's own assignment
+(`gradescope --assignment OUT/ OUT.zip`) the release folder too, under `assignment/`, and
+`autograder.json` names it. `run_autograder` runs
 `course_lib.classroom.autograder`: the course's own grader, with its isolation, on the one
 submitted notebook. The zip is for Gradescope only: it holds the answer key.
 """
@@ -21,7 +23,7 @@ import zipfile
 from pathlib import Path
 
 from .. import notebooks
-from .assignments import assignment
+from .assignments import NoSuchChapter, assignment
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image (Ubuntu).
@@ -83,9 +85,10 @@ def dependencies(root: Path) -> list:
     return [d for d in deps if not re.match(r"torch\b", d)]
 
 
-def files(number: str) -> dict:
+def files(number: str, released=None) -> dict:
     """{path in the zip: local file} of the course part: course_lib whole, the chapter notebook
-    and the notebooks folder's support files, pyproject.toml."""
+    (or the teacher's release, under assignment/) and the notebooks folder's support files,
+    pyproject.toml."""
     root = _checkout()
     lib = root / "course_lib"
     if not (lib / "key").is_dir() or not (lib / "grading").is_dir():
@@ -99,8 +102,16 @@ def files(number: str) -> dict:
         for p in lib.rglob("*")
         if p.is_file() and not LEFT_OUT.search(p.relative_to(root).as_posix())
     }
-    for p in [notebooks.path_of(number), *notebooks.support_files()]:
+    handed = [] if released is not None else [notebooks.path_of(number)]
+    for p in [*handed, *notebooks.support_files()]:
         chosen[f"course/notebooks/{p.name}"] = p
+    if released is not None:
+        for relative in (
+            released.notebook,
+            "index.json",
+            released.key.relative_to(released.folder),
+        ):
+            chosen[f"assignment/{Path(relative).as_posix()}"] = released.folder / relative
     chosen["course/pyproject.toml"] = root / "pyproject.toml"
     return chosen
 
@@ -127,15 +138,38 @@ def _add(zf: zipfile.ZipFile, name: str, data: bytes, executable: bool = False) 
     zf.writestr(info, data)
 
 
-def build(chapter: str, out_zip, **limits) -> dict:
-    """Write the autograder zip of `chapter` to `out_zip` (whole, or not at all)."""
-    settings = config(chapter, **limits)  # NoSuchChapter for a chapter the course lacks
+def release_config(released, cell_timeout=60.0, timeout=600.0, memory_mb=4096) -> dict:
+    """autograder.json of a teacher's release (authoring.released.Released)."""
+    return {
+        "chapter": released.number,
+        "title": released.title,
+        "label": released.title,
+        "notebook": released.notebook,
+        "points": released.points,
+        "assignment": "assignment",
+        "cell_timeout": cell_timeout,
+        "timeout": timeout,
+        "memory_mb": memory_mb,
+    }
+
+
+def build(chapter: str, out_zip, released=None, **limits) -> dict:
+    """Write the autograder zip of `chapter` (or of a teacher's `released` assignment) to
+    `out_zip` (whole, or not at all)."""
+    if released is not None:
+        if str(chapter) != released.number:
+            raise NoSuchChapter(
+                f"{released.folder} releases the assignment {released.number!r}, not {chapter!r}"
+            )
+        settings = release_config(released, **limits)
+    else:
+        settings = config(chapter, **limits)  # NoSuchChapter for a chapter the course lacks
     number, root = settings["chapter"], _checkout()
-    if not notebooks.path_of(number).is_file():
+    if released is None and not notebooks.path_of(number).is_file():
         raise NotTheTeachersCopy(
             f"chapter {number}'s notebook {settings['notebook']} is not in {notebooks.FOLDER}"
         )
-    members = files(number)
+    members = files(number, released)
     quoted = " ".join(f'"{d}"' for d in dependencies(root))
     setup = SETUP_SH.format(torch=torch_pin(root), dependencies=quoted)
     buf = io.BytesIO()

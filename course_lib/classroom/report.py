@@ -4,7 +4,9 @@ Read from what `grade` wrote (each submission's JSON record in GRADEBOOK_feedbac
 exercise how many got full points, partial, none or did not attempt it; the failing tests
 ranked by how many students failed them, with the feedback they got and the key's known
 mistake it matches; per quiz how often each option was chosen and the misconception each
-wrong option stands for; the totals' histogram; the students who need a word. Written as
+wrong option stands for; the totals' histogram; the students who need a word; each written
+answer beside its question, what its chapter expects (written.py) and the teacher's points so
+far. Written as
 GRADEBOOK.report.html (figures inline, no network) and GRADEBOOK.report.csv (the same counts).
 Everything a student wrote is escaped: the page shows it as text, never as markup.
 """
@@ -17,8 +19,9 @@ from collections import Counter
 from pathlib import Path
 
 from ..grading import csvsafe, gradebook
-from ..i18n import tr
+from ..i18n import language, tr
 from ..i18n.catalogue import in_language
+from . import written
 
 BANDS = ("full points", "partial", "no points", "not attempted")
 NEEDS_A_WORD = (  # (what the record says, why the teacher should look)
@@ -220,7 +223,13 @@ def summary(records: list) -> dict:
         "failing": failing_tests(records),
         "quizzes": quiz_choices(records),
         "needs": needs_a_word(records),
+        "written": written.by_question(records),
     }
+
+
+def written_status(review) -> str:
+    """An answer's review status: the gradebook row's, or not reviewed yet."""
+    return review["status"] if review else written.NOT_REVIEWED
 
 
 def csv_rows(data: dict) -> list:
@@ -240,6 +249,17 @@ def csv_rows(data: dict) -> list:
         for letter, n in sorted(entry["chosen"].items())
     ]
     rows += [("needs a word", "", name, why, 1) for name, why in data["needs"]]
+    for question, entry in data["written"].items():
+        counts = Counter(written_status(r) for _, _, r in entry["answers"])
+        rows += [
+            ("written answer", question, status, "", n) for status, n in sorted(counts.items())
+        ]
+        points = Counter(
+            f"{float(r['points']):g}/{float(r['max_points']):g}"
+            for _, _, r in entry["answers"]
+            if r and r["status"] == "reviewed"
+        )
+        rows += [("written points", question, p, "", n) for p, n in sorted(points.items())]
     return rows
 
 
@@ -305,11 +325,48 @@ def _quizzes_html(data: dict) -> str:
     return "".join(parts) or f"<p>{_e(tr('No quiz was answered.'))}</p>"
 
 
+def _declared_html(asked) -> str:
+    """A declared question's texts (current language): the question, expected points, where."""
+    said = written.expectation(asked, language())
+    points = "".join(f"<li>{_e(p)}</li>" for p in said["expects"])
+    return (
+        f'<p class="asked">{_e(said["question"])}</p>'
+        f'<p><b>{_e(tr("What a good answer says"))}</b></p><ul class="expects">{points}</ul>'
+        f'<p class="where">{_e(said["where"])}</p>'
+    )
+
+
+def _answer_points(review) -> str:
+    if not review:
+        return _e(tr(written.NOT_REVIEWED))
+    status = "" if review["status"] == "reviewed" else f" ({tr(review['status'])})"
+    return _e(f"{float(review['points']):g} / {float(review['max_points']):g}{status}")
+
+
+def _written_html(data: dict) -> str:
+    parts = []
+    for question, entry in data["written"].items():
+        asked = entry["asked"]
+        title = tr(asked.title) if asked else question
+        rows = [
+            [_e(name), f'<div class="answer">{_e(text[:1500])}</div>', _answer_points(r)]
+            + [_e((r or {}).get("detail", ""))]
+            for name, text, r in entry["answers"]
+        ]
+        parts.append(
+            f"<h3>{_e(title)} <code>{_e(question)}</code></h3>"
+            + (_declared_html(asked) if asked else "")
+            + _table(["student", "answer", "points", "comment"], rows)
+        )
+    return "".join(parts) or f"<p>{_e(tr('No written answer was handed in.'))}</p>"
+
+
 PAGE = """<!DOCTYPE html>
 <html lang="{lang}"><head><meta charset="utf-8"><title>{title}</title>
 <style>body{{font-family:sans-serif;max-width:70em;margin:2em auto;line-height:1.4}}
 table{{border-collapse:collapse;margin:.5em 0 1.5em}}td,th{{border:1px solid #ccc;
-padding:.25em .5em;vertical-align:top;text-align:left}}th{{background:#f2f2f2}}</style>
+padding:.25em .5em;vertical-align:top;text-align:left}}th{{background:#f2f2f2}}
+.answer{{white-space:pre-wrap}}.expects{{background:#eef5ee;padding:.4em 1.6em}}</style>
 </head><body>
 <h1>{title}</h1><p>{students}</p>
 <h2>{h_totals}</h2><img alt="{h_totals}" src="{totals_png}">
@@ -317,6 +374,7 @@ padding:.25em .5em;vertical-align:top;text-align:left}}th{{background:#f2f2f2}}<
 <h2>{h_failing}</h2>{failing}
 <h2>{h_quizzes}</h2>{quizzes}
 <h2>{h_needs}</h2>{needs}
+<h2>{h_written}</h2>{written}
 </body></html>
 """
 
@@ -340,6 +398,8 @@ def render_html(data: dict, lang: str = "en") -> str:
             quizzes=_quizzes_html(data),
             h_needs=_e(tr("Students who need a word")),
             needs=f"<ul>{needs}</ul>" if needs else _e(tr("Nobody.")),
+            h_written=_e(tr("Written answers, graded by the teacher")),
+            written=_written_html(data),
         )
 
 
@@ -354,7 +414,7 @@ def report_paths(book: Path) -> dict:
 
 def write(book: Path, anonymous: bool = False, lang: str = "en") -> dict:
     """Write the class report of `book` (see module doc); returns its paths and counts."""
-    records = load(book)
+    records = written.with_reviews(load(book), book)
     data = summary(anonymized(records) if anonymous else records)
     out = report_paths(book)
     gradebook.write_atomic(out["html"], render_html(data, lang))

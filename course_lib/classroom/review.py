@@ -8,17 +8,17 @@ may edit it by hand. `apply` puts its points into the gradebook as one row per a
 (exercise `chNN.written.QUESTION`, status "reviewed"), so the summary and the LMS exports count
 them; `grade` applies it after every run, so a regrade keeps them. An answer that changed since
 it was reviewed gets status "review again", no points and a review flag: never kept silently.
+A question its chapter declares (written.py) has the declared maximum: the file may leave
+max_points blank for it, and a different one is refused.
 """
 
 import csv
 import hashlib
 import io
-import os
-import re
 from pathlib import Path
 
 from ..grading import csvsafe, gradebook
-from . import report
+from . import report, written
 
 COLUMNS = ["submission", "question", "points", "max_points", "comment", "answer_sha256"]
 REVIEWED, AGAIN = "reviewed", "review again"
@@ -49,30 +49,6 @@ def written_answers(records: list) -> dict:
     }
 
 
-def question_text(record: dict, question: str) -> str:
-    """The markdown cell before the answer in the student's notebook (what it asked), or ''."""
-    from ..grading.cells import MAX_NOTEBOOK_BYTES, UnreadableNotebook, read_cells
-
-    name = re.escape(str(question))
-    answer = re.compile(rf"^\s*text_{name}\s*=|<!--\s*answer:\s*{name}\s*-->", re.M)
-    try:
-        with open(record.get("file", ""), "rb", opener=_no_follow) as f:
-            cells = read_cells(f.read(MAX_NOTEBOOK_BYTES + 1))
-    except (OSError, TypeError, ValueError, UnreadableNotebook, RecursionError):
-        return ""
-    asked = ""
-    for kind, source in cells:
-        if answer.search(source):
-            return asked[:3000]
-        if kind == "markdown":
-            asked = source
-    return ""
-
-
-def _no_follow(path, flags):
-    return os.open(path, flags | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
-
-
 def _number(text, where: str, what: str) -> float:
     try:
         value = float(text)
@@ -83,14 +59,29 @@ def _number(text, where: str, what: str) -> float:
     return value
 
 
-def check_row(row: dict, answers: dict, where: str) -> dict:
-    """One review, checked against the class's answers; ReviewError naming `where` if wrong."""
+def _maximum(row: dict, declared, where: str) -> float:
+    """The review's maximum: the declared one (a blank cell takes it), else the file's."""
+    given = row.get("max_points")
+    if declared is not None and not str(given if given is not None else "").strip():
+        return declared
+    top = _number(given, where, "max_points")
+    if declared is not None and top != declared:
+        raise ReviewError(
+            f"{where}: max_points {top:g} is not the maximum {declared:g} that the chapter "
+            f"declares for {row.get('question')!r}"
+        )
+    return top
+
+
+def check_row(row: dict, answers: dict, where: str, maxima=None) -> dict:
+    """One review, checked against the class's answers and the declared maxima (`maxima`,
+    written.maxima); ReviewError naming `where` if wrong."""
     name, question = str(row.get("submission", "")), str(row.get("question", ""))
     if name not in {s for s, _ in answers}:
         raise ReviewError(f"{where}: unknown student {name!r} (not in this gradebook)")
     if (name, question) not in answers:
         raise ReviewError(f"{where}: {name!r} has no written answer {question!r}")
-    top = _number(row.get("max_points"), where, "max_points")
+    top = _maximum(row, (maxima or {}).get((name, question)), where)
     points = _number(row.get("points"), where, "points")
     if top <= 0:
         raise ReviewError(f"{where}: max_points must be above 0, not {top:g}")
@@ -101,7 +92,7 @@ def check_row(row: dict, answers: dict, where: str) -> dict:
     return dict(zip(COLUMNS, [name, question, points, top, comment, sha]))
 
 
-def read(path: Path, answers: dict) -> dict:
+def read(path: Path, answers: dict, maxima=None) -> dict:
     """{(submission, question): review} of the review file (empty if there is none)."""
     path = Path(path)
     if not path.exists():
@@ -116,7 +107,7 @@ def read(path: Path, answers: dict) -> dict:
         row = {
             k: (v[1:] if isinstance(v, str) and v.startswith("'") else v) for k, v in row.items()
         }
-        review = check_row(row, answers, f"{path} line {table.line_num}")
+        review = check_row(row, answers, f"{path} line {table.line_num}", maxima)
         reviews[(review["submission"], review["question"])] = review
     return reviews
 
@@ -130,8 +121,8 @@ def save(book, submission, question, points, max_points, comment="") -> dict:
     """Check one review, add it to the review file (atomically) and apply the file to the
     gradebook; nothing is written if the review or the file already there is wrong."""
     records = report.load(book)
-    answers = written_answers(records)
-    reviews = read(review_path(book), answers)
+    answers, maxima = written_answers(records), written.maxima(records)
+    reviews = read(review_path(book), answers, maxima)
     row = {
         "submission": submission,
         "question": question,
@@ -139,21 +130,17 @@ def save(book, submission, question, points, max_points, comment="") -> dict:
         "max_points": max_points,
         "comment": comment,
     }
-    review = check_row(row, answers, "this review")
+    review = check_row(row, answers, "this review", maxima)
     reviews[(review["submission"], review["question"])] = review
     gradebook.write_atomic(review_path(book), render(reviews))
     apply(book, records)
     return review
 
 
-def _chapter(record: dict) -> str:
-    ids = [e["exercise"] for e in record.get("exercises", [])]
-    return ids[0].split(".", 1)[0] if ids and ids[0].startswith("ch") else ""
-
-
 def written_rows(record: dict, reviews: dict) -> list:
     """The gradebook rows of one record's reviewed answers (changed ones: review again)."""
-    rows, chapter = [], _chapter(record)
+    rows, number = [], written.chapter_of(record)
+    chapter = f"ch{number}" if number else ""
     for question, text in sorted((record.get("texts") or {}).items()):
         review = reviews.get((record["submission"], str(question)))
         if review is None:
@@ -202,7 +189,7 @@ def apply(book, records=None) -> int:
     """Put the review file's points into the gradebook and its summary; returns how many rows."""
     book = Path(book)
     records = records if records is not None else report.load(book)
-    reviews = read(review_path(book), written_answers(records))
+    reviews = read(review_path(book), written_answers(records), written.maxima(records))
     by_name = {r["submission"]: r for r in records}
     graded = gradebook.Gradebook(book)
     count = 0

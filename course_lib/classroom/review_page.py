@@ -5,7 +5,10 @@ A web server on 127.0.0.1 only, no account: its address holds a random token tha
 request must carry, so neither another local user nor another web page can read or change the
 reviews. Each answer is shown as text (the page builds it with textContent, never as markup);
 each review is saved as it is given (review.save), and a review the file cannot take (points
-above the maximum, say) is answered with the reason and changes nothing.
+above the maximum, say) is answered with the reason and changes nothing. Beside each question
+stands what its chapter declares (written.py): the question, the points a good answer makes,
+where the chapter teaches them, and the maximum; a question no chapter declares shows what the
+student's notebook asked, and the teacher sets its maximum.
 """
 
 import json
@@ -17,7 +20,7 @@ from urllib.parse import parse_qs, urlparse
 
 from ..i18n import tr
 from ..i18n.catalogue import in_language
-from . import report, review
+from . import report, review, written
 
 LABELS = (
     "Written answers",
@@ -30,7 +33,8 @@ LABELS = (
     "Save",
     "saved",
     "answer changed since it was reviewed: review again",
-    "not reviewed yet",
+    written.NOT_REVIEWED,
+    "What a good answer says",
 )
 
 PAGE = """<!DOCTYPE html>
@@ -38,7 +42,8 @@ PAGE = """<!DOCTYPE html>
 <style>body{{font-family:sans-serif;max-width:70em;margin:2em auto}}
 .answer{{white-space:pre-wrap;background:#f6f6f6;padding:.5em;border-radius:4px}}
 .row{{border-top:1px solid #ddd;padding:.6em 0}}.status{{color:#555;margin-left:.5em}}
-.error{{color:#b00}}.prompt{{white-space:pre-wrap;margin:.3em 0 .8em}}
+.error{{color:#b00}}.prompt,.asked{{white-space:pre-wrap;margin:.3em 0 .8em}}
+.expects{{background:#eef5ee;padding:.4em 1.6em;border-radius:4px}}.where{{color:#555}}
 input[type=number]{{width:5em}}input[type=text]{{width:30em}}</style>
 </head><body><h1>{title}</h1><div id="main"></div>
 <script>
@@ -64,12 +69,22 @@ async function show() {{
     const box = el("section", {{className: "question"}});
     box.dataset.question = q.question;
     box.append(el("h2", {{textContent: L["Question"] + ": " + q.question}}));
-    box.append(el("div", {{className: "prompt", textContent: q.prompt}}));
+    const d = q.declared;
+    if (d) {{
+      box.append(el("h3", {{className: "title", textContent: d.title}}));
+      box.append(el("div", {{className: "asked", textContent: d.question}}));
+      const points = el("ul", {{className: "expects"}});
+      d.expects.forEach(p => points.append(el("li", {{textContent: p}})));
+      box.append(el("b", {{textContent: L["What a good answer says"]}}), points,
+        el("div", {{className: "where", textContent: d.where}}));
+    }} else {{
+      box.append(el("div", {{className: "prompt", textContent: q.prompt}}));
+    }}
     for (const a of q.answers) {{
       const points = el("input", {{type: "number", min: 0, step: "any", value: a.points ?? "",
         className: "points"}});
-      const top = el("input", {{type: "number", min: 0, step: "any", value: a.max_points ?? 1,
-        className: "max"}});
+      const top = el("input", {{type: "number", min: 0, step: "any",
+        value: d ? d.max_points : (a.max_points ?? 1), className: "max", readOnly: !!d}});
       const comment = el("input", {{type: "text", value: a.comment ?? "", className: "comment"}});
       const status = el("span", {{className: "status", textContent: a.status}});
       const save = el("button", {{textContent: L["Save"], className: "save"}});
@@ -100,17 +115,21 @@ def answers_json(book, lang: str) -> dict:
     """Every written answer by question, with its review so far, and the page's labels."""
     records = report.load(book)
     answers = review.written_answers(records)
-    reviews = review.read(review.review_path(book), answers)
+    reviews = review.read(review.review_path(book), answers, written.maxima(records))
     with in_language(lang):
         labels = {k: tr(k) for k in LABELS}
-    questions, asked = {}, {}
+    questions, asked, declared = {}, {}, {}
     by_name = {r["submission"]: r for r in records}
     for (name, question), text in sorted(answers.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        asked[question] = asked.get(question) or review.question_text(by_name[name], question)
+        if question not in declared:
+            found = written.declared(by_name[name], question)
+            declared[question] = written.expectation(found, lang) if found else None
+        if declared[question] is None:
+            asked[question] = asked.get(question) or written.question_text(by_name[name], question)
         done = reviews.get((name, question))
         changed = done is not None and done["answer_sha256"] != review.digest(text)
         status = (
-            labels["not reviewed yet"]
+            labels[written.NOT_REVIEWED]
             if done is None
             else labels["answer changed since it was reviewed: review again"]
             if changed
@@ -124,7 +143,8 @@ def answers_json(book, lang: str) -> dict:
     return {
         "labels": labels,
         "questions": [
-            {"question": q, "prompt": asked.get(q, ""), "answers": a} for q, a in questions.items()
+            {"question": q, "prompt": asked.get(q, ""), "declared": declared[q], "answers": a}
+            for q, a in questions.items()
         ],
     }
 
@@ -195,8 +215,8 @@ class Handler(BaseHTTPRequestHandler):
 
 def serve(book, port: int = 0, lang: str = "en") -> ThreadingHTTPServer:
     """The review server of `book` on 127.0.0.1 (port 0: any free one), not yet serving."""
-    report.load(book)  # a gradebook without records is refused before any server starts
-    review.read(review.review_path(book), review.written_answers(report.load(book)))
+    records = report.load(book)  # a gradebook without records is refused before any server starts
+    review.read(review.review_path(book), review.written_answers(records), written.maxima(records))
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.book, server.lang, server.lock = book, lang, threading.Lock()
     server.token = secrets.token_urlsafe(24)

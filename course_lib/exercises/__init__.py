@@ -1,12 +1,21 @@
 """The exercise engine: specs, checks, hints, solutions, quizzes and progress.
 
 It knows no chapter by name: each chapter is declared once in course_lib/chapters.py, and its
-module declares its exercises on that `Chapter`.
+module declares its exercises for that `Chapter` (`Declarations`).
 """
 
 from .registry import all_exercises, get
 from .results import CORRECT, INCORRECT, NOT_ATTEMPTED, CheckResult
-from .spec import AnswerKey, Fail, FunctionExercise, Quiz, Test, WrongAnswer, answer_digest
+from .spec import (
+    AnswerKey,
+    Declarations,
+    Fail,
+    FunctionExercise,
+    Quiz,
+    Test,
+    WrongAnswer,
+    answer_digest,
+)
 
 __all__ = [
     "all_exercises",
@@ -16,6 +25,7 @@ __all__ = [
     "NOT_ATTEMPTED",
     "CheckResult",
     "AnswerKey",
+    "Declarations",
     "Fail",
     "FunctionExercise",
     "Quiz",

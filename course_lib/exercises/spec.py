@@ -1,6 +1,7 @@
 """Exercise specs: one declaration serves self-study, the classroom and the grader.
 
-A chapter module declares its exercises on its `Chapter` (course_lib/chapters.py); the matching
+A chapter module declares its exercises for its `Chapter` (course_lib/chapters.py) through
+`Declarations`, which records each on the chapter; the matching
 answer-key module (``Chapter.key_module``) holds reference solutions, hidden tests and known
 wrong answers. The student bundle ships without the key, so checks still run but hidden
 tests and solutions are withheld.
@@ -609,3 +610,19 @@ def is_empty_answer(answer) -> bool:
         or (isinstance(answer, str) and not answer.strip())
         or (isinstance(answer, (list, tuple)) and not answer)
     )
+
+
+class Declarations:
+    """How a chapter module declares its exercises: `declare = Declarations(chapter)`, then
+    `declare.function_exercise(...)` and `declare.quiz(...)`, each recorded on the chapter."""
+
+    def __init__(self, chapter):
+        self.chapter = chapter
+
+    def function_exercise(self, name, **kwargs) -> FunctionExercise:
+        """Declare a function exercise of this chapter (see FunctionExercise)."""
+        return self.chapter.add(FunctionExercise(self.chapter, name, **kwargs))
+
+    def quiz(self, name, **kwargs) -> Quiz:
+        """Declare a quiz of this chapter (see Quiz)."""
+        return self.chapter.add(Quiz(self.chapter, name, **kwargs))

@@ -22,7 +22,7 @@ from .. import chapters
 from ..i18n import language, tr
 from ..i18n.catalogue import join, tr_join
 from ..i18n.headings import heading_in, notebook_path
-from .knowledge import ENTRIES, FAMILIES, Entry
+from .knowledge import ENTRIES, FAMILIES, OTHER_FRAMEWORK, Entry
 
 UNKNOWN = "Not a GPU-training error this course knows"
 WARNING_CONTEXT = "A warning, not an error: the code went on running. The warning:"
@@ -33,9 +33,12 @@ _PATTERNS = [
     (e, [re.compile(p, _FLAGS) for p in e.patterns], [re.compile(p, _FLAGS) for p in e.unless])
     for e in ENTRIES
 ]
+_NEEDS = {e.id: [re.compile(p, _FLAGS) for p in e.needs] for e in ENTRIES}
 _READINGS = {e.id: [(re.compile(r, _FLAGS), text) for r, text in e.readings] for e in ENTRIES}
 _FAMILY_PATTERNS = [(f, [re.compile(p, _FLAGS) for p in f.patterns]) for f in FAMILIES]
 _FAMILY_FRAMES = [(f, [re.compile(p, _FLAGS) for p in f.frames]) for f in FAMILIES if f.frames]
+_FOREIGN = re.compile(OTHER_FRAMEWORK, _FLAGS)  # another framework's log: its CUDA codes
+_TORCH_WORD = re.compile(r"\b(?:torch|pytorch)\b", _FLAGS)
 _FRAME_LINE = re.compile(r'^[ \t]*File "[^"\n]+", line \d+')
 # a traceback frame, `File "path", line N, in name`, and the source line Python prints under it
 _FRAME = re.compile(
@@ -168,17 +171,21 @@ def exception_blocks(text: str) -> list:
     return blocks
 
 
-def _steps_aside(unless, text: str) -> bool:
-    return any(p.search(text) for p in unless)
+def _steps_aside(entry: Entry, unless, text: str, whole: str) -> bool:
+    """True if `entry` must not answer: a wording it leaves to another entry, or (a plain Python
+    wording) no PyTorch evidence anywhere in the whole paste."""
+    lacks = any(not p.search(whole) for p in _NEEDS[entry.id])
+    return lacks or any(p.search(text) for p in unless)
 
 
-def match(text: str, wrappers: bool = True) -> Entry | None:
-    """The first entry (in knowledge-base order) one of whose patterns occurs in `text`, or None."""
+def match(text: str, wrappers: bool = True, whole: str = "") -> Entry | None:
+    """The first entry (in knowledge-base order) one of whose patterns occurs in `text`, or None;
+    `whole` is the paste `text` came from (an entry's `needs` may be found anywhere in it)."""
     for entry, patterns, unless in _PATTERNS:
         if (
             (wrappers or not entry.wrapper)
             and any(p.search(text) for p in patterns)
-            and not _steps_aside(unless, text)
+            and not _steps_aside(entry, unless, text, whole or text)
         ):
             return entry
     return None
@@ -204,7 +211,7 @@ def last_known_error(text: str, wrappers: bool = True):
     best = None  # (line number, -entry order, entry)
     quoted = _quoted_lines(text)
     for order, (entry, patterns, unless) in enumerate(_PATTERNS):
-        if (entry.wrapper and not wrappers) or _steps_aside(unless, text):
+        if (entry.wrapper and not wrappers) or _steps_aside(entry, unless, text, text):
             continue
         for pattern in patterns:
             found = [m for m in pattern.finditer(text) if _line_of(text, m) not in quoted]
@@ -220,7 +227,8 @@ def last_known_error(text: str, wrappers: bool = True):
 # the other places a path of torch's says where an error arose: a Jupyter traceback's frame
 # (`File /path/x.py:297, in fn`) and a warning's log line (`/path/x.py:613: UserWarning: ...`)
 _OTHER_FRAMES = re.compile(
-    r"^[ \t]*(?:File (?P<jupyter>\S+\.py):\d+, in \w+|.*?(?P<warned>\S+\.py):\d+: \w*Warning\b)",
+    r"^[ \t]*(?:File (?P<jupyter>\S+\.py):\d+, in \w+|.*?(?P<warned>\S+\.py):\d+: \w*Warning\b)"
+    r'|^[^\n"]*\][ \t]+File "(?P<logged>[^"\n]+\.py)", line \d+',  # behind a log's `[...] ` prefix
     re.M,
 )
 _NUMBERED_SOURCE = re.compile(r"^[ \t]*(?:-*> ?)?\d+ .*$\n?", re.M)  # Jupyter's quoted lines
@@ -229,7 +237,10 @@ _NUMBERED_SOURCE = re.compile(r"^[ \t]*(?:-*> ?)?\d+ .*$\n?", re.M)  # Jupyter's
 def _torch_frames(text: str) -> list:
     """The paths of a traceback's frames and warnings' log lines, in order of their place."""
     found = [(m.start(), m["path"] + m["rest"]) for m in _FRAME.finditer(text)]
-    found += [(m.start(), m["jupyter"] or m["warned"]) for m in _OTHER_FRAMES.finditer(text)]
+    found += [
+        (m.start(), m["jupyter"] or m["warned"] or m["logged"])
+        for m in _OTHER_FRAMES.finditer(text)
+    ]
     return [path for _, path in sorted(found)]
 
 
@@ -239,7 +250,10 @@ def family_of(text: str, final: str = "") -> Entry | None:
     Evidence, in this order: a family's wording or exception class in the final exception, then
     anywhere in the text, then the last traceback frame in one of torch's folders. Frames and the
     source lines quoted under them are no wording evidence: a line of code is not a message.
+    Another framework's log (onnxruntime, GGML, Caffe...) without a word of torch is none either.
     """
+    if _FOREIGN.search(text) and not _TORCH_WORD.search(text):
+        return None
     for where in (final, text):
         said = _NUMBERED_SOURCE.sub("", _FRAME.sub("", where))
         for family, patterns in _FAMILY_PATTERNS:
@@ -287,7 +301,7 @@ def explain_text(text: str) -> Explanation:
     text = clean(str(text))
     blocks = exception_blocks(text)
     final = blocks[-1] if blocks else ""
-    entry = match(final) if final else None
+    entry = match(final, whole=text) if final else None
     if entry and not entry.wrapper:
         return _explained(entry, final)
     found = last_known_error(text, wrappers=False) or (None if entry else last_known_error(text))
@@ -321,23 +335,26 @@ def explain_exception(err: BaseException) -> Explanation:
         text
     ):  # e.g. a DataLoader worker's error carries the original traceback
         return explain_text(text)
-    text = clean(text)
-    entry = match(text)
+    text, whole = clean(text), clean("".join(traceback.format_exception(err)))
+    entry = match(text, whole=whole)  # the frames: evidence for an entry's `needs` and a family
     if entry:
         return _explained(entry, text)
-    return _general(clean("".join(traceback.format_exception(err))), text)  # frames: evidence
+    return _general(whole, text)
 
 
 def explain_warning(
     message, category=UserWarning, filename: str = "", lineno: int = 0
 ) -> Explanation:
-    """Explain a warning (`warnings.showwarning`'s arguments)
-    as Python prints it: `file:line: Category: text`."""
-    text = f"{filename or '<warning>'}:{lineno}: {category.__name__}: {message}"
-    found = last_known_error(clean(text))
-    if found is None:
+    """Explain a warning (`warnings.showwarning`'s arguments) as Python prints it:
+    `file:line: Category: text`; one no entry knows gets its family's general case, if any."""
+    text = clean(f"{filename or '<warning>'}:{lineno}: {category.__name__}: {message}")
+    found = last_known_error(text)
+    if found is not None:
+        return _explained(found[0], found[1], WARNING_CONTEXT)
+    family = family_of(text, text)  # its wording, or the torch folder that warned (issue 35)
+    if family is None:
         return Explanation(False, _first_line(text))
-    return _explained(found[0], found[1], WARNING_CONTEXT)
+    return Explanation(True, _first_line(text), family, context=WARNING_CONTEXT)
 
 
 def last_error() -> BaseException | None:

@@ -41,6 +41,7 @@ class Entry:
     )
     frames: tuple = ()  # a family's torch source folders: a traceback frame there is evidence
     tier: str = "specific"  # "family": the general case of a subject, when no entry matches
+    needs: tuple = ()  # PyTorch evidence that must also be in the paste (a plain Python wording)
 
 
 _DEVICE = r"[a-z]+(?::\d+)?"
@@ -56,7 +57,466 @@ _WRAPPED_CHECKPOINT = (
 )
 
 # another framework's own log or exception: the same CUDA library codes are not PyTorch's
-_OTHER_FRAMEWORK = r"\b(?:tensorflow|cupy|cupy_backends|jaxlib|stream_executor)\b"
+# (TensorFlow, CuPy, JAX; onnxruntime's and CNTK's "CUBLAS failure 13:", Caffe's "Check failed:",
+# Kaldi's "cublasStatus_t 13", GGML/llama.cpp, ctranslate2's "CUDA failed with error"; issue 35,
+# collection 4)
+OTHER_FRAMEWORK = (
+    r"\b(?:tensorflow|cupy|cupy_backends|jaxlib|stream_executor|onnxruntime|ggml\w*|GGML|"
+    r"llama\.cpp|ctranslate2)\b|\b(?:CUBLAS|CUDNN|cuDNN) failure \d+|"
+    r"Check failed: status == \w+_STATUS_SUCCESS|\bcublasStatus_t \d+|\bCUDA failed with error\b"
+)
+
+# ------------------------------------------------------------ issue 35, item 3: wordings that only
+# a family answered (collections 1-3) or that PyTorch raises with one cause; each raised live on
+# torch 2.13 (CPU) by tests/test_explain_specific.py, the wordings of other releases named.
+SPECIFIC_35 = (
+    Entry(
+        "meta_no_data",
+        "A tensor on the meta device has no data to copy or read",
+        "Cannot copy out of meta tensor; no data! / Tensor.item() cannot be called on meta tensors",
+        (r"Cannot copy out of meta tensor", r"cannot be called on meta tensors"),
+        (
+            "A 'meta' tensor has a shape and a dtype but no values. Moving it with `.to(device)`, "
+            "reading it with `.item()` or copying it would need values that do not exist: the "
+            "model (or this tensor) was built on the meta device and its weights were never loaded."
+        ),
+        (
+            "a model created under `torch.device('meta')`, `init_empty_weights()` or "
+            "`device_map=...`, then moved with `.to(device)` before its weights were loaded",
+            "a library that offloaded some layers (`device_map='auto'` with too little GPU memory) "
+            "and left them on the meta device",
+        ),
+        "model = model.to_empty(device=device)   # real (uninitialised) storage on the device\n"
+        "model.load_state_dict(state)             # then the weights\n"
+        "# or straight from meta: model.load_state_dict(state, assign=True)",
+        "04",
+        "## 1. Model on the device, data on the CPU",
+        wordings=(
+            (
+                "`Module.to()`, torch 2.3 and later",
+                "NotImplementedError: Cannot copy out of meta tensor; no data! Please use "
+                "torch.nn.Module.to_empty() instead of torch.nn.Module.to() when moving module "
+                "from meta to a different device.",
+            ),
+            (
+                "`Tensor.to()`, and `Module.to()` before torch 2.3",
+                "NotImplementedError: Cannot copy out of meta tensor; no data!",
+            ),
+            ("`.item()`", "RuntimeError: Tensor.item() cannot be called on meta tensors"),
+        ),
+        closest=True,
+    ),
+    Entry(
+        "mean_integer",
+        "`mean()` of an integer tensor",
+        "mean(): could not infer output dtype. Input dtype must be either a floating point or "
+        "complex dtype. Got: Long",
+        (
+            r"mean\(\): could not infer output dtype",
+            r"mean\(\): input dtype should be either floating point or complex",
+            r"mean\(\): at least one of \(i\) the input dtype and \(ii\) the desired output dtype",
+            r"Can only calculate the mean of floating types",
+        ),
+        (
+            "`mean` returns a floating-point average, and PyTorch does not pick a float type for "
+            "an integer (or bool) tensor: counts, labels, `argmax` results and comparisons are "
+            "int64 or bool and need a float dtype first."
+        ),
+        (
+            "an accuracy averaged from a comparison or a count (`(pred == y)`, `correct`)",
+            "a metric over `argmax` indices, labels or token ids",
+        ),
+        "acc = (pred == y).float().mean()    # or x.mean(dtype=torch.float32)",
+        "03",
+        "## 6. The evaluation loop: `model.eval()`, `torch.no_grad()`, and the data moved too",
+        wordings=(
+            (
+                "torch 1.12 and later",
+                "RuntimeError: mean(): could not infer output dtype. Input dtype must be either a "
+                "floating point or complex dtype. Got: Long",
+            ),
+            (
+                "torch 1.10 and 1.11",
+                "RuntimeError: mean(): input dtype should be either floating point or complex "
+                "dtypes. Got Long instead.",
+            ),
+            (
+                "torch 1.9 and earlier",
+                "RuntimeError: Can only calculate the mean of floating types. Got Long instead.",
+            ),
+        ),
+        closest=True,
+    ),
+    Entry(
+        "cat_sizes",
+        "`torch.cat`: the tensors differ in a dimension other than the one joined",
+        "Sizes of tensors must match except in dimension 1. Expected size 3 but got size 4 for "
+        "tensor number 1 in the list.",
+        (r"Sizes of tensors must match except in dimension \d+",),
+        (
+            "`torch.cat` joins tensors along one dimension; every other dimension must have the "
+            "same size in all of them. The message names the joined dimension, the size expected "
+            "and the tensor (its place in the list) that differs."
+        ),
+        (
+            "two branches' features concatenated with different spatial sizes (a convolution's "
+            "padding or stride, an odd image size)",
+            "`dim=` pointing at the wrong axis (batch-first against sequence-first)",
+            "a last, smaller batch concatenated with full-size ones",
+        ),
+        "print([t.shape for t in tensors])   # equal everywhere except along dim\n"
+        "torch.cat(tensors, dim=1)",
+        "03",
+        "### Errata: article B's own `DynamicNet`",
+        (
+            (
+                r"Expected size (?P<want>\d+) but got size (?P<got>\d+) for tensor number "
+                r"(?P<n>\d+)",
+                "Tensor number {n} in the list has size {got} where {want} was expected.",
+            ),
+        ),
+        wordings=(
+            (
+                "later releases (2.13 checked)",
+                "RuntimeError: Sizes of tensors must match except in dimension 0. Expected size 3 "
+                "but got size 4 for tensor number 1 in the list.",
+            ),
+            (
+                "older 1.x releases (seen in threads, release not checked)",
+                "RuntimeError: Sizes of tensors must match except in dimension 0. Got 3 and 4 in "
+                "dimension 1 (The offending index is 1)",
+            ),
+        ),
+        closest=True,
+    ),
+    Entry(
+        "stack_unequal",
+        "`torch.stack` (or the DataLoader's collate) got tensors of different sizes",
+        "stack expects each tensor to be equal size, but got [3, 224, 224] at entry 0 and "
+        "[1, 224, 224] at entry 3",
+        (r"stack expects each tensor to be equal size",),
+        (
+            "`torch.stack` puts tensors side by side in a new dimension, so all must have the same "
+            "shape. In a DataLoader it is `default_collate` stacking the samples of one batch: a "
+            "sample differs from the first one."
+        ),
+        (
+            "images of different sizes, or a grayscale image among RGB ones, without a resize in "
+            "the transform",
+            "sequences of different lengths batched without padding",
+            "a Dataset whose `__getitem__` returns another shape for some items",
+        ),
+        "transform = T.Compose([T.Resize((224, 224)), T.ToTensor()])   # one size for images\n"
+        "# sequences: a collate_fn that pads them (torch.nn.utils.rnn.pad_sequence)",
+        "03",
+        "## 2. The data: a Dataset and a DataLoader",
+        (
+            (
+                r"but got \[(?P<a>[\d, ]*)\] at entry (?P<i>\d+) and \[(?P<b>[\d, ]*)\] at entry "
+                r"(?P<j>\d+)",
+                "Entry {i} has shape [{a}], entry {j} has shape [{b}].",
+            ),
+        ),
+        closest=True,
+    ),
+    Entry(
+        "grad_unused_input",
+        "`torch.autograd.grad`: an input the output does not depend on",
+        "The differentiated Tensor at index 0 appears to not have been used in the graph. Set "
+        "allow_unused=True if this is the desired behavior.",
+        (r"appears (?:to not|not to) have been used in the graph",),
+        (
+            "`torch.autograd.grad(outputs, inputs)` found no path from the output back to one of "
+            "`inputs`: that tensor took no part in computing the output, or was cut off on the "
+            "way, so there is no gradient to return."
+        ),
+        (
+            "an input or parameter that the forward pass never used for this output (a branch "
+            "not taken, a layer skipped)",
+            "a `.detach()`, `.item()`, `.data` or `torch.no_grad()` between the input and the "
+            "output",
+            "a copy passed as the input (`x.to(device)` made after `requires_grad_()`), not the "
+            "tensor the output was computed from",
+        ),
+        "grads = torch.autograd.grad(out, inputs, allow_unused=True)   # None for unused ones\n"
+        "# or pass only the tensors the output was computed from",
+        "03",
+        "## 5. One training step, spelled out",
+        (
+            (
+                r"differentiated Tensor at index (?P<i>\d+)",
+                "The input at index {i} of `inputs` is the one not used.",
+            ),
+        ),
+        wordings=(
+            (
+                "2026 releases (2.13 checked)",
+                "RuntimeError: The differentiated Tensor at index 0 appears to not have been used "
+                "in the graph. Set allow_unused=True if this is the desired behavior.",
+            ),
+            (
+                "earlier releases",
+                "RuntimeError: One of the differentiated Tensors appears to not have been used in "
+                "the graph. Set allow_unused=True if this is the desired behavior.",
+            ),
+        ),
+        closest=True,
+    ),
+    Entry(
+        "backward_nan",
+        "Anomaly detection: a backward function returned NaN",
+        "Function 'SqrtBackward0' returned nan values in its 0th output.",
+        (r"Function '?\w+Backward\d*'? returned nan values in its \d+\w* output",),
+        (
+            "With `torch.autograd.set_detect_anomaly(True)` autograd checks every backward step "
+            "and stops at the first gradient that is NaN. The name is the forward operation whose "
+            "derivative is undefined or overflowed at these values; the warning printed above it "
+            "shows where that operation ran in the forward pass."
+        ),
+        (
+            "`sqrt`, `log`, a fractional `pow` or a division at 0 (the gradient of `sqrt` at 0 is "
+            "infinite, and infinity times 0 is NaN)",
+            "the norm of a zero vector (`x / x.norm()`)",
+            "float16 overflow under autocast without a GradScaler",
+        ),
+        "torch.sqrt(x.clamp_min(1e-12))   # keep away from where the gradient blows up\n"
+        "torch.log(x + 1e-8)",
+        "03",
+        "## 5. One training step, spelled out",
+        (
+            (
+                r"Function '?(?P<fn>\w+?)Backward\d*'? returned nan",
+                "The operation: `{fn}` (its backward).",
+            ),
+        ),
+        wordings=(
+            (
+                "torch 1.10 and later",
+                "RuntimeError: Function 'SqrtBackward0' returned nan values in its 0th output.",
+            ),
+            (
+                "earlier releases",
+                "RuntimeError: Function 'SqrtBackward' returned nan values in its 0th output.",
+            ),
+        ),
+        closest=True,
+    ),
+    Entry(
+        "unscale_twice",
+        "GradScaler: `unscale_` called twice for one optimizer in one step",
+        "unscale_() has already been called on this optimizer since the last update().",
+        (r"unscale_\(\) has already been called on this optimizer since the last update",),
+        (
+            "`scaler.unscale_(optimizer)` divides the gradients by the scale once per step; a "
+            "second call would divide them again. `scaler.step` unscales by itself when you have "
+            "not, and `scaler.update()` ends the step."
+        ),
+        (
+            "`unscale_` called for every micro-batch of gradient accumulation instead of once "
+            "before `step`",
+            "`scaler.update()` missing at the end of a step, so the next step's `unscale_` is the "
+            "second one",
+            "`unscale_` called by hand and again by a library's clipping helper",
+        ),
+        "scaler.scale(loss).backward()\n"
+        "scaler.unscale_(opt)      # once, just before clipping\n"
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "scaler.step(opt)\n"
+        "scaler.update()           # every step",
+        "05",
+        "### The GradScaler",
+    ),
+    Entry(
+        "scaler_no_inf_checks",
+        "GradScaler: `step` found no gradient it had scaled",
+        "AssertionError: No inf checks were recorded for this optimizer.",
+        (r"No inf checks were recorded for this optimizer",),
+        (
+            "`scaler.step(optimizer)` checks the optimizer's gradients for inf and NaN before it "
+            "steps. None of the optimizer's parameters got a gradient from the scaled loss, so "
+            "there was nothing to check: the optimizer and the loss do not belong together."
+        ),
+        (
+            "the optimizer was built over other parameters (a copy of the model, or the model "
+            "before it was rebuilt or wrapped)",
+            "every parameter is frozen (`requires_grad=False`), or the loss does not depend on "
+            "them",
+            "`backward()` called on the unscaled loss, or not at all",
+        ),
+        "opt = torch.optim.AdamW(model.parameters())   # the model that computes the loss\n"
+        "scaler.scale(loss).backward()\n"
+        "scaler.step(opt)\n"
+        "scaler.update()",
+        "05",
+        "### The GradScaler",
+    ),
+    Entry(
+        "scaler_not_scaled",
+        "GradScaler: `step` before any `scale` in this run",
+        "AssertionError: Attempted step but _scale is None. This may indicate your script did not "
+        "use scaler.scale(loss or outputs) earlier in the iteration.",
+        (r"Attempted \w+ but _scale is None",),
+        (
+            "The scaler creates its scale factor at its first `scaler.scale(loss)`. `step`, "
+            "`unscale_` or `update` came before any `scale` call, so the scaler has nothing to "
+            "undo."
+        ),
+        (
+            "`loss.backward()` instead of `scaler.scale(loss).backward()`",
+            "a new scaler made inside the loop, or another scaler used for `step`",
+        ),
+        "scaler = torch.amp.GradScaler(device)   # once, before the loop\n"
+        "scaler.scale(loss).backward()\n"
+        "scaler.step(opt)\n"
+        "scaler.update()",
+        "05",
+        "### The GradScaler",
+    ),
+    Entry(
+        "process_group_twice",
+        "`init_process_group` called a second time",
+        "ValueError: trying to initialize the default process group twice!",
+        (r"trying to initialize the default process group twice",),
+        (
+            "A process has one default process group. It is already set up here, and a second "
+            "`init_process_group` would replace the group the other ranks are talking to."
+        ),
+        (
+            "a library (Lightning, accelerate, a Trainer) already initialised it and the script "
+            "calls it again",
+            "the setup code runs twice (a notebook cell run again, a retry loop)",
+        ),
+        "if not dist.is_initialized():\n"
+        "    dist.init_process_group(backend)\n"
+        "# and dist.destroy_process_group() when a run ends (before running the cell again)",
+        "07",
+        "### Launching with `torchrun`: `RANK`, `LOCAL_RANK`, `WORLD_SIZE`",
+    ),
+    Entry(
+        "nccl_timeout_warning",
+        "A warning: NCCL was asked for, and this build has none",
+        "UserWarning: Attempted to get default timeout for nccl backend, but NCCL support is not "
+        "compiled",
+        (r"Attempted to get default timeout for nccl backend, but NCCL support is not compiled",),
+        (
+            "A warning, not an error yet: code asked for the NCCL backend's default timeout, and "
+            "this PyTorch build has no NCCL (Windows, macOS and CPU-only builds never have it). "
+            "Creating an NCCL process group fails next."
+        ),
+        (
+            "a script or library that picks `backend='nccl'` whatever the machine, run on "
+            "Windows, macOS or a CPU-only build",
+        ),
+        "ok = torch.distributed.is_nccl_available() and torch.cuda.is_available()\n"
+        "dist.init_process_group('nccl' if ok else 'gloo')",
+        "07",
+        "## 2. DistributedDataParallel, for real",
+    ),
+    Entry(
+        "recompile_limit",
+        "`torch.compile` stopped recompiling a function (the recompile limit)",
+        "torch._dynamo hit config.recompile_limit (8)",
+        (
+            r"torch\._dynamo hit config\.(?:recompile_limit|cache_size_limit)",
+            r"\b(?:recompile_limit|cache_size_limit) reached\b",
+            r"\bFailOnRecompileLimitHit\b",
+        ),
+        (
+            "Dynamo compiles a function for what its guards assume (shapes, Python numbers, "
+            "flags). Every call that breaks a guard compiles it again; after the limit (8 by "
+            "default) it stops compiling that function and runs it eagerly, without the speedup. "
+            "The 'last reason' line names the guard that kept failing."
+        ),
+        (
+            "a Python number that changes at every call (a step counter, a layer index) passed "
+            "into the compiled function",
+            "input shapes that change every batch (sequence lengths) with `dynamic=False`",
+            "a new module object at each call (one compile per layer)",
+        ),
+        "torch._dynamo.mark_dynamic(x, 1)               # a dimension that varies\n"
+        "compiled = torch.compile(model, dynamic=True)\n"
+        "# pass changing numbers as tensors; TORCH_LOGS=recompiles shows each reason",
+        "05",
+        "### What TorchDynamo does with your Python",
+        (
+            (
+                r"last reason: [\d/]+: (?P<reason>[^\n#]*[^\s#])",
+                "The guard that failed last: `{reason}`.",
+            ),
+        ),
+        wordings=(
+            ("torch 2.7 and later", "torch._dynamo hit config.recompile_limit (8)"),
+            ("torch 2.0 to 2.6", "torch._dynamo hit config.cache_size_limit (8)"),
+        ),
+    ),
+    Entry(
+        "fsdp_uniform_dtype",
+        "FSDP: one wrapped unit mixes parameter dtypes",
+        "ValueError: Must flatten tensors with uniform dtype but got torch.bfloat16 and "
+        "torch.float32",
+        (r"Must flatten tensors with uniform dtype", r"FlatParameter`? requires uniform dtype"),
+        (
+            "The original FSDP (`FullyShardedDataParallel`) flattens all parameters of one wrapped "
+            "unit into one flat tensor, which has one dtype. This unit holds parameters of two "
+            "dtypes, for example bfloat16 weights beside float32 adapter (LoRA) or norm weights."
+        ),
+        (
+            "a model loaded in bfloat16 or float16 with some layers kept in float32 (LoRA "
+            "adapters, layer norms, the extras of a quantised model)",
+            "`.half()` or `.to(dtype)` applied to part of the model only",
+        ),
+        "model.to(torch.bfloat16)   # one dtype for every parameter before wrapping\n"
+        "# or wrap the float32 layers as FSDP units of their own, so no unit mixes dtypes",
+        "08",
+        "## 2. FSDP2, for real: `fully_shard`",
+        (
+            (
+                r"uniform dtype but got (?P<a>torch\.\w+) and (?P<b>torch\.\w+)",
+                "The unit mixes {a} and {b}.",
+            ),
+        ),
+        wordings=(
+            (
+                "torch 2.0 and earlier (`fsdp/flat_param.py`)",
+                "ValueError: `FlatParameter` requires uniform dtype but got torch.float16 and "
+                "torch.float32",
+            ),
+            (
+                "later releases (`fsdp/_flat_param.py`, 2.13 checked)",
+                "ValueError: Must flatten tensors with uniform dtype but got torch.bfloat16 and "
+                "torch.float32",
+            ),
+        ),
+        closest=True,
+    ),
+    Entry(
+        "worker_unpicklable",
+        "DataLoader workers: the Dataset or a function it uses cannot be pickled",
+        "AttributeError: Can't pickle local object 'main.<locals>.<lambda>' (DataLoader, "
+        "num_workers > 0)",
+        (
+            r"Got pickle error when attempting to start a worker Process",
+            r"Can't (?:pickle|get) local object",
+            r"Can't pickle <function <lambda>",
+        ),
+        (
+            "With `num_workers > 0` and the 'spawn' or 'forkserver' start method (Windows, macOS, "
+            "Linux with Python 3.14), each worker is a new Python process that receives the "
+            "Dataset, its transforms and the `collate_fn` by pickling. A lambda or a function "
+            "defined inside another function cannot be pickled."
+        ),
+        (
+            "a `lambda` or a local function as a transform, `collate_fn` or `worker_init_fn`",
+            "a Dataset that holds an open file, a database connection or a generator",
+        ),
+        "def collate(batch):              # at the top level of a module, not inside main()\n"
+        "    ...\n"
+        "loader = DataLoader(data, num_workers=2, collate_fn=collate)",
+        "05",
+        "## 3. `num_workers`: preparing batches in parallel",
+        needs=(r"\bDataLoader\b|torch[/\\]utils[/\\]data[/\\]|\bworker Process\b",),
+    ),
+)
 
 ENTRIES = (
     # ------------------------------------------------------------ checkpoints across machines
@@ -597,6 +1057,7 @@ ENTRIES = (
                 "This driver supports CUDA up to {major}.{minor}; this PyTorch needs a newer one.",
             ),
         ),
+        unless=(OTHER_FRAMEWORK,),  # ctranslate2's "CUDA failed with error" (collection 4)
     ),
     Entry(
         "no_usable_gpu",
@@ -855,6 +1316,7 @@ ENTRIES = (
                 ),
             ),
         ),
+        unless=(OTHER_FRAMEWORK,),  # GGML's "CUDA error: out of memory" (collection 4)
     ),
     Entry(
         "memory_budget",
@@ -1270,7 +1732,7 @@ ENTRIES = (
             ),
         ),
         closest=True,
-        unless=(_OTHER_FRAMEWORK,),  # TensorFlow's and CuPy's cuBLAS/cuDNN codes
+        unless=(OTHER_FRAMEWORK,),  # TensorFlow's and CuPy's cuBLAS/cuDNN codes
     ),
     Entry(
         "async_cuda_error",
@@ -1558,7 +2020,7 @@ ENTRIES = (
         (
             (
                 r"one of the variables needed for gradient computation has been modified by an "
-                r"inplace operation"
+                r"in-?place operation"
             ),
         ),
         (
@@ -1977,6 +2439,7 @@ ENTRIES = (
         "### When a rank fails",
         wrapper=True,
     ),
+    *SPECIFIC_35,
 )
 
 
@@ -2008,6 +2471,7 @@ FAMILIES = (
             r"\b(?:BackendCompilerFailed|InternalTorchDynamoError|TorchRuntimeError|"
             r"InductorError|TorchDynamoException)\b",
             r"(?:torch\._dynamo hit config\.|Dynamo failed to run FX node)",
+            r"\bDynamo does not know how to trace\b",  # a graph break's explanation (2.7+)
         ),
         (r"torch[/\\]_(?:dynamo|inductor|functorch|export)[/\\]",),
         (
@@ -2030,7 +2494,7 @@ FAMILIES = (
         "family_sharding",
         "An error in sharded training (FSDP, DTensor)",
         (
-            r"\b(?:FullyShardedDataParallel|FlatParameter|DTensor|fully_shard|FSDPModule)\b",
+            r"\b(?:FullyShardedDataParallel|FlatParameter|DTensor|fully_shard|FSDPModule|FSDP2?)\b",
             r"\btorch\.distributed\.(?:fsdp|tensor|_tensor|_composable)\b",
         ),
         (r"torch[/\\]distributed[/\\](?:fsdp|tensor|_tensor|_composable|checkpoint)[/\\]",),
@@ -2168,6 +2632,7 @@ FAMILIES = (
             r"\bsm_\d+ is not compatible with the current PyTorch installation",
             r"\bThe NVIDIA driver on your system is too old\b",
             r"\bCUDA initialization:",
+            r"\bHIP error: invalid device function\b",  # ROCm: no kernel for this GPU's gfx arch
         ),
         (r"torch[/\\]cuda[/\\]__init__\.py",),
         (
@@ -2220,6 +2685,8 @@ FAMILIES = (
         (
             r"\bmeta tensors?\b",
             r"\bon the meta device\b",
+            r"\bregister_meta function for\b",  # an operation meta tensors cannot run
+            r"\bto a storage on different device\b",
             r"\bExpected (?:all tensors to be on the same device|a '?\w+'? device type)",
             r"\bexpected device \w+(?::\d+)? but got device\b",
             r"\bis on (?:device )?\w+(?::\d+)?,? (?:but|while) (?:expected|the)\b[^\n]{0,40}device",
@@ -2279,6 +2746,7 @@ FAMILIES = (
             r"\bneeded for gradient computation has been modified by an inplace operation\b",
             r"\bgrad can be implicitly created only for (?:real )?scalar outputs\b",
             r"\ba leaf Variable that requires grad\b",
+            r"\barguments don't support automatic differentiation\b",
             r"\bFunction '?\w+Backward\d*'? returned (?:nan|an invalid gradient)",
             r"\b\w+Backward\d+\b",
         ),
@@ -2312,6 +2780,8 @@ FAMILIES = (
             r"\bExpected input batch_size \(\d+\) to match target batch_size\b",
             r"\bsize mismatch, (?:m1|mat1):",
             r"\bnon-singleton dimension \d+\b",
+            r"\bdoesn't match the broadcast shape\b",
+            r"\bCalculated output size: \([^)]*\)\. Output size is too small\b",
             r"\bstack expects each tensor to be equal size\b",
             r"\ba Tensor with \d+ elements cannot be converted to Scalar\b",
         ),

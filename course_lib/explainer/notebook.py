@@ -9,6 +9,8 @@ did not come) is shown plainly, without a panel.
 Warnings get a panel too: `warnings.showwarning` is wrapped so that the warning is printed exactly
 as before, and then, for the first warning of each kind the course knows (one kind = one knowledge-
 base entry), the panel follows it. Later warnings of that kind are printed without a panel.
+A warning no entry knows, but whose wording or torch folder names one of the families, gets that
+family's general case, marked as such, once per family (issue 35).
 """
 
 import sys

@@ -18,6 +18,9 @@ ANSWER_PREFIX = "answer_"
 TEXT_PREFIX = "text_"
 # A markdown cell holding a free-text answer starts with (or contains) this marker.
 TEXT_MARKER = re.compile(r"<!--\s*answer:\s*([A-Za-z_][A-Za-z0-9_]*)\s*-->")
+# The instruction an answer cell holds until the learner replaces it: a line of its own in
+# italic brackets, "*(Your answer: ...)*" or "*（你的答案：……）*"; never part of the answer.
+TEXT_INSTRUCTION = re.compile(r"^[ \t]*\*[(（][^\n]*[)）]\*[ \t]*$", re.M)
 CHAPTER_MODULE = re.compile(r"^ch(\d\d)_[A-Za-z0-9_]+$")
 _BUILTIN_NAMES = set(dir(builtins))
 
@@ -178,8 +181,10 @@ def analyze(cells: list) -> Analysis:
     analysis = Analysis(code_cells(cells))
     for kind, source in cells:
         if kind == "markdown":
+            answer = TEXT_INSTRUCTION.sub("", TEXT_MARKER.sub("", source)).strip()
             for name in TEXT_MARKER.findall(source):
-                analysis.markdown_texts[name] = TEXT_MARKER.sub("", source).strip()
+                if answer:  # an answer cell left as handed out is no answer
+                    analysis.markdown_texts[name] = answer
     spent = 0.0
     for number, source in analysis.cells:
         if spent > BUDGET["transform_seconds"]:

@@ -217,10 +217,11 @@ def mark_failed(sub, reason: str, trace: str = "") -> None:
     sub.run.update(status=gradebook.GRADER_ERROR, summary=reason, trace=trace)
 
 
-def assign(subs: list, chapters: set) -> None:
+def assign(subs: list, chapters: set, exercises=None) -> None:
     """Which exercises each submission is graded on: its chapter(s), or the class's (as
-    index.ExerciseInfo: no chapter module is imported here)."""
-    exercises = index.exercises()
+    index.ExerciseInfo: no chapter module is imported here). `exercises`: a teacher's
+    assignment's instead of the course's (`grade --assignment`)."""
+    exercises = index.exercises() if exercises is None else tuple(exercises)
     by_chapter = {}
     for ex in exercises:
         by_chapter.setdefault(ex.chapter.number, []).append(
@@ -255,16 +256,18 @@ def handed_out_lines(number: str) -> set:
     return {line.strip() for src in notebooks.code(number) for line in src.splitlines()}
 
 
-def flag_added_code(subs: list) -> None:
-    """Review flags for code the student added to the
-    notebook (reading the key, sockets, signals...)."""
-    cache = {}
+def flag_added_code(subs: list, handed_out=None) -> None:
+    """Review flags for code the student added to the notebook (reading the key, sockets,
+    signals...); `handed_out`: {assignment name: its lines} for a teacher's assignment."""
+    cache = dict(handed_out or {})
     for sub in subs:
         if sub.analysis is None:
             continue
         given = set()
         for number in {ex.chapter.number for ex in sub.exercises}:
-            given |= cache.setdefault(number, handed_out_lines(number))
+            if number not in cache:
+                cache[number] = handed_out_lines(number)
+            given |= cache[number]
         added = [
             line
             for _, src in sub.analysis.cells

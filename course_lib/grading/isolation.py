@@ -142,6 +142,18 @@ def readable_paths(scratch: str) -> list:
     return [*SYSTEM_DIRS, "/dev", "/proc", "/sys", *python_dirs(), *entries, scratch]
 
 
+def check_unreachable(path) -> None:
+    """ValueError when a graded process could read `path` (a teacher's answer key): inside the
+    course_lib or Python folders that every graded process may read."""
+    real = os.path.realpath(path)
+    for folder in (course_dir(), *python_dirs(), *SYSTEM_DIRS):
+        if real == folder or real.startswith(folder.rstrip("/") + "/"):
+            raise ValueError(
+                f"the key {path} lies in {folder}, which every graded process may read; "
+                "release the assignment into a folder of your own"
+            )
+
+
 def _remount_readonly(target: str) -> None:
     keep = os.statvfs(target).f_flag
     flags = MS_REMOUNT | MS_BIND | MS_RDONLY

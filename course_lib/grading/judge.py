@@ -61,11 +61,16 @@ class Judge:
         self.tests = {}  # exercise id -> its graded tests (visible, then hidden)
 
     # ------------------------------------------------------------ preparing a run
-    def prepare(self, exercise_ids: list) -> dict:
+    def prepare(self, exercise_ids: list, assignments=()) -> dict:
         """{"specs": {id: [[name, weight, hidden, builder, inputs]]}, "problems": [...]}: what the
         grader needs to start check processes (each test's inputs as one wire line: tensors by
-        value), and what is wrong with the key (if anything)."""
+        value), and what is wrong with the key (if anything). `assignments`: the keys of
+        teachers' assignments to grade (`grade --assignment`), run here, after the fork."""
         specs, problems = {}, []
+        for path in assignments:
+            from ..authoring.assignment import load_key
+
+            load_key(path)
         for ex in (get(i) for i in exercise_ids):
             key = ex.key()
             if ex.kind == "function":
@@ -209,7 +214,7 @@ class Judge:
     def _handle(self, request: dict) -> dict:
         op = request.get("op")
         if op == "prepare":
-            return self.prepare(request["exercises"])
+            return self.prepare(request["exercises"], request.get("assignments", ()))
         if op == "function":
             return self.function(
                 request["exercise"], request["lines"], request["limit"], request["defined"]
@@ -306,6 +311,7 @@ class JudgeClient:
         self.env = environment.graded_environment(cwd, env)
         self.cwd, self.process, self.counter, self.prepared = str(cwd), None, 0, None
         self.restarts, self.preparing, self.prepare_reply = 0, None, None
+        self.assignments = []
         if forked is None:
             self.start()
         else:
@@ -366,16 +372,20 @@ class JudgeClient:
             raise RuntimeError(f"the judge could not answer: {reply['error']}")
         return reply["ok"]
 
-    def prepare(self, exercise_ids: list) -> dict:
-        """Ask the judge to prepare these exercises and return at once; `finish_prepare` waits."""
-        self.prepared = list(exercise_ids)
+    def prepare(self, exercise_ids: list, assignments=()) -> dict:
+        """Ask the judge to prepare these exercises (and to run these assignments' keys first) and
+        return at once; `finish_prepare` waits."""
+        self.prepared, self.assignments = list(exercise_ids), [str(a) for a in assignments]
         try:
-            self.preparing = self._send("prepare", exercises=self.prepared)
+            self.preparing = self._send_prepare()
         except JudgeDied:  # a forked judge that never started (its zygote failed): a fresh one
             self.stop()
             self.restarts += 1
             self.start()
-            self.preparing = self._send("prepare", exercises=self.prepared)
+            self.preparing = self._send_prepare()
+
+    def _send_prepare(self) -> int:
+        return self._send("prepare", exercises=self.prepared, assignments=self.assignments)
 
     def ready(self) -> bool:
         """Has the judge's answer to `prepare` arrived (or been read)? Never blocks."""
@@ -407,7 +417,7 @@ class JudgeClient:
         self.start()
         self.preparing = None
         if self.prepared is not None:
-            self.prepare_reply = self._reply(self._send("prepare", exercises=self.prepared), 1800)
+            self.prepare_reply = self._reply(self._send_prepare(), 1800)
 
     def stop(self) -> None:
         """End the judge process (a restart starts another in the same folder)."""

@@ -57,7 +57,10 @@ class Grader:
         fresh=False,
         keep_scratch=False,
         log=None,
+        assignment=None,
     ):
+        """`assignment`: a teacher's release (authoring.released.Released) to grade instead of
+        the course's chapters."""
         from .sandbox import Limits
 
         self.folder, self.out = Path(folder), Path(out).resolve()
@@ -71,6 +74,10 @@ class Grader:
         self.queue, self.stats, self.notes = [], Counter(), []
         self.totals, self.run_specs, self.key_problems, self.bar = {}, {}, [], None
         self.judge, self.specs_ready, self.guarded_at = None, False, 0.0
+        self.assignment = assignment
+        if assignment is not None:
+            isolation.check_unreachable(assignment.key)  # no graded process may read the key
+            self.chapters = {assignment.number}
 
     # ------------------------------------------------------------------ step 1: intake
     def _intake(self) -> list:
@@ -92,8 +99,9 @@ class Grader:
             shutil.rmtree(self.paths["feedback"], ignore_errors=True)
         self.paths["feedback"].mkdir(parents=True, exist_ok=True, mode=0o700)
         subs = intake.read_all(found, self.paths["journal"], self.fresh)
-        intake.assign(subs, self.chapters)
-        intake.flag_added_code(subs)
+        own = self.assignment
+        intake.assign(subs, self.chapters, own.exercises if own else None)
+        intake.flag_added_code(subs, {own.number: own.handed_out_lines()} if own else None)
         pending = [s for s in subs if s.name not in self.book.done]
         if len(pending) < len(subs):
             self.log(
@@ -287,8 +295,9 @@ class Grader:
         self.judge = JudgeClient(cwd=str(root), forked=ours)
         pending = self._intake()
         needed = sorted({ex.id for s in pending for ex in s.exercises})
-        self.judge.prepare(needed)  # notebooks start meanwhile
-        self.scheduler.warm_notebooks(needed)
+        keys = [self.assignment.key] if self.assignment else []
+        self.judge.prepare(needed, keys)  # notebooks start meanwhile
+        self.scheduler.warm_notebooks([i for i in needed if i.startswith("ch")])  # the course's
         self._isolation_notes()
         import course_lib
 

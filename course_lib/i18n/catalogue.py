@@ -192,7 +192,10 @@ def translate(text, lang: str) -> str:
     inner = _parenthesized(core) if found is None else None
     if inner is not None and (inner in table or match(inner, lang)):
         said = translate(inner, lang)
-        return lead + (f"（{said}）" if CJK.search(said) else f"({said})") + trail
+        if not CJK.search(said):
+            return f"{lead}({said}){trail}"
+        # Chinese puts no space before a full-width parenthesis: "多久（重复 3 次）", not "多久 （"
+        return ("" if lead == " " else lead) + f"（{said}）" + trail
     if found is None:
         return text
     _, translated, values = found

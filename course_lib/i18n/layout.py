@@ -7,6 +7,7 @@ English word, a number or code.
 
 import re
 import unicodedata
+from html import escape
 
 _WIDE = "\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f"
 _TOKEN = re.compile(
@@ -55,4 +56,74 @@ def wrap(line: str, columns: int, indent: str = "    ") -> str:
     return "\n".join(lines)
 
 
-__all__ = ["width", "rjust", "ljust", "wrap"]
+_NUMBER = re.compile(r"^[-+]?(?:\d[\d,.]*|inf|nan)(?:e[-+]?\d+)?(?:\s?(?:%|ms|us|s|x))?$")
+_CELL = "padding:1px 10px;text-align:{}"
+
+
+def is_number(cell: str) -> bool:
+    """True for a cell such as "12", "3.5 ms", "59.72%", "1e-08" or "inf" (right-aligned)."""
+    return bool(_NUMBER.match(cell.strip()))
+
+
+def _aligned(cells, widths, right, gap: str) -> str:
+    """One row of a text table: each cell padded to its column's display width."""
+    last = len(cells) - 1
+    return gap.join(
+        rjust(c, widths[i]) if i in right else c if i == last else ljust(c, widths[i])
+        for i, c in enumerate(cells)
+    )
+
+
+class Table(str):
+    """A table that prints as plain text, its columns padded by display width (a terminal), and
+    that Jupyter shows as an HTML table: a browser draws a Chinese character in a monospace cell
+    about, not exactly, two columns wide, so only HTML lines Chinese columns up there.
+
+    A `str`, so it prints, splits and compares as the text; `title` goes above, `notes` (lines)
+    below; columns whose cells are all numbers are right-aligned."""
+
+    def __new__(cls, rows, header=None, title: str = "", notes=(), gap: int = 2):
+        header = [str(c) for c in header] if header else []
+        body = [[str(c) for c in row] for row in rows]
+        every = ([header] if header else []) + body
+        columns = max(map(len, every), default=0)
+        widths = [
+            max((width(r[i]) for r in every if i < len(r)), default=0) for i in range(columns)
+        ]
+        right = {
+            i for i in range(columns) if body and all(i < len(r) and is_number(r[i]) for r in body)
+        }
+        lines = [title] if title else []
+        lines += [_aligned(r, widths, right, " " * gap).rstrip() for r in every]
+        text = super().__new__(cls, "\n".join(lines + list(notes)))
+        text.header, text.rows, text.title, text.notes, text.right = (
+            header, body, title, list(notes), right
+        )  # fmt: skip
+        return text
+
+    def __reduce__(self):  # pickled (sent between processes) as the plain text
+        return str, (str(self),)
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # IPython's text/plain: the text, unquoted
+        printer.text(str(self))
+
+    def _repr_html_(self) -> str:
+        def row(cells, tag="td"):
+            return (
+                "<tr>"
+                + "".join(
+                    f"<{tag} style='{_CELL.format('right' if i in self.right else 'left')}'>"
+                    f"{escape(c)}</{tag}>"
+                    for i, c in enumerate(cells)
+                )
+                + "</tr>"
+            )
+
+        head = row(self.header, "th") if self.header else ""
+        title = f"<p>{escape(self.title)}</p>" if self.title else ""
+        notes = "".join(f"<p style='margin:2px 0'>{escape(n)}</p>" for n in self.notes)
+        body = "".join(row(r) for r in self.rows)
+        return f"{title}<table class='course-text-table'>{head}{body}</table>{notes}"
+
+
+__all__ = ["Table", "is_number", "width", "rjust", "ljust", "wrap"]

@@ -8,7 +8,9 @@ import contextlib
 
 import torch
 
-from course_lib.checks.speedups import AmpMatchesReference, PhaseMs, TimeIt
+from course_lib.checks.amp import AmpMatchesReference
+from course_lib.checks.profiles import PhaseMs
+from course_lib.checks.timing import TimeIt
 from course_lib.exercises import AnswerKey, Test, WrongAnswer
 
 

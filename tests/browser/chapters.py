@@ -291,7 +291,7 @@ CHAPTERS = {
             Interaction(
                 "the profiler's table, sorted by self time",
                 "profiling.top_operators(prof",
-                (Expect(r"Self CPU"), Expect(r"enumerate\(DataLoader\)")),
+                (Expect(r"Self CPU", zh=r"自身 CPU"), Expect(r"enumerate\(DataLoader\)")),
             ),
             Interaction(
                 "the trace's timeline, drawn from its events",

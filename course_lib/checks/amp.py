@@ -1,31 +1,22 @@
-"""Chapter 05's checks: amp_train_step (autocast and GradScaler on the CPU) and time_it (a simulated
-GPU clock).
+"""Chapter 05's amp_train_step checks: autocast and GradScaler on the CPU.
 
 amp_train_step runs on chapter 03's rig without dropout, one batch, the previous batch's gradients
 still there (0.01 everywhere). Each test judges a value the judge recomputes from the same start:
 the first layer's output under autocast, the first weight's gradient right after backward (scaled
 or not, stale or not), the weights and the scaler's state after the step, the returned loss.
 What the spies logged (which autocast was entered, the order of the scaler's calls) only words
-the feedback. time_it's verdict is the number it returns, against the simulation's own clock.
-phase_ms reads the events of a real profile the judge makes and sends as the test's input; its
-totals are judged against what the profiler itself added up (key_averages) for that profile.
+the feedback.
 """
 
-import copy
 import math
-import statistics
-import time
 import warnings
-from contextlib import ExitStack, contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from unittest import mock
 
 import torch
 from torch import nn
-from torch.profiler import record_function
-from torch.utils.data import DataLoader, TensorDataset
 
-from .. import profiling, training
 from ..exercises.spec import Fail
 from ..exercises.wire import TensorValue, roundtrip
 from .base import (
@@ -33,9 +24,8 @@ from .base import (
     attempt,
     check,
     matches,
-    number,
+    raised,
     same_values,
-    shown,
     tensor_fail,
     type_name,
 )
@@ -308,10 +298,6 @@ def _step_match(ref, params, tracker) -> tuple:
     return None, None
 
 
-def _raised(error) -> Fail:
-    return Fail(f"Your code raised {error['text']}")
-
-
 def _where_autocast(rig: AmpRig) -> dict:
     """Whether autocast was on at each layer call and at each criterion call, as data."""
     shown_ = lambda states: [bool(a) for a in states][:20]
@@ -447,7 +433,7 @@ class Autocast(Check):
         got, variants = seen["first_output"], ref["variants"]
         if got is None:
             if seen["error"] is not None:
-                raise _raised(seen["error"])
+                raise raised(seen["error"])
             raise Fail("Your function never called the model.")
         if same_values(got, variants["bfloat16"]["first_output"], atol=0, rtol=0):
             return
@@ -491,7 +477,7 @@ class ScaledBackward(Check):
         got, events = seen["grad"], seen["events"]
         if got is None:
             if seen["error"] is not None:
-                raise _raised(seen["error"])
+                raise raised(seen["error"])
             raise Fail(
                 "No backward pass reached the model's weights.",
                 hint="The gradients come from a backward pass that starts at the (scaled) loss.",
@@ -623,7 +609,7 @@ class ScalerStep(Check):
                 e for e in seen["events"] if e in ("backward(scaled)", "scaler.step", "update")
             ]
             if error is not None:
-                raise _raised(error)
+                raise raised(error)
             if _loss_outside(seen):
                 raise _loss_outside_fail()
             raise Fail(
@@ -643,12 +629,12 @@ class ScalerStep(Check):
         for test, message, got, hint in _step_rows(ref["scale"]):
             if test(seen_as):
                 if (mode == "none" or "update" not in seen["events"]) and error is not None:
-                    raise _raised(
+                    raise raised(
                         error
                     )  # the learner's own exception, or the scaler refused to step
                 raise Fail(message, got=(got or "") + _scaler_said(error), hint=hint)
         if error is not None:
-            raise _raised(error)
+            raise raised(error)
 
 
 @check
@@ -671,7 +657,7 @@ class ReturnsLoss(Check):
     def judge(self, seen, ref):
         result, scale = seen["result"], ref["scale"]
         if seen["error"] is not None:
-            raise _raised(seen["error"])
+            raise raised(seen["error"])
         if isinstance(result, TensorValue):
             raise tensor_fail(result, "the loss")
         if not isinstance(result, float):
@@ -726,457 +712,11 @@ class AmpMatchesReference(Check):
 
     def judge(self, seen, ref):
         if seen["error"] is not None:
-            raise _raised(seen["error"])
+            raise raised(seen["error"])
         if ref is None or not same_values(seen["params"], ref, atol=1e-5):
             if _loss_outside(seen):
                 raise _loss_outside_fail()
             raise Fail(
                 f"After one step from the same start, your weights differ from the reference step's"
                 f"{self.where}."
-            )
-
-
-# ---------------------------------------------------------------- time_it: a simulated GPU clock
-class SimulatedGPU:
-    """A clock and a GPU queue, simulated: the learner's timer reads this clock, not the real one.
-
-    Calling the timed function costs `host_ms` of Python time and queues `gpu_ms` of device work
-    that runs on after the call returns; only a synchronize() waits for it. Call 0 is a slow
-    first call (its GPU work `first_ms`), as real first calls are. With `cuda=False` the device
-    being timed is the CPU: the work happens during the call, and any CUDA synchronize is logged
-    in `cuda_calls`; `machine_has_cuda` says whether the simulated machine has a GPU at all.
-    """
-
-    def __init__(
-        self,
-        gpu_ms,
-        host_ms: float = 0.2,
-        first_ms: float = 400.0,
-        cuda: bool = True,
-        machine_has_cuda: bool = None,
-    ):
-        self.gpu_ms, self.host_ms, self.first_ms, self.cuda = list(gpu_ms), host_ms, first_ms, cuda
-        self.machine_has_cuda = cuda if machine_has_cuda is None else machine_has_cuda
-        self.now, self.gpu_free_at = 1000.0, 1000.0  # seconds
-        self.calls, self.syncs, self.events, self.cuda_calls = 0, 0, [], []
-
-    def work(self) -> None:
-        """The function being timed."""
-        i = self.calls
-        self.calls += 1
-        self.events.append(("call", i))
-        self.now += self.host_ms / 1000
-        gpu = self.first_ms if i == 0 else self.gpu_ms[(i - 1) % len(self.gpu_ms)]
-        if self.cuda:
-            self.gpu_free_at = max(self.now, self.gpu_free_at) + gpu / 1000
-        else:
-            self.now += gpu / 1000  # on the CPU the work happens during the call
-
-    def synchronize(self, device=None, *args, **kwargs) -> None:
-        if not self.cuda:
-            self.cuda_calls.append(device)
-            if not self.machine_has_cuda:
-                raise AssertionError(
-                    "Torch not compiled with CUDA enabled"
-                )  # what a CPU-only machine says
-            if device is not None and torch.device(device).type != "cuda":
-                raise ValueError(
-                    f"Expected a cuda device, but got: {torch.device(device)}"
-                )  # what torch says
-            return  # a GPU machine waits for its (idle) GPU: not the device timed
-        self.syncs += 1
-        self.events.append(("sync",))
-        self.now = max(self.now, self.gpu_free_at)
-
-    def seconds(self) -> float:
-        return self.now
-
-    def ns(self) -> int:
-        return int(self.now * 1e9)
-
-    def call_ms(self, i: int) -> float:
-        """What call i really costs, device work included."""
-        return self.host_ms + (self.first_ms if i == 0 else self.gpu_ms[(i - 1) % len(self.gpu_ms)])
-
-
-CLOCKS = {
-    "perf_counter": "seconds",
-    "monotonic": "seconds",
-    "time": "seconds",
-    "perf_counter_ns": "ns",
-    "monotonic_ns": "ns",
-    "time_ns": "ns",
-}
-
-
-@contextmanager
-def simulated(gpu: SimulatedGPU, namespace: dict):
-    """Swap the clocks, torch.cuda.synchronize and
-    is_available for the simulation's, then restore."""
-    real = {getattr(time, name): getattr(gpu, kind) for name, kind in CLOCKS.items()}
-    with ExitStack() as stack:
-        for name, kind in CLOCKS.items():
-            stack.enter_context(mock.patch.object(time, name, getattr(gpu, kind)))
-        import timeit
-
-        stack.enter_context(mock.patch.object(timeit, "default_timer", gpu.seconds))
-        stack.enter_context(mock.patch.object(torch.cuda, "synchronize", gpu.synchronize))
-        stack.enter_context(
-            mock.patch.object(torch.cuda, "is_available", lambda: gpu.machine_has_cuda)
-        )
-        if hasattr(torch, "accelerator") and hasattr(torch.accelerator, "synchronize"):
-            stack.enter_context(
-                mock.patch.object(torch.accelerator, "synchronize", gpu.synchronize)
-            )
-        for name, value in list(
-            namespace.items()
-        ):  # `from time import perf_counter` in the notebook
-            fake = next((f for clock, f in real.items() if value is clock), None)
-            if fake is not None:
-                stack.enter_context(mock.patch.dict(namespace, {name: fake}))
-        yield gpu
-
-
-def _cuda_on_cpu_fail(gpu: SimulatedGPU, where: str) -> Fail:
-    machine = (
-        "on a machine without CUDA that raises (it did here)"
-        if not gpu.machine_has_cuda
-        else "on a GPU machine it waits for the GPU, which is not the device you are timing "
-        "(and given a CPU device it raises)"
-    )
-    return Fail(
-        f"While timing a CPU device your function called `torch.cuda.synchronize()` "
-        f"{len(gpu.cuda_calls)} time(s){where}: {machine}.",
-        got=f"{len(gpu.cuda_calls)} CUDA synchronize call(s) for device cpu",
-        hint=(
-            "Whether to synchronize depends on the device being timed (look at its `.type`), not "
-            "on whether the machine has a GPU."
-        ),
-    )
-
-
-def _timed_calls(gpu: SimulatedGPU, repeats: int) -> list:
-    """What a correct timer reports per timed call, device work included: `repeats` calls after the
-    warm-up (the pattern repeats every `repeats` calls, so more warm-ups change nothing)."""
-    return [gpu.call_ms(i) for i in range(1, repeats + 1)]
-
-
-def _diagnose_time(got: float, gpu: SimulatedGPU, repeats: int, where: str):
-    per_call = _timed_calls(gpu, repeats)
-    want = statistics.median(per_call)
-    if math.isclose(got, want, rel_tol=1e-6):
-        return
-    # without a synchronize after the warm-up, the first
-    # timed call also waits for the warm-up's GPU work
-    first_spill = [gpu.first_ms + per_call[0] - gpu.host_ms] + per_call[1:]
-    median_hint = (
-        "The median is the middle value of the sorted times (the statistics module computes it)."
-    )
-    spill_hint = "Wait for the device after the warm-up call too, before the first clock reading."
-    known = [
-        (want / 1000, "in seconds, not milliseconds", "`time.perf_counter()` counts seconds."),
-        (statistics.mean(per_call), "the mean, which one slow run pulls up", median_hint),
-        (min(per_call), "the fastest run, not the median", median_hint),
-        (
-            statistics.median(first_spill),
-            "too high: the first timed run still waited for the warm-up's GPU work",
-            spill_hint,
-        ),
-        (
-            statistics.mean(first_spill),
-            "too high: the first timed run still waited for the warm-up's GPU work",
-            spill_hint,
-        ),
-    ]
-    for value, problem, hint in known:
-        if math.isclose(got, value, rel_tol=1e-6):
-            raise Fail(
-                f"The time you returned is {problem}{where}.",
-                expected=f"{want:.4f} ms",
-                got=f"{got:.4f}",
-                hint=hint,
-            )
-    raise Fail(
-        f"The time you returned is not the median of the timed runs{where}.",
-        expected=f"{want:.4f} ms",
-        got=f"{got:.4f}",
-        hint="Read the clock right before and right after each call (after waiting for "
-        "the device), and return the median in milliseconds.",
-    )
-
-
-@check
-class TimeIt(Check):
-    """time_it on a simulated GPU (or CPU) with these per-call times: the number it returns, against
-    the simulation's own clock; the calls it made (CUDA ones on a CPU device) as the simulation saw
-    them."""
-
-    gpu_ms: list
-    repeats: int
-    device: object
-    where: str = ""
-    machine_has_cuda: bool = None
-
-    def _gpu(self) -> SimulatedGPU:
-        return SimulatedGPU(
-            self.gpu_ms,
-            cuda=torch.device(self.device).type == "cuda",
-            machine_has_cuda=self.machine_has_cuda,
-        )
-
-    def run(self, candidate):
-        gpu = self._gpu()
-
-        def fn():  # the function being timed; the simulation stays out of the learner's reach
-            gpu.work()
-
-        with simulated(gpu, getattr(candidate, "__globals__", {})), checker_threads():
-            result, error = attempt(lambda: candidate(fn, self.device, self.repeats), candidate)
-        return {
-            "result": result,
-            "error": error,
-            "calls": gpu.calls,
-            "syncs": gpu.syncs,
-            "cuda_calls": len(gpu.cuda_calls),
-        }
-
-    def judge(self, seen, ref):
-        gpu, where, repeats = self._gpu(), self.where, self.repeats
-        if seen["cuda_calls"]:
-            gpu.cuda_calls = [None] * seen["cuda_calls"]
-            raise _cuda_on_cpu_fail(gpu, where)
-        if seen["error"] is not None:
-            raise _raised(seen["error"])
-        result = seen["result"]
-        if isinstance(result, TensorValue):
-            raise tensor_fail(result, "the time")
-        got = number(result)
-        if got is None:
-            raise Fail(
-                f"Return one number, the median in milliseconds{where}.",
-                expected="a float",
-                got=shown(result),
-            )
-        want = statistics.median(_timed_calls(gpu, repeats))
-        if math.isclose(got, want, rel_tol=1e-6):
-            return
-        calls = seen["calls"] if isinstance(seen["calls"], int) else 0
-        if calls < repeats:
-            raise Fail(
-                f"fn was called {calls} times for repeats={repeats}{where}.",
-                expected=f"1 warm-up call + {repeats} timed calls",
-                got=f"{calls} calls",
-            )
-        if calls == repeats:
-            raise Fail(
-                (
-                    f"No warm-up: the slow first call (here {gpu.call_ms(0):.0f} ms) was among "
-                    f"the timed runs{where}."
-                ),
-                expected=f"{repeats + 1} calls (1 untimed warm-up)",
-                got=f"{calls} calls",
-                hint=(
-                    "Call `fn()` once before timing: the first call pays one-off costs (CUDA "
-                    "start-up, kernel selection, compilation)."
-                ),
-            )
-        if gpu.cuda and not seen["syncs"]:
-            raise Fail(
-                (
-                    "You never synchronized: the clock measured how long it took to LAUNCH the "
-                    f"GPU work, not to do it{where}."
-                ),
-                got=f"a median of {got:.3f} ms, only the launch time",
-                hint=(
-                    "CUDA runs asynchronously: the clock may be read only after the GPU has "
-                    "finished its queue (`torch.cuda.synchronize` waits for that)."
-                ),
-            )
-        _diagnose_time(got, gpu, repeats, where)
-
-
-# ---------------------------------------------------- phase_ms: a real trace, the profiler's totals
-def tiny_profile(steps: int = 3, seed: int = 0, train: bool = True) -> tuple:
-    """A real CPU profile of `steps` labelled steps of a tiny model (train: all four phases; else
-    data and forward only, as an evaluation loop): (its trace events, the profiler's own ms per
-    phase) (chapter 05)."""
-    torch.manual_seed(seed)
-    model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 4))
-    optimizer, criterion = torch.optim.SGD(model.parameters(), lr=0.1), nn.CrossEntropyLoss()
-    loader = DataLoader(
-        TensorDataset(torch.randn(16 * steps, 12), torch.randint(0, 4, (16 * steps,))),
-        batch_size=16,
-    )
-
-    def step(x, y):
-        training.train_step(model, optimizer, criterion, x, y, phase=record_function)
-
-    def evaluate(x, y):
-        with torch.no_grad(), record_function("forward"):
-            criterion(model(x), y)
-
-    with checker_threads():
-        prof, _ = profiling.profile_training(
-            step if train else evaluate, loader, "cpu", steps=steps
-        )
-    return profiling.events_of(prof), profiling.label_totals(prof)
-
-
-def as_cuda_trace(events: list) -> list:
-    """The events as a CUDA trace lists them: each label also
-    on the GPU's row ("gpu_user_annotation") (chapter 05)."""
-    copies = [
-        dict(e, cat="gpu_user_annotation", ts=e["ts"] + 5.0, dur=e["dur"] / 2, pid=1, tid=7)
-        for e in events
-        if e.get("cat") == "user_annotation"
-    ]
-    return events + copies
-
-
-def phase_ms_mistakes(events: list, want: dict) -> list:
-    """(what a typical mistake returns, the problem, a
-    hint) for these events: the judge's table (chapter 05)."""
-    complete = [e for e in events if e.get("ph") == "X"]
-    labels = [e for e in complete if e.get("cat") == "user_annotation"]
-    mine = [e for e in labels if e.get("name") in profiling.PHASES]
-    last = {p: next((e["dur"] / 1000 for e in reversed(mine) if e["name"] == p), 0.0) for p in want}
-    both = {p: sum(e["dur"] / 1000 for e in complete if e.get("name") == p) for p in want}
-    loose = {p: sum(e["dur"] / 1000 for e in labels if p in str(e.get("name"))) for p in want}
-    looser = {p: sum(e["dur"] / 1000 for e in complete if p in str(e.get("name"))) for p in want}
-    counts = {p: float(sum(e["name"] == p for e in mine)) for p in want}
-    substring = (
-        "too large: other events whose names contain a phase's word were added "
-        '(e.g. "Optimizer.step#SGD.step")',
-        "Compare names exactly (`==`), not with `in`.",
-    )
-    return [
-        (
-            {p: v * 1000 for p, v in want.items()},
-            "in microseconds, not milliseconds",
-            "A trace's `dur` (and `ts`) are microseconds: divide by 1000.",
-        ),
-        (
-            last,
-            "the duration of one step only (each phase's last event)",
-            (
-                "Every step has its own event for each phase: add them all up (`+=`), do not "
-                "overwrite."
-            ),
-        ),
-        (
-            counts,
-            "the number of events per phase, not their duration",
-            "Add up each event's `dur`.",
-        ),
-        (
-            both,
-            "too large: the GPU's copies of the labels were added too",
-            (
-                'In a CUDA trace each label appears twice: on the CPU (`cat` "user_annotation") '
-                "and on the GPU's row (\"gpu_user_annotation\"). Count the CPU's only."
-            ),
-        ),
-        (loose, *substring),
-        (looser, *substring),
-    ]
-
-
-def _same_ms(got: dict, want: dict) -> bool:
-    return all(
-        got.get(p) is not None and math.isclose(got[p], v, rel_tol=1e-3, abs_tol=2e-3)
-        for p, v in want.items()
-    )
-
-
-def _ms(totals: dict) -> str:
-    return ", ".join(f"{k} {v:.3f}" for k, v in totals.items())
-
-
-@check
-class PhaseMs(Check):
-    """phase_ms on the events of a real profile (as a CUDA trace lists them, with `cuda`): the dict
-    it returns against the profiler's own totals (key_averages) of that same profile, which the
-    judge made.
-
-    The judge makes the profile and sends its events as this test's input (`inputs()`); the
-    learner's check makes its own. The run half only reports what the function returned."""
-
-    steps: int
-    seed: int = 0
-    train: bool = True
-    cuda: bool = False
-    where: str = ""
-    events: list = None  # the trace the run half reads: made once, by whoever holds the check first
-
-    def profile(self) -> tuple:
-        """(events, ms per phase): a profile made here once, or the events this check was given."""
-        made = self.__dict__.get("_profile")
-        if made is None:
-            if self.events is not None:  # rebuilt from its inputs: the labels' own totals
-                made = (self.events, profiling.phase_totals(self.events))
-            else:
-                events, want = tiny_profile(self.steps, self.seed, self.train)
-                made = (as_cuda_trace(events) if self.cuda else events, want)
-            self.events = made[0]
-            self.__dict__["_profile"] = made
-        return made
-
-    def inputs(self) -> dict:
-        self.profile()
-        return super().inputs()
-
-    def run(self, candidate):
-        events = self.profile()[0]
-        with checker_threads():
-            return {"returned": candidate(copy.deepcopy(events))}
-
-    def reference(self, solution):
-        events, want = self.profile()
-        return {"want": want, "mistakes": phase_ms_mistakes(events, want)}
-
-    def judge(self, seen, ref):
-        got, want, where = seen["returned"], ref["want"], self.where
-        if isinstance(got, TensorValue):
-            raise Fail(
-                f"Return a dict of Python floats{where}, not a tensor.",
-                expected="{'data': ms, ...}",
-            )
-        if not isinstance(got, dict):
-            raise Fail(
-                f"Return a dict phase -> milliseconds{where}.",
-                expected="a dict with the four phases",
-                got=f"{type_name(got)}: {shown(got)}",
-            )
-        got = {str(k): number(v) for k, v in got.items()}
-        missing = [p for p in want if p not in got]
-        if missing:
-            raise Fail(
-                f"Your dict has no entry for {', '.join(missing)}{where}.",
-                expected=f"keys {list(want)}",
-                got=f"keys {list(got)}",
-                hint=(
-                    "Give every phase a value, 0.0 for a phase that never ran (an evaluation loop "
-                    "has no backward and no step)."
-                ),
-            )
-        if any(got[p] is None for p in want):
-            raise Fail(f"Each value must be a number of milliseconds{where}.")
-        for value, problem, hint in ref["mistakes"]:
-            if _same_ms(got, value) and not _same_ms(value, want):
-                raise Fail(
-                    f"Your totals are {problem}{where}.",
-                    expected=_ms(want),
-                    got=_ms(got),
-                    hint=hint,
-                )
-        if not _same_ms(got, want):
-            raise Fail(
-                f"Your totals differ from what the profiler itself adds up (key_averages){where}.",
-                expected=_ms(want),
-                got=_ms(got),
-                hint=(
-                    'Take the complete events (`ph` "X") whose `cat` is "user_annotation" and '
-                    "whose name is one of the phases; add up their `dur` per phase; divide by "
-                    "1000."
-                ),
             )
