@@ -23,10 +23,19 @@ the general shared-text rule (8151746) was written; frozen by the commit "freeze
   nothing PyTorch's own for 8 false claims.
 
 The thresholds below are the first-run figures: not raised after fixes.
+
+After fixes made having seen those misses (figures seen after, so not a held-out measurement):
+69 of 75 (92.0%; 56 specific, 13 family), unrelated claimed 0 of 36. The fixes, each a wording
+of PyTorch's own: the DataLoader's bus-error handler, Dynamo's `[__graph_breaks]` log, FSDP's
+`sharded_state_dict` check, the MPS allocator's "MPS backend out of memory" and Python's
+RuntimeError around "CUDA out of memory" as PyTorch evidence. Left unknown: the five titles that
+quote only CUDA's shared text (e003, e010, e012, e048, e049) and accelerate's own message (e046).
 """
 
 import hashlib
 import json
+
+import pytest
 
 from course_lib.explainer import explain_text
 from support import ROOT
@@ -66,3 +75,32 @@ def test_no_unrelated_error_of_the_fifth_collection_is_claimed():
     """Other CUDA programs' and plain Python's errors stay unknown: 0 of 36, as on the first run."""
     claimed = {r["id"] for r in _rows("unrelated") if explain_text(r["message"]).known}
     assert not claimed, sorted(claimed)
+
+
+# PyTorch's own wordings behind five of the first run's misses, as PyTorch prints them
+SEEN_AFTER = [
+    (
+        "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
+        "shared memory (shm).",
+        "05",
+    ),
+    (
+        "V0618 09:39:34.577000 1 torch/_dynamo/symbolic_convert.py:436] [0/0] [__graph_breaks] "
+        "Reason: Unsupported: Graph break due to unsupported builtin time.sleep.",
+        "05",
+    ),
+    (
+        "RuntimeError: ``sharded_state_dict`` can only be used when parameters are flatten and "
+        "sharded.",
+        "08",
+    ),
+    ("MPS backend out of memory (MPS allocated: 1.00 GB, other allocations: 2.00 MB)", "06"),
+    ("[Bug] RuntimeError: CUDA out of memory", "06"),
+]
+
+
+@pytest.mark.parametrize("text,chapter", SEEN_AFTER, ids=[c for _, c in SEEN_AFTER])
+def test_the_wordings_fixed_after_the_first_run_get_their_chapter(text, chapter):
+    """Fixed having seen the first run's misses: each is PyTorch's own text."""
+    exp = explain_text(text)
+    assert exp.known and exp.entry.chapter == chapter, (exp.entry and exp.entry.id, text)

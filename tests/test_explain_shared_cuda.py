@@ -50,6 +50,12 @@ PYTORCH = [
         "cuda_oom",
     ),
     ("torch.AcceleratorError: CUDA error: out of memory", "cuda_oom"),
+    (  # c10's sentence around the driver's code (collection 1, m105)
+        "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions "
+        "before calling NumCudaDevices() that might have already set an error? Error 804: forward "
+        "compatibility was attempted on non supported HW",
+        "driver_too_old",
+    ),
 ]
 
 

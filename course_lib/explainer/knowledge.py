@@ -77,9 +77,12 @@ SHARED_CUDA = (
 TORCH_EVIDENCE = (
     r"\b(?:py)?torch\w*\b|\b(?:aten|c10|at)::|\bc10d?\b|\b(?:PY)?TORCH_[A-Z_]+|"
     r"\b(?:aten|ATen|THC)[/\\]|(?<![\w.])RuntimeError: [^\n]*?(?:CUDA error|cuDNN error|"
-    r"CUDNN_STATUS_|CUBLAS_STATUS_|cuda runtime error|cudaError)|"
+    r"CUDNN_STATUS_|CUBLAS_STATUS_|cuda runtime error|cudaError|CUDA out of memory)|"
     r"\b(?:CUDA|cuDNN) error: \w+_STATUS_|"
     r"\bcuda runtime error ?\(\d+\)|\bCUDA initialization: |\(Triggered internally at |"
+    # c10's sentences around a driver error, and the MPS allocator's own words (collection 5)
+    r"Unexpected error from cudaGetDeviceCount\(\)|\bNumCudaDevices\(\)|"
+    r"\bMPS backend out of memory|"
     r"(?<![\w.:])(?:OutOfMemoryError|AcceleratorError|DistBackendError|DistNetworkError|"
     r"DistStoreError|ChildFailedError)\b|CUDA kernel errors might be asynchronously reported|"
     r"CUDA out of memory\. Tried to allocate|reserved in total by PyTorch|"
@@ -1459,6 +1462,7 @@ ENTRIES = (
                 r"unexpectedly)"
             ),
             r"unable to write to file </torch_",
+            r"Unexpected bus error encountered in worker",  # torch/csrc/DataLoader.cpp's handler
         ),
         "A worker process of the DataLoader stopped without raising a Python error: the operating "
         "system killed it.",
@@ -2485,6 +2489,7 @@ FAMILIES = (
             r"InductorError|TorchDynamoException)\b",
             r"(?:torch\._dynamo hit config\.|Dynamo failed to run FX node)",
             r"\bDynamo does not know how to trace\b",  # a graph break's explanation (2.7+)
+            r"\[__graph_breaks\]|\bGraph break due to unsupported\b",  # TORCH_LOGS=graph_breaks
         ),
         (r"torch[/\\]_(?:dynamo|inductor|functorch|export)[/\\]",),
         (
@@ -2509,6 +2514,7 @@ FAMILIES = (
         (
             r"\b(?:FullyShardedDataParallel|FlatParameter|DTensor|fully_shard|FSDPModule|FSDP2?)\b",
             r"\btorch\.distributed\.(?:fsdp|tensor|_tensor|_composable)\b",
+            r"sharded_state_dict`* can only be used when parameters are flatten",  # FSDP's check
         ),
         (r"torch[/\\]distributed[/\\](?:fsdp|tensor|_tensor|_composable|checkpoint)[/\\]",),
         (
