@@ -117,7 +117,7 @@ class Explanation:
             "taught": (not e.closest) if e else None,
             "meaning": tr(e.meaning) if e else None,
             "cause": tr_join(e.causes, "; ") if e else None,
-            "fix": e.fix if e else None,
+            "fix": fix_code(e.fix) if e else None,
             "notes": [tr(n) for n in self.notes],
             "error": self.error,
             "context": tr(self.context) if self.context else None,
@@ -436,6 +436,26 @@ def _inline(text: str) -> str:
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
+# a line of fix code and its `# comment`: the code is what comes before the first `#` outside quotes
+_COMMENT = re.compile(
+    r"""^(?P<code>(?:[^#'"\n]|'[^'\n]*'|"[^"\n]*")*)(?P<mark>#\s*)(?P<text>\S.*)$"""
+)
+
+
+def comments(fix: str) -> list:
+    """The `# comments` of an entry's fix code, without their marks, in order."""
+    return [found["text"] for found in map(_COMMENT.match, fix.split("\n")) if found]
+
+
+def fix_code(fix: str) -> str:
+    """An entry's fix code with each comment in the course's language; the code, the spaces before
+    each `#` (the comments' column) and the lines stay as they are."""
+    return "\n".join(
+        _COMMENT.sub(lambda f: f["code"] + f["mark"] + tr(f["text"]), line)
+        for line in fix.split("\n")
+    )
+
+
 def _parts(exp: Explanation) -> list:
     """(part, value) of a known error's explanation, in the order both renderings show them."""
     e = exp.entry
@@ -455,7 +475,7 @@ TEXT_PARTS = {  # each part of an explanation as lines of plain text, in the cou
     "general": lambda general: [f"  {tr(general)}"],
     "causes": lambda causes: [f"  {tr('Likely causes:')}"] + [f"    - {tr(c)}" for c in causes],
     "look": lambda look: [f"  {tr('What to look at first:')}"] + [f"    - {tr(c)}" for c in look],
-    "fix": lambda fix: [f"  {tr('Fix:')}"] + [f"    {line}" for line in fix.split("\n")],
+    "fix": lambda fix: [f"  {tr('Fix:')}"] + [f"    {line}" for line in fix_code(fix).split("\n")],
     "taught": lambda exp: [
         "  "
         + join(
@@ -492,7 +512,8 @@ HTML_PARTS = {  # each part of an explanation as HTML, in the course's language
         + "</ul></div>"
     ),
     "fix": lambda fix: (
-        f"<div><b>{_inline(tr('Fix:'))}</b><pre style='margin:2px 0'>{html.escape(fix)}</pre></div>"
+        f"<div><b>{_inline(tr('Fix:'))}</b>"
+        f"<pre style='margin:2px 0'>{html.escape(fix_code(fix))}</pre></div>"
     ),
     "taught": lambda exp: (
         f"<div><b>{_inline(_taught_label(exp.entry))}</b> <a href='{html.escape(exp.link)}'>"
