@@ -3,12 +3,20 @@ translated through the catalogue, the code and the comments' column stay as they
 
 import html
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 
-from course_lib.explainer import ENTRIES, FAMILIES, comments, explain_text, fix_code
+from course_lib.explainer import (
+    ENTRIES,
+    FAMILIES,
+    Explanation,
+    comments,
+    explain_text,
+    fix_code,
+)
 from course_lib.i18n.catalogue import CJK, is_prose, untranslated
 from course_lib.i18n.layout import width
 
@@ -83,3 +91,33 @@ def test_the_english_rendering_is_unchanged():
     assert "    scaler.unscale_(opt)      # once, just before clipping" in str(exp).split("\n")
     assert exp.to_dict()["fix"] == exp.entry.fix
     assert f"<pre style='margin:2px 0'>{html.escape(exp.entry.fix)}</pre>" in exp._repr_html_()
+
+
+def _prose(exp) -> list:
+    """The panel's text lines without code: fix code lines keep only their comment, and
+    `code spans` are left out."""
+    code = set(fix_code(exp.entry.fix).split("\n"))
+    lines = [
+        line[4:].partition("#")[2] if line[4:] in code else line for line in str(exp).split("\n")
+    ]
+    return [re.sub(r"`[^`\n]*`", "", line) for line in lines]
+
+
+def _nested(line: str) -> bool:
+    """True if `line` has a bracket inside a bracket, either kind: "（a（b）c）", "（a (b) c）"."""
+    depth = 0
+    for c in line:
+        depth = depth + 1 if c in "(（" else max(0, depth - 1) if c in ")）" else depth
+        if depth > 1:
+            return True
+    return False
+
+
+def test_the_chinese_panel_has_no_brackets_inside_brackets(zh):
+    found = [
+        (entry.id, line.strip())
+        for entry in ALL
+        for line in _prose(Explanation(True, "err", entry))
+        if _nested(line)
+    ]
+    assert found == []
