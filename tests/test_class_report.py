@@ -7,16 +7,21 @@ language, and show students' text as text.
 """
 
 import csv
+import html
 import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from course_lib.classroom import report
+from course_lib.exercises import registry
 from course_lib.grading.selftest import chapter_cases
 from support import submissions
+
+KEY_ZH = Path(report.__file__).resolve().parent.parent / "key" / "zh.json"
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +139,26 @@ def test_chinese_report(graded):
     headings = re.findall(r"<h[12]>(.*?)</h[12]>", page)
     assert headings and all(re.search(r"[\u4e00-\u9fff]", h) for h in headings), headings
     assert '<html lang="zh">' in page
+    zh = json.loads(KEY_ZH.read_text(encoding="utf-8"))
+    labels = {m for r in report.summary(report.load(out))["failing"] for m in r["mistakes"]}
+    assert labels, "the known-wrong notebooks match known mistakes"
+    for label in labels:
+        assert html.escape(zh[label], quote=True) in page, label
+        assert html.escape(label, quote=True) not in page, label
+
+
+def test_every_known_mistake_has_a_chinese_label():
+    zh = json.loads(KEY_ZH.read_text(encoding="utf-8"))
+    labels = {
+        w.label
+        for ex in registry.all_exercises()
+        for w in getattr(ex.key(), "wrong_answers", None) or []
+    }
+    assert len(labels) > 100
+    missing = sorted(
+        label for label in labels if not re.search(r"[\u4e00-\u9fff]", zh.get(label, ""))
+    )
+    assert not missing, missing
 
 
 def hostile_record(name):

@@ -77,12 +77,35 @@ def _test(number: int, row: dict, exercise: dict) -> dict:
     }
 
 
+def written_tests(record: dict, first: int) -> list:
+    """One text-only test per written answer, in the notebook's language: read by the teacher,
+    no points (as the feedback file says)."""
+    from ..grading.feedback import written_answers
+    from ..i18n import LANGUAGES, tr
+    from ..i18n.catalogue import in_language, join
+
+    lang = record.get("language") if record.get("language") in LANGUAGES else "en"
+    with in_language(lang):
+        note = tr("Read by your teacher: the autograder gives it no points.")
+        return [
+            {
+                "name": join([tr("Written answer:"), heading]),
+                "number": str(n),
+                "output": f"{note}\n\n{answer[:3000]}",
+                "output_format": "text",
+                "visibility": "visible",
+            }
+            for n, (heading, answer) in enumerate(written_answers(record), first)
+        ]
+
+
 def results(rows: list, record: dict, settings: dict) -> dict:
     """Gradescope's results.json from one submission's gradebook rows and feedback record."""
     total = next(r for r in rows if r["exercise"] == "TOTAL")
     by_id = {e["exercise"]: e for e in record.get("exercises", [])}
     exercises = [r for r in rows if r["exercise"] != "TOTAL"]
     tests = [_test(n, row, by_id.get(row["exercise"], {})) for n, row in enumerate(exercises, 1)]
+    tests += written_tests(record, len(tests) + 1)
     run = record.get("run", {})
     label = settings.get("label") or f"Chapter {settings['chapter']}: {settings['title']}"
     summary = [

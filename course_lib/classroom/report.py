@@ -293,8 +293,8 @@ def _failing_html(data: dict) -> str:
             f"{n} &times; {_e(text or tr('(no feedback shown)'))}"
             for text, n in r["feedback"].most_common(3)
         )
-        mistake = ", ".join(f"{_e(k)} ({n})" for k, n in r["mistakes"].most_common())
-        rows.append([_e(r["exercise"]), _e(r["test"]), str(r["students"]), said, mistake])
+        mistake = ", ".join(f"{_e(tr(k))} ({n})" for k, n in r["mistakes"].most_common())
+        rows.append([_e(r["exercise"]), _e(tr(r["test"])), str(r["students"]), said, mistake])
     return _table(
         [
             "exercise",

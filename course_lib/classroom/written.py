@@ -12,17 +12,11 @@ import os
 import re
 
 from ..grading import gradebook
+from ..grading.feedback import chapter_of
 from ..i18n import tr
 from ..i18n.catalogue import in_language
 
 NOT_REVIEWED = "not reviewed yet"
-
-
-def chapter_of(record: dict) -> str:
-    """The chapter number a graded record is for ('03'), from its exercises; '' if none."""
-    ids = [e["exercise"] for e in record.get("exercises", [])]
-    head = ids[0].split(".", 1)[0] if ids else ""
-    return head[2:] if head.startswith("ch") and head[2:].isdigit() else ""
 
 
 def declared(record: dict, question: str):

@@ -17,6 +17,7 @@ tests/test_feedback_text_only.py renders the result with mistune, raw HTML and a
 
 import re
 
+from ..exercises import index
 from ..i18n import LANGUAGES, tr
 from ..i18n.catalogue import in_language, join, tr_join
 
@@ -54,6 +55,26 @@ def _md(value) -> str:
 
 def file_name(submission: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", submission).strip("._") or "submission"
+
+
+def chapter_of(record: dict) -> str:
+    """The chapter number a graded record is for ('03'), from its exercises; '' if none."""
+    ids = [e["exercise"] for e in record.get("exercises", [])]
+    head = ids[0].split(".", 1)[0] if ids else ""
+    return head[2:] if head.startswith("ch") and head[2:].isdigit() else ""
+
+
+def written_heading(record: dict, name) -> str:
+    """A written answer's heading (current language): its declared title and name, else the name.
+    The title comes from written.json (exercises/index.py): no chapter module is imported."""
+    title = index.written_titles().get((chapter_of(record), str(name)))
+    return f"{tr(title)} ({name})" if title else str(name)
+
+
+def written_answers(record: dict) -> list:
+    """[(heading, answer)] of the record's written answers, by name (current language)."""
+    texts = record.get("texts") or {}
+    return [(written_heading(record, name), str(texts[name])) for name in sorted(texts)]
 
 
 def render(record: dict) -> str:
@@ -116,9 +137,9 @@ def _render(record: dict) -> str:
             if not t["passed"] and t.get("feedback") and not t["hidden"]:
                 lines.append(f"  - {text(str(t['feedback'])[:1500])}")
         lines.append("")
-    texts = record.get("texts") or {}
-    if texts:
+    answers = written_answers(record)
+    if answers:
         lines.append(f"## {tr('Your written answers (read by your teacher)')}")
-        for name, answer in sorted(texts.items()):
-            lines += [f"### {text(name)}", "", *fenced(str(answer)[:3000]), ""]
+        for heading, answer in answers:
+            lines += [f"### {text(heading)}", "", *fenced(answer[:3000]), ""]
     return "\n".join(lines).rstrip() + "\n"
