@@ -8,7 +8,8 @@ of the key, the reference with mixed quiz choices, written answers to the chapte
 questions or none), then, as a teacher would:
   1. grades them (`grade --export nbgrader --export canvas`), which writes the class report;
   2. reviews some written answers by writing GRADEBOOK.review.csv (max_points left blank: the
-     chapter declares it), and changes one reviewed answer in its notebook;
+     chapter declares it), runs `grade` again (resumed: it applies the file, pinning each review
+     to the answer it reviewed), then changes one reviewed answer in its notebook;
   3. regrades from scratch (`grade --fresh`): the reviews are applied again, the changed one is
      marked for review again;
   4. writes the report in both languages (`report --lang zh`),
@@ -217,12 +218,11 @@ def main() -> None:
     times["grade (first run)"] = grade(folder / "subs", out, args.workers)
     start = time.monotonic()
     count = write_reviews(out, kinds)
-    changed = change_an_answer(folder / "subs", kinds)
     times["write the review file"] = time.monotonic() - start
-    print(
-        f"2. review file: {count} reviews typed in {review.review_path(out).name}; "
-        f"{changed}'s answer changed"
-    )
+    print(f"2. review file: {count} reviews typed in {review.review_path(out).name}; grade again")
+    times["grade (resumed: applies the reviews)"] = grade(folder / "subs", out, args.workers)
+    changed = change_an_answer(folder / "subs", kinds)
+    print(f"   {changed}'s answer to zero_grad_place changed in the notebook after its review")
     print("3. regrade (--fresh)")
     times["regrade (--fresh)"] = grade(folder / "subs", out, args.workers, "--fresh")
     for lang in ("en", "zh"):

@@ -4,8 +4,10 @@
 
 Times `explain_text` on every message of tests/data/explain_corpus.jsonl (real messages from public
 issue threads) once course_lib is imported and warm, and prints the median and the slowest per
-message, then the coverage figures on the whole corpus and on its held-out fifth. A measurement,
-not a test: the test suite only holds a generous bound.
+message, then the coverage figures on the whole corpus and on its held-out fifth, and issue 35's
+three figures on the frozen collections 2-5 (explained with an acceptable chapter, by a specific
+entry or a family, unrelated claimed). A measurement, not a test: the test suite only holds a
+generous bound.
 """
 
 import json
@@ -61,6 +63,28 @@ def figures(rows: list) -> str:
     )
 
 
+HELDOUT = tuple(f"explain_heldout_{n}.jsonl" for n in (2, 3, 4, 5))
+
+
+def heldout_figures(name: str) -> str:
+    """Issue 35's three figures on one frozen collection."""
+    path = ROOT / "tests" / "data" / name
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    gpu = [r for r in rows if r["kind"] == "gpu"]
+    tiers = [
+        e.tier
+        for r in gpu
+        if (e := explain_text(r["message"])).known and e.entry.chapter in r["chapters"]
+    ]
+    other = [r for r in rows if r["kind"] != "gpu"]
+    claimed = sum(explain_text(r["message"]).known for r in other)
+    return (
+        f"{name}: {len(tiers)}/{len(gpu)} acceptable chapter ({len(tiers) / len(gpu):.1%}; "
+        f"{tiers.count('specific')} specific, {tiers.count('family')} family); "
+        f"unrelated {claimed}/{len(other)} claimed ({claimed / len(other):.1%})"
+    )
+
+
 def main() -> None:
     rows = corpus()
     times = sorted(timings(rows))
@@ -74,6 +98,8 @@ def main() -> None:
     )
     print("whole corpus:  ", figures(rows))
     print("held-out fifth:", figures([r for r in rows if r["holdout"]]))
+    for name in HELDOUT:
+        print(heldout_figures(name))
 
 
 if __name__ == "__main__":

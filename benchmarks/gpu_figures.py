@@ -11,8 +11,9 @@ measured. Exit 0, 1 when a figure raised, 77 (skipped) when every figure asked f
 ``--dry-run`` says what each key would do and measures nothing. An existing OUT.json from the same
 GPU is extended (gpu_check.sh measures torch.compile in a second, timeboxed run). Each figure reuses
 the course's own code: the public measurement helpers (measure, memory, training, data) and the
-chapters' public experiments (ch05, ch06), so a figure measures what its chapter shows; one training
-step everywhere (training.train_step, ch05's precision_step for autocast).
+chapters' public experiments (ch05, ch06, ch07), called with the arguments of the cell that shows
+the figure, so a figure measures what its cell shows (tests/test_gpu_figure_workloads.py); where it
+cannot, course_lib.device.FIGURE_KEYS says how it differs.
 """
 
 import argparse
@@ -94,6 +95,7 @@ def batch_of(n: int, width: int, device, seed: int = 0):
     ).to(device)
 
 
+# ---------------------------------------------------------------- one function per figure key
 def device_memory(device):
     before = torch.cuda.memory_allocated(device)
     _label = torch.device("cuda")  # a device label: no memory
@@ -360,7 +362,9 @@ def estimate_vs_peak(device):
 
 def real_oom(device):
     """Chapter 06's c19: ch06.gpu_oom_demo under a 1 GiB cap, timed until it raises."""
-    limit = S["oom_limit"]
+    limit, index = S["oom_limit"], torch.device("cuda", memory.cuda_index(device))
+    fraction = getattr(torch.cuda, "get_per_process_memory_fraction", None)  # small_gpu restores it
+    before = fraction(index) if fraction else None
     start, error = time.perf_counter(), None
     try:
         with contextlib.redirect_stdout(io.StringIO()):
@@ -377,7 +381,10 @@ def real_oom(device):
             f'digits) raised torch.OutOfMemoryError after {seconds:.2f} s: "{message}..."'
         )
     ]
-    return lines, {"seconds": seconds, "message": message}
+    values = {"seconds": seconds, "message": message, "fraction_before": before}
+    if fraction:
+        values["fraction_after"] = fraction(index)
+    return lines, values
 
 
 def empty_cache(device):

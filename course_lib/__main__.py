@@ -117,15 +117,18 @@ def cmd_assignment(args) -> int:
     except SourceError as err:
         print(_why("nothing released:", err), file=sys.stderr)
         return 2
+    out = args.out_dir
     if args.action == "check":
         for path, what in drifted:
-            print(f"{args.out_dir}/{path}: {what}; run `assignment release` again")
+            print(_say(f"{out}/{path}: {what}; run `assignment release` again"))
         return 1 if drifted else 0
-    names = ", ".join(sorted(derived.assignment.exercises))
+    name, notebook, key = derived.assignment.name, derived.assignment.notebook, derived.key_path
+    names, files = ", ".join(sorted(derived.assignment.exercises)), len(derived.files)
     print(
-        f"{derived.assignment.name}: {len(derived.files)} files written to {args.out_dir} "
-        f"(hand out {derived.assignment.notebook}; {derived.key_path} is the teacher's); "
-        f"exercises: {names}"
+        _say(
+            f"{name}: {files} files written to {out} (hand out {notebook}; {key} is the "
+            f"teacher's); exercises: {names}"
+        )
     )
     return 0
 

@@ -250,7 +250,10 @@ eval_vs_no_grad = declare.quiz(
     options={
         "a": "`model.eval()` switches dropout off and makes batch norm use its running statistics",
         "b": "`model.eval()` stops autograd from recording a graph",
-        "c": "`torch.no_grad()` stops autograd from recording a graph, which saves memory",
+        "c": (
+            "`torch.no_grad()` turns autograd's graph recording off, and with it the activations "
+            "kept for backward"
+        ),
         "d": "`torch.no_grad()` switches dropout off",
     },
     digest="13e49cc2c3e50402",

@@ -264,7 +264,7 @@ state_dict_device = declare.quiz(
     options={
         "a": "Nothing device-related: a state_dict maps names to plain numbers, not tensors",
         "b": "`cpu` for every entry: `state_dict()` copies the weights to the CPU for saving",
-        "c": "`cuda:0` for every entry: each tensor keeps its device, and `torch.save` keeps it",
+        "c": "`cuda:0` for every entry: tensors remember their device, and `torch.save` records it",
         "d": "It raises: `state_dict()` refuses a model on the GPU until `.cpu()` is called",
     },
     digest="910d807b8c6b9a2f",

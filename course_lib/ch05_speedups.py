@@ -40,6 +40,7 @@ from .widgets import reveal, text_table
 
 if TYPE_CHECKING:  # imported on first use (`_benchmark`): it pulls in setuptools, 0.1-0.3 s
     import torch.utils.benchmark as benchmark
+from .declared import ch05_speedups as declared  # PROFILE_READING, filled by profile_steps
 from .declared.ch05_speedups import (  # its exercises and quizzes, declared apart
     amp_train_step,
     bf16_scaler,
@@ -209,10 +210,24 @@ def profile_steps(dataset, device, steps: int = 4, batch_size: int = 16) -> tupl
     """`steps` training steps on `dataset` under torch.profiler,
     phases labelled: (profiler, LoopTimes) (chapter 05). The profile holds an event for every
     operator of every item's augmentation (~100 per item): batches of 16 keep it (and the time
-    key_averages takes to read it) a quarter of 64's, with the data phase still the larger one."""
+    key_averages takes to read it) a quarter of 64's, with the data phase still the larger one.
+    What it shows is kept (`declared.PROFILE_READING`): the quiz `profile_verdict` is judged
+    against it."""
     loader = data.make_loader(dataset, device, batch_size, shuffle=True)
     step = warmed_up(fresh_step(device, phase=record_function), loader)
-    return profiling.profile_training(step, loader, device, steps=steps, label="profiled steps")
+    prof, times = profiling.profile_training(
+        step, loader, device, steps=steps, label="profiled steps"
+    )
+    declared.PROFILE_READING.clear()
+    declared.PROFILE_READING.update(read_profile(prof, device))
+    return prof, times
+
+
+def read_profile(prof, device, rows: int = 3) -> dict:
+    """What a profile shows: ms per labelled phase, and its `rows` operators with the most self
+    time (names as the table prints them) (chapter 05)."""
+    _, top, _ = profiling.operator_rows(prof, device, rows)
+    return {"phases": profiling.label_totals(prof), "top": [row[0] for row in top]}
 
 
 def nvidia_smi() -> None:

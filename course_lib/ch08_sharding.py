@@ -336,7 +336,7 @@ when_sharding_pays = declare.quiz(
     digest="f3bb45e9f77260fe",
     hints=[
         "Sharding buys memory and pays with communication: in which cases is memory the problem?",
-        f"What FSDP frees is each rank's share of the 16 bytes per parameter "
+        f"FSDP leaves each rank only its own share of the 16 bytes per parameter "
         f"({section('08', 'What every DDP rank holds')}); what it costs is measured in "
         f"{section('08', 'What sharding costs')}.",
     ],
@@ -410,7 +410,7 @@ reshard_kept = declare.quiz(
     options={
         "a": "Its peak memory is lower, since no layer is ever gathered twice in one training step",
         "b": "Between steps each rank holds the whole model again, as it would under DDP",
-        "c": "One all-gather per layer instead of two; whole layers held from forward to backward",
+        "c": "Each layer is gathered once, not twice, and stays whole from forward to backward",
         "d": "The gradients are all-reduced whole instead of reduce-scattered, as in DDP",
     },
     digest="9ec4c89a4f0d7211",

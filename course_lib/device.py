@@ -19,7 +19,7 @@ import torch
 
 from . import torch_compat
 from .i18n import tr
-from .i18n.catalogue import CJK, Said
+from .i18n.catalogue import CJK, Said, listing
 from .i18n.layout import wrap
 
 ENV_VAR = "COURSE_DEVICE"
@@ -335,8 +335,12 @@ def device_report(**things) -> str:
     found = sorted({d for thing in things.values() for d in devices_of(thing)})
     if len(found) <= 1:
         lines.append(tr(f"OK: everything is on {found[0] if found else 'no device'}"))
-    else:
+    elif len(found) == 2:
+        first, second = found
         lines.append(
-            tr(f"MISMATCH: {' and '.join(found)} are both in use; move everything to one device")
+            tr(f"MISMATCH: {first} and {second} are both in use; move everything to one device")
         )
+    else:  # three or more: "cpu, cuda:0, meta" (in Chinese with the enumeration comma)
+        devices = listing(found)
+        lines.append(tr(f"MISMATCH: {devices} are all in use; move everything to one device"))
     return "\n".join(lines)

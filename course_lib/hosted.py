@@ -46,6 +46,7 @@ class Platform:
     keep_dir: str  # where files outlive a kernel restart in the session
     download: str  # how the learner downloads the notebook to hand it in
     gpu: str
+    session: str = ""  # what limits a session (chapter 06's note): memory, disk, hours
 
 
 PLATFORMS = (
@@ -58,6 +59,8 @@ PLATFORMS = (
         "/content",
         "File > Download > Download .ipynb",
         "one T4 (sm_75, 16 GB; no fast bfloat16) with Runtime > Change runtime type > T4 GPU",
+        "the virtual machine's RAM (about 12 GB on the free tier) and disk are lost when the "
+        "runtime is recycled, after 12 hours at most and sooner when idle (Colab's FAQ)",
     ),
     Platform(
         "kaggle",
@@ -69,6 +72,8 @@ PLATFORMS = (
         "File > Download notebook",
         "GPU T4 x2 (two sm_75 GPUs: chapters 07 and 08 on nccl) or a P100, in Settings > "
         "Accelerator, after phone verification",
+        "about 30 GB of RAM, 20 GB kept in /kaggle/working, 12 hours per session at most and a "
+        "weekly GPU quota (about 30 hours; Kaggle's documentation)",
     ),
     Platform(
         "modelscope",
@@ -79,6 +84,7 @@ PLATFORMS = (
         "/mnt/workspace",
         "right-click the notebook in the file browser > Download",
         "a free GPU instance at https://modelscope.cn/my/mynotebook (quota unverified)",
+        "the free instance's RAM, disk and hours are set by its quota (unverified here)",
     ),
 )
 
@@ -245,3 +251,127 @@ def bootstrap(url: str = "", branch: str = "main", update=False, modules=None, e
         _say(f"progress kept in {progress}.")
     _say(f"To hand in, download the notebook: {tr(platform.download)}.")
     return platform.name
+
+
+# ---------------------------------------------------------------- what this GPU changes (05-08)
+@dataclass(frozen=True)
+class GpuFacts:
+    """What the notes below ask of the CUDA GPU: name, capability, count, memory, P2P, bfloat16."""
+
+    name: str
+    capability: tuple
+    count: int
+    memory: int  # bytes of GPU 0
+    peer: bool  # GPU 0 can reach GPU 1 directly (peer-to-peer); False with one GPU
+    bf16: bool  # bfloat16 in hardware (device.bf16_in_hardware)
+
+
+def gpu_facts():
+    """The CUDA GPUs' facts when the course device is one, else None (no GPU, one this PyTorch
+    has no kernels for, or COURSE_DEVICE chose another device)."""
+    from . import device
+
+    if device.pick_device().type != "cuda":
+        return None
+    import torch
+
+    count = torch.cuda.device_count()
+    return GpuFacts(
+        name=torch.cuda.get_device_name(0),
+        capability=tuple(torch.cuda.get_device_capability(0)),
+        count=count,
+        memory=torch.cuda.get_device_properties(0).total_memory,
+        peer=count >= 2 and bool(torch.cuda.can_device_access_peer(0, 1)),
+        bf16=device.bf16_in_hardware(),
+    )
+
+
+def _sm(gpu) -> str:
+    return f"sm_{gpu.capability[0]}{gpu.capability[1]}"
+
+
+# (topic, applies to (gpu, platform), the note): checked from torch's sources (2.13:
+# _inductor/compile_fx.py _check_triton_bf16_support, _inductor/scheduler.py's capability check,
+# ddp_worker.pick_backend) and NCCL's documented transports; the platforms' rows say their source.
+GPU_NOTES = (
+    (
+        "amp",
+        lambda gpu, platform: gpu is not None and not gpu.bf16,
+        "{name} ({sm}) has no bfloat16 in hardware: autocast runs in float16 with a GradScaler "
+        "here (ch.amp_dtype picks it); bfloat16 would be emulated, slower than float32.",
+    ),
+    (
+        "compile",
+        lambda gpu, platform: gpu is not None and (7, 0) <= gpu.capability < (8, 0),
+        "{name} ({sm}): torch.compile generates Triton kernels here for float32 and float16; a "
+        "graph with bfloat16 CUDA tensors is not compiled: Inductor warns 'does not support "
+        "bfloat16 compilation natively, skipping' and that code runs eagerly.",
+    ),
+    (
+        "compile",
+        lambda gpu, platform: gpu is not None and gpu.capability < (7, 0),
+        "{name} ({sm}): Triton needs compute capability 7.0 or higher, so torch.compile's "
+        "default backend (Inductor) fails here; eager code still runs.",
+    ),
+    (
+        "memory",
+        lambda gpu, platform: gpu is not None and platform is not None,
+        "{label}: this {name} is yours alone for the session, {gib} GiB as PyTorch counts it (a "
+        "T4 shows about 14.7, not the 16 GB on its box): chapter 06's cap and peaks are this "
+        "GPU's own, no other user's tensors share it.",
+    ),
+    (
+        "memory",
+        lambda gpu, platform: platform is not None and bool(platform.session),
+        "{label}: the session is lent and time-limited: {session}. Save what you need to keep.",
+    ),
+    (
+        "launch",
+        lambda gpu, platform: gpu is not None and gpu.count >= 2,
+        "{count} GPUs: the launch below runs its ranks on nccl, one GPU each "
+        "(ddp_worker.pick_backend).",
+    ),
+    (
+        "launch",
+        lambda gpu, platform: gpu is not None and gpu.count >= 2 and not gpu.peer,
+        "GPU 0 cannot reach GPU 1 directly (torch.cuda.can_device_access_peer is False, as "
+        "reported for Kaggle's two T4s): NCCL then moves the data through shared host memory "
+        "(its SHM transport) instead of GPU to GPU; the results are the same, each collective "
+        "is slower.",
+    ),
+    (
+        "launch",
+        lambda gpu, platform: platform is not None and (gpu is None or gpu.count < 2),
+        "{label} lends {count} GPU here: the ranks run on gloo on the CPU (nccl needs one GPU "
+        "per rank); Kaggle's 'GPU T4 x2' accelerator runs them on nccl.",
+    ),
+)
+TOPICS = {row[0] for row in GPU_NOTES}
+
+
+def gpu_notes_for(topic: str, gpu=None, platform=None) -> list:
+    """The notes of `topic` ('amp', 'compile', 'memory', 'launch') that apply to this GPU and
+    platform, in the course's language: [] on a machine without such a GPU or platform."""
+    if topic not in TOPICS:
+        raise ValueError(f"gpu_note: unknown topic {topic!r}; the topics are {sorted(TOPICS)}")
+    values = {
+        "label": platform.label if platform else "",
+        "session": tr(platform.session) if platform else "",
+        "count": gpu.count if gpu else 0,
+    }
+    if gpu is not None:
+        values.update(name=gpu.name, sm=_sm(gpu), gib=f"{gpu.memory / 2**30:.1f}")
+    return [
+        tr(text.format(**values))
+        for name, applies, text in GPU_NOTES
+        if name == topic and applies(gpu, platform)
+    ]
+
+
+def gpu_note(topic: str) -> None:
+    """Print what this GPU and hosted platform change in the cell about `topic` (chapters 05-08);
+    nothing on a machine without such a GPU or platform."""
+    from .device import _wrap
+
+    for line in gpu_notes_for(topic, gpu_facts(), detect()):
+        print(_wrap(line))

@@ -19,7 +19,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
 
-from . import ddp_worker, profiling, training
+from . import ddp_worker, profiling, torch_compat, training
 from .i18n import tr
 
 PARTS = ("parameters", "gradients", "optimizer_state")  # what a rank holds between steps
@@ -30,6 +30,7 @@ def fully_shard(module: nn.Module, **options) -> nn.Module:
     second, which only the processes that shard pay (chapter 08)."""
     from torch.distributed.fsdp import fully_shard as torch_fully_shard
 
+    torch_compat.cpu_streams_for_fsdp()  # a gloo run on the CPU under torch 2.6
     return torch_fully_shard(module, **options)
 
 

@@ -40,3 +40,14 @@ def bf16_in_hardware() -> bool:
         return bool(torch.cuda.is_bf16_supported(including_emulation=False))
     except TypeError:  # no such argument
         return torch.cuda.get_device_capability()[0] >= 8
+
+
+def cpu_streams_for_fsdp() -> None:
+    """FSDP2 records and waits on events of the device's streams at every all-gather; torch 2.6's
+    torch.cpu.Stream has neither method ("'Stream' object has no attribute 'record_event'" in a
+    gloo run on the CPU). Newer releases define both as no-ops (a CPU op has finished when it
+    returns): give 2.6 the same two."""
+    stream = torch.cpu.Stream
+    for name, noop in (("record_event", lambda self: None), ("wait_event", lambda self, e: None)):
+        if not hasattr(stream, name):
+            setattr(stream, name, noop)

@@ -150,7 +150,9 @@ STATIC_SOURCES = {
     # What the teachers' commands print (python -m course_lib grade/release/collect/...).
     "course_lib/__main__.py": (
         "cmd_release",
+        "cmd_assignment",
         "cmd_grade",
+        "_released",
         "_grade_exporter",
         "cmd_collect",
         "cmd_gradescope",

@@ -10,9 +10,9 @@ import subprocess
 import sys
 
 import pytest
-from test_classroom_gradescope import gradescope_tree, run_autograder
 
 from support import ROOT, submissions
+from support.gradescope import gradescope_tree, run_autograder
 
 EXAMPLE = ROOT / "docs" / "examples" / "homework" / "hw1.source.ipynb"
 TITLE = "Homework 1: tensors and one training step"

@@ -204,12 +204,13 @@ def test_a_bad_source_is_refused_with_its_cell_and_reason(tmp_path, change, word
     assert words in str(err.value)
 
 
-def cli(*args):
+def cli(*args, lang="en"):
     return subprocess.run(
         [sys.executable, "-m", "course_lib", "assignment", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=300,
+        env=dict(os.environ, COURSE_LANG=lang),
     )
 
 
@@ -226,3 +227,10 @@ def test_the_command_line_releases_checks_and_refuses(tmp_path):
     proc = cli("release", bad, tmp_path / "bad")
     assert proc.returncode == 2 and "nothing released" in proc.stderr
     assert "has no ### END SOLUTION" in proc.stderr and not (tmp_path / "bad").exists()
+
+
+def test_a_chinese_course_releases_the_same_files_and_says_so_in_chinese(tmp_path):
+    proc = cli("release", EXAMPLE, tmp_path / "out", lang="zh")  # the proof reads English feedback
+    assert proc.returncode == 0, proc.stderr
+    assert "把 hw1.ipynb 发给学生" in proc.stdout
+    assert release.drift(EXAMPLE, tmp_path / "out") == []

@@ -190,3 +190,39 @@ def test_every_exercise_has_a_hint_cell_and_gpu_cells_follow_the_course_device()
     }
     for s in gpu_cells:
         assert '"cuda' not in s and "'cuda" not in s, s
+
+
+# ------------------------------------------------------------- other torch releases, other builds
+def run_cell(cell_id: str, capsys) -> str:
+    """Chapter 01's cell run as the notebook runs it; what it printed."""
+    from course_lib.errors import expect_error
+    from course_lib.i18n import tr
+
+    exec(notebooks.cell("01", cell_id), {"torch": torch, "tr": tr, "expect_error": expect_error})
+    return capsys.readouterr().out
+
+
+def test_the_accelerator_cell_runs_on_torch_2_6_where_current_accelerator_raises(
+    monkeypatch, capsys
+):
+    """torch 2.6's current_accelerator() raises where none is available (newer ones: None)."""
+
+    def as_in_2_6(*args, **kwargs):
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: False)
+    monkeypatch.setattr(torch.accelerator, "current_accelerator", as_in_2_6)
+    assert "current accelerator:   None" in run_cell("c12", capsys)
+    assert "torch 2.6" in notebooks.cell("01", "c11")
+
+
+def test_the_hard_coded_cuda_cell_runs_on_a_cuda_build_without_a_driver(monkeypatch, capsys):
+    """The CUDA build pip installs on Linux, on a machine without an NVIDIA GPU, never says cuda."""
+
+    def no_driver(*args, **kwargs):
+        raise RuntimeError("Found no NVIDIA driver on your system. Please check that you have ...")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch, "zeros", no_driver)
+    assert "Found no NVIDIA driver" in run_cell("c18", capsys)
+    assert "Found no NVIDIA driver" in notebooks.cell("01", "c17")

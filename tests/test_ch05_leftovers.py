@@ -10,6 +10,7 @@ import torch
 
 from course_lib import ch05_speedups as ch
 from course_lib import text
+from course_lib.declared import ch05_speedups as declared
 from course_lib.errors import describe_exception
 from course_lib.i18n.catalogue import CJK, in_language
 from course_lib.i18n.layout import width
@@ -196,3 +197,83 @@ def test_a_raised_error_keeps_its_english_frames_in_english():
 def test_emphasis_is_bold_in_html_and_powers_stay_as_they_are():
     assert text.html("测到的是**启动** GPU 工作") == "测到的是<b>启动</b> GPU 工作"
     assert text.html("10**9 bytes, `a**2`, 2**3") == "10**9 bytes, <code>a**2</code>, 2**3"
+
+
+# ---------------------------------------------------------------- the quiz on the learner's profile
+READINGS = {  # what profile_steps keeps of a profile: ms per labelled phase, the table's top rows
+    "data": {
+        "phases": {"data": 310.0, "forward": 30.0, "backward": 45.0, "step": 15.0},
+        "top": ["aten::bmm", "aten::avg_pool2d", "enumerate(DataLoader)#_SingleProcessDataLoa..."],
+    },
+    "backward": {  # the learner: no warm-up, the first backward alone took 76 ms
+        "phases": {"data": 40.0, "forward": 20.0, "backward": 96.0, "step": 4.0},
+        "top": ["aten::mm", "aten::bmm", "aten::avg_pool2d"],
+    },
+    "mm on top, data largest": {
+        "phases": {"data": 60.0, "forward": 20.0, "backward": 30.0, "step": 5.0},
+        "top": ["aten::mm", "aten::addmm", "aten::bmm"],
+    },
+}
+
+
+@pytest.fixture
+def reading(monkeypatch):
+    def use(name):
+        monkeypatch.setattr(declared, "PROFILE_READING", dict(READINGS[name]))
+
+    return use
+
+
+def test_the_key_is_the_largest_phase_of_the_learners_own_profile(reading):
+    reading("backward")
+    right = ch.profile_verdict.check("c", record=False)
+    wrong = ch.profile_verdict.check("a", record=False)
+    assert right.correct and not wrong.correct
+    assert "backward is the largest phase: 96 ms of the 160 ms the four labels hold (60%)" in (
+        right.summary
+    )
+    assert "`aten::mm`: the model's Linear layers, in forward and in backward's gradients" in (
+        right.summary
+    )
+    assert "run the profile cell again" in right.summary  # data is the usual largest
+    assert "data took 40 ms of the 160 ms the four labels hold (25%)" in wrong.summary
+    assert "backward" not in wrong.summary  # a wrong answer is not told the right one
+
+
+def test_a_data_profile_names_the_augmentations_operators(reading):
+    reading("data")
+    result = ch.profile_verdict.check("a", record=False)
+    assert result.correct and not ch.profile_verdict.check("c", record=False).correct
+    assert "`aten::bmm`: inside `affine_grid`: the augmentation, so data" in result.summary
+    assert "`aten::avg_pool2d`: the augmentation's pooling back to 8x8" in result.summary
+    assert "run the profile cell again" not in result.summary
+
+
+def test_mm_on_top_of_the_table_is_named_as_the_model_while_data_is_largest(reading):
+    reading("mm on top, data largest")
+    result = ch.profile_verdict.check("a", record=False)
+    assert result.correct
+    assert "data is the largest phase: 60 ms of the 115 ms" in result.summary
+    assert "`aten::mm`: the model's Linear layers" in result.summary
+    with in_language("zh"):
+        chinese = ch.profile_verdict.check("a", record=False).summary
+    assert "在你的 profile 里，最大的阶段是 data：四个标签合计 115 ms，它占 60 ms（52%）" in chinese
+    assert "`aten::mm`：模型的 Linear 层" in chinese
+
+
+def test_without_a_profile_of_the_learner_the_keys_answer_is_judged(monkeypatch):
+    monkeypatch.setattr(declared, "PROFILE_READING", {})  # a grader: no profile of the learner's
+    assert ch.profile_verdict.check("a", record=False).correct
+    assert not ch.profile_verdict.check("c", record=False).correct
+
+
+def test_profile_steps_keeps_what_its_profile_shows(monkeypatch):
+    from course_lib import data
+
+    monkeypatch.setattr(declared, "PROFILE_READING", {})
+    train_set, _ = data.digits_split(test_fraction=0.2, seed=0)
+    small = torch.utils.data.Subset(ch.AugmentedDigits(train_set), range(48))
+    ch.profile_steps(small, torch.device("cpu"), steps=2)
+    assert set(declared.PROFILE_READING["phases"]) == {"data", "forward", "backward", "step"}
+    assert len(declared.PROFILE_READING["top"]) == 3
+    assert ch.profile_verdict.measured_answer() in "abcd"

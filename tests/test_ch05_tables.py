@@ -146,3 +146,13 @@ def test_a_table_prints_as_its_text_and_pickles_as_plain_text():
     assert str(table) == "t\n名称   ms\n层 0  1.5\nloss   12\nn"
     assert table.right == {1} and type(pickle.loads(pickle.dumps(table))) is str
     assert re.search(r"<th style='[^']*right'>ms</th>", table._repr_html_())
+
+
+def test_jupyter_shows_a_table_as_html_and_its_text_unquoted():
+    from IPython.core.formatters import DisplayFormatter
+
+    with in_language("zh"):
+        table = ch.precision_pitfalls()
+    shown, _ = DisplayFormatter().format(table)
+    assert shown["text/plain"] == str(table)  # not the repr of a str: no quotes, no \n
+    assert shown["text/html"].count("<tr>") == len(table.rows) + 1

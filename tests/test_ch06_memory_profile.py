@@ -181,7 +181,9 @@ def recorded_settings(monkeypatch, *, new_api: bool) -> list:
     calls = []
     monkeypatch.setattr(ch, "split_pattern", lambda device: {})
     if new_api:
-        monkeypatch.setattr(torch._C, "_accelerator_setAllocatorSettings", calls.append)
+        monkeypatch.setattr(
+            torch._C, "_accelerator_setAllocatorSettings", calls.append, raising=False
+        )
     else:
         monkeypatch.delattr(torch._C, "_accelerator_setAllocatorSettings", raising=False)
         monkeypatch.setattr(torch.cuda.memory, "_set_allocator_settings", calls.append)

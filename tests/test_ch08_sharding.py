@@ -222,3 +222,29 @@ def test_reshard_after_forward_false_gathers_once_and_keeps_the_whole_layers_unt
     assert r["losses"][kept] == pytest.approx(r["losses"]["DDP"], abs=1e-5)
     report = ch.reshard_report(run)
     assert "2 all-gather(s)" in report and "4 all-gather(s)" in report
+
+
+@pytest.fixture
+def cpu_gloo(tmp_path):
+    """A world-size-1 gloo group on the CPU."""
+    import torch.distributed as dist
+
+    dist.init_process_group(
+        "gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1
+    )
+    yield
+    dist.destroy_process_group()
+
+
+def test_fsdp2_trains_on_the_cpu_with_torch_2_6s_cpu_streams(cpu_gloo, monkeypatch):
+    """torch 2.6's torch.cpu.Stream has no record_event / wait_event, which FSDP2 calls at every
+    all-gather: chapter 08's gloo run failed there on its first forward."""
+    import torch
+    from torch import nn
+
+    for name in ("record_event", "wait_event"):
+        monkeypatch.delattr(torch.cpu.Stream, name, raising=False)
+    model = sharding.shard(nn.Sequential(nn.Linear(4, 3), nn.Linear(3, 2)), torch.device("cpu"))
+    model(torch.randn(5, 4)).sum().backward()
+    assert all(p.grad is not None for p in model.parameters())
+    assert torch.cpu.Stream().record_event() is None  # as 2.13's and 2.15's own no-op

@@ -16,7 +16,7 @@ from torch import nn
 from course_lib import ch05_speedups as ch05
 from course_lib import ch06_out_of_memory as ch06
 from course_lib import ch07_dp_vs_ddp as ch07
-from course_lib import data, device, memory, notebooks, profiling, training
+from course_lib import data, device, hosted, memory, notebooks, profiling, training
 from support import benchmark
 
 gpu_figures = benchmark("gpu_figures")
@@ -87,6 +87,16 @@ def cell_source(chapter: str, cell_id: str) -> str:
     return notebooks.cell(chapter, cell_id)
 
 
+def fake_gpu_machine(monkeypatch) -> None:
+    """torch.cuda's queries answer as on a machine with 2 GPUs; the cells' GPU notes are quiet."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    monkeypatch.setattr(torch.cuda, "get_per_process_memory_fraction", lambda d=None: 1.0)
+    monkeypatch.setattr(hosted, "gpu_note", lambda topic: None)  # tested in test_hosted_gpu_notes
+
+
 def cell_call(chapter, cell_id, module) -> dict:
     """Run the cell as on a CUDA machine until it reaches the spied function; its arguments."""
     train_set, _ = data.digits_split(test_fraction=0.2, seed=0)
@@ -127,9 +137,7 @@ def test_each_figure_measures_its_cells_workload(monkeypatch, key):
     is shown (defaults applied; on a machine with 2 GPUs for chapter 07's)."""
     module, name, chapter, cell_id = SPIED[key]
     monkeypatch.setattr(gpu_figures, "S", dict(gpu_figures.S))  # the full sizes
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    fake_gpu_machine(monkeypatch)
     spy(monkeypatch, module, name)
     assert figure_call(key, module) == cell_call(chapter, cell_id, module)
 
@@ -139,8 +147,7 @@ def test_each_label_names_the_workload(key):
     """Every number the cell's call fixes (sizes, steps, batch) is in the figure's label."""
     module, name, chapter, cell_id = SPIED[key]
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(torch.cuda, "is_available", lambda: True)
-        mp.setattr(torch.cuda, "device_count", lambda: 2)
+        fake_gpu_machine(mp)
         spy(mp, module, name)
         arguments = cell_call(chapter, cell_id, module)
     label = device.FIGURE_KEYS[key]

@@ -40,8 +40,8 @@ EXTREME_SHARE = (
 )  # the right option may be the strictly longest (or shortest) in at most this share
 MOST_OFTEN = 0.40  # no letter may be the right one in more of the course's single/error quizzes
 SHORTEST_RIGHT = 0.8  # the right option is at least this share of the shortest wrong one
-QUOTED_WORDS = 8  # a run of this many words shared with the chapter's markdown is a quotation
-QUOTED_CHARACTERS = 20  # the same in the Chinese edition, in characters
+QUOTED_WORDS = 6  # a run of this many words shared with the chapter's markdown is a quotation
+QUOTED_CHARACTERS = 16  # the same in the Chinese edition, in characters
 LANGUAGES = ("en", "zh")
 CODE_SPAN = re.compile(r"`[^`\n]+`")
 # A short label and a colon opening an option: "RuntimeError:", "No error:", "DP:", "Never:";
@@ -164,7 +164,7 @@ def characters(text: str) -> str:
 
 
 # How a text is cut for the quotation check, and how long a shared run is a quotation:
-# 8 English words, 20 Chinese characters (about as much said).
+# 6 English words, 16 Chinese characters (about as much said).
 READING = {
     "en": (words, QUOTED_WORDS, " ", "words"),
     "zh": (characters, QUOTED_CHARACTERS, "", "characters"),

@@ -47,6 +47,7 @@ def test_the_answers_are_read_as_written(fresh):
     assert len(answers) == 3
     data = review_page.answers_json(out, "en")
     assert data["questions"][0]["prompt"] == submissions.QUESTION  # as text, markup and all
+    assert data["questions"][0]["declared"] is None  # a teacher's own question: no declaration
 
 
 def test_a_review_reaches_the_gradebook_the_summary_and_canvas(fresh):
@@ -125,6 +126,19 @@ def test_a_hand_edited_file_that_is_wrong_says_where_and_loses_nothing(fresh, ed
     with pytest.raises(review.ReviewError):
         review.save(out, "bob", QUESTION, 1, 3)
     assert path.read_text() == edit  # nothing written over what the teacher typed
+
+
+def test_a_review_typed_by_hand_is_pinned_to_the_answer_it_reviewed(fresh):
+    _, out = fresh
+    path = review.review_path(out)
+    path.write_text("submission,question,points,max_points\nalice,why_label,1,3\n")
+    review.apply(out)
+    pinned = next(csv.DictReader(open(path, encoding="utf-8")))
+    assert pinned["answer_sha256"] == review.digest(submissions.WRITTEN["alice"][1])
+    assert (pinned["points"], pinned["max_points"]) == ("1", "3")
+    saved = path.read_text()
+    review.apply(out)
+    assert path.read_text() == saved  # pinned once; a pinned file is left as it is
 
 
 def test_a_review_above_the_maximum_is_refused_and_nothing_is_lost(fresh):

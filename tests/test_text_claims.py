@@ -19,6 +19,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from course_lib import ch05_speedups as ch05
 from course_lib import notebooks
+from support import pin_memory_warns
 
 BF16, F32 = torch.bfloat16, torch.float32
 
@@ -102,11 +103,6 @@ def test_a_dataloader_yields_what_the_dataset_holds():
     assert {t.device.type for t in next(iter(DataLoader(meta, batch_size=4)))} == {"meta"}
 
 
-# whether a DataLoader with pin_memory=True says so on a machine without an accelerator, in the
-# releases run (benchmarks/torch_range.py): 2.6 ignores the flag without a word (chapters 03, 05)
-PIN_MEMORY_WARNS = {(2, 6): False, (2, 13): True, (2, 15): True}
-
-
 def test_pin_memory_without_an_accelerator_pins_nothing_and_says_so_from_after_2_6():
     if torch.accelerator.is_available():
         pytest.skip("this machine has an accelerator")
@@ -114,8 +110,7 @@ def test_pin_memory_without_an_accelerator_pins_nothing_and_says_so_from_after_2
         warnings.simplefilter("always")
         batch = next(iter(DataLoader(torch.randn(8, 2), batch_size=4, pin_memory=True)))
     warned = any("no accelerator" in str(w.message) for w in caught)
-    release = tuple(int(n) for n in torch.__version__.split(".")[:2])
-    assert not batch.is_pinned() and warned is PIN_MEMORY_WARNS.get(release, warned)
+    assert not batch.is_pinned() and warned is pin_memory_warns(default=warned)
     for cell_id, said in (
         ("03:c07", "2.6 ignores it without a word"),
         ("05:c22", "2.6 says nothing"),

@@ -169,3 +169,25 @@ def test_what_the_cells_say_through_tr_has_its_chinese(path):
         with in_language("en"):
             assert tr(text) == text
         assert said != text and english_prose(said, run=2) == [], (text, said)
+
+
+def test_device_report_names_the_two_devices_in_chinese():
+    """Its mismatch verdict (chapters 02 and 04) joins the devices with 和, not an English 'and'."""
+    from course_lib.device import device_report
+
+    show = lambda: device_report(model=torch.nn.Linear(2, 2), x=torch.zeros(1, device="meta"))
+    zh, en = both_editions(show)
+    assert "cpu 和 meta" in zh and " and " not in zh, zh
+    assert "cpu and meta" in en
+
+
+def test_device_report_lists_three_devices_in_each_language(monkeypatch):
+    """Three devices (a GPU machine's cpu, cuda:0 and meta) are listed, with 、 in Chinese, none
+    joined by an English 'and', and the verdict does not say "both"."""
+    from course_lib import device
+
+    monkeypatch.setattr(device, "devices_of", lambda thing: [thing])
+    show = lambda: device.device_report(model="cpu", x="cuda:0", y="meta")  # noqa: E731
+    zh, en = both_editions(show)
+    assert "cpu、cuda:0、meta" in zh and " and " not in zh and "都在用" in zh, zh
+    assert "cpu, cuda:0, meta are all in use" in en and "both" not in en, en

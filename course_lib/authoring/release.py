@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..exercises import CORRECT, NOT_ATTEMPTED, index, wire
+from ..i18n.catalogue import in_language
 from . import source as src
 from .assignment import Assignment
 
@@ -179,7 +180,13 @@ def leaks(source: src.Source, notebook_text: str) -> list:
 
 
 def derive(source_path) -> Derived:
-    """Every file of the release, as text; SourceError for a source that cannot be released."""
+    """Every file of the release, as text; SourceError for a source that cannot be released.
+    The proof reads the checks' feedback in English, whatever the course's language."""
+    with in_language("en"):
+        return _derive(source_path)
+
+
+def _derive(source_path) -> Derived:
     source = src.read(source_path)
     assignment, namespace, declared = run_key_cells(source)
     found = stubs(source, namespace)

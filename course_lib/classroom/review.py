@@ -8,6 +8,8 @@ may edit it by hand. `apply` puts its points into the gradebook as one row per a
 (exercise `chNN.written.QUESTION`, status "reviewed"), so the summary and the LMS exports count
 them; `grade` applies it after every run, so a regrade keeps them. An answer that changed since
 it was reviewed gets status "review again", no points and a review flag: never kept silently.
+A review typed by hand without the answer's fingerprint is pinned to the answer there at the
+first `apply` (the file is written back with it), so a later change is still caught.
 A question its chapter declares (written.py) has the declared maximum: the file may leave
 max_points blank for it, and a different one is refused.
 """
@@ -112,6 +114,16 @@ def read(path: Path, answers: dict, maxima=None) -> dict:
     return reviews
 
 
+def unpinned(path: Path) -> bool:
+    """Does the review file hold a review without its answer's fingerprint (typed by hand)?"""
+    if not Path(path).exists():
+        return False
+    text = Path(path).read_text(encoding="utf-8-sig", errors="replace")
+    return any(
+        not (r.get("answer_sha256") or "").strip() for r in csv.DictReader(io.StringIO(text))
+    )
+
+
 def render(reviews: dict) -> str:
     rows = [COLUMNS] + [[gradebook.clean(reviews[k][c]) for c in COLUMNS] for k in sorted(reviews)]
     return csvsafe.text(rows)
@@ -190,6 +202,8 @@ def apply(book, records=None) -> int:
     book = Path(book)
     records = records if records is not None else report.load(book)
     reviews = read(review_path(book), written_answers(records), written.maxima(records))
+    if unpinned(review_path(book)):  # the answers the teacher saw are those graded now
+        gradebook.write_atomic(review_path(book), render(reviews))
     by_name = {r["submission"]: r for r in records}
     graded = gradebook.Gradebook(book)
     count = 0

@@ -10,7 +10,9 @@ import torch
 from .. import chapters
 from ..checks import amp, profiles
 from ..checks.timing import TimeIt
-from ..exercises import Declarations, Test
+from ..exercises import Declarations, Quiz, Test
+from ..i18n import tr
+from ..i18n.catalogue import Said, join, listing
 from ..sections import section
 
 chapter = chapters.of_module(__name__)  # number and title: course_lib/chapters.py
@@ -257,7 +259,113 @@ low_utilization = declare.quiz(
     ),
 )
 
-profile_verdict = declare.quiz(
+# what the learner's last profile showed (ch05_speedups.profile_steps fills it in the notebook;
+# empty in a grader, which then judges by the key)
+PROFILE_READING = {}
+# which option of `profile_verdict` shortens each phase
+PHASE_OPTIONS = {"data": "a", "forward": "b", "backward": "c", "step": "d"}
+# (the start of an operator's name in the table, what it is in this chapter's profiled steps)
+OPERATOR_ROLES = (
+    ("aten::bmm", "inside `affine_grid`: the augmentation, so data"),
+    ("aten::affine_grid", "the augmentation's `affine_grid`: data"),
+    ("aten::grid_sampler", "the augmentation's `grid_sample`: data"),
+    ("aten::avg_pool2d", "the augmentation's pooling back to 8x8: data"),
+    ("aten::upsample", "the augmentation's upsampling: data"),
+    ("enumerate(DataLoader)", "the DataLoader handing over each batch: data"),
+    ("aten::mm", "the model's Linear layers, in forward and in backward's gradients"),
+    ("aten::addmm", "the model's Linear layers: forward"),
+    ("Optimizer.step", "Adam's update: step"),
+)
+# what shortens each phase, said after a right answer
+PHASE_REMEDIES = {
+    "data": (
+        "Workers build batches in parallel with the training, and cheaper preprocessing shortens "
+        "each one; the other options speed up phases that are a smaller share of your step."
+    ),
+    "forward": "torch.compile fuses the forward's kernels; faster batches would not shorten it.",
+    "backward": (
+        "Autocast computes the backward's matrix products in 16 bits; whether that is faster on "
+        "your hardware is what section 5 measures."
+    ),
+    "step": "A lighter optimizer shortens the update; the other phases are a smaller share.",
+}
+
+
+def operator_role(name: str) -> str:
+    """What an operator of the profile table is in this chapter's steps, or "" (chapter 05)."""
+    return next((tr(role) for start, role in OPERATOR_ROLES if name.startswith(start)), "")
+
+
+def largest_phase(reading: dict) -> str:
+    phases = reading["phases"]
+    return max(phases, key=phases.get)
+
+
+def phase_share(reading: dict, phase: str) -> str:
+    """ "31 ms of the 40 ms the four labels hold (78%)": one phase of a profile reading."""
+    phases = reading["phases"]
+    total = sum(phases.values()) or 1.0
+    return tr(
+        f"{phases[phase]:.0f} ms of the {total:.0f} ms the four labels hold "
+        f"({phases[phase] / total:.0%})"
+    )
+
+
+def profile_explanation(reading: dict) -> str:
+    """What the learner's own profile shows: its largest phase, its top operators and what each
+    is, and what shortens that phase (chapter 05)."""
+    phase = largest_phase(reading)
+    named = [join([f"`{op}`", operator_role(op)], ": ") for op in reading["top"]]
+    usual = (
+        ""
+        if phase == "data"
+        else tr(
+            "On most machines the data phase is the largest after the warm-up step: run the "
+            "profile cell again to see whether this was a busy moment of yours."
+        )
+    )
+    return join(
+        [
+            tr(f"In your profile, {phase} is the largest phase: {phase_share(reading, phase)}."),
+            tr(f"The table's top rows by self time: {listing(named)}."),
+            tr(PHASE_REMEDIES[phase]),
+            usual,
+        ]
+    )
+
+
+class ProfileQuiz(Quiz):
+    """The quiz about the learner's own profile: where the learner profiled in this process (the
+    notebook), the right answer is the option of the phase their profile shows largest, and the
+    feedback names what their table shows; elsewhere (a grader, which has no profile of theirs)
+    the key's answer, by its digest."""
+
+    def measured_answer(self) -> str:
+        return PHASE_OPTIONS[largest_phase(PROFILE_READING)] if PROFILE_READING else ""
+
+    def is_right(self, normalized: str) -> bool:
+        measured = self.measured_answer()
+        return normalized == measured if measured else super().is_right(normalized)
+
+    @property
+    def explanation(self) -> str:
+        return profile_explanation(PROFILE_READING) if PROFILE_READING else self._explanation
+
+    @explanation.setter
+    def explanation(self, text: str) -> None:
+        self._explanation = text
+
+    def wrong_feedback(self, normalized: str, hint_below: bool = False) -> str:
+        if not PROFILE_READING:
+            return super().wrong_feedback(normalized, hint_below)
+        phase = next(p for p, letter in PHASE_OPTIONS.items() if letter == normalized)
+        share = phase_share(PROFILE_READING, phase)
+        said = tr(f"In your profile, {phase} took {share}: another phase took more.")
+        return join([tr("Not quite."), Said(f"{normalized}) {said}")])
+
+
+profile_verdict = ProfileQuiz(
+    chapter,
     "profile_verdict",
     title="Read your profile",
     question=(
@@ -304,6 +412,7 @@ profile_verdict = declare.quiz(
         "one; the other options speed up phases that are a small share of the step."
     ),
 )
+chapter.add(profile_verdict)  # a Quiz judged against the learner's own profile
 
 scale_after_overflow = declare.quiz(
     "scale_after_overflow",
@@ -333,8 +442,8 @@ scale_after_overflow = declare.quiz(
             "smaller."
         ),
         0: (
-            "The scale is multiplied by the backoff factor 0.5: halved, not replaced by 0.5 or "
-            "set to 0."
+            "The scale is multiplied by the backoff factor, not set to 0: a scale of 0 would turn "
+            "every scaled loss, and so every gradient, into 0."
         ),
         0.5: (
             "0.5 is the backoff factor itself: update() multiplies the scale by it, it does not "

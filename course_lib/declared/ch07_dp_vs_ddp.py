@@ -240,7 +240,7 @@ dp_vs_ddp = declare.quiz(
     options={
         "a": (
             "DP: one process drives all GPUs through `cuda:0` (scatter, copy the model, gather) "
-            "every step. DDP: one process per GPU, each with a replica; backward all-reduces the "
+            "every step. DDP: a process per GPU with its own replica; backward all-reduces the "
             "gradients"
         ),
         "b": (

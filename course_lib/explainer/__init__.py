@@ -22,7 +22,7 @@ from .. import chapters
 from ..i18n import language, tr
 from ..i18n.catalogue import join, tr_join
 from ..i18n.headings import heading_in, notebook_path
-from .knowledge import ENTRIES, FAMILIES, Entry
+from .knowledge import ENTRIES, FAMILIES, SHARED_CUDA, TORCH_EVIDENCE, Entry
 
 UNKNOWN = "Not a GPU-training error this course knows"
 WARNING_CONTEXT = "A warning, not an error: the code went on running. The warning:"
@@ -37,6 +37,8 @@ _NEEDS = {e.id: [re.compile(p, _FLAGS) for p in e.needs] for e in ENTRIES}
 _READINGS = {e.id: [(re.compile(r, _FLAGS), text) for r, text in e.readings] for e in ENTRIES}
 _FAMILY_PATTERNS = [(f, [re.compile(p, _FLAGS) for p in f.patterns]) for f in FAMILIES]
 _FAMILY_FRAMES = [(f, [re.compile(p, _FLAGS) for p in f.frames]) for f in FAMILIES if f.frames]
+_SHARED = re.compile(SHARED_CUDA, _FLAGS)  # what every CUDA program prints
+_TORCH_SAID = re.compile(TORCH_EVIDENCE, _FLAGS)  # PyTorch's own words
 _FRAME_LINE = re.compile(r'^[ \t]*File "[^"\n]+", line \d+')
 # a traceback frame, `File "path", line N, in name`, and the source line Python prints under it
 _FRAME = re.compile(
@@ -176,13 +178,29 @@ def _steps_aside(entry: Entry, unless, text: str, whole: str) -> bool:
     return lacks or any(p.search(text) for p in unless)
 
 
+def torch_said(text: str) -> bool:
+    """True if `text` has a word of PyTorch's own (a module, frame, namespace, class, variable)."""
+    return _TORCH_SAID.search(text) is not None
+
+
+def _claims(pattern, text: str, torch_evidence: bool) -> list:
+    """The matches of `pattern` in `text` that may claim it: shared CUDA-runtime text (cuBLAS
+    codes, "CUDA error: out of memory", the driver's messages) only beside PyTorch's evidence."""
+    found = list(pattern.finditer(text))
+    if torch_evidence or not found:
+        return found
+    shared = [(s.start(), s.end()) for s in _SHARED.finditer(text)]
+    return [m for m in found if not any(a < m.end() and m.start() < b for a, b in shared)]
+
+
 def match(text: str, wrappers: bool = True, whole: str = "") -> Entry | None:
     """The first entry (in knowledge-base order) one of whose patterns occurs in `text`, or None;
     `whole` is the paste `text` came from (an entry's `needs` may be found anywhere in it)."""
+    evidence = torch_said(whole or text)
     for entry, patterns, unless in _PATTERNS:
         if (
             (wrappers or not entry.wrapper)
-            and any(p.search(text) for p in patterns)
+            and any(_claims(p, text, evidence) for p in patterns)
             and not _steps_aside(entry, unless, text, whole or text)
         ):
             return entry
@@ -207,12 +225,12 @@ def _quoted_lines(text: str) -> set:
 def last_known_error(text: str, wrappers: bool = True):
     """(entry, block) for the last line of `text` that a knowledge-base pattern matches, or None."""
     best = None  # (line number, -entry order, entry)
-    quoted = _quoted_lines(text)
+    quoted, evidence = _quoted_lines(text), torch_said(text)
     for order, (entry, patterns, unless) in enumerate(_PATTERNS):
         if (entry.wrapper and not wrappers) or _steps_aside(entry, unless, text, text):
             continue
         for pattern in patterns:
-            found = [m for m in pattern.finditer(text) if _line_of(text, m) not in quoted]
+            found = [m for m in _claims(pattern, text, evidence) if _line_of(text, m) not in quoted]
             if found:
                 candidate = (_line_of(text, found[-1]), -order, entry)
                 best = max(best, candidate, key=lambda c: c[:2]) if best else candidate
@@ -225,7 +243,8 @@ def last_known_error(text: str, wrappers: bool = True):
 # the other places a path of torch's says where an error arose: a Jupyter traceback's frame
 # (`File /path/x.py:297, in fn`) and a warning's log line (`/path/x.py:613: UserWarning: ...`)
 _OTHER_FRAMES = re.compile(
-    r"^[ \t]*(?:File (?P<jupyter>\S+\.py):\d+, in \w+|.*?(?P<warned>\S+\.py):\d+: \w*Warning\b)",
+    r"^[ \t]*(?:File (?P<jupyter>\S+\.py):\d+, in \w+|.*?(?P<warned>\S+\.py):\d+: \w*Warning\b)"
+    r'|^[^\n"]*\][ \t]+File "(?P<logged>[^"\n]+\.py)", line \d+',  # behind a log's `[...] ` prefix
     re.M,
 )
 _NUMBERED_SOURCE = re.compile(r"^[ \t]*(?:-*> ?)?\d+ .*$\n?", re.M)  # Jupyter's quoted lines
@@ -234,7 +253,10 @@ _NUMBERED_SOURCE = re.compile(r"^[ \t]*(?:-*> ?)?\d+ .*$\n?", re.M)  # Jupyter's
 def _torch_frames(text: str) -> list:
     """The paths of a traceback's frames and warnings' log lines, in order of their place."""
     found = [(m.start(), m["path"] + m["rest"]) for m in _FRAME.finditer(text)]
-    found += [(m.start(), m["jupyter"] or m["warned"]) for m in _OTHER_FRAMES.finditer(text)]
+    found += [
+        (m.start(), m["jupyter"] or m["warned"] or m["logged"])
+        for m in _OTHER_FRAMES.finditer(text)
+    ]
     return [path for _, path in sorted(found)]
 
 
@@ -244,11 +266,14 @@ def family_of(text: str, final: str = "") -> Entry | None:
     Evidence, in this order: a family's wording or exception class in the final exception, then
     anywhere in the text, then the last traceback frame in one of torch's folders. Frames and the
     source lines quoted under them are no wording evidence: a line of code is not a message.
+    Text that every CUDA program prints (a cuBLAS code, "CUDA error: out of memory") is evidence
+    only beside a word of PyTorch's own somewhere in the paste.
     """
+    evidence = torch_said(text)
     for where in (final, text):
         said = _NUMBERED_SOURCE.sub("", _FRAME.sub("", where))
         for family, patterns in _FAMILY_PATTERNS:
-            if said and any(p.search(said) for p in patterns):
+            if said and any(_claims(p, said, evidence) for p in patterns):
                 return family
     for path in reversed(_torch_frames(text)):
         for family, patterns in _FAMILY_FRAMES:

@@ -56,8 +56,38 @@ _WRAPPED_CHECKPOINT = (
     r'network|params|ema|module)"\.'
 )
 
-# another framework's own log or exception: the same CUDA library codes are not PyTorch's
-_OTHER_FRAMEWORK = r"\b(?:tensorflow|cupy|cupy_backends|jaxlib|stream_executor)\b"
+# Text that every CUDA program prints (issue 35): the CUDA runtime's and its libraries' error
+# strings and status codes, the driver's and the loader's messages. PyTorch prints them, and so do
+# TensorFlow, onnxruntime, GGML, Caffe, CTranslate2...: alone they say nothing about PyTorch.
+SHARED_CUDA = (
+    r"\b(?:CUBLAS|CUDNN|CUSOLVER|CUFFT|CURAND|CUSPARSE)_STATUS_\w+|\bcu(?:DNN|BLAS) error\b|"
+    r"\b(?:CUDA|HIP) error\b[^\n]*|\bcuda\w*Error\w*|\bnccl\w*Error\b|\bunhandled cuda error\b|"
+    r"\bout of memory\b|CUDA driver version is insufficient|\bno CUDA-capable device\b|"
+    r"forward compatibility was attempted|unsupported display driver / cuda driver combination|"
+    r"no kernel image is available|an illegal memory access|device-side assert triggered|"
+    r"\binvalid device function\b|\blib(?:cudart|nvrtc|cudnn|cublas\w*|nccl)\w*\.so[\w.]*"
+)
+# PyTorch's own words: its modules and frames (torch., torch/, torchrun, torchvision...), its C++
+# namespaces (aten::, c10::, at::, c10d), its environment variables (TORCH_*, PYTORCH_*), the
+# classes of its exceptions, the sentences its CUDA checks add, and the exact form in which PyTorch
+# raises shared text: Python's RuntimeError around it (other Python CUDA libraries raise classes of
+# their own: CuPy's CUDARuntimeError, TensorFlow's InternalError, JAX's XlaRuntimeError), ATen's
+# "cuDNN error: CUDNN_STATUS_..." and "CUDA error: CUBLAS_STATUS_...", THC's "cuda runtime error
+# (N)" (torch 1.x).
+TORCH_EVIDENCE = (
+    r"\b(?:py)?torch\w*\b|\b(?:aten|c10|at)::|\bc10d?\b|\b(?:PY)?TORCH_[A-Z_]+|"
+    r"\b(?:aten|ATen|THC)[/\\]|(?<![\w.])RuntimeError: [^\n]*?(?:CUDA error|cuDNN error|"
+    r"CUDNN_STATUS_|CUBLAS_STATUS_|cuda runtime error|cudaError|CUDA out of memory)|"
+    r"\b(?:CUDA|cuDNN) error: \w+_STATUS_|"
+    r"\bcuda runtime error ?\(\d+\)|\bCUDA initialization: |\(Triggered internally at |"
+    # c10's sentences around a driver error, and the MPS allocator's own words (collection 5)
+    r"Unexpected error from cudaGetDeviceCount\(\)|\bNumCudaDevices\(\)|"
+    r"\bMPS backend out of memory|"
+    r"(?<![\w.:])(?:OutOfMemoryError|AcceleratorError|DistBackendError|DistNetworkError|"
+    r"DistStoreError|ChildFailedError)\b|CUDA kernel errors might be asynchronously reported|"
+    r"CUDA out of memory\. Tried to allocate|reserved in total by PyTorch|"
+    r"^[ \t]*RuntimeError: (?:CUDA|HIP) error: "
+)
 
 # ------------------------------------------------------------ issue 35, item 3: wordings that only
 # a family answered (collections 1-3) or that PyTorch raises with one cause; each raised live on
@@ -170,12 +200,12 @@ SPECIFIC_35 = (
         ),
         wordings=(
             (
-                "torch 1.8 and later",
+                "later releases (2.13 checked)",
                 "RuntimeError: Sizes of tensors must match except in dimension 0. Expected size 3 "
                 "but got size 4 for tensor number 1 in the list.",
             ),
             (
-                "earlier releases",
+                "older 1.x releases (seen in threads, release not checked)",
                 "RuntimeError: Sizes of tensors must match except in dimension 0. Got 3 and 4 in "
                 "dimension 1 (The offending index is 1)",
             ),
@@ -1269,7 +1299,8 @@ ENTRIES = (
         "with torch.no_grad(): ...                          # in evaluation\n"
         "total += loss.item()                               # not the loss tensor\n"
         "# large 'reserved but unallocated': PYTORCH_ALLOC_CONF=expandable_segments:True\n"
-        "# (the name torch 2.13 documents; PYTORCH_CUDA_ALLOC_CONF is still accepted)",
+        "# (torch 2.10 and newer; PYTORCH_CUDA_ALLOC_CONF is still accepted, and it is the\n"
+        "# only name torch 2.6 to 2.9 read for CUDA)",
         "06",
         "## 2. A real out-of-memory error",
         (
@@ -1431,6 +1462,7 @@ ENTRIES = (
                 r"unexpectedly)"
             ),
             r"unable to write to file </torch_",
+            r"Unexpected bus error encountered in worker",  # torch/csrc/DataLoader.cpp's handler
         ),
         "A worker process of the DataLoader stopped without raising a Python error: the operating "
         "system killed it.",
@@ -1723,7 +1755,6 @@ ENTRIES = (
             ),
         ),
         closest=True,
-        unless=(_OTHER_FRAMEWORK,),  # TensorFlow's and CuPy's cuBLAS/cuDNN codes
     ),
     Entry(
         "async_cuda_error",
@@ -2011,7 +2042,7 @@ ENTRIES = (
         (
             (
                 r"one of the variables needed for gradient computation has been modified by an "
-                r"inplace operation"
+                r"in-?place operation"
             ),
         ),
         (
@@ -2430,7 +2461,8 @@ ENTRIES = (
         "### When a rank fails",
         wrapper=True,
     ),
-) + SPECIFIC_35
+    *SPECIFIC_35,
+)
 
 
 def _family(id, title, patterns, frames, meaning, look, fix, chapter, section):
@@ -2447,11 +2479,6 @@ def _family(id, title, patterns, frames, meaning, look, fix, chapter, section):
 # checkpoints before shapes, device before dtype.
 
 
-def _with_torch(pattern: str) -> str:
-    """`pattern`, where the text also names torch, c10 or aten somewhere (a shared code)."""
-    return r"\A(?=[\s\S]*\b(?:torch|c10|aten)\b)[\s\S]*?" + pattern
-
-
 FAMILIES = (
     _family(
         "family_compile",
@@ -2461,6 +2488,8 @@ FAMILIES = (
             r"\b(?:BackendCompilerFailed|InternalTorchDynamoError|TorchRuntimeError|"
             r"InductorError|TorchDynamoException)\b",
             r"(?:torch\._dynamo hit config\.|Dynamo failed to run FX node)",
+            r"\bDynamo does not know how to trace\b",  # a graph break's explanation (2.7+)
+            r"\[__graph_breaks\]|\bGraph break due to unsupported\b",  # TORCH_LOGS=graph_breaks
         ),
         (r"torch[/\\]_(?:dynamo|inductor|functorch|export)[/\\]",),
         (
@@ -2483,8 +2512,9 @@ FAMILIES = (
         "family_sharding",
         "An error in sharded training (FSDP, DTensor)",
         (
-            r"\b(?:FullyShardedDataParallel|FlatParameter|DTensor|fully_shard|FSDPModule)\b",
+            r"\b(?:FullyShardedDataParallel|FlatParameter|DTensor|fully_shard|FSDPModule|FSDP2?)\b",
             r"\btorch\.distributed\.(?:fsdp|tensor|_tensor|_composable)\b",
+            r"sharded_state_dict`* can only be used when parameters are flatten",  # FSDP's check
         ),
         (r"torch[/\\]distributed[/\\](?:fsdp|tensor|_tensor|_composable|checkpoint)[/\\]",),
         (
@@ -2588,10 +2618,10 @@ FAMILIES = (
         "An error of the CUDA runtime or one of its libraries (cuDNN, cuBLAS, NCCL)",
         (
             r"(?-i:\bCUDA error: )\w",
-            _with_torch(r"\bCUBLAS_STATUS_\w+"),  # cuBLAS, cuDNN and NCCL codes: other
-            _with_torch(r"\bCUDNN_STATUS_\w+"),  # frameworks print them too
-            _with_torch(r"\bcuDNN error\b"),
-            _with_torch(r"\bnccl(?:UnhandledCudaError|InternalError|SystemError|InvalidUsage)\b"),
+            r"\bCUBLAS_STATUS_\w+",  # cuBLAS, cuDNN and NCCL codes: shared text,
+            r"\bCUDNN_STATUS_\w+",  # claimed only with PyTorch evidence
+            r"\bcuDNN error\b",
+            r"\bnccl(?:UnhandledCudaError|InternalError|SystemError|InvalidUsage)\b",
             r"CUDA kernel errors might be asynchronously reported",
             r"\bcuda runtime error \(\d+\)",
         ),
@@ -2617,10 +2647,11 @@ FAMILIES = (
             r"\bnot compiled with (?:CUDA|MPS|XPU|NCCL|ROCm)\b",
             r"torch\.cuda\.is_available\(\) is False",
             r"\b(?:libtorch_cuda|libc10_cuda|libtorch_cpu)\w*\.so",
-            _with_torch(r"\b(?:libcudart|libnvrtc|libcudnn)\w*\.so"),
+            r"\b(?:libcudart|libnvrtc|libcudnn)\w*\.so",
             r"\bsm_\d+ is not compatible with the current PyTorch installation",
             r"\bThe NVIDIA driver on your system is too old\b",
             r"\bCUDA initialization:",
+            r"\bHIP error: invalid device function\b",  # ROCm: no kernel for this GPU's gfx arch
         ),
         (r"torch[/\\]cuda[/\\]__init__\.py",),
         (
@@ -2734,6 +2765,7 @@ FAMILIES = (
             r"\bneeded for gradient computation has been modified by an inplace operation\b",
             r"\bgrad can be implicitly created only for (?:real )?scalar outputs\b",
             r"\ba leaf Variable that requires grad\b",
+            r"\barguments don't support automatic differentiation\b",
             r"\bFunction '?\w+Backward\d*'? returned (?:nan|an invalid gradient)",
             r"\b\w+Backward\d+\b",
         ),
@@ -2767,6 +2799,8 @@ FAMILIES = (
             r"\bExpected input batch_size \(\d+\) to match target batch_size\b",
             r"\bsize mismatch, (?:m1|mat1):",
             r"\bnon-singleton dimension \d+\b",
+            r"\bdoesn't match the broadcast shape\b",
+            r"\bCalculated output size: \([^)]*\)\. Output size is too small\b",
             r"\bstack expects each tensor to be equal size\b",
             r"\ba Tensor with \d+ elements cannot be converted to Scalar\b",
         ),

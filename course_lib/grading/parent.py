@@ -295,9 +295,10 @@ class Grader:
         self.judge = JudgeClient(cwd=str(root), forked=ours)
         pending = self._intake()
         needed = sorted({ex.id for s in pending for ex in s.exercises})
-        keys = [self.assignment.key] if self.assignment else []
-        self.judge.prepare(needed, keys)  # notebooks start meanwhile
-        self.scheduler.warm_notebooks([i for i in needed if i.startswith("ch")])  # the course's
+        own = self.assignment
+        self.judge.prepare(needed, [own.key] if own else [])  # notebooks start meanwhile
+        ours = {r.id for r in own.rows} if own else set()  # the zygote knows the course's alone
+        self.scheduler.warm_notebooks([i for i in needed if i not in ours])
         self._isolation_notes()
         import course_lib
 

@@ -17,6 +17,19 @@ ZH_NOTEBOOKS = sorted((ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb"))  #
 EDITIONS = NOTEBOOKS + ZH_NOTEBOOKS  # what holds of every notebook, whatever its language
 
 
+# whether a DataLoader with pin_memory=True warns on a machine without an accelerator, in the torch
+# releases run (benchmarks/torch_range.py): 2.6 ignores the flag without a word (chapters 03, 05)
+PIN_MEMORY_WARNS = {(2, 6): False, (2, 13): True, (2, 15): True}
+
+
+def pin_memory_warns(default=True) -> bool:
+    """What this torch's DataLoader does there, for a release run; else `default`."""
+    import torch
+
+    release = tuple(int(n) for n in torch.__version__.split(".")[:2])
+    return PIN_MEMORY_WARNS.get(release, default)
+
+
 def benchmark(name: str):
     """benchmarks/<name>.py as a module (loaded once; the GPU check runs these as scripts)."""
     import sys
