@@ -44,7 +44,6 @@ def fake_gpu(monkeypatch, capability, arches, name="Tesla P100-PCIE-16GB"):
     monkeypatch.setattr(torch.cuda, "get_arch_list", lambda: list(arches))
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: capability)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: name)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)  # cuDNN asks, on a CUDA build
     monkeypatch.setattr(dev, "mps_available", lambda: False)
     monkeypatch.setattr(dev, "_said", set())
 
