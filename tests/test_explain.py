@@ -1203,7 +1203,7 @@ def test_a_known_warning_is_delivered_and_explained_once_per_kind(shell, capsys,
     assert any("torch.cuda.amp.autocast(args...)` is deprecated" in str(w.message) for w in recwarn)
     assert "course explainer" not in capsys.readouterr().out
     assert "course explainer" not in plain
-    if not torch.cuda.is_available():  # another kind: its own panel
+    if not torch.cuda.is_available() and pin_memory_warns():  # another kind: its own panel
         shell.run_cell("list(torch.utils.data.DataLoader(range(2), pin_memory=True))")
         assert capsys.readouterr().out.count("[course explainer] `pin_memory=True`") == 1
 
@@ -1395,3 +1395,13 @@ def test_panel_follows_the_error_output_in_a_real_jupyter_kernel():
         and "Course explainer: <code>torch.cuda.amp</code> is deprecated"
         in warned[1]["data"]["text/html"]
     )
+
+
+def test_the_inplace_reading_names_the_op_in_torch_2_6s_wording_too():
+    """torch 2.6 names the backward node that made the tensor ("SigmoidBackward0")."""
+    said = (
+        "RuntimeError: one of the variables needed for gradient computation has been modified by "
+        "an inplace operation: [torch.FloatTensor [4, 5]], which is output 0 of SigmoidBackward0, "
+        "is at version 1; expected version 0 instead."
+    )
+    assert explain_text(said).notes == ("The changed tensor was made by `Sigmoid`.",)
