@@ -78,6 +78,7 @@ DEPENDENCIES = [  # pyproject.toml's, and the test tools the runs above need
     "pytest-xdist>=3.6,<4",
     "nbval>=0.11",
     "mistune>=3,<4",
+    "setuptools>=68",  # the build backend hosted_sim.py's wheel is built with (no isolation)
 ]
 COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)")
 CLOSING = re.compile(r"^=* ?(?:\d+ \w+(?:, )?)+ in [\d.]+s", re.M)  # pytest's closing line

@@ -150,6 +150,18 @@ def widgets_status() -> str:
     return f"ok (ipywidgets {kernel_side}, jupyterlab_widgets {lab_side})"
 
 
+def cudnn_version() -> str:
+    """cuDNN's version, or why it cannot be had: torch 2.15's cuDNN (9.11 and newer) refuses a GPU
+    below capability 7.5 (Kaggle's P100) with a RuntimeError, which the report must not die of."""
+    if not torch.cuda.is_available():
+        return "n/a"
+    try:
+        return str(torch.backends.cudnn.version())
+    except (RuntimeError, ValueError) as err:
+        said = str(err).splitlines()[0]
+        return tr(f"unusable: {said}")
+
+
 def environment_report() -> dict:
     """Everything a learner or a helper needs to know about this machine's PyTorch setup."""
     try:
@@ -168,7 +180,7 @@ def environment_report() -> dict:
         else "MPS",
         "cuda available": torch.cuda.is_available(),
         "cuda devices": cuda_devices(),
-        "cudnn": str(torch.backends.cudnn.version()) if torch.cuda.is_available() else "n/a",
+        "cudnn": cudnn_version(),
         "mps available": mps_available(),
         "nvidia-smi": "; ".join(f"{name}, driver {driver}" for name, driver in gpus) or "not found",
         "gpu problem": gpu_problem(gpus) or "none",

@@ -36,6 +36,8 @@ ERROR_NAME = re.compile(
     r"(?<![\w.])(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Warning|Interrupt|Exit|Exceeded)"
     r"\b(?=:|$|\s*\()"
     r"|^\[[WEIF]\d{4} [\d:.]+ [\w.-]+:\d+\]"  # PyTorch's C++ log: "[W1201 15:55:33.69 x.cpp:245]"
+    # and its Python log (torch._logging): "W1204 03:37:00.198000 22958 torch/x/y.py:183]"
+    r"|^[WEIF]\d{4} [\d:.]+ \d+ [\w./-]+:\d+\]"
 )
 TRACEBACK = re.compile(
     r"^\s*Traceback \(most recent call last\)|^-{20,}\s*$|^\s*File \"|^\s*Cell In\[\d+\]"

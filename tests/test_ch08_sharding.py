@@ -3,6 +3,7 @@ parameters, within one layer's rounding; the losses and weights are DDP's), what
 the arithmetic of the ZeRO table, and the exercise's reference against real runs of other sizes."""
 
 import math
+from types import SimpleNamespace
 
 import pytest
 
@@ -177,6 +178,10 @@ def one_gpu_gloo(monkeypatch, tmp_path):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(torch._C, "_get_accelerator", lambda: torch.device("cuda"))
+    # torch 2.15's optimizer step asks the accelerator's stream whether a CUDA graph is being
+    # captured: on the faked GPU, none is (the real call would start CUDA)
+    not_capturing = SimpleNamespace(is_capturing=lambda: False)
+    monkeypatch.setattr(torch.accelerator, "current_stream", lambda *a: not_capturing)
     seen, real = [], fsdp.fully_shard
 
     def default_mesh(*args, **kwargs):

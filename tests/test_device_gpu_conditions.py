@@ -96,3 +96,19 @@ def test_the_reasons_are_said_in_chinese(monkeypatch):
         assert not untranslated(text, "zh"), text
         with in_language("zh"):
             assert CJK.search(tr(text)), tr(text)
+
+
+def test_doctor_reports_a_cudnn_that_refuses_the_gpu_instead_of_dying(monkeypatch):
+    """torch 2.15's cuDNN 9.26 raises for a GPU below capability 7.5 (Kaggle's P100)."""
+    fake_gpu(monkeypatch, (6, 0), CURRENT)
+
+    def refuses():
+        raise RuntimeError(
+            "cuDNN version 92600 is not compatible with devices with SM < 7.5. Please install ..."
+        )
+
+    monkeypatch.setattr(torch.backends.cudnn, "version", refuses)
+    report = environment_report()
+    assert report["cudnn"].startswith("unusable: cuDNN version 92600 is not compatible")
+    with in_language("zh"):
+        assert environment_report()["cudnn"].startswith("不可用：cuDNN version 92600")

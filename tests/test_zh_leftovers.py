@@ -258,6 +258,16 @@ def test_pytorchs_cpp_log_lines_stay_english():
     assert english_prose(line) == []
 
 
+def test_pytorchs_python_log_lines_stay_english():
+    """torch 2.15's CUDA build logs this in chapter 05's compile cell on a machine without CUDA."""
+    line = (
+        "W1204 03:37:00.198000 22958 torch/utils/cpp_extension.py:183] [0/0] No CUDA runtime is "
+        "found, using CUDA_HOME='/usr/local'"
+    )
+    assert english_prose(line) == []
+    assert english_prose("No CUDA runtime is found on this machine at all") != []
+
+
 def test_a_quotation_wrapped_over_lines_stays_english_and_prose_beside_it_does_not():
     quoted = (
         "它会释放缓存分配器手里所有没被占用的缓存显存（'all unoccupied cached memory\n"

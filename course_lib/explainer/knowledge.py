@@ -2057,7 +2057,13 @@ ENTRIES = (
         "nn.ReLU()               # instead of nn.ReLU(inplace=True)",
         "03",
         "## 5. One training step, spelled out",
-        ((r"which is output \d+ of (?P<op>\w+)", "The changed tensor was made by `{op}`."),),
+        # torch 2.6 names the backward node ("SigmoidBackward0"), later releases the op
+        (
+            (
+                r"which is output \d+ of (?P<op>\w+?)(?:Backward\d+)?\b",
+                "The changed tensor was made by `{op}`.",
+            ),
+        ),
     ),
     Entry(
         "leaf_inplace",
