@@ -263,13 +263,13 @@ class GpuFacts:
     count: int
     memory: int  # bytes of GPU 0
     peer: bool  # GPU 0 can reach GPU 1 directly (peer-to-peer); False with one GPU
-    bf16: bool  # bfloat16 in hardware (device.bf16_in_hardware)
+    bf16: bool  # bfloat16 in hardware (torch_compat.bf16_in_hardware)
 
 
 def gpu_facts():
     """The CUDA GPUs' facts when the course device is one, else None (no GPU, one this PyTorch
     has no kernels for, or COURSE_DEVICE chose another device)."""
-    from . import device
+    from . import device, torch_compat
 
     if device.pick_device().type != "cuda":
         return None
@@ -282,7 +282,7 @@ def gpu_facts():
         count=count,
         memory=torch.cuda.get_device_properties(0).total_memory,
         peer=count >= 2 and bool(torch.cuda.can_device_access_peer(0, 1)),
-        bf16=device.bf16_in_hardware(),
+        bf16=torch_compat.bf16_in_hardware(),
     )
 
 
