@@ -277,3 +277,13 @@ def test_profile_steps_keeps_what_its_profile_shows(monkeypatch):
     assert set(declared.PROFILE_READING["phases"]) == {"data", "forward", "backward", "step"}
     assert len(declared.PROFILE_READING["top"]) == 3
     assert ch.profile_verdict.measured_answer() in "abcd"
+
+
+def test_a_wrong_answer_gets_its_share_and_why_that_option_is_off(reading):
+    """Judged against the learner's profile, a wrong option is told its phase's share and the
+    option's own `why` (what the chapter's browser test reads), never the right option."""
+    reading("data")
+    wrong = ch.profile_verdict.check("b", record=False)
+    assert not wrong.correct
+    assert "forward took" in wrong.summary and "fusing its kernels" in wrong.summary
+    assert "largest" not in wrong.summary and "a)" not in wrong.summary

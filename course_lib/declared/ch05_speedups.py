@@ -361,7 +361,8 @@ class ProfileQuiz(Quiz):
         phase = next(p for p, letter in PHASE_OPTIONS.items() if letter == normalized)
         share = phase_share(PROFILE_READING, phase)
         said = tr(f"In your profile, {phase} took {share}: another phase took more.")
-        return join([tr("Not quite."), Said(f"{normalized}) {said}")])
+        why = [tr(self.why[normalized])] if normalized in self.why else []
+        return join([tr("Not quite."), Said(f"{normalized}) {said}"), *why])
 
 
 profile_verdict = ProfileQuiz(
