@@ -340,6 +340,8 @@ class ProfileQuiz(Quiz):
     feedback names what their table shows; elsewhere (a grader, which has no profile of theirs)
     the key's answer, by its digest."""
 
+    judged_live = True  # in the notebook, right or wrong depends on what was measured there
+
     def measured_answer(self) -> str:
         return PHASE_OPTIONS[largest_phase(PROFILE_READING)] if PROFILE_READING else ""
 

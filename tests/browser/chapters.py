@@ -309,14 +309,22 @@ CHAPTERS = {
             Interaction(
                 "quiz: read your profile",
                 "ch.profile_verdict.ask()",
+                # judged against the profile this page's kernel measured (on a loaded machine
+                # the step phase can be the largest): the verdict names the chosen phase's share
+                # either way, right or wrong
                 (
                     Choose("b) forward"),
                     Click("Check"),
-                    Expect(r"Incorrect"),
-                    Expect(r"fusing its kernels"),
+                    Expect(
+                        r"In your profile, forward (took|is the largest phase)",
+                        zh=r"在你的 profile 里，(forward 阶段|最大的阶段是 forward)",
+                    ),
                     Choose("a) data"),
                     Click("Check"),
-                    Expect(r"Correct: Read your profile"),
+                    Expect(
+                        r"In your profile, data (took|is the largest phase)",
+                        zh=r"在你的 profile 里，(data 阶段|最大的阶段是 data)",
+                    ),
                 ),
             ),
             Interaction(
