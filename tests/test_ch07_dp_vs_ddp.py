@@ -195,10 +195,27 @@ def test_meanwhile_a_kernel_imports_what_the_chapter_shows_next_and_freezes_it(m
     assert seen == ["torch._dynamo", ("matplotlib.pyplot", False), ("ipywidgets", False)]
 
 
-def _say_frozen(arguments):
-    import gc
+AGENT_FROZE = []  # in the forked agent: its freeze count right after its own gc.freeze()
 
-    print(f"{gc.get_freeze_count()} {arguments}", flush=True)
+
+class _FreezeSpy:
+    """ddp_worker's `gc` in the test: each freeze() also records the count it left (read right
+    then: objects freed later, as the agent rebinds sys.stdout, leave the count lower by then)."""
+
+    def __getattr__(self, name):
+        import gc
+
+        return getattr(gc, name)
+
+    def freeze(self):
+        import gc
+
+        gc.freeze()
+        AGENT_FROZE.append(gc.get_freeze_count())
+
+
+def _say_frozen(arguments):
+    print(f"{AGENT_FROZE[-1] if AGENT_FROZE else 0} {arguments}", flush=True)
 
 
 def test_the_forked_agent_freezes_what_it_shares_and_the_kernel_keeps_its_frozen_imports(
@@ -212,6 +229,7 @@ def test_the_forked_agent_freezes_what_it_shares_and_the_kernel_keeps_its_frozen
 
     monkeypatch.setattr("torch.distributed.run.main", _say_frozen)
     monkeypatch.setattr(ddp_worker, "torchrun_start_method", lambda: "fork")
+    monkeypatch.setattr(ddp_worker, "gc", _FreezeSpy())
     was_frozen = gc.get_freeze_count()
     gc.freeze()  # as freeze_imports leaves a kernel
     try:
