@@ -195,12 +195,14 @@ def test_meanwhile_a_kernel_imports_what_the_chapter_shows_next_and_freezes_it(m
     assert seen == ["torch._dynamo", ("matplotlib.pyplot", False), ("ipywidgets", False)]
 
 
-AGENT_FROZE = []  # in the forked agent: its freeze count right after its own gc.freeze()
+AGENT_FROZE = []  # in the forked agent, right after its own gc.freeze(): the objects its
+# collections would still scan (0 when everything it shares was frozen)
 
 
 class _FreezeSpy:
-    """ddp_worker's `gc` in the test: each freeze() also records the count it left (read right
-    then: objects freed later, as the agent rebinds sys.stdout, leave the count lower by then)."""
+    """ddp_worker's `gc` in the test: each freeze() also records what is left to collect (the
+    freeze count itself can fall below the kernel's: the fork's bootstrap frees a few frozen
+    objects before the agent freezes)."""
 
     def __getattr__(self, name):
         import gc
@@ -211,11 +213,11 @@ class _FreezeSpy:
         import gc
 
         gc.freeze()
-        AGENT_FROZE.append(gc.get_freeze_count())
+        AGENT_FROZE.append(len(gc.get_objects()))
 
 
 def _say_frozen(arguments):
-    print(f"{AGENT_FROZE[-1] if AGENT_FROZE else 0} {arguments}", flush=True)
+    print(f"{AGENT_FROZE[-1] if AGENT_FROZE else 'never'} {arguments}", flush=True)
 
 
 def test_the_forked_agent_freezes_what_it_shares_and_the_kernel_keeps_its_frozen_imports(
@@ -240,7 +242,9 @@ def test_the_forked_agent_freezes_what_it_shares_and_the_kernel_keeps_its_frozen
             log.seek(0)
             in_agent, arguments = log.read().split(maxsplit=1)
         assert gc.get_freeze_count() == frozen, "the launch thawed the kernel's frozen objects"
-        assert int(in_agent) > frozen and arguments.strip() == "['x']"
+        # the agent froze: its collections scan almost nothing of the ~10**5 objects it shares
+        assert in_agent != "never" and int(in_agent) < 1000 < frozen, in_agent
+        assert arguments.strip() == "['x']"
     finally:
         if not was_frozen:
             gc.unfreeze()
