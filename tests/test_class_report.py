@@ -210,3 +210,17 @@ def test_a_gradebook_without_records_is_a_clear_error(tmp_path):
     )
     assert proc.returncode == 2
     assert "no class report written" in proc.stderr and "grade the class first" in proc.stderr
+
+
+def test_a_written_answer_and_a_students_name_reach_the_report_as_text_only():
+    """The report's written-answers section (issue 39) escapes what a student wrote and their
+    name: a script, a tracking image and a link stay text."""
+    from course_lib.classroom import report
+
+    hostile = (
+        '<script>alert(1)</script><img src="http://tracker/x.png"><a href="javascript:x">a</a>'
+    )
+    answers = [('<b onmouseover="x">=HYPERLINK()</b>', hostile, None)]
+    page = report._written_html({"written": {"why": {"asked": None, "answers": answers}}})
+    assert "<script>" not in page and "<img" not in page and "<a href" not in page, page
+    assert "<b " not in page and "&lt;script&gt;" in page
